@@ -1,0 +1,162 @@
+package agents
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Namespacing is what a client adds to an MCP tool name before its model sees it.
+type Namespacing string
+
+// The namespacing styles a client can have.
+const (
+	// NamespacingNone: the client puts every server's tools into one flat namespace.
+	NamespacingNone Namespacing = "none"
+	// NamespacingPrefix: the client puts the server name (and more) before the tool name.
+	NamespacingPrefix Namespacing = "prefix"
+	// NamespacingSuffix: the client appends the server name to the tool name (Auggie).
+	NamespacingSuffix Namespacing = "suffix"
+)
+
+// Namespacings lists the valid [Namespacing] values.
+var Namespacings = []Namespacing{NamespacingNone, NamespacingPrefix, NamespacingSuffix}
+
+// UnmarshalText makes an unknown namespacing a decode error.
+func (n *Namespacing) UnmarshalText(b []byte) error {
+	v := Namespacing(b)
+	for _, ok := range Namespacings {
+		if v == ok {
+			*n = v
+			return nil
+		}
+	}
+	return fmt.Errorf("invalid namespacing %q (want one of none, prefix, suffix)", string(b))
+}
+
+// Definition is one agent definition: a client program and its capabilities.
+// Field names and TOML keys are the schema of DESIGN.md section 3.
+type Definition struct {
+	ID       string   `toml:"id" json:"id"`
+	Name     string   `toml:"name" json:"name"`
+	Command  []string `toml:"command" json:"command"`
+	SeenWith string   `toml:"seen_with" json:"seen_with,omitempty"`
+	// Evidence says where the capability values come from: seen, source or docs.
+	Evidence     string       `toml:"evidence" json:"evidence,omitempty"`
+	MCP          MCPConfig    `toml:"mcp" json:"mcp"`
+	Capabilities Capabilities `toml:"capabilities" json:"capabilities"`
+
+	// Source is "catalog" or the path of the user file that defined it.
+	Source string `toml:"-" json:"source"`
+}
+
+// MCPConfig says how the MCP server is injected into the client.
+type MCPConfig struct {
+	// ConfigFormat names the client's native MCP configuration format.
+	ConfigFormat string `toml:"config_format" json:"config_format"`
+	// Trust asks clients that support it (Gemini CLI, Qwen Code) to use the
+	// server's tools without confirmation, which headless runs need.
+	Trust bool `toml:"trust" json:"trust,omitempty"`
+}
+
+// Capabilities are what an instance snapshots from its definition.
+type Capabilities struct {
+	ToolNames ToolNaming `toml:"tool_names" json:"tool_names"`
+}
+
+// ToolNaming describes how a client renders an MCP tool name for its model.
+type ToolNaming struct {
+	Namespacing Namespacing `toml:"namespacing" json:"namespacing"`
+	// Template is the model-visible name, with {tool} and {server} placeholders.
+	Template string `toml:"template" json:"template"`
+	// MaxLength is the longest model-visible name the client and model accept.
+	MaxLength int `toml:"max_length" json:"max_length"`
+	// Charset is a regular expression the whole model-visible name must match.
+	Charset string `toml:"charset" json:"charset"`
+	// ServerMaxLength, when positive, is where the client cuts the server part.
+	ServerMaxLength int `toml:"server_max_length" json:"server_max_length,omitempty"`
+}
+
+// Default capability values, the safe choice for model APIs.
+const (
+	DefaultMaxLength = 64
+	DefaultCharset   = "^[A-Za-z0-9_-]+$"
+)
+
+// ConfigFormats lists the native MCP configuration formats agentctl can write.
+var ConfigFormats = []string{
+	"auggie", "claude-code", "codex", "continue", "cursor", "droid", "gemini",
+	"goose", "kiro", "mcp-servers-json", "opencode", "qwen-code", "vscode",
+}
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// fieldError is a validation problem with one key of a definition.
+type fieldError struct {
+	key string // dotted TOML key
+	msg string
+}
+
+func (e *fieldError) Error() string { return fmt.Sprintf("key %q: %s", e.key, e.msg) }
+
+// applyDefaults fills optional values.
+func (d *Definition) applyDefaults() {
+	tn := &d.Capabilities.ToolNames
+	if tn.MaxLength == 0 {
+		tn.MaxLength = DefaultMaxLength
+	}
+	if tn.Charset == "" {
+		tn.Charset = DefaultCharset
+	}
+}
+
+// validate checks a decoded definition; the first problem is returned.
+func (d *Definition) validate() *fieldError {
+	if d.ID == "" {
+		return &fieldError{"id", "missing; every definition needs an id such as \"my-agent\""}
+	}
+	if !idPattern.MatchString(d.ID) {
+		return &fieldError{"id", fmt.Sprintf("%q is not a valid id (lower-case letters, digits, '.', '_' and '-', starting with a letter or digit)", d.ID)}
+	}
+	if d.Name == "" {
+		return &fieldError{"name", "missing; give the client a display name"}
+	}
+	if d.MCP.ConfigFormat == "" {
+		return &fieldError{"mcp.config_format", "missing; one of " + strings.Join(ConfigFormats, ", ")}
+	}
+	if !slices.Contains(ConfigFormats, d.MCP.ConfigFormat) {
+		return &fieldError{"mcp.config_format", fmt.Sprintf("unknown format %q (want one of %s)", d.MCP.ConfigFormat, strings.Join(ConfigFormats, ", "))}
+	}
+	tn := d.Capabilities.ToolNames
+	if tn.Namespacing == "" {
+		return &fieldError{"capabilities.tool_names.namespacing", "missing; one of none, prefix, suffix"}
+	}
+	if err := validateTemplate(tn.Template); err != nil {
+		return &fieldError{"capabilities.tool_names.template", err.Error()}
+	}
+	if tn.MaxLength < 1 {
+		return &fieldError{"capabilities.tool_names.max_length", fmt.Sprintf("%d is not a positive length", tn.MaxLength)}
+	}
+	if tn.ServerMaxLength < 0 {
+		return &fieldError{"capabilities.tool_names.server_max_length", fmt.Sprintf("%d is negative", tn.ServerMaxLength)}
+	}
+	if _, err := regexp.Compile(tn.Charset); err != nil {
+		return &fieldError{"capabilities.tool_names.charset", fmt.Sprintf("not a regular expression: %v", err)}
+	}
+	return nil
+}
+
+func validateTemplate(t string) error {
+	if t == "" {
+		return fmt.Errorf("missing; for example \"mcp__{server}__{tool}\"")
+	}
+	if !strings.Contains(t, "{tool}") {
+		return fmt.Errorf("%q has no {tool} placeholder", t)
+	}
+	rest := strings.NewReplacer("{tool}", "", "{server}", "").Replace(t)
+	if strings.ContainsAny(rest, "{}") {
+		return fmt.Errorf("%q has an unknown placeholder (only {tool} and {server} exist)", t)
+	}
+	return nil
+}

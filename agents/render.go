@@ -1,0 +1,83 @@
+package agents
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Rendered is the name a client's model sees for one transport name.
+type Rendered struct {
+	// Name is the model-visible name.
+	Name string `json:"name"`
+	// Problems lists what is wrong with Name for this client: over its length
+	// limit, outside its charset. Empty when the name is fine.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// RenderModelName applies a client's naming to a transport name: the
+// template, the client's cut of the server part, then its sanitising (every
+// character the charset does not allow becomes '_'). A name that is still
+// outside the charset or longer than the client's limit is returned with a
+// problem rather than cut, since clients differ in what they do with it.
+func RenderModelName(n ToolNaming, server, transport string) Rendered {
+	if n.ServerMaxLength > 0 && utf8.RuneCountInString(server) > n.ServerMaxLength {
+		server = string([]rune(server)[:n.ServerMaxLength])
+	}
+	tmpl := n.Template
+	if tmpl == "" {
+		tmpl = "{tool}"
+	}
+	name := strings.NewReplacer("{tool}", transport, "{server}", server).Replace(tmpl)
+	var r Rendered
+	re := charsetRegexp(n.Charset)
+	if re != nil && !re.MatchString(name) {
+		name = sanitize(re, name)
+		if !re.MatchString(name) {
+			r.Problems = append(r.Problems, fmt.Sprintf("outside the client's charset %s", n.Charset))
+		}
+	}
+	maxLen := n.MaxLength
+	if maxLen == 0 {
+		maxLen = DefaultMaxLength
+	}
+	if l := utf8.RuneCountInString(name); l > maxLen {
+		r.Problems = append(r.Problems, fmt.Sprintf("%d characters, over the client's limit of %d", l, maxLen))
+	}
+	r.Name = name
+	return r
+}
+
+// sanitize replaces each character that the charset does not allow with '_'.
+// A character is allowed when the charset accepts it after a letter, which
+// suits both "^[class]+$" and "^[first][rest]*$" shapes.
+func sanitize(re *regexp.Regexp, name string) string {
+	var b strings.Builder
+	for _, c := range name {
+		if re.MatchString("a"+string(c)) || re.MatchString(string(c)) {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+var charsetCache sync.Map // string -> *regexp.Regexp (nil for invalid)
+
+func charsetRegexp(expr string) *regexp.Regexp {
+	if expr == "" {
+		expr = DefaultCharset
+	}
+	if v, ok := charsetCache.Load(expr); ok {
+		return v.(*regexp.Regexp)
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		re = nil
+	}
+	charsetCache.Store(expr, re)
+	return re
+}
