@@ -1,0 +1,197 @@
+package instance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/oklog/ulid/v2"
+)
+
+// Defaults for [CreateOptions].
+const (
+	DefaultServerName      = "agentctl"
+	DefaultQuestionTimeout = 10 * time.Minute
+	DefaultToolPrefixMode  = "mount-name"
+)
+
+// CreateOptions are the inputs of [Store.CreateInstance].
+type CreateOptions struct {
+	// Definition is the resolved agent definition; its capabilities are snapshotted.
+	Definition *agents.Definition
+	// Name is an optional label, unique among instances.
+	Name string
+	// Workspace is the directory the agent works in; it must exist.
+	Workspace string
+	// ServerName is the key S under which the endpoint is injected (default "agentctl").
+	ServerName string
+	// QuestionTimeout bounds how long ask_user_question waits (default 10m).
+	QuestionTimeout time.Duration
+	// Executable is the absolute path of the agentctl binary the client starts.
+	Executable string
+	// NoTrust leaves out "trust": true for clients that support it.
+	NoTrust bool
+}
+
+// newID returns a new instance or question id: a lower-case ULID, unique and
+// sortable by creation time.
+func newID(t time.Time) string {
+	return strings.ToLower(ulid.MustNew(ulid.Timestamp(t), rand.Reader).String())
+}
+
+var serverNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+
+// MaxServerNameLength keeps room for tool names within clients' 64-character limit.
+const MaxServerNameLength = 32
+
+// ValidateServerName checks that S is safe in every client's tool names:
+// lower-case letters, digits, '_' and '-', starting with a letter, no "__"
+// (clients use it as a separator), not ending in '_' or '-'.
+func ValidateServerName(s string) error {
+	const how = "use lower-case letters, digits, '-' and single '_', starting with a letter, for example \"agentctl\" or \"my-tools\""
+	switch {
+	case s == "":
+		return invalidf("server name is empty; %s", how)
+	case len(s) > MaxServerNameLength:
+		return invalidf("server name %q is %d characters; at most %d keep tool names within clients' limits", s, len(s), MaxServerNameLength)
+	case !serverNameRE.MatchString(s):
+		bad := firstBadRune(s)
+		return invalidf("server name %q contains %q, which clients reject or rewrite in tool names; %s", s, bad, how)
+	case strings.Contains(s, "__"):
+		return invalidf("server name %q contains \"__\", which clients use to separate server and tool; %s", s, how)
+	case strings.HasSuffix(s, "_") || strings.HasSuffix(s, "-"):
+		return invalidf("server name %q ends in %q; %s", s, s[len(s)-1:], how)
+	}
+	return nil
+}
+
+func firstBadRune(s string) string {
+	for i, r := range s {
+		ok := r >= 'a' && r <= 'z' || r == '_' || r == '-' || r >= '0' && r <= '9'
+		if i == 0 && !(r >= 'a' && r <= 'z') || !ok {
+			return string(r)
+		}
+	}
+	return ""
+}
+
+var labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// CreateInstance resolves nothing and guesses nothing: it snapshots the
+// definition's capabilities into a new record, writes the client's native MCP
+// configuration into the instance's directory and stores the record. It is
+// all-or-nothing: on any error no record and no directory are left behind.
+func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, error) {
+	if o.Definition == nil {
+		return nil, invalidf("no agent definition")
+	}
+	if o.ServerName == "" {
+		o.ServerName = DefaultServerName
+	}
+	if err := ValidateServerName(o.ServerName); err != nil {
+		return nil, err
+	}
+	if o.Name != "" && !labelRE.MatchString(o.Name) {
+		return nil, invalidf("label %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", o.Name)
+	}
+	if o.QuestionTimeout == 0 {
+		o.QuestionTimeout = DefaultQuestionTimeout
+	}
+	if o.QuestionTimeout < 0 {
+		return nil, invalidf("question timeout %s is negative", o.QuestionTimeout)
+	}
+	if !filepath.IsAbs(o.Executable) {
+		return nil, invalidf("the agentctl executable path %q is not absolute", o.Executable)
+	}
+	ws, err := filepath.Abs(o.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		return nil, invalidf("workspace %s is not a directory; pass an existing directory with --workspace", ws)
+	}
+
+	now := s.stamp()
+	id := newID(now)
+	rec := &Record{
+		ID: id, Name: o.Name, Agent: o.Definition.ID, CreatedAt: now,
+		ServerName:      o.ServerName,
+		Capabilities:    o.Definition.Capabilities,
+		ConfigFormat:    o.Definition.MCP.ConfigFormat,
+		Workspace:       ws,
+		ToolPrefixMode:  DefaultToolPrefixMode,
+		Mounts:          []Mount{},
+		Transport:       Transport{Kind: "stdio"},
+		Dir:             filepath.Join(s.instancesDir(), id),
+		QuestionTimeout: Duration(o.QuestionTimeout),
+	}
+
+	// Stage every file in a private directory, then publish it with one rename
+	// inside the transaction that inserts the record.
+	staging, err := os.MkdirTemp(s.instancesDir(), ".staging-"+id+"-")
+	if err != nil {
+		return nil, fmt.Errorf("create instance directory: %w", err)
+	}
+	published := false
+	defer func() {
+		if !published {
+			os.RemoveAll(staging)
+		}
+	}()
+	entry := ServerEntry{
+		Command: o.Executable,
+		Args:    []string{"mcp", "serve", "--instance", id, "--state-dir", s.dir},
+		Trust:   o.Definition.MCP.Trust && !o.NoTrust,
+	}
+	rel, err := WriteClientConfig(staging, rec.ConfigFormat, rec.ServerName, entry)
+	if err != nil {
+		return nil, fmt.Errorf("write %s MCP configuration: %w", rec.Agent, err)
+	}
+	rec.MCPConfigPath = filepath.Join(rec.Dir, rel)
+
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	var name any
+	if rec.Name != "" {
+		name = rec.Name
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM instances WHERE name = ?`, rec.Name).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			return nil, &InvalidError{Msg: fmt.Sprintf("an instance labelled %q already exists; choose another --name or delete it first", rec.Name)}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO instances (id, name, agent, created_at, record) VALUES (?, ?, ?, ?, ?)`,
+		rec.ID, name, rec.Agent, now.Format(timeFormat), string(raw)); err != nil {
+		return nil, err
+	}
+	if s.beforeCommit != nil {
+		if err := s.beforeCommit(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Rename(staging, rec.Dir); err != nil {
+		return nil, fmt.Errorf("publish instance directory: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		os.RemoveAll(rec.Dir)
+		return nil, err
+	}
+	published = true
+	return rec, nil
+}

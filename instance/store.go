@@ -1,0 +1,471 @@
+package instance
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+)
+
+// DBFile is the name of the state database inside the state directory.
+const DBFile = "state.db"
+
+// migrations are applied in order; PRAGMA user_version counts those applied.
+// Never edit one that has shipped: append a new one.
+var migrations = []string{
+	`CREATE TABLE instances (
+		id         TEXT PRIMARY KEY,
+		name       TEXT,
+		agent      TEXT NOT NULL,
+		created_at TEXT NOT NULL,
+		record     TEXT NOT NULL
+	);
+	CREATE UNIQUE INDEX instances_name ON instances(name) WHERE name IS NOT NULL;
+	CREATE TABLE questions (
+		id          TEXT PRIMARY KEY,
+		instance_id TEXT NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
+		question    TEXT NOT NULL,
+		choices     TEXT NOT NULL,
+		status      TEXT NOT NULL,
+		asked_at    TEXT NOT NULL,
+		answer      TEXT,
+		answered_at TEXT
+	);
+	CREATE INDEX questions_instance ON questions(instance_id, status);
+	CREATE TABLE events (
+		seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+		instance_id TEXT NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
+		at          TEXT NOT NULL,
+		tool        TEXT NOT NULL,
+		status      TEXT NOT NULL,
+		message     TEXT NOT NULL,
+		percent     REAL
+	);
+	CREATE INDEX events_instance ON events(instance_id, seq);`,
+}
+
+// Store is the SQLite state of agentctl: instance records, questions, events.
+// It is safe for concurrent use, also by many processes at once.
+type Store struct {
+	db  *sql.DB
+	dir string
+	now func() time.Time
+
+	// beforeCommit, when set (tests only), runs inside CreateInstance after the
+	// files are staged and the row inserted, before anything is committed.
+	beforeCommit func() error
+}
+
+// Option configures a [Store].
+type Option func(*Store)
+
+// WithClock sets the clock the store stamps records and events with.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// Open opens (creating if needed) the store in dir and migrates its schema.
+func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
+	if dir == "" {
+		return nil, invalidf("no state directory; set --state-dir or AGENTCTL_STATE_DIR")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(abs, "instances"), 0o755); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	dsn := "file:" + filepath.Join(abs, DBFile) +
+		"?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, dir: abs, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open state database %s: %w", filepath.Join(abs, DBFile), err)
+	}
+	return s, nil
+}
+
+// init turns WAL on and applies pending migrations, safely against other
+// processes doing the same at the same moment.
+func (s *Store) init(ctx context.Context) error {
+	// Switching to WAL needs a moment alone with the file; SQLite reports
+	// SQLITE_BUSY at once rather than waiting, so retry briefly.
+	var mode string
+	for i := 0; ; i++ {
+		err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil {
+			break
+		}
+		if i >= 200 || !isBusy(err) {
+			return err
+		}
+		time.Sleep(time.Duration(5+i%10) * time.Millisecond)
+	}
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v == len(migrations) {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one migrator at a time
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("the state database has schema version %d, newer than this agentctl knows (%d); upgrade agentctl", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func isBusy(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Dir is the absolute state directory.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) instancesDir() string { return filepath.Join(s.dir, "instances") }
+
+const timeFormat = time.RFC3339Nano
+
+func (s *Store) stamp() time.Time { return s.now().UTC() }
+
+// Get returns the instance that ref names: an id, a unique id prefix, or a label.
+func (s *Store) Get(ctx context.Context, ref string) (*Record, error) {
+	if ref == "" {
+		return nil, invalidf("no instance given; pass an instance id, id prefix or label (see `agentctl instance list`)")
+	}
+	var raw string
+	err := s.db.QueryRowContext(ctx, `SELECT record FROM instances WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1`, ref, ref, ref).Scan(&raw)
+	if err == nil {
+		return decodeRecord(raw)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, record FROM instances WHERE id >= ? AND id < ? ORDER BY id LIMIT 6`, ref, ref+"\xff")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids, recs []string
+	for rows.Next() {
+		var id, r string
+		if err := rows.Scan(&id, &r); err != nil {
+			return nil, err
+		}
+		ids, recs = append(ids, id), append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	switch len(ids) {
+	case 0:
+		return nil, &NotFoundError{What: "instance", Ref: ref, Hint: "see `agentctl instance list` for the instances in " + s.dir}
+	case 1:
+		return decodeRecord(recs[0])
+	default:
+		return nil, &AmbiguousError{What: "instance id prefix", Ref: ref, Matches: ids}
+	}
+}
+
+func decodeRecord(raw string) (*Record, error) {
+	var r Record
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return nil, fmt.Errorf("instance record is corrupt: %w", err)
+	}
+	if r.Mounts == nil {
+		r.Mounts = []Mount{}
+	}
+	return &r, nil
+}
+
+// List returns every instance, oldest first.
+func (s *Store) List(ctx context.Context) ([]*Record, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT record FROM instances ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Record{}
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		r, err := decodeRecord(raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// IDs returns every instance id with its label, for shell completion.
+func (s *Store) IDs(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, coalesce(name, '') FROM instances ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, err
+		}
+		out[id] = name
+	}
+	return out, rows.Err()
+}
+
+// Delete removes the instance ref names, its questions, events and directory.
+func (s *Store) Delete(ctx context.Context, ref string) (*Record, error) {
+	r, err := s.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	// Move the directory aside first so that a failure leaves the record and
+	// its files together; the rename is atomic.
+	trash := filepath.Join(s.instancesDir(), ".deleting-"+r.ID)
+	moved := false
+	if err := os.Rename(r.Dir, trash); err == nil {
+		moved = true
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("delete instance %s: %w", r.ID, err)
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, r.ID); err != nil {
+		if moved {
+			_ = os.Rename(trash, r.Dir)
+		}
+		return nil, err
+	}
+	if moved {
+		if err := os.RemoveAll(trash); err != nil {
+			return r, fmt.Errorf("instance %s deleted, but its directory %s could not be removed: %w", r.ID, trash, err)
+		}
+	}
+	return r, nil
+}
+
+// AddQuestion stores an open question for the instance.
+func (s *Store) AddQuestion(ctx context.Context, instanceID, text string, choices []string) (*Question, error) {
+	if choices == nil {
+		choices = []string{}
+	}
+	q := &Question{ID: newID(s.now()), InstanceID: instanceID, Text: text, Choices: choices, Status: QuestionOpen, AskedAt: s.stamp()}
+	cj, _ := json.Marshal(choices)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO questions (id, instance_id, question, choices, status, asked_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		q.ID, instanceID, text, string(cj), q.Status, q.AskedAt.Format(timeFormat))
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+const questionCols = `id, instance_id, question, choices, status, asked_at, coalesce(answer, ''), coalesce(answered_at, '')`
+
+func scanQuestion(sc interface{ Scan(...any) error }) (*Question, error) {
+	var q Question
+	var choices, asked, answered string
+	if err := sc.Scan(&q.ID, &q.InstanceID, &q.Text, &choices, &q.Status, &asked, &q.Answer, &answered); err != nil {
+		return nil, err
+	}
+	_ = json.Unmarshal([]byte(choices), &q.Choices)
+	q.AskedAt, _ = time.Parse(timeFormat, asked)
+	if answered != "" {
+		t, _ := time.Parse(timeFormat, answered)
+		q.AnsweredAt = &t
+	}
+	return &q, nil
+}
+
+// Question returns one question of an instance.
+func (s *Store) Question(ctx context.Context, instanceID, id string) (*Question, error) {
+	q, err := scanQuestion(s.db.QueryRowContext(ctx, `SELECT `+questionCols+` FROM questions WHERE instance_id = ? AND id = ?`, instanceID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &NotFoundError{What: "question", Ref: id, Hint: "see `agentctl instance questions " + instanceID + "`"}
+	}
+	return q, err
+}
+
+// Questions returns an instance's questions, oldest first; only the open ones
+// unless all is set.
+func (s *Store) Questions(ctx context.Context, instanceID string, all bool) ([]*Question, error) {
+	q := `SELECT ` + questionCols + ` FROM questions WHERE instance_id = ?`
+	if !all {
+		q += ` AND status = 'open'`
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY id`, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Question{}
+	for rows.Next() {
+		qq, err := scanQuestion(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, qq)
+	}
+	return out, rows.Err()
+}
+
+// Answer answers an open question. With an empty questionID the instance must
+// have exactly one open question, which is answered.
+func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer string) (*Question, error) {
+	if questionID == "" {
+		open, err := s.Questions(ctx, instanceID, false)
+		if err != nil {
+			return nil, err
+		}
+		switch len(open) {
+		case 0:
+			return nil, &NotFoundError{What: "open question for instance", Ref: instanceID, Hint: "nothing is waiting for an answer"}
+		case 1:
+			questionID = open[0].ID
+		default:
+			ids := make([]string, len(open))
+			for i, q := range open {
+				ids[i] = q.ID
+			}
+			return nil, &AmbiguousError{What: "answer without a question id", Ref: instanceID, Matches: ids}
+		}
+	}
+	q, err := s.Question(ctx, instanceID, questionID)
+	if err != nil {
+		return nil, err
+	}
+	if q.Status != QuestionOpen {
+		return nil, &InvalidError{Msg: fmt.Sprintf("question %s is %s, not open; it cannot be answered any more", q.ID, q.Status)}
+	}
+	now := s.stamp()
+	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = 'answered', answer = ?, answered_at = ? WHERE id = ? AND status = 'open'`,
+		answer, now.Format(timeFormat), q.ID)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, &InvalidError{Msg: fmt.Sprintf("question %s was closed while answering; it cannot be answered any more", q.ID)}
+	}
+	q.Status, q.Answer, q.AnsweredAt = QuestionAnswered, answer, &now
+	return q, nil
+}
+
+// CloseQuestion marks an open question as expired or cancelled. It reports
+// false if the question was no longer open (an answer won the race).
+func (s *Store) CloseQuestion(ctx context.Context, instanceID, questionID, status string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = ? WHERE instance_id = ? AND id = ? AND status = 'open'`, status, instanceID, questionID)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// AddEvent records a progress event and returns it with its sequence number.
+func (s *Store) AddEvent(ctx context.Context, e Event) (*Event, error) {
+	e.At = s.stamp()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent) VALUES (?, ?, ?, ?, ?, ?)`,
+		e.InstanceID, e.At.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent)
+	if err != nil {
+		return nil, err
+	}
+	e.Seq, _ = res.LastInsertId()
+	return &e, nil
+}
+
+// Events returns an instance's events with a sequence number above after.
+func (s *Store) Events(ctx context.Context, instanceID string, after int64) ([]*Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, instance_id, at, tool, status, message, percent FROM events WHERE instance_id = ? AND seq > ? ORDER BY seq`, instanceID, after)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Event{}
+	for rows.Next() {
+		var e Event
+		var at string
+		var pct sql.NullFloat64
+		if err := rows.Scan(&e.Seq, &e.InstanceID, &at, &e.Tool, &e.Status, &e.Message, &pct); err != nil {
+			return nil, err
+		}
+		e.At, _ = time.Parse(timeFormat, at)
+		if pct.Valid {
+			p := pct.Float64
+			e.Percent = &p
+		}
+		out = append(out, &e)
+	}
+	return out, rows.Err()
+}
+
+// Exists reports whether the instance still exists (for endpoints that
+// outlive a delete).
+func (s *Store) Exists(ctx context.Context, id string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM instances WHERE id = ?`, id).Scan(&n)
+	return n == 1, err
+}
+
+// AskQuestion stores an open question and returns its id (for the endpoint).
+func (s *Store) AskQuestion(ctx context.Context, instanceID, text string, choices []string) (string, error) {
+	q, err := s.AddQuestion(ctx, instanceID, text, choices)
+	if err != nil {
+		return "", err
+	}
+	return q.ID, nil
+}
+
+// PollAnswer reports a question's answer once it has one (for the endpoint).
+func (s *Store) PollAnswer(ctx context.Context, instanceID, questionID string) (string, bool, error) {
+	var status, answer string
+	err := s.db.QueryRowContext(ctx, `SELECT status, coalesce(answer, '') FROM questions WHERE instance_id = ? AND id = ?`, instanceID, questionID).Scan(&status, &answer)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, &NotFoundError{What: "question", Ref: questionID, Hint: "was the instance deleted?"}
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return answer, status == QuestionAnswered, nil
+}
+
+// RecordProgress stores a progress event (for the endpoint).
+func (s *Store) RecordProgress(ctx context.Context, instanceID, tool, status, message string, percent *float64) (int64, error) {
+	e, err := s.AddEvent(ctx, Event{InstanceID: instanceID, Tool: tool, Status: status, Message: message, Percent: percent})
+	if err != nil {
+		return 0, err
+	}
+	return e.Seq, nil
+}

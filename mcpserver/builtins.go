@@ -1,0 +1,263 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Base names of the built-in tools; the canonical name is base + "_" + S.
+const (
+	BaseAskUserQuestion = "ask_user_question"
+	BaseReportProgress  = "report_progress"
+	BaseGetInstance     = "get_instance"
+)
+
+// BuiltinName returns the canonical name of a built-in tool for server S.
+func BuiltinName(base, server string) string { return base + "_" + server }
+
+const sourceBuiltin = "built-in"
+
+// AskInput is the input of ask_user_question.
+type AskInput struct {
+	Question string   `json:"question" jsonschema:"The question for the person, complete enough to answer without other context."`
+	Choices  []string `json:"choices,omitempty" jsonschema:"Optional answers to choose from; leave out for a free-text answer."`
+}
+
+// AskOutput is the result of ask_user_question.
+type AskOutput struct {
+	Answered   bool   `json:"answered" jsonschema:"True when the person answered."`
+	Answer     string `json:"answer" jsonschema:"The person's answer; empty when none came."`
+	Status     string `json:"status" jsonschema:"answered, declined, cancelled or expired."`
+	QuestionID string `json:"question_id,omitempty" jsonschema:"The stored question's id, when it was asked through agentctl rather than the client."`
+}
+
+// ProgressInput is the input of report_progress.
+type ProgressInput struct {
+	Message string   `json:"message" jsonschema:"What is happening, in one sentence."`
+	Status  string   `json:"status,omitempty" jsonschema:"running (default), blocked, done or failed."`
+	Percent *float64 `json:"percent,omitempty" jsonschema:"Optional completion from 0 to 100."`
+}
+
+// ProgressOutput is the result of report_progress.
+type ProgressOutput struct {
+	Recorded bool   `json:"recorded"`
+	Seq      int64  `json:"seq" jsonschema:"The event's sequence number."`
+	Status   string `json:"status"`
+}
+
+// InstanceOutput is the result of get_instance.
+type InstanceOutput struct {
+	Instance
+	ServerName  string     `json:"server_name"`
+	Namespacing string     `json:"namespacing"`
+	Tools       []ToolName `json:"tools"`
+}
+
+var progressStatuses = []string{"running", "blocked", "done", "failed"}
+
+func (e *Endpoint) addBuiltins() error {
+	s := e.cfg.ServerName
+	ask := &mcp.Tool{
+		Name:  BuiltinName(BaseAskUserQuestion, s),
+		Title: "Ask the user a question",
+		Description: "Ask the person you work for a question and wait for the answer. Use it when you need a decision " +
+			"or a fact only they have; do not use it for things you can find out yourself. The call may wait minutes. " +
+			"If no answer comes in time the result says so (answered=false): then continue with your best judgement.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)},
+	}
+	if err := AddTool(e.registry, sourceBuiltin, KindBuiltin, ask, e.askUserQuestion); err != nil {
+		return err
+	}
+
+	progSchema, err := jsonschema.For[ProgressInput](nil)
+	if err != nil {
+		return err
+	}
+	progSchema.Required = []string{"message"}
+	progSchema.Properties["status"].Enum = toAny(progressStatuses)
+	progSchema.Properties["status"].Default = json.RawMessage(`"running"`)
+	pct := progSchema.Properties["percent"]
+	pct.Minimum, pct.Maximum = ptr(0.0), ptr(100.0)
+	prog := &mcp.Tool{
+		Name:  BuiltinName(BaseReportProgress, s),
+		Title: "Report progress",
+		Description: "Record what you are doing so the people and CI jobs watching this instance can follow. Call it when " +
+			"you start a step, when you are blocked, and once at the end with status done or failed.",
+		InputSchema: progSchema,
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: false, DestructiveHint: ptr(false)},
+	}
+	if err := AddTool(e.registry, sourceBuiltin, KindBuiltin, prog, e.reportProgress); err != nil {
+		return err
+	}
+
+	get := &mcp.Tool{
+		Name:        BuiltinName(BaseGetInstance, s),
+		Title:       "Describe this instance",
+		Description: "Describe this agent instance: its id, workspace, mounted sources and the names of its tools.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+	}
+	return AddTool(e.registry, sourceBuiltin, KindBuiltin, get, e.getInstance)
+}
+
+func (e *Endpoint) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {
+	in.Question = strings.TrimSpace(in.Question)
+	if in.Question == "" {
+		return toolError("question is empty; pass the question to ask in \"question\""), AskOutput{}, nil
+	}
+	if supportsElicitation(req) {
+		return e.askByElicitation(ctx, req, in)
+	}
+	return e.askThroughStore(ctx, req, in)
+}
+
+func supportsElicitation(req *mcp.CallToolRequest) bool {
+	if req.Session == nil {
+		return false
+	}
+	p := req.Session.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+}
+
+func (e *Endpoint) askByElicitation(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {
+	answer := map[string]any{"type": "string", "title": "Answer"}
+	if len(in.Choices) > 0 {
+		answer["enum"] = in.Choices
+	}
+	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+		Message: in.Question,
+		RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"answer": answer}, "required": []string{"answer"},
+		},
+	})
+	if err != nil {
+		return nil, AskOutput{}, fmt.Errorf("asking through the client failed: %w", err)
+	}
+	out := AskOutput{Status: res.Action}
+	switch res.Action {
+	case "accept":
+		out.Answered, out.Status = true, "answered"
+		if a, ok := res.Content["answer"].(string); ok {
+			out.Answer = a
+		} else {
+			out.Answer = fmt.Sprint(res.Content["answer"])
+		}
+		return textResult("The person answered: " + out.Answer), out, nil
+	case "decline":
+		out.Status = "declined"
+		return textResult("The person declined to answer. Continue with your best judgement."), out, nil
+	default:
+		out.Status = "cancelled"
+		return textResult("The person dismissed the question without answering. Continue with your best judgement."), out, nil
+	}
+}
+
+func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {
+	id := e.cfg.Instance.ID
+	qid, err := e.cfg.Store.AskQuestion(ctx, id, in.Question, in.Choices)
+	if err != nil {
+		return nil, AskOutput{}, fmt.Errorf("store the question: %w", err)
+	}
+	how := fmt.Sprintf("agentctl instance answer %s %s TEXT", id, qid)
+	e.log.Info("waiting for an answer", "tool", BuiltinName(BaseAskUserQuestion, e.cfg.ServerName), "question", qid, "answer_with", how)
+
+	deadline := time.NewTimer(e.cfg.QuestionTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(e.cfg.PollInterval)
+	defer poll.Stop()
+	heartbeat := time.NewTicker(e.cfg.HeartbeatInterval)
+	defer heartbeat.Stop()
+	token := req.Params.GetProgressToken()
+	beats := 0.0
+	for {
+		select {
+		case <-ctx.Done():
+			// Leave the question closed so nobody answers into the void.
+			_, _ = e.cfg.Store.CloseQuestion(context.WithoutCancel(ctx), id, qid, "cancelled")
+			return nil, AskOutput{}, ctx.Err()
+		case <-deadline.C:
+			closed, err := e.cfg.Store.CloseQuestion(ctx, id, qid, "expired")
+			if err != nil {
+				return nil, AskOutput{}, err
+			}
+			if closed {
+				out := AskOutput{Status: "expired", QuestionID: qid}
+				return textResult(fmt.Sprintf("No answer came within %s. Continue with your best judgement, or ask again later.", e.cfg.QuestionTimeout)), out, nil
+			}
+			// An answer arrived just before the deadline: fall through to read it.
+		case <-heartbeat.C:
+			if token != nil && req.Session != nil {
+				beats++
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: token, Progress: beats, Message: "waiting for an answer: " + how,
+				})
+			}
+			continue
+		case <-poll.C:
+		}
+		answer, ok, err := e.cfg.Store.PollAnswer(ctx, id, qid)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				continue
+			}
+			return nil, AskOutput{}, err
+		}
+		if ok {
+			out := AskOutput{Answered: true, Answer: answer, Status: "answered", QuestionID: qid}
+			return textResult("The person answered: " + answer), out, nil
+		}
+	}
+}
+
+func (e *Endpoint) reportProgress(ctx context.Context, req *mcp.CallToolRequest, in ProgressInput) (*mcp.CallToolResult, ProgressOutput, error) {
+	if in.Status == "" {
+		in.Status = "running"
+	}
+	if strings.TrimSpace(in.Message) == "" {
+		return toolError("message is empty; say in one sentence what is happening"), ProgressOutput{}, nil
+	}
+	// req.Params.Name is the canonical name: the middleware routed it.
+	seq, err := e.cfg.Store.RecordProgress(ctx, e.cfg.Instance.ID, req.Params.Name, in.Status, in.Message, in.Percent)
+	if err != nil {
+		return nil, ProgressOutput{}, fmt.Errorf("record progress: %w", err)
+	}
+	out := ProgressOutput{Recorded: true, Seq: seq, Status: in.Status}
+	return textResult(fmt.Sprintf("Recorded progress event %d (%s).", seq, in.Status)), out, nil
+}
+
+func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, InstanceOutput, error) {
+	out := InstanceOutput{
+		Instance:    e.cfg.Instance,
+		ServerName:  e.cfg.ServerName,
+		Namespacing: string(e.cfg.Naming.Namespacing),
+		Tools:       e.ToolNames(),
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	return textResult(string(b)), out, nil
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func toolError(s string) *mcp.CallToolResult {
+	r := textResult(s)
+	r.IsError = true
+	return r
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Store is what the built-in tools need from the instance store. The
+// instance package's Store satisfies it; tests use fakes.
+type Store interface {
+	// AskQuestion stores an open question and returns its id.
+	AskQuestion(ctx context.Context, instanceID, text string, choices []string) (string, error)
+	// PollAnswer reports the answer of a question, if it has one.
+	PollAnswer(ctx context.Context, instanceID, questionID string) (answer string, answered bool, err error)
+	// CloseQuestion marks an open question expired or cancelled; false if it
+	// was no longer open (an answer arrived first).
+	CloseQuestion(ctx context.Context, instanceID, questionID, status string) (bool, error)
+	// RecordProgress stores a progress event under the canonical tool name.
+	RecordProgress(ctx context.Context, instanceID, tool, status, message string, percent *float64) (int64, error)
+}
+
+// Instance describes the instance an endpoint serves, as get_instance shows it.
+type Instance struct {
+	ID        string  `json:"id"`
+	Name      string  `json:"name"`
+	Agent     string  `json:"agent"`
+	Workspace string  `json:"workspace"`
+	Mounts    []Mount `json:"mounts"`
+}
+
+// Mount is one mounted source as get_instance shows it.
+type Mount struct {
+	Kind            string `json:"kind"`
+	Name            string `json:"name"`
+	EffectivePrefix string `json:"effective_prefix"`
+	PrefixOrigin    string `json:"prefix_origin"`
+}
+
+// Config is everything an endpoint needs; it comes from the instance record
+// alone, never from an agent definition.
+type Config struct {
+	Instance   Instance
+	ServerName string
+	// Naming is the client's capability, snapshotted in the record.
+	Naming agents.ToolNaming
+	// QuestionTimeout bounds ask_user_question's wait for an answer.
+	QuestionTimeout time.Duration
+	Store           Store
+	// Logger receives the endpoint's logs (stderr for stdio); nil discards.
+	Logger *slog.Logger
+	// Version is reported as the server's version.
+	Version string
+	// PollInterval is how often a waiting question checks the store (default 100ms).
+	PollInterval time.Duration
+	// HeartbeatInterval is how often a waiting question sends progress to
+	// clients that asked for it, so their request timers do not fire (default 10s).
+	HeartbeatInterval time.Duration
+}
+
+// Endpoint is one instance's MCP server.
+type Endpoint struct {
+	cfg      Config
+	server   *mcp.Server
+	registry *Registry
+	log      *slog.Logger
+}
+
+// New builds the endpoint: the SDK server, the registry with the built-in
+// tools, and the presentation and routing middleware.
+func New(cfg Config) (*Endpoint, error) {
+	if cfg.ServerName == "" {
+		return nil, errors.New("mcpserver: no server name")
+	}
+	if cfg.Naming.Namespacing == "" {
+		return nil, errors.New("mcpserver: no naming capability")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("mcpserver: no store")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.QuestionTimeout <= 0 {
+		cfg.QuestionTimeout = 10 * time.Minute
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 10 * time.Second
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.Instance.Mounts == nil {
+		cfg.Instance.Mounts = []Mount{}
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "agentctl", Title: "agentctl instance " + cfg.Instance.ID, Version: cfg.Version},
+		&mcp.ServerOptions{Logger: cfg.Logger, Instructions: instructions(cfg)})
+	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger}
+	if err := e.addBuiltins(); err != nil {
+		return nil, err
+	}
+	// Installed last, so it runs first: before the SDK's lookup, validation,
+	// logging and dispatch.
+	server.AddReceivingMiddleware(e.presentation)
+	return e, nil
+}
+
+func instructions(cfg Config) string {
+	return fmt.Sprintf("agentctl endpoint for instance %s (%s). Ask the person questions with ask_user_question, report progress with report_progress, and describe the instance with get_instance.",
+		cfg.Instance.ID, cfg.Instance.Agent)
+}
+
+// Server returns the SDK server.
+func (e *Endpoint) Server() *mcp.Server { return e.server }
+
+// Registry returns the endpoint's tool registry.
+func (e *Endpoint) Registry() *Registry { return e.registry }
+
+// Run serves the endpoint over t until the peer disconnects or ctx is done.
+func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
+	err := e.server.Run(ctx, t)
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || ctx.Err() != nil) {
+		return nil
+	}
+	return err
+}
+
+// presentation is the receiving middleware of the naming contract: it shows
+// transport names in tools/list and maps tools/call names back to canonical
+// names before anything else sees them.
+func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
+	style, server := e.cfg.Naming.Namespacing, e.cfg.ServerName
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			if err != nil || style != agents.NamespacingSuffix {
+				return res, err
+			}
+			lr, ok := res.(*mcp.ListToolsResult)
+			if !ok {
+				return res, err
+			}
+			return e.presentList(lr), nil
+		case "tools/call":
+			cr, ok := req.(*mcp.CallToolRequest)
+			if !ok || cr.Params == nil {
+				return next(ctx, method, req)
+			}
+			route := RouteToolCall(e.registry, style, server, cr.Params.Name)
+			if route.Err != nil {
+				e.log.Debug("tools/call of an unknown tool", "name", cr.Params.Name)
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: route.Err.Error()}
+			}
+			// The request is this call's own; the registry is never touched.
+			cr.Params.Name = route.Canonical
+			if e.log.Enabled(ctx, slog.LevelDebug) {
+				e.log.Debug("tools/call", "tool", route.Canonical)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// presentList returns a copy of lr with transport names. Tools whose name
+// changes are copied; the SDK's own *Tool values are never modified.
+func (e *Endpoint) presentList(lr *mcp.ListToolsResult) *mcp.ListToolsResult {
+	out := *lr
+	out.Tools = make([]*mcp.Tool, len(lr.Tools))
+	for i, t := range lr.Tools {
+		name := PresentToolName(e.registry, e.cfg.Naming.Namespacing, e.cfg.ServerName, t.Name)
+		if name == t.Name {
+			out.Tools[i] = t
+			continue
+		}
+		c := *t
+		c.Name = name
+		out.Tools[i] = &c
+	}
+	return &out
+}
+
+// ToolName is one tool's names as get_instance and `tools list` show them.
+type ToolName struct {
+	Canonical    string `json:"canonical"`
+	Transport    string `json:"transport"`
+	ModelVisible string `json:"model_visible"`
+	Source       string `json:"source"`
+}
+
+// ToolNames lists the registered tools with their transport and
+// model-visible names, sorted by canonical name.
+func (e *Endpoint) ToolNames() []ToolName {
+	names := e.registry.Names()
+	out := make([]ToolName, 0, len(names))
+	for _, n := range names {
+		ent, _ := e.registry.Lookup(n)
+		tn := PresentToolName(e.registry, e.cfg.Naming.Namespacing, e.cfg.ServerName, n)
+		out = append(out, ToolName{
+			Canonical: n, Transport: tn, Source: ent.Source,
+			ModelVisible: agents.RenderModelName(e.cfg.Naming, e.cfg.ServerName, tn).Name,
+		})
+	}
+	return out
+}

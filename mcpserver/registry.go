@@ -1,0 +1,142 @@
+package mcpserver
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Kind is where a tool comes from.
+type Kind string
+
+// Tool kinds.
+const (
+	KindBuiltin  Kind = "builtin"
+	KindKB       Kind = "kb"
+	KindExternal Kind = "external"
+)
+
+// Entry is one registered tool.
+type Entry struct {
+	// Name is the canonical name: the registry's identity for the tool.
+	Name string
+	// Source says where the tool comes from, for messages ("built-in", "kb docs").
+	Source string
+	Kind   Kind
+}
+
+// Registry is the single source of truth for what the endpoint serves: every
+// tool is added through it, it refuses a name that is already taken (naming
+// both sources), and the naming layer resolves names against it.
+type Registry struct {
+	server *mcp.Server
+
+	mu      sync.RWMutex
+	entries map[string]*Entry
+}
+
+// NewRegistry returns an empty registry that installs tools into server.
+func NewRegistry(server *mcp.Server) *Registry {
+	return &Registry{server: server, entries: map[string]*Entry{}}
+}
+
+// CollisionError is a name that two sources want.
+type CollisionError struct {
+	Name          string
+	First, Second string
+}
+
+func (e *CollisionError) Error() string {
+	return fmt.Sprintf("tool name %q is provided by both %s and %s; rename one of them", e.Name, e.First, e.Second)
+}
+
+// reserve claims name for e, or reports who holds it.
+func (r *Registry) reserve(e *Entry) error {
+	if err := ValidateToolName(e.Name); err != nil {
+		return fmt.Errorf("%s: %w", e.Source, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prev, ok := r.entries[e.Name]; ok {
+		return &CollisionError{Name: e.Name, First: prev.Source, Second: e.Source}
+	}
+	r.entries[e.Name] = e
+	return nil
+}
+
+// AddTool registers a typed tool under t.Name. The SDK infers and validates
+// its input and output schemas.
+func AddTool[In, Out any](r *Registry, source string, kind Kind, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) error {
+	if err := r.reserve(&Entry{Name: t.Name, Source: source, Kind: kind}); err != nil {
+		return err
+	}
+	mcp.AddTool(r.server, t, h)
+	return nil
+}
+
+// AddRawTool registers a tool whose handler does its own argument handling.
+func (r *Registry) AddRawTool(source string, kind Kind, t *mcp.Tool, h mcp.ToolHandler) error {
+	if err := r.reserve(&Entry{Name: t.Name, Source: source, Kind: kind}); err != nil {
+		return err
+	}
+	r.server.AddTool(t, h)
+	return nil
+}
+
+// Has reports whether name is registered.
+func (r *Registry) Has(name string) bool {
+	r.mu.RLock()
+	_, ok := r.entries[name]
+	r.mu.RUnlock()
+	return ok
+}
+
+// IsBuiltin reports whether name is a registered built-in tool.
+func (r *Registry) IsBuiltin(name string) bool {
+	r.mu.RLock()
+	e, ok := r.entries[name]
+	r.mu.RUnlock()
+	return ok && e.Kind == KindBuiltin
+}
+
+// Lookup returns the entry registered under name.
+func (r *Registry) Lookup(name string) (Entry, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
+	if !ok {
+		return Entry{}, false
+	}
+	return *e, true
+}
+
+// Names returns every canonical name, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	names := make([]string, 0, len(r.entries))
+	for n := range r.entries {
+		names = append(names, n)
+	}
+	r.mu.RUnlock()
+	sort.Strings(names)
+	return names
+}
+
+// ValidateToolName checks a canonical name against the MCP tool-name rules
+// (1 to 128 characters of A-Z a-z 0-9 _ - .); the SDK only logs bad names.
+func ValidateToolName(name string) error {
+	if name == "" {
+		return fmt.Errorf("empty tool name")
+	}
+	if len(name) > 128 {
+		return fmt.Errorf("tool name %q is longer than 128 characters", name)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("tool name %q contains %q; tool names use A-Z a-z 0-9 _ - .", name, c)
+		}
+	}
+	return nil
+}
