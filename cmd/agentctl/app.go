@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// App is what every command gets: IO streams, configuration, the environment
+// and the clock. Nothing global; tests build their own.
+type App struct {
+	IO     *IOStreams
+	Getenv func(string) string
+	Now    func() time.Time
+	Args0  string
+	v      *viper.Viper
+}
+
+// Main runs agentctl with the process's arguments and streams and returns
+// the exit code. It never calls os.Exit.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+}
+
+// Run runs agentctl with the given arguments (args[0] is the program).
+func Run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer, getenv func(string) string) int {
+	app := &App{
+		IO:     newIOStreams(in, out, errOut, getenv),
+		Getenv: getenv,
+		Now:    time.Now,
+		Args0:  args[0],
+		v:      viper.New(),
+	}
+	root := app.newRootCmd()
+	root.SetArgs(args[1:])
+	root.SetIn(in)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		var silent *exitError
+		if !(errors.As(err, &silent) && silent.err == errSilent) {
+			fmt.Fprintln(errOut, "agentctl: "+err.Error())
+		}
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(errOut, "Run 'agentctl --help' or add --help to the command for usage.")
+		}
+	}
+	return exitCode(err)
+}
+
+// errSilent marks an exit whose message was already printed.
+var errSilent = errors.New("")
+
+// configKeys are the settings of config.toml (and AGENTCTL_* variables).
+var configKeys = map[string]string{
+	"state_dir":        "where instances live (default $XDG_STATE_HOME/agentctl)",
+	"agents_dir":       "user agent definitions (default $XDG_CONFIG_HOME/agentctl/agents)",
+	"log_level":        "endpoint log level: debug, info, warn, error",
+	"server_name":      "default --server-name for instance create",
+	"question_timeout": "default --question-timeout for instance create",
+}
+
+type configError struct{ error }
+
+func (e *configError) Unwrap() error { return e.error }
+
+func (a *App) newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentctl",
+		Short: "Provision coding-agent instances and serve each one an MCP endpoint with the right tool names",
+		Long: `agentctl provisions coding-agent instances (Auggie, Claude Code, Codex, Gemini CLI, ...)
+and serves each one an in-process MCP endpoint whose tool names are right for the
+client that connects: a client that appends or prepends the server name gets names
+that its model sees exactly once.
+
+  agentctl agents list                             the clients agentctl knows
+  agentctl instance create --agent auggie -o json  provision an instance
+  agentctl mcp serve --instance ID                 the endpoint (the client starts it)
+
+Configuration precedence: flags > AGENTCTL_* environment > config file
+($XDG_CONFIG_HOME/agentctl/config.toml, or --config) > defaults.`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Version:           version,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.loadConfig(cmd)
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	pf := root.PersistentFlags()
+	pf.String("config", "", "config file (default $XDG_CONFIG_HOME/agentctl/config.toml)")
+	pf.String("state-dir", "", "state directory (env AGENTCTL_STATE_DIR; default $XDG_STATE_HOME/agentctl)")
+	pf.String("agents-dir", "", "directory of user agent definitions (env AGENTCTL_AGENTS_DIR; default $XDG_CONFIG_HOME/agentctl/agents)")
+
+	root.AddCommand(a.newAgentsCmd(), a.newInstanceCmd(), a.newMCPCmd(), a.newVersionCmd(), newExitCodesTopic())
+	return root
+}
+
+func newExitCodesTopic() *cobra.Command {
+	return &cobra.Command{Use: "exit-codes", Short: "What agentctl's exit codes mean", Long: exitCodesHelp}
+}
+
+func (a *App) newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "version", Short: "Print agentctl's version", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(a.IO.Out, version)
+			return err
+		},
+	}
+}
+
+// loadConfig binds flags, AGENTCTL_* variables and the config file into the
+// app's viper instance: flags > env > config file > defaults.
+func (a *App) loadConfig(cmd *cobra.Command) error {
+	v := a.v
+	v.SetEnvPrefix("AGENTCTL")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
+	v.AutomaticEnv()
+	var bindErr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		key := strings.ReplaceAll(f.Name, "-", "_")
+		if err := v.BindPFlag(key, f); err != nil {
+			bindErr = err
+		}
+	})
+	if bindErr != nil {
+		return bindErr
+	}
+	v.SetDefault("log_level", "info")
+	v.SetDefault("server_name", instance.DefaultServerName)
+	v.SetDefault("question_timeout", instance.DefaultQuestionTimeout.String())
+
+	path := v.GetString("config")
+	explicit := path != ""
+	if !explicit {
+		path = filepath.Join(a.configHome(), "agentctl", "config.toml")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !explicit && errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return &configError{fmt.Errorf("config file: %w", err)}
+	}
+	// Strict first, so a typo is an error rather than a silently ignored key.
+	var probe map[string]any
+	md, err := toml.Decode(string(data), &probe)
+	if err != nil {
+		return &configError{fmt.Errorf("%s: %v", path, err)}
+	}
+	for _, k := range md.Keys() {
+		top := k[0]
+		if _, ok := configKeys[top]; !ok {
+			return &configError{fmt.Errorf("%s: unknown key %q (known keys: %s)", path, k.String(), strings.Join(sortedConfigKeys(), ", "))}
+		}
+	}
+	v.SetConfigFile(path)
+	v.SetConfigType("toml")
+	if err := v.ReadInConfig(); err != nil {
+		return &configError{fmt.Errorf("%s: %v", path, err)}
+	}
+	return nil
+}
+
+func sortedConfigKeys() []string {
+	keys := make([]string, 0, len(configKeys))
+	for k := range configKeys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (a *App) home() string {
+	if h := a.Getenv("HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+func (a *App) configHome() string {
+	if d := a.Getenv("XDG_CONFIG_HOME"); d != "" {
+		return d
+	}
+	return filepath.Join(a.home(), ".config")
+}
+
+// StateDir is where the store lives: --state-dir, AGENTCTL_STATE_DIR, the
+// config file, else $XDG_STATE_HOME/agentctl, else ~/.local/state/agentctl.
+func (a *App) StateDir() string {
+	if d := a.v.GetString("state_dir"); d != "" {
+		return d
+	}
+	if d := a.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "agentctl")
+	}
+	return filepath.Join(a.home(), ".local", "state", "agentctl")
+}
+
+// AgentsDir is where user agent definitions live.
+func (a *App) AgentsDir() string {
+	if d := a.v.GetString("agents_dir"); d != "" {
+		return d
+	}
+	return filepath.Join(a.configHome(), "agentctl", "agents")
+}
+
+// Catalog loads the agent definitions in force.
+func (a *App) Catalog() (*agents.Catalog, error) {
+	return agents.Load(agents.LoadOptions{UserDir: a.AgentsDir()})
+}
+
+// Store opens the state store.
+func (a *App) Store(ctx context.Context) (*instance.Store, error) {
+	return instance.Open(ctx, a.StateDir(), instance.WithClock(a.Now))
+}
+
+// Executable is the absolute path of this agentctl as it was invoked, keeping
+// a symlink's name (so an upgrade behind a stable symlink keeps working).
+func (a *App) Executable() (string, error) {
+	p := a.Args0
+	if !strings.ContainsRune(p, filepath.Separator) {
+		lp, err := exec.LookPath(p)
+		if err != nil {
+			return os.Executable()
+		}
+		p = lp
+	}
+	return filepath.Abs(p)
+}
+
+// Argument validators that report usage errors.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s needs %s (got %d arguments)", cmd.CommandPath(), what, len(args))
+		}
+		return nil
+	}
+}
+
+func rangeArgs(lo, hi int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			return usageErrorf("%s needs %s (got %d arguments)", cmd.CommandPath(), what, len(args))
+		}
+		return nil
+	}
+}
+
+func addOutputFlag(cmd *cobra.Command, target *string) {
+	cmd.Flags().StringVarP(target, "output", "o", formatTable, "output format: table or json")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{formatTable, formatJSON}, cobra.ShellCompDirectiveNoFileComp))
+}

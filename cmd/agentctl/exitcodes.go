@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+)
+
+// Exit codes. They are part of the CLI contract and documented in
+// `agentctl help exit-codes`.
+const (
+	ExitOK       = 0 // success
+	ExitError    = 1 // any other error
+	ExitUsage    = 2 // bad command line: unknown flag, missing argument
+	ExitNotFound = 3 // unknown agent, instance or question
+	ExitInvalid  = 4 // invalid configuration or input, or a conflict
+	ExitTimeout  = 5 // a wait ran out of time
+	ExitFailed   = 6 // the instance reported status failed (instance wait)
+	ExitSignal   = 130
+)
+
+const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI can tell outcomes apart:
+
+  0  ok         the command did what was asked
+  1  error      anything not listed below (I/O, database, a bug)
+  2  usage      bad command line: unknown command or flag, missing or extra argument,
+                invalid -o format
+  3  not found  unknown agent id, instance (id, id prefix or label) or question
+  4  invalid    invalid configuration or input: a broken agent definition or config
+                file, a bad --server-name, a label already in use, an ambiguous
+                id prefix
+  5  timeout    'instance wait' ran out of time before the status was reached
+  6  failed     'instance wait' saw the instance report status "failed"
+  130 interrupted by SIGINT
+
+The message on stderr says what was wrong and how to fix it.`
+
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitError carries an explicit exit code with its message.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode maps an error to its exit code: the one function that decides.
+func exitCode(err error) int {
+	var ue *usageError
+	var ee *exitError
+	var de *agents.DecodeError
+	var fp *agents.FileProblem
+	var ce *configError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		return ExitUsage
+	case errors.Is(err, context.Canceled):
+		return ExitSignal
+	case errors.Is(err, agents.ErrUnknownAgent), errors.Is(err, instance.ErrNotFound):
+		return ExitNotFound
+	case errors.As(err, &de), errors.As(err, &fp), errors.As(err, &ce),
+		errors.Is(err, instance.ErrInvalid), errors.Is(err, instance.ErrConflict):
+		return ExitInvalid
+	}
+	return ExitError
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/lipgloss/table"
+	"github.com/mattn/go-isatty"
+	"github.com/muesli/termenv"
+)
+
+// IOStreams is the one place that decides TTY and colour: data goes to Out,
+// narration to ErrOut. Off a TTY there is no colour, no prompt, and tables are
+// tab-separated values.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+
+	outTTY, inTTY, errTTY bool
+	color                 bool
+}
+
+func newIOStreams(in io.Reader, out, errOut io.Writer, getenv func(string) string) *IOStreams {
+	s := &IOStreams{In: in, Out: out, ErrOut: errOut}
+	s.outTTY = isTerminal(out)
+	s.errTTY = isTerminal(errOut)
+	s.inTTY = isTerminal(in)
+	s.color = s.outTTY
+	if getenv("NO_COLOR") != "" || getenv("CLICOLOR") == "0" || getenv("TERM") == "dumb" {
+		s.color = false
+	}
+	if v := getenv("CLICOLOR_FORCE"); v != "" && v != "0" && getenv("NO_COLOR") == "" {
+		s.color = true
+	}
+	return s
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// IsStdoutTTY reports whether data goes to a terminal.
+func (s *IOStreams) IsStdoutTTY() bool { return s.outTTY }
+
+// CanPrompt reports whether the user can be asked a question.
+func (s *IOStreams) CanPrompt() bool { return s.inTTY && s.errTTY }
+
+func (s *IOStreams) renderer() *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(s.Out)
+	if s.color {
+		r.SetColorProfile(termenv.ANSI256)
+	} else {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	return r
+}
+
+// Narrate writes a line of narration to stderr.
+func (s *IOStreams) Narrate(format string, args ...any) {
+	fmt.Fprintf(s.ErrOut, format+"\n", args...)
+}
+
+// Output formats.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+)
+
+func checkFormat(f string) error {
+	if f != formatTable && f != formatJSON {
+		return usageErrorf("invalid output format %q: use -o table or -o json", f)
+	}
+	return nil
+}
+
+// PrintJSON writes v as indented JSON.
+func (s *IOStreams) PrintJSON(v any) error {
+	enc := json.NewEncoder(s.Out)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// PrintTable writes rows: a lipgloss table on a TTY, tab-separated values
+// without a header otherwise.
+func (s *IOStreams) PrintTable(headers []string, rows [][]string) error {
+	if !s.outTTY {
+		for _, r := range rows {
+			clean := make([]string, len(r))
+			for i, c := range r {
+				clean[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+			}
+			if _, err := fmt.Fprintln(s.Out, strings.Join(clean, "\t")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	re := s.renderer()
+	head := re.NewStyle().Bold(true).Padding(0, 1)
+	cell := re.NewStyle().Padding(0, 1)
+	t := table.New().
+		Border(lipgloss.NormalBorder()).
+		BorderStyle(re.NewStyle().Foreground(lipgloss.Color("8"))).
+		Headers(headers...).Rows(rows...).
+		StyleFunc(func(row, col int) lipgloss.Style {
+			if row == table.HeaderRow {
+				return head
+			}
+			return cell
+		})
+	_, err := fmt.Fprintln(s.Out, t.Render())
+	return err
+}
+
+// PrintFields writes key/value pairs: aligned on a TTY (keys bold in colour),
+// tab-separated otherwise.
+func (s *IOStreams) PrintFields(fields [][2]string) error {
+	width := 0
+	for _, f := range fields {
+		width = max(width, len(f[0]))
+	}
+	key := s.renderer().NewStyle().Bold(true)
+	for _, f := range fields {
+		var err error
+		if s.outTTY {
+			_, err = fmt.Fprintf(s.Out, "%s%s  %s\n", key.Render(f[0]+":"), strings.Repeat(" ", width-len(f[0])), f[1])
+		} else {
+			_, err = fmt.Fprintf(s.Out, "%s\t%s\n", f[0], f[1])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PrintJSONLine writes v as one line of JSON (JSON Lines).
+func (s *IOStreams) PrintJSONLine(v any) error {
+	enc := json.NewEncoder(s.Out)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+)
+
+func (a *App) newMCPCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "The MCP endpoint of an instance",
+	}
+	cmd.AddCommand(a.newMCPServeCmd())
+	return cmd
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, usageErrorf("invalid --log-level %q: use debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func (a *App) newMCPServeCmd() *cobra.Command {
+	var ref string
+	cmd := &cobra.Command{
+		Use:   "serve --instance INSTANCE",
+		Short: "Serve an instance's MCP endpoint over stdio (the client starts this)",
+		Long: `Serve the instance's MCP endpoint over stdio. The client starts this command from
+the configuration that 'instance create' wrote; you rarely run it by hand.
+
+The endpoint reads the naming capability from the instance record only, so editing
+an agent definition later changes no existing instance. stdout carries only the
+protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.`,
+		Example: `  agentctl mcp serve --instance fix-login --log-level debug`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ref == "" {
+				return usageErrorf("--instance is required: the id, id prefix or label of the instance to serve")
+			}
+			level, err := parseLogLevel(a.v.GetString("log_level"))
+			if err != nil {
+				return err
+			}
+			logger := slog.New(slog.NewTextHandler(a.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+			ctx := cmd.Context()
+			return a.withStore(ctx, func(st *instance.Store) error {
+				rec, err := st.Get(ctx, ref)
+				if err != nil {
+					return err
+				}
+				ep, err := mcpserver.New(endpointConfig(rec, st, logger))
+				if err != nil {
+					return fmt.Errorf("instance %s: %w", rec.ID, err)
+				}
+				logger.Debug("serving", "instance", rec.ID, "agent", rec.Agent, "namespacing", rec.Capabilities.ToolNames.Namespacing,
+					"tools", strings.Join(ep.Registry().Names(), ","))
+				return ep.Run(ctx, &mcp.StdioTransport{})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&ref, "instance", "", "the instance to serve: id, id prefix or label (required)")
+	cmd.Flags().String("log-level", "info", "log level on stderr: debug, info, warn, error (env AGENTCTL_LOG_LEVEL)")
+	_ = cmd.RegisterFlagCompletionFunc("instance", a.completeInstances)
+	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// endpointConfig builds the endpoint's configuration from the record alone.
+func endpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logger) mcpserver.Config {
+	mounts := make([]mcpserver.Mount, len(rec.Mounts))
+	for i, m := range rec.Mounts {
+		mounts[i] = mcpserver.Mount{Kind: m.Kind, Name: m.Name, EffectivePrefix: m.EffectivePrefix, PrefixOrigin: m.PrefixOrigin}
+	}
+	return mcpserver.Config{
+		Instance:        mcpserver.Instance{ID: rec.ID, Name: rec.Name, Agent: rec.Agent, Workspace: rec.Workspace, Mounts: mounts},
+		ServerName:      rec.ServerName,
+		Naming:          rec.Capabilities.ToolNames,
+		QuestionTimeout: time.Duration(rec.QuestionTimeout),
+		Store:           st,
+		Logger:          logger,
+		Version:         version,
+	}
+}
