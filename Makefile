@@ -1,0 +1,51 @@
+# agentctl — build, test, lint, benchmark and demo.
+# Everything a target needs is installed by the project's own files:
+# Go modules by `go mod download`, the TypeScript MCP client by `npm ci`.
+
+GO            ?= go
+BIN           := bin/agentctl
+TSCLIENT      := testdata/tsclient
+STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BENCHCOUNT    ?= 6
+VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS       := -s -w -X main.version=$(VERSION)
+
+.PHONY: all build deps test test-go lint bench demo clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentctl
+
+# Go modules and the pinned TypeScript MCP SDK (the independent test client).
+deps: $(TSCLIENT)/node_modules/.package-lock.json
+	$(GO) mod download
+
+$(TSCLIENT)/node_modules/.package-lock.json: $(TSCLIENT)/package.json $(TSCLIENT)/package-lock.json
+	cd $(TSCLIENT) && npm ci --no-audit --no-fund --loglevel=error
+
+# Unit tests, fuzz seeds, testscript end-to-end scripts and the real-client
+# tests (TypeScript SDK against the built binary), all under the race detector.
+test: deps
+	$(GO) test -race -count=1 ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	@cp go.mod /tmp/agentctl.go.mod.$$$$ && cp go.sum /tmp/agentctl.go.sum.$$$$ && $(GO) mod tidy && \
+	  if ! cmp -s go.mod /tmp/agentctl.go.mod.$$$$ || ! cmp -s go.sum /tmp/agentctl.go.sum.$$$$; then \
+	    echo "go mod tidy changed go.mod/go.sum; commit the result"; git --no-pager diff go.mod go.sum; exit 1; fi; \
+	  rm -f /tmp/agentctl.go.mod.$$$$ /tmp/agentctl.go.sum.$$$$
+
+# Benchmarks with their same-run baselines; see BENCHMARKS.md.
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCHCOUNT) ./...
+
+# The main job, end to end: the same binary gives Auggie and Claude Code the
+# tool names their models should see.
+demo: build deps
+	@bash testdata/demo.sh $(BIN)
+
+clean:
+	rm -rf bin $(TSCLIENT)/node_modules

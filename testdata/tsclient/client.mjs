@@ -1,0 +1,230 @@
+#!/usr/bin/env node
+// agentctl-tsclient: an independent MCP test client built on the official
+// TypeScript MCP SDK (@modelcontextprotocol/sdk, pinned in package.json).
+//
+// Usage: node client.mjs '<plan JSON>'     or     node client.mjs - < plan.json
+//
+// Plan:
+//   {
+//     "command": "/abs/path/to/binary",
+//     "args": ["mcp", "serve", "--instance", "ID"],
+//     "env": {"K": "V"},                 // merged over process.env
+//     "elicitation": null | {"action": "accept", "content": {...}} | {"action": "decline"},
+//     "timeoutMs": 120000,              // per-request timeout
+//     "steps": [
+//       {"op": "list"},
+//       {"op": "call", "name": "tool", "arguments": {...}},
+//       {"op": "notify_marker", "text": "..."}
+//     ]
+//   }
+//
+// stdout: exactly one JSON document, {"server": {...}, "results": [...]}, or
+// {"fatal": "..."} (exit 1) when the plan is unusable or connecting fails.
+// stderr: the server's stderr, plus one-line JSON events from this client
+// ({"op":"calling",...}, {"op":"marker",...}, {"op":"progress",...}, ...).
+
+import { readFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const DEFAULT_TIMEOUT_MS = 120000;
+
+function logEvent(obj) {
+  process.stderr.write(JSON.stringify(obj) + '\n');
+}
+
+function writeStdout(obj) {
+  return new Promise((resolve) => {
+    process.stdout.write(JSON.stringify(obj) + '\n', () => resolve());
+  });
+}
+
+async function fatal(message) {
+  await writeStdout({ fatal: message });
+  process.exit(1);
+}
+
+function errorMessage(err) {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+// Turns a thrown value into {code, message}. McpError (and any JSON-RPC error
+// object) carries a numeric .code; other failures (transport closed, etc.)
+// have no code and are reported with the message only.
+function errorObject(err) {
+  const out = {};
+  if (err && typeof err === 'object' && typeof err.code === 'number') {
+    out.code = err.code;
+  }
+  out.message = errorMessage(err);
+  if (err && typeof err === 'object' && err.data !== undefined) {
+    out.data = err.data;
+  }
+  return out;
+}
+
+function readPlan() {
+  const arg = process.argv[2];
+  if (arg === undefined) {
+    throw new Error('usage: client.mjs <plan-json> | -');
+  }
+  const text = arg === '-' ? readFileSync(0, 'utf8') : arg;
+  const plan = JSON.parse(text);
+  if (!plan || typeof plan !== 'object' || Array.isArray(plan)) {
+    throw new Error('plan must be a JSON object');
+  }
+  if (typeof plan.command !== 'string' || plan.command === '') {
+    throw new Error('plan.command must be a non-empty string');
+  }
+  if (plan.args !== undefined && !Array.isArray(plan.args)) {
+    throw new Error('plan.args must be an array');
+  }
+  if (plan.steps !== undefined && !Array.isArray(plan.steps)) {
+    throw new Error('plan.steps must be an array');
+  }
+  return plan;
+}
+
+function buildEnv(extra) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (typeof v === 'string') env[k] = v;
+  }
+  if (extra && typeof extra === 'object') {
+    for (const [k, v] of Object.entries(extra)) {
+      env[k] = String(v);
+    }
+  }
+  return env;
+}
+
+async function listAllTools(client, requestOptions) {
+  const tools = [];
+  let cursor;
+  for (;;) {
+    const page = await client.listTools(cursor === undefined ? undefined : { cursor }, requestOptions);
+    for (const t of page.tools) {
+      tools.push({
+        name: t.name,
+        description: t.description,
+        inputSchema: t.inputSchema,
+        outputSchema: t.outputSchema,
+        annotations: t.annotations,
+      });
+    }
+    if (!page.nextCursor) break;
+    cursor = page.nextCursor;
+  }
+  return tools;
+}
+
+async function main() {
+  let plan;
+  try {
+    plan = readPlan();
+  } catch (err) {
+    await fatal(`bad plan: ${errorMessage(err)}`);
+    return;
+  }
+
+  const timeoutMs =
+    typeof plan.timeoutMs === 'number' && plan.timeoutMs > 0 ? plan.timeoutMs : DEFAULT_TIMEOUT_MS;
+  const elicitation = plan.elicitation ?? null;
+
+  // Capabilities: elicitation (form mode) only when the plan supplies an answer.
+  const capabilities = {};
+  if (elicitation !== null) {
+    capabilities.elicitation = { form: {} };
+  }
+
+  const client = new Client(
+    { name: 'agentctl-tsclient', version: '1.0.0' },
+    { capabilities },
+  );
+  client.onerror = (err) => logEvent({ op: 'client_error', message: errorMessage(err) });
+
+  if (elicitation !== null) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      logEvent({ op: 'elicitation', message: request.params?.message ?? null });
+      return elicitation;
+    });
+  }
+
+  const transport = new StdioClientTransport({
+    command: plan.command,
+    args: (plan.args ?? []).map(String),
+    env: buildEnv(plan.env),
+    stderr: 'pipe',
+  });
+  // Available immediately (a PassThrough) because stderr is "pipe"; forward the
+  // server's stderr to ours, never to stdout.
+  transport.stderr?.pipe(process.stderr, { end: false });
+
+  try {
+    await client.connect(transport, { timeout: timeoutMs });
+  } catch (err) {
+    try {
+      await client.close();
+    } catch {
+      // ignore
+    }
+    await fatal(errorMessage(err));
+    return;
+  }
+
+  const serverVersion = client.getServerVersion() ?? {};
+  const output = {
+    server: { name: serverVersion.name, version: serverVersion.version },
+    results: [],
+  };
+
+  for (const step of plan.steps ?? []) {
+    const op = step?.op;
+    if (op === 'list') {
+      try {
+        const tools = await listAllTools(client, { timeout: timeoutMs });
+        output.results.push({ op: 'list', tools });
+      } catch (err) {
+        output.results.push({ op: 'list', error: errorObject(err) });
+      }
+    } else if (op === 'call') {
+      const name = step.name;
+      logEvent({ op: 'calling', name });
+      try {
+        const result = await client.callTool(
+          { name, arguments: step.arguments ?? {} },
+          undefined,
+          {
+            timeout: timeoutMs,
+            resetTimeoutOnProgress: true,
+            // The SDK only sends a progressToken (and so only resets the
+            // timeout on progress) when an onprogress callback is given.
+            onprogress: (p) => logEvent({ op: 'progress', name, ...p }),
+          },
+        );
+        output.results.push({ op: 'call', name, result });
+      } catch (err) {
+        output.results.push({ op: 'call', name, error: errorObject(err) });
+      }
+    } else if (op === 'notify_marker') {
+      logEvent({ op: 'marker', text: step.text });
+      output.results.push({ op: 'notify_marker', text: step.text });
+    } else {
+      output.results.push({ op: op ?? null, error: { message: `unknown op: ${JSON.stringify(op)}` } });
+    }
+  }
+
+  try {
+    await client.close();
+  } catch (err) {
+    logEvent({ op: 'close_error', message: errorMessage(err) });
+  }
+  await writeStdout(output);
+  process.exit(0);
+}
+
+main().catch(async (err) => {
+  await fatal(errorMessage(err));
+});
