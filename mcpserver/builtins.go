@@ -24,6 +24,26 @@ func BuiltinName(base, server string) string { return base + "_" + server }
 
 const sourceBuiltin = "built-in"
 
+// BuiltinBases lists the base names of the built-in tools.
+var BuiltinBases = []string{BaseAskUserQuestion, BaseReportProgress, BaseGetInstance}
+
+// BuiltinNameSet is the [NameSet] of an endpoint with only the built-in tools
+// for server S; it lets callers present names without starting an endpoint.
+type BuiltinNameSet string
+
+// Has reports whether name is a built-in tool's canonical name.
+func (s BuiltinNameSet) Has(name string) bool {
+	for _, b := range BuiltinBases {
+		if name == BuiltinName(b, string(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsBuiltin is [BuiltinNameSet.Has]: every name in the set is a built-in.
+func (s BuiltinNameSet) IsBuiltin(name string) bool { return s.Has(name) }
+
 // AskInput is the input of ask_user_question.
 type AskInput struct {
 	Question string   `json:"question" jsonschema:"The question for the person, complete enough to answer without other context."`

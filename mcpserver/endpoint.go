@@ -104,7 +104,7 @@ func New(cfg Config) (*Endpoint, error) {
 		cfg.Instance.Mounts = []Mount{}
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "agentctl", Title: "agentctl instance " + cfg.Instance.ID, Version: cfg.Version},
-		&mcp.ServerOptions{Logger: cfg.Logger, Instructions: instructions(cfg)})
+		&mcp.ServerOptions{Logger: sdkLogger(cfg.Logger), Instructions: instructions(cfg)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger}
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
@@ -213,3 +213,24 @@ func (e *Endpoint) ToolNames() []ToolName {
 	}
 	return out
 }
+
+// sdkLogger quiets the SDK's connection chatter (logged at info) unless debug
+// logging is on; its warnings and errors always pass.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	if l.Enabled(context.Background(), slog.LevelDebug) {
+		return l
+	}
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler { return minLevel{h.Handler.WithAttrs(a), h.min} }
+func (h minLevel) WithGroup(n string) slog.Handler      { return minLevel{h.Handler.WithGroup(n), h.min} }
