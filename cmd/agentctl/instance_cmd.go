@@ -405,7 +405,7 @@ func (a *App) newInstanceWaitCmd() *cobra.Command {
 		Long: `Wait until the agent reports the given status with report_progress. Exits 0 when it
 is reached, 6 when the instance reports "failed" first, 5 when --timeout passes
 (see 'agentctl help exit-codes'). Events reported before the wait started count.`,
-		Example: `  agentctl instance wait "$id" --status done --timeout 30m`,
+		Example:           `  agentctl instance wait "$id" --status done --timeout 30m`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
 		ValidArgsFunction: a.completeInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
