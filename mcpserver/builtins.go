@@ -145,19 +145,31 @@ func supportsElicitation(req *mcp.CallToolRequest) bool {
 	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
 }
 
-func (e *Endpoint) askByElicitation(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {
-	answer := map[string]any{"type": "string", "title": "Answer"}
-	if len(in.Choices) > 0 {
-		answer["enum"] = in.Choices
+// askInputKey labels ask_user_question's elicitation in a multi round-trip.
+const askInputKey = "answer"
+
+// askByElicitation asks through the client. It uses the SDK's multi
+// round-trip pattern: the first invocation returns an input request; the
+// client (protocol 2026-07-28) or the SDK's server middleware (older
+// protocols, through elicitation/create) fulfils it and the call comes back
+// with the response.
+func (e *Endpoint) askByElicitation(_ context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {
+	resp, ok := req.Params.InputResponses[askInputKey]
+	if !ok {
+		answer := map[string]any{"type": "string", "title": "Answer"}
+		if len(in.Choices) > 0 {
+			answer["enum"] = in.Choices
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{askInputKey: &mcp.ElicitParams{
+			Message: in.Question,
+			RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"answer": answer}, "required": []string{"answer"},
+			},
+		}}}, AskOutput{}, nil
 	}
-	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
-		Message: in.Question,
-		RequestedSchema: map[string]any{
-			"type": "object", "properties": map[string]any{"answer": answer}, "required": []string{"answer"},
-		},
-	})
-	if err != nil {
-		return nil, AskOutput{}, fmt.Errorf("asking through the client failed: %w", err)
+	res, ok := resp.(*mcp.ElicitResult)
+	if !ok {
+		return toolError(fmt.Sprintf("the client answered the question with %T, not an elicitation result", resp)), AskOutput{}, nil
 	}
 	out := AskOutput{Status: res.Action}
 	switch res.Action {

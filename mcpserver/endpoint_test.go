@@ -1,0 +1,354 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fakeStore is an in-memory Store.
+type fakeStore struct {
+	mu        sync.Mutex
+	questions map[string]*fakeQuestion
+	events    []fakeEvent
+	asked     chan string
+}
+
+type fakeQuestion struct {
+	text, status, answer string
+	choices              []string
+}
+
+type fakeEvent struct {
+	tool, status, message string
+	percent               *float64
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{questions: map[string]*fakeQuestion{}, asked: make(chan string, 10)}
+}
+
+func (s *fakeStore) AskQuestion(_ context.Context, _, text string, choices []string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := "q" + string(rune('0'+len(s.questions)))
+	s.questions[id] = &fakeQuestion{text: text, choices: choices, status: "open"}
+	s.asked <- id
+	return id, nil
+}
+
+func (s *fakeStore) PollAnswer(_ context.Context, _, id string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.questions[id]
+	return q.answer, q.status == "answered", nil
+}
+
+func (s *fakeStore) CloseQuestion(_ context.Context, _, id, status string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.questions[id]
+	if q.status != "open" {
+		return false, nil
+	}
+	q.status = status
+	return true, nil
+}
+
+func (s *fakeStore) RecordProgress(_ context.Context, _, tool, status, message string, percent *float64) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, fakeEvent{tool, status, message, percent})
+	return int64(len(s.events)), nil
+}
+
+func (s *fakeStore) answer(id, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.questions[id].status, s.questions[id].answer = "answered", text
+}
+
+var namings = map[agents.Namespacing]agents.ToolNaming{
+	agents.NamespacingSuffix: {Namespacing: agents.NamespacingSuffix, Template: "{tool}_{server}", MaxLength: 64, Charset: agents.DefaultCharset},
+	agents.NamespacingPrefix: {Namespacing: agents.NamespacingPrefix, Template: "mcp__{server}__{tool}", MaxLength: 64, Charset: agents.DefaultCharset},
+	agents.NamespacingNone:   {Namespacing: agents.NamespacingNone, Template: "{tool}", MaxLength: 64, Charset: agents.DefaultCharset},
+}
+
+// connect starts an endpoint and an in-memory client session for it.
+func connect(t testing.TB, cfg Config, opts *mcp.ClientOptions) (*Endpoint, *mcp.ClientSession) {
+	t.Helper()
+	ep, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := ep.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return ep, cs
+}
+
+func testConfig(style agents.Namespacing, st Store) Config {
+	return Config{
+		Instance:     Instance{ID: "inst1", Agent: "test", Workspace: "/w"},
+		ServerName:   "agentctl",
+		Naming:       namings[style],
+		Store:        st,
+		PollInterval: time.Millisecond,
+	}
+}
+
+func listNames(t testing.TB, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestToolsListFollowsTheCapability is the consumer test: from the
+// capability alone, tools/list shows what the client needs.
+func TestToolsListFollowsTheCapability(t *testing.T) {
+	full := []string{"ask_user_question_agentctl", "get_instance_agentctl", "report_progress_agentctl"}
+	want := map[agents.Namespacing][]string{
+		agents.NamespacingSuffix: {"ask_user_question", "get_instance", "report_progress"},
+		agents.NamespacingPrefix: full,
+		agents.NamespacingNone:   full,
+	}
+	for style, names := range want {
+		t.Run(string(style), func(t *testing.T) {
+			ep, cs := connect(t, testConfig(style, newFakeStore()), nil)
+			if got := listNames(t, cs); !slices.Equal(got, names) {
+				t.Fatalf("tools/list = %v, want %v", got, names)
+			}
+			// Listing again gives the same, and the registry still holds
+			// canonical names: presentation copies, never mutates.
+			if got := listNames(t, cs); !slices.Equal(got, names) {
+				t.Fatalf("second tools/list = %v, want %v", got, names)
+			}
+			if got := ep.Registry().Names(); !slices.Equal(got, full) {
+				t.Fatalf("registry = %v", got)
+			}
+		})
+	}
+}
+
+func TestPresentationDoesNotMutateTheSDKTools(t *testing.T) {
+	// One server, two sessions: if presentation renamed the SDK's *Tool in
+	// place, a second list would see (and strip) already-stripped names.
+	ep, err := New(testConfig(agents.NamespacingSuffix, newFakeStore()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 2 {
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := ep.Server().Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(ctx, ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := listNames(t, cs); !slices.Equal(got, []string{"ask_user_question", "get_instance", "report_progress"}) {
+			t.Fatalf("got %v", got)
+		}
+		cs.Close()
+		ss.Wait()
+	}
+}
+
+func TestCallRoutesToCanonicalNames(t *testing.T) {
+	for _, tc := range []struct {
+		style agents.Namespacing
+		name  string
+	}{
+		{agents.NamespacingSuffix, "report_progress"},
+		{agents.NamespacingSuffix, "report_progress_agentctl"},
+		{agents.NamespacingPrefix, "report_progress_agentctl"},
+		{agents.NamespacingNone, "report_progress_agentctl"},
+	} {
+		t.Run(string(tc.style)+"/"+tc.name, func(t *testing.T) {
+			st := newFakeStore()
+			_, cs := connect(t, testConfig(tc.style, st), nil)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.name, Arguments: map[string]any{"message": "m", "status": "done", "percent": 100}})
+			if err != nil || res.IsError {
+				t.Fatalf("call: %v %+v", err, res)
+			}
+			if len(st.events) != 1 || st.events[0].tool != "report_progress_agentctl" || st.events[0].status != "done" || *st.events[0].percent != 100 {
+				t.Fatalf("events must record the canonical name: %+v", st.events)
+			}
+		})
+	}
+}
+
+func TestUnknownToolIsInvalidParams(t *testing.T) {
+	for style := range namings {
+		for _, name := range []string{"no_such_tool", "", "mcp__agentctl__report_progress_agentctl", "report_progress_agentctl_agentctl"} {
+			_, cs := connect(t, testConfig(style, newFakeStore()), nil)
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+			var rpcErr *jsonrpc.Error
+			if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
+				t.Fatalf("%s %q: want -32602, got %v", style, name, err)
+			}
+		}
+	}
+	// A prefix client calling the suffix client's name gets a suggestion.
+	_, cs := connect(t, testConfig(agents.NamespacingPrefix, newFakeStore()), nil)
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_instance", Arguments: map[string]any{}})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Message != `unknown tool "get_instance"; did you mean "get_instance_agentctl"?` {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestAskUserQuestionThroughTheStore(t *testing.T) {
+	st := newFakeStore()
+	_, cs := connect(t, testConfig(agents.NamespacingSuffix, st), nil)
+	go func() {
+		id := <-st.asked
+		st.answer(id, "staging")
+	}()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{"question": "Which DB?", "choices": []string{"staging", "prod"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	out := res.StructuredContent.(map[string]any)
+	if out["answered"] != true || out["answer"] != "staging" || out["status"] != "answered" {
+		t.Fatalf("got %v", out)
+	}
+	if q := st.questions["q0"]; q.text != "Which DB?" || !slices.Equal(q.choices, []string{"staging", "prod"}) {
+		t.Fatalf("stored %+v", q)
+	}
+}
+
+func TestAskUserQuestionTimesOutWithANormalResult(t *testing.T) {
+	st := newFakeStore()
+	cfg := testConfig(agents.NamespacingPrefix, st)
+	cfg.QuestionTimeout = 20 * time.Millisecond
+	_, cs := connect(t, cfg, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Anyone?"}})
+	if err != nil || res.IsError {
+		t.Fatalf("a timeout is a normal result: %v %+v", err, res)
+	}
+	out := res.StructuredContent.(map[string]any)
+	if out["answered"] != false || out["status"] != "expired" {
+		t.Fatalf("got %v", out)
+	}
+	if st.questions["q0"].status != "expired" {
+		t.Fatalf("question left %q", st.questions["q0"].status)
+	}
+}
+
+func TestAskUserQuestionUsesElicitation(t *testing.T) {
+	for _, tc := range []struct {
+		action, wantStatus string
+		answered           bool
+	}{
+		{"accept", "answered", true},
+		{"decline", "declined", false},
+		{"cancel", "cancelled", false},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			st := newFakeStore()
+			var got *mcp.ElicitParams
+			opts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				got = req.Params
+				if tc.action == "accept" {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "prod"}}, nil
+				}
+				return &mcp.ElicitResult{Action: tc.action}, nil
+			}}
+			_, cs := connect(t, testConfig(agents.NamespacingSuffix, st), opts)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{"question": "Which DB?", "choices": []string{"staging", "prod"}}})
+			if err != nil || res.IsError {
+				t.Fatalf("%v %+v", err, res.Content[0])
+			}
+			out := res.StructuredContent.(map[string]any)
+			if out["answered"] != tc.answered || out["status"] != tc.wantStatus {
+				t.Fatalf("got %v", out)
+			}
+			if tc.answered && out["answer"] != "prod" {
+				t.Fatalf("answer %v", out["answer"])
+			}
+			if got == nil || got.Message != "Which DB?" {
+				t.Fatalf("elicitation %+v", got)
+			}
+			if len(st.questions) != 0 {
+				t.Fatal("an elicited question must not be stored")
+			}
+		})
+	}
+}
+
+func TestGetInstanceListsNames(t *testing.T) {
+	_, cs := connect(t, testConfig(agents.NamespacingSuffix, newFakeStore()), nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_instance", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	out := res.StructuredContent.(map[string]any)
+	if out["id"] != "inst1" || out["namespacing"] != "suffix" {
+		t.Fatalf("got %v", out)
+	}
+	tools := out["tools"].([]any)
+	first := tools[0].(map[string]any)
+	if first["canonical"] != "ask_user_question_agentctl" || first["transport"] != "ask_user_question" || first["model_visible"] != "ask_user_question_agentctl" {
+		t.Fatalf("got %v", first)
+	}
+}
+
+func TestReportProgressValidates(t *testing.T) {
+	st := newFakeStore()
+	_, cs := connect(t, testConfig(agents.NamespacingPrefix, st), nil)
+	for _, args := range []map[string]any{
+		{"message": "m", "status": "bogus"},
+		{"message": "m", "percent": 101},
+		{"status": "done"},
+		{"message": "  "},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "report_progress_agentctl", Arguments: args})
+		if err == nil && !res.IsError {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	if len(st.events) != 0 {
+		t.Fatalf("invalid calls recorded events: %+v", st.events)
+	}
+}
+
+func TestRegistryRefusesCollisions(t *testing.T) {
+	ep, err := New(testConfig(agents.NamespacingSuffix, newFakeStore()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ep.Registry().AddRawTool("kb docs", KindKB, &mcp.Tool{Name: "get_instance_agentctl", InputSchema: map[string]any{"type": "object"}}, nil)
+	var ce *CollisionError
+	if !errors.As(err, &ce) || ce.First != "built-in" || ce.Second != "kb docs" {
+		t.Fatalf("got %v", err)
+	}
+	if err := ep.Registry().AddRawTool("x", KindKB, &mcp.Tool{Name: "bad name", InputSchema: map[string]any{"type": "object"}}, nil); err == nil {
+		t.Fatal("invalid tool name accepted")
+	}
+}

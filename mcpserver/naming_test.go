@@ -1,0 +1,164 @@
+package mcpserver
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/agents"
+)
+
+// nameSet is a NameSet for the pure naming functions.
+type nameSet map[string]bool // name -> built-in
+
+func (n nameSet) Has(name string) bool       { _, ok := n[name]; return ok }
+func (n nameSet) IsBuiltin(name string) bool { return n[name] }
+func (n nameSet) Names() []string {
+	var out []string
+	for k := range n {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+var (
+	suffix = agents.NamespacingSuffix
+	prefix = agents.NamespacingPrefix
+	none   = agents.NamespacingNone
+)
+
+func TestPresentToolName(t *testing.T) {
+	builtins := nameSet{"ask_user_question_agentctl": true, "report_progress_agentctl": true}
+	withShort := nameSet{"ask_user_question_agentctl": true, "ask_user_question": false}
+	external := nameSet{"fetch_agentctl": false}
+	tests := []struct {
+		name      string
+		set       nameSet
+		style     agents.Namespacing
+		canonical string
+		want      string
+	}{
+		{"suffix strips one _S from a built-in", builtins, suffix, "ask_user_question_agentctl", "ask_user_question"},
+		{"suffix keeps the name when the stripped form is registered", withShort, suffix, "ask_user_question_agentctl", "ask_user_question_agentctl"},
+		{"suffix leaves the registered short name alone", withShort, suffix, "ask_user_question", "ask_user_question"},
+		{"suffix strips only one _S", nameSet{"x_agentctl_agentctl": true}, suffix, "x_agentctl_agentctl", "x_agentctl"},
+		{"suffix leaves non-built-ins alone", external, suffix, "fetch_agentctl", "fetch_agentctl"},
+		{"suffix never yields an empty name", nameSet{"_agentctl": true}, suffix, "_agentctl", "_agentctl"},
+		{"prefix is unchanged", builtins, prefix, "ask_user_question_agentctl", "ask_user_question_agentctl"},
+		{"none is unchanged", builtins, none, "report_progress_agentctl", "report_progress_agentctl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PresentToolName(tt.set, tt.style, "agentctl", tt.canonical); got != tt.want {
+				t.Fatalf("PresentToolName(%q) = %q, want %q", tt.canonical, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRouteToolCall(t *testing.T) {
+	builtins := nameSet{"ask_user_question_agentctl": true, "report_progress_agentctl": true}
+	both := nameSet{"ask_user_question_agentctl": true, "ask_user_question": false}
+	tests := []struct {
+		name  string
+		set   nameSet
+		style agents.Namespacing
+		call  string
+		want  string // "" means unknown
+	}{
+		{"suffix reverses the stripped name", builtins, suffix, "ask_user_question", "ask_user_question_agentctl"},
+		{"suffix accepts the canonical name too", builtins, suffix, "report_progress_agentctl", "report_progress_agentctl"},
+		{"exact registered name wins over the reversal", both, suffix, "ask_user_question", "ask_user_question"},
+		{"prefix does not reverse", builtins, prefix, "ask_user_question", ""},
+		{"none does not reverse", builtins, none, "ask_user_question", ""},
+		{"prefix routes the exact name", builtins, prefix, "ask_user_question_agentctl", "ask_user_question_agentctl"},
+		{"unknown name", builtins, suffix, "no_such_tool", ""},
+		{"empty name", builtins, suffix, "", ""},
+		{"the client's own rendering is not a tool", builtins, prefix, "mcp__agentctl__ask_user_question_agentctl", ""},
+		{"reversal only to built-ins", nameSet{"fetch_agentctl": false}, suffix, "fetch", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := RouteToolCall(tt.set, tt.style, "agentctl", tt.call)
+			if r.Canonical != tt.want {
+				t.Fatalf("RouteToolCall(%q) = %q (err %v), want %q", tt.call, r.Canonical, r.Err, tt.want)
+			}
+			if (tt.want == "") != (r.Err != nil) {
+				t.Fatalf("error %v with canonical %q", r.Err, r.Canonical)
+			}
+		})
+	}
+}
+
+func TestRouteToolCallSuggestsTheCanonicalName(t *testing.T) {
+	set := nameSet{"ask_user_question_agentctl": true, "report_progress_agentctl": true}
+	r := RouteToolCall(set, prefix, "agentctl", "ask_user_question")
+	if r.Err == nil || r.Err.Suggestion != "ask_user_question_agentctl" {
+		t.Fatalf("got %+v", r)
+	}
+	if !strings.Contains(r.Err.Error(), `did you mean "ask_user_question_agentctl"`) {
+		t.Fatalf("message: %s", r.Err)
+	}
+}
+
+// FuzzPresentRoute checks the contract for any registry: routing the
+// presented name gives back the canonical name, and no two tools are
+// presented under one name.
+func FuzzPresentRoute(f *testing.F) {
+	f.Add("agentctl", "ask_user_question_agentctl,report_progress_agentctl", "ask_user_question,fetch_agentctl", uint8(2))
+	f.Add("s", "a_s,a_s_s,_s", "a,a_s_s_s", uint8(2))
+	f.Add("x", "y_x", "y_x_x", uint8(0))
+	f.Add("ab", "c_ab_ab,c_ab", "c", uint8(1))
+	f.Fuzz(func(t *testing.T, server, builtinCSV, otherCSV string, styleN uint8) {
+		if server == "" {
+			return
+		}
+		style := agents.Namespacings[int(styleN)%len(agents.Namespacings)]
+		set := nameSet{}
+		for _, n := range strings.Split(otherCSV, ",") {
+			if n != "" {
+				set[n] = false
+			}
+		}
+		for _, n := range strings.Split(builtinCSV, ",") {
+			if n != "" {
+				set[n] = true // a built-in claims the name if both list it
+			}
+		}
+		seen := map[string]string{}
+		for x := range set {
+			p := PresentToolName(set, style, server, x)
+			if p == "" {
+				t.Fatalf("%q presented as empty", x)
+			}
+			if prev, dup := seen[p]; dup {
+				t.Fatalf("%q and %q both presented as %q", prev, x, p)
+			}
+			seen[p] = x
+			r := RouteToolCall(set, style, server, p)
+			if r.Canonical != x {
+				t.Fatalf("route(present(%q)) = route(%q) = %q (err %v)", x, p, r.Canonical, r.Err)
+			}
+		}
+	})
+}
+
+func ExamplePresentToolName() {
+	names := BuiltinNameSet("agentctl")
+	fmt.Println(PresentToolName(names, agents.NamespacingSuffix, "agentctl", "ask_user_question_agentctl"))
+	fmt.Println(PresentToolName(names, agents.NamespacingPrefix, "agentctl", "ask_user_question_agentctl"))
+	// Output:
+	// ask_user_question
+	// ask_user_question_agentctl
+}
+
+func ExampleRouteToolCall() {
+	names := BuiltinNameSet("agentctl")
+	fmt.Println(RouteToolCall(names, agents.NamespacingSuffix, "agentctl", "ask_user_question").Canonical)
+	fmt.Println(RouteToolCall(names, agents.NamespacingPrefix, "agentctl", "ask_user_question").Err)
+	// Output:
+	// ask_user_question_agentctl
+	// unknown tool "ask_user_question"
+}
