@@ -82,9 +82,9 @@ type InstanceOutput struct {
 
 var progressStatuses = []string{"running", "blocked", "done", "failed"}
 
-func (e *Endpoint) addBuiltins() error {
-	s := e.cfg.ServerName
-	ask := &mcp.Tool{
+// builtinTools returns the definitions of the built-in tools for server S.
+func builtinTools(s string) (ask, prog, get *mcp.Tool, err error) {
+	ask = &mcp.Tool{
 		Name:  BuiltinName(BaseAskUserQuestion, s),
 		Title: "Ask the user a question",
 		Description: "Ask the person you work for a question and wait for the answer. Use it when you need a decision " +
@@ -92,20 +92,16 @@ func (e *Endpoint) addBuiltins() error {
 			"If no answer comes in time the result says so (answered=false): then continue with your best judgement.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)},
 	}
-	if err := AddTool(e.registry, sourceBuiltin, KindBuiltin, ask, e.askUserQuestion); err != nil {
-		return err
-	}
-
 	progSchema, err := jsonschema.For[ProgressInput](nil)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	progSchema.Required = []string{"message"}
 	progSchema.Properties["status"].Enum = toAny(progressStatuses)
 	progSchema.Properties["status"].Default = json.RawMessage(`"running"`)
 	pct := progSchema.Properties["percent"]
 	pct.Minimum, pct.Maximum = ptr(0.0), ptr(100.0)
-	prog := &mcp.Tool{
+	prog = &mcp.Tool{
 		Name:  BuiltinName(BaseReportProgress, s),
 		Title: "Report progress",
 		Description: "Record what you are doing so the people and CI jobs watching this instance can follow. Call it when " +
@@ -113,15 +109,25 @@ func (e *Endpoint) addBuiltins() error {
 		InputSchema: progSchema,
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: false, DestructiveHint: ptr(false)},
 	}
-	if err := AddTool(e.registry, sourceBuiltin, KindBuiltin, prog, e.reportProgress); err != nil {
-		return err
-	}
-
-	get := &mcp.Tool{
+	get = &mcp.Tool{
 		Name:        BuiltinName(BaseGetInstance, s),
 		Title:       "Describe this instance",
 		Description: "Describe this agent instance: its id, workspace, mounted sources and the names of its tools.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+	}
+	return ask, prog, get, nil
+}
+
+func (e *Endpoint) addBuiltins() error {
+	ask, prog, get, err := builtinTools(e.cfg.ServerName)
+	if err != nil {
+		return err
+	}
+	if err := AddTool(e.registry, sourceBuiltin, KindBuiltin, ask, e.askUserQuestion); err != nil {
+		return err
+	}
+	if err := AddTool(e.registry, sourceBuiltin, KindBuiltin, prog, e.reportProgress); err != nil {
+		return err
 	}
 	return AddTool(e.registry, sourceBuiltin, KindBuiltin, get, e.getInstance)
 }

@@ -103,8 +103,7 @@ func New(cfg Config) (*Endpoint, error) {
 	if cfg.Instance.Mounts == nil {
 		cfg.Instance.Mounts = []Mount{}
 	}
-	server := mcp.NewServer(&mcp.Implementation{Name: "agentctl", Title: "agentctl instance " + cfg.Instance.ID, Version: cfg.Version},
-		&mcp.ServerOptions{Logger: sdkLogger(cfg.Logger), Instructions: instructions(cfg)})
+	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLogger(cfg.Logger), Instructions: instructions(cfg)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger}
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
@@ -113,6 +112,10 @@ func New(cfg Config) (*Endpoint, error) {
 	// logging and dispatch.
 	server.AddReceivingMiddleware(e.presentation)
 	return e, nil
+}
+
+func implementation(cfg Config) *mcp.Implementation {
+	return &mcp.Implementation{Name: "agentctl", Title: "agentctl instance " + cfg.Instance.ID, Version: cfg.Version}
 }
 
 func instructions(cfg Config) string {

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Whole-process benchmarks of the real binary. Each reports the median
+// wall time per run as "ms/median" next to Go's mean ns/op; the
+// "baseline" sub-benchmark runs `agentctl version` (process start and
+// exit, nothing else) in the same run.
+
+// benchEnv is an isolated environment with a state directory.
+func benchEnv(b *testing.B) (env []string, state string) {
+	dir := b.TempDir()
+	state = filepath.Join(dir, "state")
+	env = append(os.Environ(),
+		"HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_STATE_HOME="+filepath.Join(dir, "xstate"),
+		"AGENTCTL_STATE_DIR="+state)
+	return env, state
+}
+
+func reportMedian(b *testing.B, d []time.Duration) {
+	slices.Sort(d)
+	if len(d) > 0 {
+		b.ReportMetric(float64(d[len(d)/2])/float64(time.Millisecond), "ms/median")
+	}
+}
+
+// runProcess benchmarks one whole command.
+func runProcess(b *testing.B, bin string, env []string, args ...string) {
+	var ds []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	reportMedian(b, ds)
+}
+
+func BenchmarkProcess(b *testing.B) {
+	bin := realBinary(b)
+	env, _ := benchEnv(b)
+	b.Run("baseline_version", func(b *testing.B) { runProcess(b, bin, env, "version") })
+	b.Run("agents_list", func(b *testing.B) { runProcess(b, bin, env, "agents", "list") })
+	b.Run("instance_create", func(b *testing.B) {
+		runProcess(b, bin, env, "instance", "create", "--agent", "auggie", "--workspace", b.TempDir())
+	})
+}
+
+// BenchmarkServeStartup measures `agentctl mcp serve --instance ID` from
+// process start to the answer of the first tools/list (initialize,
+// initialized, tools/list over stdio).
+func BenchmarkServeStartup(b *testing.B) {
+	bin := realBinary(b)
+	env, _ := benchEnv(b)
+	out, err := exec.Command(bin, append([]string{"instance", "create", "--agent", "auggie", "--workspace", b.TempDir()}, envArgs(env)...)...).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := strings.TrimSpace(string(out))
+	b.Run("baseline_version", func(b *testing.B) { runProcess(b, bin, env, "version") })
+	b.Run("serve_to_first_tools_list", func(b *testing.B) {
+		const script = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`
+		var ds []time.Duration
+		for b.Loop() {
+			cmd := exec.Command(bin, "mcp", "serve", "--instance", id)
+			cmd.Env = env
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			start := time.Now()
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.WriteString(stdin, script); err != nil {
+				b.Fatal(err)
+			}
+			sc := bufio.NewScanner(stdout)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			got := false
+			for sc.Scan() {
+				var msg struct {
+					ID     int `json:"id"`
+					Result struct {
+						Tools []struct{ Name string } `json:"tools"`
+					} `json:"result"`
+				}
+				if json.Unmarshal(sc.Bytes(), &msg) == nil && msg.ID == 2 {
+					got = len(msg.Result.Tools) == 3
+					break
+				}
+			}
+			ds = append(ds, time.Since(start))
+			stdin.Close()
+			if err := cmd.Wait(); err != nil || !got {
+				b.Fatalf("serve: %v, tools/list answered: %v", err, got)
+			}
+		}
+		reportMedian(b, ds)
+	})
+}
+
+// envArgs passes the state directory explicitly (exec.Command's own env is
+// the test's otherwise).
+func envArgs(env []string) []string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "AGENTCTL_STATE_DIR="); ok {
+			return []string{"--state-dir", v}
+		}
+	}
+	return nil
+}
