@@ -2,7 +2,6 @@ package instance
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -41,9 +40,12 @@ type CreateOptions struct {
 }
 
 // newID returns a new instance or question id: a lower-case ULID, unique and
-// sortable by creation time.
-func newID(t time.Time) string {
-	return strings.ToLower(ulid.MustNew(ulid.Timestamp(t), rand.Reader).String())
+// sortable by creation time (strictly increasing within a process; ids made
+// by several processes in the same millisecond order arbitrarily).
+func (s *Store) newID(t time.Time) string {
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
+	return strings.ToLower(ulid.MustNew(ulid.Timestamp(t), s.entropy).String())
 }
 
 var serverNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
@@ -61,6 +63,8 @@ func ValidateServerName(s string) error {
 		return invalidf("server name is empty; %s", how)
 	case len(s) > MaxServerNameLength:
 		return invalidf("server name %q is %d characters; at most %d keep tool names within clients' limits", s, len(s), MaxServerNameLength)
+	case !(s[0] >= 'a' && s[0] <= 'z'):
+		return invalidf("server name %q starts with %q; it must start with a lower-case letter; %s", s, s[:1], how)
 	case !serverNameRE.MatchString(s):
 		bad := firstBadRune(s)
 		return invalidf("server name %q contains %q, which clients reject or rewrite in tool names; %s", s, bad, how)
@@ -73,9 +77,8 @@ func ValidateServerName(s string) error {
 }
 
 func firstBadRune(s string) string {
-	for i, r := range s {
-		ok := r >= 'a' && r <= 'z' || r == '_' || r == '-' || r >= '0' && r <= '9'
-		if i == 0 && !(r >= 'a' && r <= 'z') || !ok {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r == '_' || r == '-' || r >= '0' && r <= '9') {
 			return string(r)
 		}
 	}
@@ -119,7 +122,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 	}
 
 	now := s.stamp()
-	id := newID(now)
+	id := s.newID(now)
 	rec := &Record{
 		ID: id, Name: o.Name, Agent: o.Definition.ID, CreatedAt: now,
 		ServerName:      o.ServerName,

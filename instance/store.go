@@ -2,14 +2,19 @@ package instance
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 )
@@ -58,6 +63,9 @@ type Store struct {
 	dir string
 	now func() time.Time
 
+	idMu    sync.Mutex
+	entropy io.Reader // monotonic ULID entropy
+
 	// beforeCommit, when set (tests only), runs inside CreateInstance after the
 	// files are staged and the row inserted, before anything is committed.
 	beforeCommit func() error
@@ -87,7 +95,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dir: abs, now: time.Now}
+	s := &Store{db: db, dir: abs, now: time.Now, entropy: ulid.Monotonic(rand.Reader, 0)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -155,7 +163,8 @@ func (s *Store) Dir() string { return s.dir }
 
 func (s *Store) instancesDir() string { return filepath.Join(s.dir, "instances") }
 
-const timeFormat = time.RFC3339Nano
+// timeFormat is fixed-width, so stored times sort as strings.
+const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 
 func (s *Store) stamp() time.Time { return s.now().UTC() }
 
@@ -190,6 +199,10 @@ func (s *Store) Get(ctx context.Context, ref string) (*Record, error) {
 	}
 	switch len(ids) {
 	case 0:
+		if lower := strings.ToLower(ref); lower != ref {
+			// Ids are lower-case ULIDs; accept the canonical upper-case form too.
+			return s.Get(ctx, lower)
+		}
 		return nil, &NotFoundError{What: "instance", Ref: ref, Hint: "see `agentctl instance list` for the instances in " + s.dir}
 	case 1:
 		return decodeRecord(recs[0])
@@ -283,7 +296,7 @@ func (s *Store) AddQuestion(ctx context.Context, instanceID, text string, choice
 	if choices == nil {
 		choices = []string{}
 	}
-	q := &Question{ID: newID(s.now()), InstanceID: instanceID, Text: text, Choices: choices, Status: QuestionOpen, AskedAt: s.stamp()}
+	q := &Question{ID: s.newID(s.now()), InstanceID: instanceID, Text: text, Choices: choices, Status: QuestionOpen, AskedAt: s.stamp()}
 	cj, _ := json.Marshal(choices)
 	_, err := s.db.ExecContext(ctx, `INSERT INTO questions (id, instance_id, question, choices, status, asked_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		q.ID, instanceID, text, string(cj), q.Status, q.AskedAt.Format(timeFormat))

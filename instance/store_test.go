@@ -180,7 +180,7 @@ func TestGetByIDPrefixAndLabel(t *testing.T) {
 	a := create(t, st, "auggie", func(o *instance.CreateOptions) { o.Name = "alpha" })
 	b := create(t, st, "codex", nil)
 	ctx := context.Background()
-	for ref, want := range map[string]string{a.ID: a.ID, "alpha": a.ID, b.ID: b.ID, b.ID[:len(b.ID)-2]: b.ID} {
+	for ref, want := range map[string]string{a.ID: a.ID, "alpha": a.ID, b.ID: b.ID, b.ID[:len(b.ID)-2]: b.ID, strings.ToUpper(b.ID): b.ID} {
 		got, err := st.Get(ctx, ref)
 		if err != nil || got.ID != want {
 			t.Errorf("Get(%q) = %v, %v; want %s", ref, got, err, want)
@@ -283,8 +283,9 @@ func TestValidateServerName(t *testing.T) {
 		"":                      "empty",
 		"my server":             `contains " "`,
 		"a.b":                   `contains "."`,
-		"Caps":                  `contains "C"`,
-		"1abc":                  `contains "1"`,
+		"Caps":                  `starts with "C"`,
+		"cAps":                  `contains "A"`,
+		"1abc":                  `starts with "1"`,
 		"x__y":                  `"__"`,
 		"x_":                    "ends in",
 		strings.Repeat("a", 33): "at most 32",

@@ -135,7 +135,7 @@ func ValidateToolName(name string) error {
 	}
 	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return fmt.Errorf("tool name %q contains %q; tool names use A-Z a-z 0-9 _ - .", name, c)
+			return fmt.Errorf("tool name %q contains %q; tool names use letters, digits, '_', '-' and '.'", name, c)
 		}
 	}
 	return nil

@@ -109,6 +109,8 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return a.loadConfig(cmd)
 		},
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRunE,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 	pf := root.PersistentFlags()
@@ -117,6 +119,11 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 	pf.String("agents-dir", "", "directory of user agent definitions (env AGENTCTL_AGENTS_DIR; default $XDG_CONFIG_HOME/agentctl/agents)")
 
 	root.AddCommand(a.newAgentsCmd(), a.newInstanceCmd(), a.newMCPCmd(), a.newVersionCmd(), newExitCodesTopic())
+	for _, c := range root.Commands() {
+		if c.HasSubCommands() && c.RunE == nil {
+			c.Args, c.RunE = cobra.ArbitraryArgs, groupRunE
+		}
+	}
 	return root
 }
 
@@ -253,6 +260,31 @@ func (a *App) Executable() (string, error) {
 		p = lp
 	}
 	return filepath.Abs(p)
+}
+
+// invalidSetting reports a bad value of a setting where it came from: a bad
+// flag is a usage error; a bad environment variable or config-file value is
+// invalid configuration.
+func (a *App) invalidSetting(cmd *cobra.Command, key, how string) error {
+	flag := strings.ReplaceAll(key, "_", "-")
+	val := a.v.GetString(key)
+	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+		return usageErrorf("invalid --%s %q: %s", flag, val, how)
+	}
+	env := "AGENTCTL_" + strings.ToUpper(key)
+	if _, ok := os.LookupEnv(env); ok && a.Getenv(env) != "" {
+		return &configError{fmt.Errorf("invalid %s=%q in the environment: %s", env, val, how)}
+	}
+	return &configError{fmt.Errorf("%s: invalid %s = %q: %s", a.v.ConfigFileUsed(), key, val, how)}
+}
+
+// groupRunE makes a command that only groups subcommands print its help when
+// called alone and refuse an unknown subcommand with a usage error.
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("unknown command %q for %q; see '%s --help'", args[0], cmd.CommandPath(), cmd.CommandPath())
+	}
+	return cmd.Help()
 }
 
 // Argument validators that report usage errors.

@@ -74,7 +74,10 @@ works in scripts; -o json prints the whole record.`,
 			}
 			timeout, err := time.ParseDuration(a.v.GetString("question_timeout"))
 			if err != nil || timeout <= 0 {
-				return usageErrorf("invalid --question-timeout %q: use a positive duration such as 10m or 90s", a.v.GetString("question_timeout"))
+				return a.invalidSetting(cmd, "question_timeout", "use a positive duration such as 10m or 90s")
+			}
+			if cmd.Flags().Changed("server-name") && a.v.GetString("server_name") == "" {
+				return instance.ValidateServerName("")
 			}
 			cat, err := a.Catalog()
 			if err != nil {
@@ -412,16 +415,21 @@ is reached, 6 when the instance reports "failed" first, 5 when --timeout passes
 			if !slices.Contains(instance.Statuses, status) {
 				return usageErrorf("invalid --status %q: use one of %s", status, strings.Join(instance.Statuses, ", "))
 			}
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
+			if timeout < 0 {
+				return usageErrorf("invalid --timeout %s: use a positive duration, or 0 to wait until interrupted", timeout)
 			}
-			return a.withStore(ctx, func(st *instance.Store) error {
-				r, err := st.Get(ctx, args[0])
+			return a.withStore(cmd.Context(), func(st *instance.Store) error {
+				// Resolve the instance before the clock starts, so a short
+				// timeout is a timeout, never a failed open.
+				r, err := st.Get(cmd.Context(), args[0])
 				if err != nil {
 					return err
+				}
+				ctx := cmd.Context()
+				if timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, timeout)
+					defer cancel()
 				}
 				var after int64
 				for {
@@ -430,7 +438,7 @@ is reached, 6 when the instance reports "failed" first, 5 when --timeout passes
 						return err
 					}
 					for _, e := range evs {
-						after = e.Seq
+						after = e.Seq // seq is global and increasing, not per instance
 						if e.Status == status {
 							a.IO.Narrate("Instance %s reached %s: %s", r.ID, status, e.Message)
 							return nil

@@ -14,6 +14,7 @@ import (
 // TestMain lets testscript run this test binary as the agentctl command, and
 // removes the binary that realBinary built.
 func TestMain(m *testing.M) {
+	//lint:ignore SA1019 RunMain returns the code, so the built binary can be removed before exiting.
 	code := testscript.RunMain(m, map[string]func() int{"agentctl": Main})
 	if binDir != "" {
 		os.RemoveAll(binDir)

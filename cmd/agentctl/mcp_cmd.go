@@ -21,10 +21,10 @@ func (a *App) newMCPCmd() *cobra.Command {
 	return cmd
 }
 
-func parseLogLevel(s string) (slog.Level, error) {
+func (a *App) logLevel(cmd *cobra.Command) (slog.Level, error) {
 	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, usageErrorf("invalid --log-level %q: use debug, info, warn or error", s)
+	if err := l.UnmarshalText([]byte(a.v.GetString("log_level"))); err != nil {
+		return 0, a.invalidSetting(cmd, "log_level", "use debug, info, warn or error")
 	}
 	return l, nil
 }
@@ -46,7 +46,7 @@ protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.`,
 			if ref == "" {
 				return usageErrorf("--instance is required: the id, id prefix or label of the instance to serve")
 			}
-			level, err := parseLogLevel(a.v.GetString("log_level"))
+			level, err := a.logLevel(cmd)
 			if err != nil {
 				return err
 			}
