@@ -123,13 +123,16 @@ func (e *Endpoint) addBuiltins() error {
 	if err != nil {
 		return err
 	}
-	if err := AddTool(e.registry, sourceBuiltin, KindBuiltin, ask, e.askUserQuestion); err != nil {
+	entry := func(t *mcp.Tool, base string) Entry {
+		return Entry{Name: t.Name, Source: sourceBuiltin, Kind: KindBuiltin, Base: base}
+	}
+	if err := AddTool(e.registry, entry(ask, BaseAskUserQuestion), ask, e.askUserQuestion); err != nil {
 		return err
 	}
-	if err := AddTool(e.registry, sourceBuiltin, KindBuiltin, prog, e.reportProgress); err != nil {
+	if err := AddTool(e.registry, entry(prog, BaseReportProgress), prog, e.reportProgress); err != nil {
 		return err
 	}
-	return AddTool(e.registry, sourceBuiltin, KindBuiltin, get, e.getInstance)
+	return AddTool(e.registry, entry(get, BaseGetInstance), get, e.getInstance)
 }
 
 func (e *Endpoint) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {

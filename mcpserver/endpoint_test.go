@@ -343,12 +343,12 @@ func TestRegistryRefusesCollisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = ep.Registry().AddRawTool("kb docs", KindKB, &mcp.Tool{Name: "get_instance_agentctl", InputSchema: map[string]any{"type": "object"}}, nil)
+	err = ep.Registry().AddRawTool(Entry{Name: "get_instance_agentctl", Source: "kb docs", Kind: KindKB}, &mcp.Tool{Name: "get_instance_agentctl", InputSchema: map[string]any{"type": "object"}}, nil)
 	var ce *CollisionError
 	if !errors.As(err, &ce) || ce.First != "built-in" || ce.Second != "kb docs" {
 		t.Fatalf("got %v", err)
 	}
-	if err := ep.Registry().AddRawTool("x", KindKB, &mcp.Tool{Name: "bad name", InputSchema: map[string]any{"type": "object"}}, nil); err == nil {
+	if err := ep.Registry().AddRawTool(Entry{Name: "bad name", Source: "x", Kind: KindKB}, &mcp.Tool{Name: "bad name", InputSchema: map[string]any{"type": "object"}}, nil); err == nil {
 		t.Fatal("invalid tool name accepted")
 	}
 }

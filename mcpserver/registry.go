@@ -25,6 +25,12 @@ type Entry struct {
 	// Source says where the tool comes from, for messages ("built-in", "kb docs").
 	Source string
 	Kind   Kind
+	// Mount is the mount's name; empty for built-ins.
+	Mount string
+	// Prefix is the mount's effective prefix; empty when unprefixed.
+	Prefix string
+	// Base is the tool's own name within its source (concept_read, fetch).
+	Base string
 }
 
 // Registry is the single source of truth for what the endpoint serves: every
@@ -66,10 +72,13 @@ func (r *Registry) reserve(e *Entry) error {
 	return nil
 }
 
-// AddTool registers a typed tool under t.Name. The SDK infers and validates
-// its input and output schemas.
-func AddTool[In, Out any](r *Registry, source string, kind Kind, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) error {
-	if err := r.reserve(&Entry{Name: t.Name, Source: source, Kind: kind}); err != nil {
+// AddTool registers a typed tool under e.Name (which t.Name must equal). The
+// SDK infers and validates its input and output schemas.
+func AddTool[In, Out any](r *Registry, e Entry, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) error {
+	if t.Name != e.Name {
+		return fmt.Errorf("registry: tool %q registered as %q", t.Name, e.Name)
+	}
+	if err := r.reserve(&e); err != nil {
 		return err
 	}
 	mcp.AddTool(r.server, t, h)
@@ -77,8 +86,11 @@ func AddTool[In, Out any](r *Registry, source string, kind Kind, t *mcp.Tool, h 
 }
 
 // AddRawTool registers a tool whose handler does its own argument handling.
-func (r *Registry) AddRawTool(source string, kind Kind, t *mcp.Tool, h mcp.ToolHandler) error {
-	if err := r.reserve(&Entry{Name: t.Name, Source: source, Kind: kind}); err != nil {
+func (r *Registry) AddRawTool(e Entry, t *mcp.Tool, h mcp.ToolHandler) error {
+	if t.Name != e.Name {
+		return fmt.Errorf("registry: tool %q registered as %q", t.Name, e.Name)
+	}
+	if err := r.reserve(&e); err != nil {
 		return err
 	}
 	r.server.AddTool(t, h)
