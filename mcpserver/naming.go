@@ -40,27 +40,69 @@ type Route struct {
 	Err *UnknownToolError
 }
 
+// UnknownReason classifies an unknown tool name.
+type UnknownReason int
+
+// Why a tools/call name does not resolve.
+const (
+	UnknownName      UnknownReason = iota // nothing like it is registered
+	EmptyServerPart                       // "__fetch"
+	EmptyToolPart                         // "browser__"
+	UnknownServer                         // "nosuch__fetch"
+	UnknownToolOnServer                   // "browser__nosuch"
+	BareName                              // "concept_read" when only "docs__concept_read" exists
+)
+
 // UnknownToolError is a tools/call name that resolves to no tool. It is sent
 // as the normal unknown-tool JSON-RPC error (-32602) with a helpful message.
 type UnknownToolError struct {
-	Name string
+	Name   string
+	Reason UnknownReason
+	// Server and Tool are the two parts of a "<server>__<tool>" name.
+	Server, Tool string
 	// Suggestion is a registered name the caller probably meant, if any.
 	Suggestion string
+	// Mounts lists the mount prefixes (UnknownServer); Tools lists a few of
+	// the server's tools (UnknownToolOnServer).
+	Mounts, Tools []string
 }
 
 func (e *UnknownToolError) Error() string {
 	msg := fmt.Sprintf("unknown tool %q", e.Name)
+	switch e.Reason {
+	case EmptyServerPart:
+		msg += fmt.Sprintf(": the server part before \"__\" is empty; call \"<server>__%s\"", e.Tool)
+	case EmptyToolPart:
+		msg += fmt.Sprintf(": the tool part after \"%s__\" is empty", e.Server)
+	case UnknownServer:
+		if len(e.Mounts) == 0 {
+			msg += fmt.Sprintf(": server %q not found; nothing is mounted", e.Server)
+		} else {
+			msg += fmt.Sprintf(": server %q not found; mounted: %s", e.Server, strings.Join(e.Mounts, ", "))
+		}
+	case UnknownToolOnServer:
+		msg += fmt.Sprintf(": server %q has no tool %q; it has %s", e.Server, e.Tool, strings.Join(e.Tools, ", "))
+	}
 	if e.Suggestion != "" {
 		msg += fmt.Sprintf("; did you mean %q?", e.Suggestion)
 	}
 	return msg
 }
 
+// EntryLister is the optional part of a [NameSet] that lets [RouteToolCall]
+// explain an unknown name; [*Registry] has it.
+type EntryLister interface {
+	Entries() []Entry
+}
+
 // RouteToolCall maps a name received in tools/call to a canonical name:
 //
 //  1. a name registered exactly wins;
 //  2. else, for a suffix client, name + "_" + server if that is a registered built-in;
-//  3. else the name is unknown.
+//  3. else the name is unknown, and the error says why: an empty part of
+//     "<server>__<tool>", an unknown server (listing the mounts), an unknown
+//     tool on a known server (listing some of its tools), or a bare name that
+//     is the unprefixed form of exactly one tool (suggested, never resolved).
 //
 // It is the inverse of [PresentToolName]: for every registered x,
 // RouteToolCall(PresentToolName(x)) is x.
@@ -73,26 +115,62 @@ func RouteToolCall(names NameSet, style agents.Namespacing, server, name string)
 			return Route{Canonical: full}
 		}
 	}
-	return Route{Err: &UnknownToolError{Name: name, Suggestion: suggestTool(names, name)}}
+	return Route{Err: explainUnknown(names, name)}
 }
 
-// suggestTool finds the registered name the caller most likely meant: the
-// canonical form of a transport name sent to the wrong client style, or a
-// name differing by its server suffix.
-func suggestTool(names NameSet, name string) string {
-	lister, ok := names.(interface{ Names() []string })
+// maxListed bounds the tools an error lists.
+const maxListed = 5
+
+func explainUnknown(names NameSet, name string) *UnknownToolError {
+	e := &UnknownToolError{Name: name}
+	lister, ok := names.(EntryLister)
 	if !ok || name == "" {
-		return ""
+		return e
 	}
+	entries := lister.Entries()
+	if srv, tool, found := strings.Cut(name, "__"); found {
+		e.Server, e.Tool = srv, tool
+		switch {
+		case srv == "":
+			e.Reason = EmptyServerPart
+			return e
+		case tool == "":
+			e.Reason = EmptyToolPart
+			return e
+		}
+		var mounts, tools []string
+		seen := map[string]bool{}
+		for _, ent := range entries {
+			if ent.Prefix == "" {
+				continue
+			}
+			if !seen[ent.Prefix] {
+				seen[ent.Prefix] = true
+				mounts = append(mounts, ent.Prefix)
+			}
+			if ent.Prefix == srv {
+				tools = append(tools, ent.Name)
+			}
+		}
+		if len(tools) == 0 {
+			e.Reason, e.Mounts = UnknownServer, mounts
+			sort.Strings(e.Mounts)
+			return e
+		}
+		sort.Strings(tools)
+		e.Reason, e.Tools = UnknownToolOnServer, tools[:min(len(tools), maxListed)]
+		return e
+	}
+	// A bare name: the unprefixed form of exactly one tool, or a built-in's
+	// base name sent by a client that does not strip the server suffix.
 	var hits []string
-	for _, n := range lister.Names() {
-		if strings.HasPrefix(n, name+"_") && names.IsBuiltin(n) {
-			hits = append(hits, n)
+	for _, ent := range entries {
+		if ent.Prefix != "" && ent.Base == name || ent.Kind == KindBuiltin && strings.HasPrefix(ent.Name, name+"_") && ent.Base == name {
+			hits = append(hits, ent.Name)
 		}
 	}
-	sort.Strings(hits)
 	if len(hits) == 1 {
-		return hits[0]
+		e.Reason, e.Suggestion = BareName, hits[0]
 	}
-	return ""
+	return e
 }

@@ -14,12 +14,18 @@ type nameSet map[string]bool // name -> built-in
 
 func (n nameSet) Has(name string) bool       { _, ok := n[name]; return ok }
 func (n nameSet) IsBuiltin(name string) bool { return n[name] }
-func (n nameSet) Names() []string {
-	var out []string
-	for k := range n {
-		out = append(out, k)
+func (n nameSet) Entries() []Entry {
+	var out []Entry
+	for name, builtin := range n {
+		e := Entry{Name: name, Kind: KindKB, Base: name}
+		if builtin {
+			e.Kind, e.Base = KindBuiltin, strings.TrimSuffix(name, "_agentctl")
+		} else if p, b, ok := strings.Cut(name, "__"); ok {
+			e.Prefix, e.Base = p, b
+		}
+		out = append(out, e)
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -89,6 +95,49 @@ func TestRouteToolCall(t *testing.T) {
 				t.Fatalf("error %v with canonical %q", r.Err, r.Canonical)
 			}
 		})
+	}
+}
+
+func TestRouteToolCallExplainsUnknownNames(t *testing.T) {
+	set := nameSet{
+		"ask_user_question_agentctl": true,
+		"docs__concept_read":         false, "docs__concept_list": false,
+		"browser__fetch": false, "browser__click": false,
+		"notes__concept_read": false,
+		"solo":                false,
+	}
+	tests := []struct {
+		call       string
+		reason     UnknownReason
+		message    string
+		suggestion string
+	}{
+		{"__fetch", EmptyServerPart, `unknown tool "__fetch": the server part before "__" is empty`, ""},
+		{"browser__", EmptyToolPart, `unknown tool "browser__": the tool part after "browser__" is empty`, ""},
+		{"nosuch__fetch", UnknownServer, `unknown tool "nosuch__fetch": server "nosuch" not found; mounted: browser, docs, notes`, ""},
+		{"browser__nosuch", UnknownToolOnServer, `unknown tool "browser__nosuch": server "browser" has no tool "nosuch"; it has browser__click, browser__fetch`, ""},
+		{"fetch", BareName, `unknown tool "fetch"; did you mean "browser__fetch"?`, "browser__fetch"},
+		{"concept_list", BareName, `did you mean "docs__concept_list"?`, "docs__concept_list"},
+		{"concept_read", UnknownName, `unknown tool "concept_read"`, ""}, // two candidates: no guess
+		{"ask_user_question", BareName, `did you mean "ask_user_question_agentctl"?`, "ask_user_question_agentctl"},
+		{"nothing_like_it", UnknownName, `unknown tool "nothing_like_it"`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.call, func(t *testing.T) {
+			r := RouteToolCall(set, prefix, "agentctl", tt.call)
+			if r.Err == nil {
+				t.Fatalf("resolved to %q", r.Canonical)
+			}
+			if r.Err.Reason != tt.reason || r.Err.Suggestion != tt.suggestion || !strings.Contains(r.Err.Error(), tt.message) {
+				t.Fatalf("got reason %d suggestion %q message %q", r.Err.Reason, r.Err.Suggestion, r.Err)
+			}
+		})
+	}
+	// A bare name never resolves to a prefixed tool, whatever the style.
+	for _, style := range agents.Namespacings {
+		if r := RouteToolCall(set, style, "agentctl", "fetch"); r.Canonical != "" {
+			t.Fatalf("%s: bare fetch resolved to %q", style, r.Canonical)
+		}
 	}
 }
 

@@ -152,3 +152,15 @@ func ValidateToolName(name string) error {
 	}
 	return nil
 }
+
+// Entries returns every registered entry, sorted by name.
+func (r *Registry) Entries() []Entry {
+	r.mu.RLock()
+	out := make([]Entry, 0, len(r.entries))
+	for _, e := range r.entries {
+		out = append(out, *e)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
