@@ -1,12 +1,14 @@
 package instance
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +39,14 @@ type CreateOptions struct {
 	Executable string
 	// NoTrust leaves out "trust": true for clients that support it.
 	NoTrust bool
+	// ToolPrefixMode is recorded as given (default "mount-name").
+	ToolPrefixMode string
+	// Mounts are the mounts with their prefixes already resolved.
+	Mounts []Mount
+	// Files, when set, returns files to write into the instance directory
+	// (relative path -> content), such as instructions.md and skills, for the
+	// record being created. An error aborts the create.
+	Files func(*Record) (map[string][]byte, error)
 }
 
 // newID returns a new instance or question id: a lower-case ULID, unique and
@@ -129,8 +139,8 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		Capabilities:    o.Definition.Capabilities,
 		ConfigFormat:    o.Definition.MCP.ConfigFormat,
 		Workspace:       ws,
-		ToolPrefixMode:  DefaultToolPrefixMode,
-		Mounts:          []Mount{},
+		ToolPrefixMode:  cmp.Or(o.ToolPrefixMode, DefaultToolPrefixMode),
+		Mounts:          append([]Mount{}, o.Mounts...),
 		Transport:       Transport{Kind: "stdio"},
 		Dir:             filepath.Join(s.instancesDir(), id),
 		QuestionTimeout: Duration(o.QuestionTimeout),
@@ -158,6 +168,18 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		return nil, fmt.Errorf("write %s MCP configuration: %w", rec.Agent, err)
 	}
 	rec.MCPConfigPath = filepath.Join(rec.Dir, rel)
+	rec.Files = []string{rel}
+	if o.Files != nil {
+		files, err := o.Files(rec)
+		if err != nil {
+			return nil, err
+		}
+		written, err := writeFiles(staging, files)
+		if err != nil {
+			return nil, err
+		}
+		rec.Files = append(rec.Files, written...)
+	}
 
 	raw, err := json.Marshal(rec)
 	if err != nil {
@@ -197,4 +219,119 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 	}
 	published = true
 	return rec, nil
+}
+
+// writeFiles writes files into dir (each atomically: a temporary file, then a
+// rename) and returns their relative paths, sorted.
+func writeFiles(dir string, files map[string][]byte) ([]string, error) {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		if !filepath.IsLocal(name) {
+			return nil, invalidf("file %q would be written outside the instance directory", name)
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := writeFileAtomic(filepath.Join(dir, name), files[name]); err != nil {
+			return nil, fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return names, nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// UpdateInstance changes an instance's record under a write lock: fn edits
+// the record and returns the files to (re)write into its directory and the
+// files to remove. The record and the files change together or not at all
+// (files are written before the commit; on a failed commit the old record
+// stays and the rewritten files are restored from their previous contents).
+func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record) (write map[string][]byte, remove []string, err error)) (*Record, error) {
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one writer at a time
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	r, err := s.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	var raw string
+	if err := tx.QueryRowContext(ctx, `SELECT record FROM instances WHERE id = ?`, r.ID).Scan(&raw); err != nil {
+		return nil, err
+	}
+	if r, err = decodeRecord(raw); err != nil {
+		return nil, err
+	}
+	write, remove, err := fn(r)
+	if err != nil {
+		return nil, err
+	}
+	// Keep what we overwrite, to restore it if the commit fails.
+	backup := map[string][]byte{}
+	for name := range write {
+		if old, err := os.ReadFile(filepath.Join(r.Dir, name)); err == nil {
+			backup[name] = old
+		}
+	}
+	written, err := writeFiles(r.Dir, write)
+	if err != nil {
+		return nil, err
+	}
+	files := r.Files
+	for _, name := range written {
+		if !slices.Contains(files, name) {
+			files = append(files, name)
+		}
+	}
+	files = slices.DeleteFunc(files, func(f string) bool { return slices.Contains(remove, f) })
+	r.Files = files
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE instances SET record = ? WHERE id = ?`, string(b), r.ID); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		for name := range write {
+			if old, ok := backup[name]; ok {
+				_ = writeFileAtomic(filepath.Join(r.Dir, name), old)
+			} else {
+				_ = os.Remove(filepath.Join(r.Dir, name))
+			}
+		}
+		return nil, err
+	}
+	for _, name := range remove {
+		if filepath.IsLocal(name) {
+			_ = os.Remove(filepath.Join(r.Dir, name))
+		}
+	}
+	return r, nil
 }

@@ -28,6 +28,9 @@ type Record struct {
 	Dir string `json:"dir"`
 	// QuestionTimeout is how long ask_user_question waits for an answer.
 	QuestionTimeout Duration `json:"question_timeout"`
+	// Files lists the files written into Dir for the client and the model
+	// (the MCP configuration, instructions.md, skills), relative to Dir.
+	Files []string `json:"files"`
 }
 
 // Mount is a knowledge base or an external MCP server mounted into the instance.
@@ -39,6 +42,8 @@ type Mount struct {
 	EffectivePrefix string `json:"effective_prefix"`
 	PrefixOrigin    string `json:"prefix_origin"`
 	ReadOnly        bool   `json:"read_only"`
+	// MaxBytes bounds a knowledge base's concepts; 0 means the default (1 MiB).
+	MaxBytes int64 `json:"max_bytes,omitempty"`
 }
 
 // Transport says how the client reaches the endpoint.

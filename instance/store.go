@@ -219,6 +219,9 @@ func decodeRecord(raw string) (*Record, error) {
 	if r.Mounts == nil {
 		r.Mounts = []Mount{}
 	}
+	if r.Files == nil {
+		r.Files = []string{}
+	}
 	return &r, nil
 }
 

@@ -77,7 +77,7 @@ type InstanceOutput struct {
 	Instance
 	ServerName  string     `json:"server_name"`
 	Namespacing string     `json:"namespacing"`
-	Tools       []ToolName `json:"tools"`
+	Tools       []PlannedTool `json:"tools"`
 }
 
 var progressStatuses = []string{"running", "blocked", "done", "failed"}

@@ -51,6 +51,8 @@ type Config struct {
 	ServerName string
 	// Naming is the client's capability, snapshotted in the record.
 	Naming agents.ToolNaming
+	// Mounts are the instance's mounts with their prefixes resolved.
+	Mounts []MountConfig
 	// QuestionTimeout bounds ask_user_question's wait for an answer.
 	QuestionTimeout time.Duration
 	Store           Store
@@ -193,28 +195,10 @@ func (e *Endpoint) presentList(lr *mcp.ListToolsResult) *mcp.ListToolsResult {
 	return &out
 }
 
-// ToolName is one tool's names as get_instance and `tools list` show them.
-type ToolName struct {
-	Canonical    string `json:"canonical"`
-	Transport    string `json:"transport"`
-	ModelVisible string `json:"model_visible"`
-	Source       string `json:"source"`
-}
-
 // ToolNames lists the registered tools with their transport and
 // model-visible names, sorted by canonical name.
-func (e *Endpoint) ToolNames() []ToolName {
-	names := e.registry.Names()
-	out := make([]ToolName, 0, len(names))
-	for _, n := range names {
-		ent, _ := e.registry.Lookup(n)
-		tn := PresentToolName(e.registry, e.cfg.Naming.Namespacing, e.cfg.ServerName, n)
-		out = append(out, ToolName{
-			Canonical: n, Transport: tn, Source: ent.Source,
-			ModelVisible: agents.RenderModelName(e.cfg.Naming, e.cfg.ServerName, tn).Name,
-		})
-	}
-	return out
+func (e *Endpoint) ToolNames() []PlannedTool {
+	return describeTools(e.registry, e.cfg.ServerName, e.cfg.Naming)
 }
 
 // sdkLogger quiets the SDK's connection chatter (logged at info) unless debug
@@ -235,7 +219,5 @@ func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
 }
 
-func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(a), h.min}
-}
-func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler { return minLevel{h.Handler.WithAttrs(a), h.min} }
+func (h minLevel) WithGroup(n string) slog.Handler      { return minLevel{h.Handler.WithGroup(n), h.min} }

@@ -43,7 +43,8 @@ type Registry struct {
 	entries map[string]*Entry
 }
 
-// NewRegistry returns an empty registry that installs tools into server.
+// NewRegistry returns an empty registry that installs tools into server. A
+// registry without a server only plans names.
 func NewRegistry(server *mcp.Server) *Registry {
 	return &Registry{server: server, entries: map[string]*Entry{}}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -33,6 +34,7 @@ type App struct {
 	Now    func() time.Time
 	Args0  string
 	v      *viper.Viper
+	file   fileConfig
 }
 
 // Main runs agentctl with the process's arguments and streams and returns
@@ -76,11 +78,40 @@ var errSilent = errors.New("")
 
 // configKeys are the settings of config.toml (and AGENTCTL_* variables).
 var configKeys = map[string]string{
-	"state_dir":        "where instances live (default $XDG_STATE_HOME/agentctl)",
-	"agents_dir":       "user agent definitions (default $XDG_CONFIG_HOME/agentctl/agents)",
-	"log_level":        "endpoint log level: debug, info, warn, error",
-	"server_name":      "default --server-name for instance create",
-	"question_timeout": "default --question-timeout for instance create",
+	"state_dir":            "where instances live (default $XDG_STATE_HOME/agentctl)",
+	"agents_dir":           "user agent definitions (default $XDG_CONFIG_HOME/agentctl/agents)",
+	"log_level":            "endpoint log level: debug, info, warn, error",
+	"server_name":          "default --server-name for instance create",
+	"question_timeout":     "default --question-timeout for instance create",
+	"mcp.tool_prefix_mode": "mount-name (default) or off",
+	"kbs":                  "[[kbs]] tables: knowledge bases mounted by instance create",
+}
+
+// keyToolPrefixMode is the viper key of the prefix mode.
+const keyToolPrefixMode = "mcp.tool_prefix_mode"
+
+// fileConfig is config.toml, decoded strictly.
+type fileConfig struct {
+	StateDir        string `toml:"state_dir"`
+	AgentsDir       string `toml:"agents_dir"`
+	LogLevel        string `toml:"log_level"`
+	ServerName      string `toml:"server_name"`
+	QuestionTimeout string `toml:"question_timeout"`
+	MCP             struct {
+		ToolPrefixMode string `toml:"tool_prefix_mode"`
+	} `toml:"mcp"`
+	KBs []kbConfig `toml:"kbs"`
+
+	dir string // the config file's directory: relative paths resolve against it
+}
+
+// kbConfig is a [[kbs]] table.
+type kbConfig struct {
+	Name       string `toml:"name"`
+	Path       string `toml:"path"`
+	ToolPrefix string `toml:"tool_prefix"`
+	ReadOnly   bool   `toml:"read_only"`
+	MaxBytes   int64  `toml:"max_bytes"`
 }
 
 type configError struct{ error }
@@ -158,6 +189,13 @@ func (a *App) loadConfig(cmd *cobra.Command) error {
 	if bindErr != nil {
 		return bindErr
 	}
+	if f := cmd.Flags().Lookup("tool-prefix-mode"); f != nil {
+		if err := v.BindPFlag(keyToolPrefixMode, f); err != nil {
+			return err
+		}
+	}
+	_ = v.BindEnv(keyToolPrefixMode, "AGENTCTL_TOOL_PREFIX_MODE", "AGENTCTL_MCP_TOOL_PREFIX_MODE")
+	v.SetDefault(keyToolPrefixMode, string(mcpserver.PrefixModeMountName))
 	v.SetDefault("log_level", "info")
 	v.SetDefault("server_name", instance.DefaultServerName)
 	v.SetDefault("question_timeout", instance.DefaultQuestionTimeout.String())
@@ -175,17 +213,16 @@ func (a *App) loadConfig(cmd *cobra.Command) error {
 		return &configError{fmt.Errorf("config file: %w", err)}
 	}
 	// Strict first, so a typo is an error rather than a silently ignored key.
-	var probe map[string]any
-	md, err := toml.Decode(string(data), &probe)
+	var fc fileConfig
+	md, err := toml.Decode(string(data), &fc)
 	if err != nil {
 		return &configError{fmt.Errorf("%s: %v", path, err)}
 	}
-	for _, k := range md.Keys() {
-		top := k[0]
-		if _, ok := configKeys[top]; !ok {
-			return &configError{fmt.Errorf("%s: unknown key %q (known keys: %s)", path, k.String(), strings.Join(sortedConfigKeys(), ", "))}
-		}
+	if undec := md.Undecoded(); len(undec) > 0 {
+		return &configError{fmt.Errorf("%s: unknown key %q (known keys: %s)", path, undec[0].String(), strings.Join(sortedConfigKeys(), ", "))}
 	}
+	fc.dir = filepath.Dir(path)
+	a.file = fc
 	v.SetConfigFile(path)
 	v.SetConfigType("toml")
 	if err := v.ReadInConfig(); err != nil {

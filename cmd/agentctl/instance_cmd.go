@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/spf13/cobra"
 )
 
@@ -23,7 +25,8 @@ starts 'agentctl mcp serve --instance ID'. Commands that take an instance accept
 id, a unique prefix of the id, or its label (--name).`,
 	}
 	cmd.AddCommand(a.newInstanceCreateCmd(), a.newInstanceListCmd(), a.newInstanceShowCmd(), a.newInstanceDeleteCmd(),
-		a.newInstanceAnswerCmd(), a.newInstanceQuestionsCmd(), a.newInstanceEventsCmd(), a.newInstanceWaitCmd())
+		a.newInstanceAnswerCmd(), a.newInstanceQuestionsCmd(), a.newInstanceEventsCmd(), a.newInstanceWaitCmd(),
+		a.newInstanceMountCmd())
 	return cmd
 }
 
@@ -39,8 +42,9 @@ func (a *App) withStore(ctx context.Context, fn func(*instance.Store) error) err
 
 func (a *App) newInstanceCreateCmd() *cobra.Command {
 	var (
-		output, agent, name, workspace string
-		noTrust                        bool
+		output, agent, name, workspace, instructions string
+		kbs, skills                                  []string
+		noTrust                                      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "create --agent ID",
@@ -91,14 +95,42 @@ works in scripts; -o json prints the whole record.`,
 			if err != nil {
 				return fmt.Errorf("find the agentctl executable: %w", err)
 			}
+			mode, err := a.prefixMode(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			kbList, err := a.kbMounts(kbs)
+			if err != nil {
+				return err
+			}
+			server := a.v.GetString("server_name")
+			if err := instance.ValidateServerName(server); err != nil {
+				return err
+			}
+			mounts, tools, err := planMounts(server, def.Capabilities.ToolNames, mode, kbList)
+			if err != nil {
+				return err
+			}
+			templates, origins, err := readTemplates(instructions, skills)
+			if err != nil {
+				return err
+			}
 			return a.withStore(cmd.Context(), func(st *instance.Store) error {
 				rec, err := st.CreateInstance(cmd.Context(), instance.CreateOptions{
 					Definition: def, Name: name, Workspace: workspace,
-					ServerName:      a.v.GetString("server_name"),
-					QuestionTimeout: timeout, Executable: exe, NoTrust: noTrust,
+					ServerName: server, QuestionTimeout: timeout, Executable: exe, NoTrust: noTrust,
+					ToolPrefixMode: string(mode), Mounts: recordMounts(mounts),
+					Files: func(rec *instance.Record) (map[string][]byte, error) {
+						return renderFiles(rec, mounts, tools, templates, origins)
+					},
 				})
 				if err != nil {
 					return err
+				}
+				for _, m := range mounts {
+					if m.Origin == mcpserver.OriginDerived {
+						a.IO.Narrate("%s", m.Announcement())
+					}
 				}
 				a.IO.Narrate("Created instance %s for %s (server name %q).", rec.ID, rec.Agent, rec.ServerName)
 				a.IO.Narrate("Client configuration: %s", rec.MCPConfigPath)
@@ -117,6 +149,13 @@ works in scripts; -o json prints the whole record.`,
 	f.String("server-name", instance.DefaultServerName, "the key S the endpoint is injected under (env AGENTCTL_SERVER_NAME)")
 	f.String("question-timeout", instance.DefaultQuestionTimeout.String(), "how long ask_user_question waits for an answer (env AGENTCTL_QUESTION_TIMEOUT)")
 	f.BoolVar(&noTrust, "no-trust", false, `do not mark the server "trust": true for Gemini CLI and Qwen Code (their headless runs then ignore its tools)`)
+	f.StringArrayVar(&kbs, "kb", nil, "mount a knowledge base: NAME=DIR[,prefix=P][,ro][,max=BYTES] (repeatable; adds to [[kbs]] in the config file)")
+	f.String("tool-prefix-mode", string(mcpserver.PrefixModeMountName), "how mounts without an explicit prefix get one: mount-name or off (env AGENTCTL_TOOL_PREFIX_MODE)")
+	f.StringVar(&instructions, "instructions", "", "instructions template written as instructions.md; {{tool:NAME}} and {{tool:MOUNT/NAME}} expand to this instance's tool names")
+	f.StringArrayVar(&skills, "skill", nil, "skill file written under skills/, with {{tool:...}} expanded (repeatable)")
+	_ = cmd.MarkFlagFilename("instructions")
+	_ = cmd.MarkFlagFilename("skill")
+	_ = cmd.RegisterFlagCompletionFunc("tool-prefix-mode", cobra.FixedCompletions([]string{"mount-name", "off"}, cobra.ShellCompDirectiveNoFileComp))
 	addOutputFlag(cmd, &output)
 	_ = cmd.RegisterFlagCompletionFunc("agent", a.completeAgentIDs)
 	_ = cmd.MarkFlagDirname("workspace")
@@ -189,8 +228,16 @@ func (a *App) newInstanceShowCmd() *cobra.Command {
 					{"directory", r.Dir}, {"mcp config", r.MCPConfigPath},
 					{"example", fmt.Sprintf("%s is sent as %s; the model sees %s", ex.Canonical, ex.Transport, ex.ModelSees)},
 				}
+				fields = append(fields, [2]string{"tool prefix mode", r.ToolPrefixMode})
 				for _, m := range r.Mounts {
-					fields = append(fields, [2]string{"mount", fmt.Sprintf("%s %s prefix=%q (%s)", m.Kind, m.Name, m.EffectivePrefix, m.PrefixOrigin)})
+					desc := fmt.Sprintf("%s %s  %s  prefix %s (%s)", m.Kind, m.Name, m.Path, orDash(m.EffectivePrefix), m.PrefixOrigin)
+					if m.ReadOnly {
+						desc += "  read-only"
+					}
+					fields = append(fields, [2]string{"mount", desc})
+				}
+				for _, f := range r.Files {
+					fields = append(fields, [2]string{"file", filepath.Join(r.Dir, f)})
 				}
 				return a.IO.PrintFields(fields)
 			})

@@ -57,7 +57,19 @@ protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.`,
 				if err != nil {
 					return err
 				}
-				ep, err := mcpserver.New(endpointConfig(rec, st, logger))
+				// The prefix contract again, in case the record was edited.
+				mounts, _, err := recordPlan(rec)
+				if err != nil {
+					return err
+				}
+				for _, m := range mounts {
+					if line := m.Announcement(); line != "" {
+						fmt.Fprintln(a.IO.ErrOut, line)
+					}
+				}
+				cfg := endpointConfig(rec, st, logger)
+				cfg.Mounts = mounts
+				ep, err := mcpserver.New(cfg)
 				if err != nil {
 					return fmt.Errorf("instance %s: %w", rec.ID, err)
 				}

@@ -1,0 +1,75 @@
+package mcpserver
+
+import (
+	"fmt"
+	"strings"
+)
+
+// InstructionsFile is the name of the generated instructions in an
+// instance's directory.
+const InstructionsFile = "instructions.md"
+
+// toolSummaries are one-line descriptions for the generated instructions.
+var toolSummaries = map[string]string{
+	BaseAskUserQuestion: "ask the person a question and wait for the answer (it may take minutes; if none comes, continue with your best judgement)",
+	BaseReportProgress:  "record what you are doing: a message, a status (running, blocked, done, failed) and an optional percent",
+	BaseGetInstance:     "describe this instance: its workspace, mounts and tool names",
+	"concept_list":      "list the concepts (Markdown documents) by id, optionally under an id prefix",
+	"concept_read":      "read one concept by id",
+	"concept_search":    "search the concepts; ranked ids, titles and snippets",
+	"concept_write":     "create or replace a concept",
+}
+
+// InstructionsInput is what the generated instructions describe.
+type InstructionsInput struct {
+	InstanceID string
+	Agent      string
+	ServerName string
+	Mounts     []MountConfig
+	Tools      []PlannedTool
+}
+
+// RenderInstructions writes an agent-neutral description of the instance's
+// tools, by their transport names (the names a client is sent), one section
+// per mount.
+func RenderInstructions(in InstructionsInput) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Tools of agentctl instance %s\n\n", in.InstanceID)
+	fmt.Fprintf(&b, "This instance (%s) reaches agentctl's tools through the MCP server %q. "+
+		"The names below are the names the server sends; your client may show them with its own prefix or suffix.\n", in.Agent, in.ServerName)
+	section := func(title string, filter func(PlannedTool) bool) {
+		fmt.Fprintf(&b, "\n## %s\n\n", title)
+		for _, t := range in.Tools {
+			if filter(t) {
+				fmt.Fprintf(&b, "- `%s`: %s\n", t.Transport, toolSummaries[t.Base])
+			}
+		}
+	}
+	section("Built-in tools", func(t PlannedTool) bool { return t.Mount == "" })
+	for _, m := range in.Mounts {
+		var title string
+		switch m.Kind {
+		case "kb":
+			title = fmt.Sprintf("Knowledge base %q", m.Name)
+		default:
+			title = fmt.Sprintf("MCP server %q", m.Name)
+		}
+		section(title, func(t PlannedTool) bool { return t.Mount == m.Name })
+		switch {
+		case m.Prefix != "":
+			fmt.Fprintf(&b, "\nIts tools are prefixed `%s__` (%s).", m.Prefix, m.Origin)
+		default:
+			fmt.Fprintf(&b, "\nIts tools are not prefixed (%s).", m.Origin)
+		}
+		if m.Kind == "kb" {
+			fmt.Fprintf(&b, " Concept ids are paths without `.md`, such as `guides/setup`; find them with the list or search tool.")
+			if m.ReadOnly {
+				b.WriteString(" It is read-only.")
+			}
+		} else {
+			b.WriteString(" Its tools are listed once the server is connected.")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
