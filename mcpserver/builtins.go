@@ -75,8 +75,8 @@ type ProgressOutput struct {
 // InstanceOutput is the result of get_instance.
 type InstanceOutput struct {
 	Instance
-	ServerName  string     `json:"server_name"`
-	Namespacing string     `json:"namespacing"`
+	ServerName  string        `json:"server_name"`
+	Namespacing string        `json:"namespacing"`
 	Tools       []PlannedTool `json:"tools"`
 }
 

@@ -45,12 +45,12 @@ type UnknownReason int
 
 // Why a tools/call name does not resolve.
 const (
-	UnknownName      UnknownReason = iota // nothing like it is registered
-	EmptyServerPart                       // "__fetch"
-	EmptyToolPart                         // "browser__"
-	UnknownServer                         // "nosuch__fetch"
-	UnknownToolOnServer                   // "browser__nosuch"
-	BareName                              // "concept_read" when only "docs__concept_read" exists
+	UnknownName         UnknownReason = iota // nothing like it is registered
+	EmptyServerPart                          // "__fetch"
+	EmptyToolPart                            // "browser__"
+	UnknownServer                            // "nosuch__fetch"
+	UnknownToolOnServer                      // "browser__nosuch"
+	BareName                                 // "concept_read" when only "docs__concept_read" exists
 )
 
 // UnknownToolError is a tools/call name that resolves to no tool. It is sent
