@@ -1,0 +1,144 @@
+package mcpserver
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/agents"
+)
+
+func kbMounts(t *testing.T, mode PrefixMode, specs ...MountSpec) []MountConfig {
+	t.Helper()
+	for i := range specs {
+		specs[i].Kind = "kb"
+	}
+	rs, err := ResolveMounts("agentctl", mode, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]MountConfig, len(rs))
+	for i, r := range rs {
+		out[i] = MountConfig{ResolvedMount: r, Path: "/kb/" + r.Name}
+	}
+	return out
+}
+
+func canonicals(tools []PlannedTool) string {
+	var names []string
+	for _, t := range tools {
+		names = append(names, t.Canonical+"="+t.Transport)
+	}
+	return strings.Join(names, " ")
+}
+
+func TestPlanTools(t *testing.T) {
+	suffixNaming := namings[agents.NamespacingSuffix]
+	t.Run("two derived", func(t *testing.T) {
+		tools, err := PlanTools("agentctl", suffixNaming, kbMounts(t, PrefixModeMountName, MountSpec{Name: "docs"}, MountSpec{Name: "notes"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "ask_user_question_agentctl=ask_user_question docs__concept_list=docs__concept_list docs__concept_read=docs__concept_read docs__concept_search=docs__concept_search docs__concept_write=docs__concept_write get_instance_agentctl=get_instance notes__concept_list=notes__concept_list notes__concept_read=notes__concept_read notes__concept_search=notes__concept_search notes__concept_write=notes__concept_write report_progress_agentctl=report_progress"
+		if got := canonicals(tools); got != want {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+		for _, tl := range tools {
+			if tl.Mount == "docs" && (tl.PrefixOrigin != OriginDerived || tl.Source != "kb docs") {
+				t.Fatalf("%+v", tl)
+			}
+			if tl.Canonical == "docs__concept_read" && tl.ModelVisible != "docs__concept_read_agentctl" {
+				t.Fatalf("model sees %q", tl.ModelVisible)
+			}
+		}
+	})
+	t.Run("single mount is bare, read-only has no write", func(t *testing.T) {
+		ms := kbMounts(t, PrefixModeMountName, MountSpec{Name: "docs"})
+		ms[0].ReadOnly = true
+		tools, err := PlanTools("agentctl", suffixNaming, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := canonicals(tools); !strings.Contains(got, "concept_read=concept_read ") || strings.Contains(got, "concept_write") {
+			t.Fatalf("got %s", got)
+		}
+	})
+	t.Run("mode off collides", func(t *testing.T) {
+		_, err := PlanTools("agentctl", suffixNaming, kbMounts(t, PrefixModeOff, MountSpec{Name: "a"}, MountSpec{Name: "b"}))
+		var ce *CollisionError
+		if !errors.As(err, &ce) || ce.Name != "concept_list" || ce.First != "kb a" || ce.Second != "kb b" {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("the client renders two names the same", func(t *testing.T) {
+		letters := agents.ToolNaming{Namespacing: agents.NamespacingNone, Template: "{tool}", MaxLength: 64, Charset: "^[a-z_]+$"}
+		ms := kbMounts(t, PrefixModeMountName, MountSpec{Name: "a", ToolPrefix: "kb1"}, MountSpec{Name: "b", ToolPrefix: "kb2"})
+		tools, err := PlanTools("agentctl", letters, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, tl := range tools {
+			if tl.Canonical == "kb1__concept_read" {
+				found = true
+				if tl.ModelVisible != "kb___concept_read" || len(tl.Problems) != 1 || !strings.Contains(tl.Problems[0], `the client shows kb2__concept_read as "kb___concept_read" too`) {
+					t.Fatalf("%+v", tl)
+				}
+			}
+		}
+		if !found {
+			t.Fatal("kb1__concept_read not planned")
+		}
+	})
+}
+
+func TestExpandPlaceholders(t *testing.T) {
+	tools, err := PlanTools("agentctl", namings[agents.NamespacingSuffix], kbMounts(t, PrefixModeMountName, MountSpec{Name: "docs"}, MountSpec{Name: "notes"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ExpandPlaceholders("skill.md", "Ask with {{tool:ask_user_question}}.\nRead {{tool:docs/concept_read}} or {{ tool:notes__concept_search }}.\n", tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Ask with ask_user_question.\nRead docs__concept_read or notes__concept_search.\n"; got != want {
+		t.Fatalf("got %q", got)
+	}
+	for text, want := range map[string]string{
+		"ok\n{{tool:nosuch}}":        "skill.md:2: unknown placeholder {{tool:nosuch}}: no such tool",
+		"{{tool:wiki/concept_read}}": `skill.md:1: unknown placeholder {{tool:wiki/concept_read}}: no mount "wiki" (mounts: docs, notes)`,
+		"a\nb\n{{tool:docs/fetch}}":  `skill.md:3: unknown placeholder {{tool:docs/fetch}}: mount "docs" has no tool "fetch"`,
+		"{{tool:concept_read}}":      `several mounts offer "concept_read"; write one of {{tool:docs/concept_read}}, {{tool:notes/concept_read}}`,
+	} {
+		if _, err := ExpandPlaceholders("skill.md", text, tools); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %s", text, err, want)
+		}
+	}
+	// For a prefix client the built-in keeps its full name.
+	tools, _ = PlanTools("agentctl", namings[agents.NamespacingPrefix], nil)
+	if got, _ := ExpandPlaceholders("f", "{{tool:ask_user_question}}", tools); got != "ask_user_question_agentctl" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestRenderInstructions(t *testing.T) {
+	ms := kbMounts(t, PrefixModeMountName, MountSpec{Name: "docs"}, MountSpec{Name: "notes", ToolPrefix: "n"})
+	tools, err := PlanTools("agentctl", namings[agents.NamespacingSuffix], ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := RenderInstructions(InstructionsInput{InstanceID: "i1", Agent: "auggie", ServerName: "agentctl", Mounts: ms, Tools: tools})
+	for _, want := range []string{
+		"# Tools of agentctl instance i1",
+		"## Built-in tools\n\n- `ask_user_question`: ask the person",
+		"## Knowledge base \"docs\"\n\n- `docs__concept_list`",
+		"Its tools are prefixed `docs__` (derived).",
+		"## Knowledge base \"notes\"",
+		"- `n__concept_search`: search the concepts",
+		"Its tools are prefixed `n__` (explicit).",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("instructions lack %q:\n%s", want, out)
+		}
+	}
+}
