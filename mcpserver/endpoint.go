@@ -131,13 +131,27 @@ func (e *Endpoint) Server() *mcp.Server { return e.server }
 // Registry returns the endpoint's tool registry.
 func (e *Endpoint) Registry() *Registry { return e.registry }
 
-// Run serves the endpoint over t until the peer disconnects or ctx is done.
+// Run serves the endpoint over t until the peer disconnects (a clean end)
+// or ctx is done (a signal: also a clean end).
 func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
-	err := e.server.Run(ctx, t)
-	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || ctx.Err() != nil) {
+	ss, err := e.server.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		e.log.Info("stopping", "reason", context.Cause(ctx))
+		ss.Close()
+		<-done
+		return nil
+	case err := <-done:
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
+			return err
+		}
 		return nil
 	}
-	return err
 }
 
 // presentation is the receiving middleware of the naming contract: it shows
