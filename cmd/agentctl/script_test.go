@@ -55,11 +55,20 @@ import (
 //	    an MCP client; the round trip through the endpoint is the job of the
 //	    tests that drive the real binary with an MCP client. The store is $AGENTCTL_STATE_DIR if set, else
 //	    $XDG_STATE_HOME/agentctl; INSTANCE is anything `instance show` takes.
+//	mcp INSTANCE STEP...
+//	    drive `agentctl mcp serve --instance INSTANCE` with the TypeScript MCP
+//	    client (testdata/tsclient). STEP is "list" or "call NAME JSON-ARGS"
+//	    (call takes the next two words). stdout gets one line per result:
+//	    "tool NAME" per listed tool, "result NAME JSON", "iserror NAME TEXT",
+//	    "error NAME CODE MESSAGE"; stderr gets the endpoint's stderr.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "script"),
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
+			node, client := tsClientPaths()
+			env.Setenv("TSCLIENT_NODE", node)
+			env.Setenv("TSCLIENT", client)
 			home := filepath.Join(env.WorkDir, "home")
 			if err := os.MkdirAll(home, 0o755); err != nil {
 				return err
@@ -88,6 +97,7 @@ func TestScripts(t *testing.T) {
 			"entries":        cmdEntries,
 			"commonprefix":   cmdCommonPrefix,
 			"waitmatch":      cmdWaitMatch,
+			"mcp":            cmdMCP,
 			"askquestion":    cmdAskQuestion,
 			"reportprogress": cmdReportProgress,
 		},
@@ -325,4 +335,76 @@ func cmdWaitMatch(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// tsClientPaths finds node and the TypeScript client; a missing one makes
+// the mcp command fail with a message saying what to install.
+func tsClientPaths() (node, client string) {
+	node, _ = exec.LookPath("node")
+	client, _ = filepath.Abs(filepath.Join("..", "..", "testdata", "tsclient", "client.mjs"))
+	return node, client
+}
+
+func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! mcp")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: mcp INSTANCE STEP...")
+	}
+	node, client := ts.Getenv("TSCLIENT_NODE"), ts.Getenv("TSCLIENT")
+	if node == "" {
+		ts.Fatalf("node is not installed; the TypeScript MCP client needs Node.js")
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(client), "node_modules")); err != nil {
+		ts.Fatalf("testdata/tsclient/node_modules is missing: run `make deps` (npm ci)")
+	}
+	bin, err := exec.LookPath("agentctl")
+	if err != nil {
+		// testscript puts its commands on the script's PATH.
+		for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+			if p := filepath.Join(dir, "agentctl"); fileExists(p) {
+				bin = p
+				break
+			}
+		}
+	}
+	if bin == "" {
+		ts.Fatalf("agentctl not found on the script's PATH")
+	}
+	var steps []map[string]any
+	for i := 1; i < len(args); i++ {
+		switch args[i] {
+		case "list":
+			steps = append(steps, map[string]any{"op": "list"})
+		case "call":
+			if i+2 >= len(args) {
+				ts.Fatalf("call needs NAME and JSON arguments")
+			}
+			var callArgs map[string]any
+			if err := json.Unmarshal([]byte(args[i+2]), &callArgs); err != nil {
+				ts.Fatalf("call %s: arguments: %v", args[i+1], err)
+			}
+			steps = append(steps, map[string]any{"op": "call", "name": args[i+1], "arguments": callArgs})
+			i += 2
+		default:
+			ts.Fatalf("unknown step %q (list, call NAME JSON)", args[i])
+		}
+	}
+	env := map[string]string{}
+	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "AGENTCTL_STATE_DIR", "AGENTCTL_CONFIG", "GORACE"} {
+		env[k] = ts.Getenv(k)
+	}
+	plan, _ := json.Marshal(map[string]any{
+		"command": bin, "args": []string{"mcp", "serve", "--instance", args[0]},
+		"env": env, "steps": steps, "format": "lines", "timeoutMs": 60000,
+	})
+	if err := ts.Exec(node, client, string(plan)); err != nil {
+		ts.Fatalf("mcp client: %v", err)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -221,8 +221,36 @@ async function main() {
   } catch (err) {
     logEvent({ op: 'close_error', message: errorMessage(err) });
   }
-  await writeStdout(output);
+  if (plan.format === 'lines') {
+    await writeLines(output);
+  } else {
+    await writeStdout(output);
+  }
   process.exit(0);
+}
+
+// writeLines prints the results as text lines, for test scripts:
+//   tool NAME                          (one per listed tool)
+//   result NAME JSON                   (structuredContent, else the first text)
+//   iserror NAME TEXT                  (a result with isError)
+//   error NAME CODE MESSAGE            (a JSON-RPC error)
+function writeLines(output) {
+  const lines = [];
+  for (const r of output.results) {
+    if (r.op === 'list' && r.tools) {
+      for (const t of r.tools) lines.push(`tool ${t.name}`);
+    } else if (r.error) {
+      lines.push(`error ${r.name ?? r.op} ${r.error.code ?? ''} ${r.error.message}`);
+    } else if (r.op === 'call') {
+      const text = (r.result.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join(' ');
+      if (r.result.isError) {
+        lines.push(`iserror ${r.name} ${text}`);
+      } else {
+        lines.push(`result ${r.name} ${r.result.structuredContent ? JSON.stringify(r.result.structuredContent) : text}`);
+      }
+    }
+  }
+  return new Promise((resolve) => process.stdout.write(lines.join('\n') + '\n', () => resolve()));
 }
 
 main().catch(async (err) => {
