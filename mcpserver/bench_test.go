@@ -70,7 +70,7 @@ func BenchmarkEndpoint(b *testing.B) {
 	}
 	args := map[string]any{"message": "compiling", "status": "running", "percent": 40}
 	for _, name := range []string{"bare", "endpoint"} {
-		b.Run("tools_list/"+name, func(b *testing.B) {
+		b.Run("op=tools_list/server="+name, func(b *testing.B) {
 			s, _ := servers[name](b)
 			cs := session(b, s)
 			b.ReportAllocs()
@@ -80,7 +80,7 @@ func BenchmarkEndpoint(b *testing.B) {
 				}
 			}
 		})
-		b.Run("tools_call/"+name, func(b *testing.B) {
+		b.Run("op=tools_call/server="+name, func(b *testing.B) {
 			s, tool := servers[name](b)
 			cs := session(b, s)
 			params := &mcp.CallToolParams{Name: tool, Arguments: args}

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,6 +74,7 @@ type Endpoint struct {
 	server   *mcp.Server
 	registry *Registry
 	log      *slog.Logger
+	kbs      []*KB
 }
 
 // New builds the endpoint: the SDK server, the registry with the built-in
@@ -110,6 +112,10 @@ func New(cfg Config) (*Endpoint, error) {
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
 	}
+	if err := e.addMounts(); err != nil {
+		e.Close()
+		return nil, err
+	}
 	// Installed last, so it runs first: before the SDK's lookup, validation,
 	// logging and dispatch.
 	server.AddReceivingMiddleware(e.presentation)
@@ -125,6 +131,34 @@ func instructions(cfg Config) string {
 		cfg.Instance.ID, cfg.Instance.Agent)
 }
 
+// addMounts opens each knowledge base and registers its tools.
+func (e *Endpoint) addMounts() error {
+	for _, m := range e.cfg.Mounts {
+		if m.Kind != "kb" {
+			continue
+		}
+		kb, err := OpenKB(m.Name, m.Path, KBOptions{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
+		if err != nil {
+			return fmt.Errorf("knowledge base %q: %w", m.Name, err)
+		}
+		e.kbs = append(e.kbs, kb)
+		if err := RegisterKBTools(e.registry, kb, m.Prefix, m.ToolName); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close releases the mounts (knowledge bases' folders and index refreshers).
+func (e *Endpoint) Close() error {
+	var errs []error
+	for _, kb := range e.kbs {
+		errs = append(errs, kb.Close())
+	}
+	e.kbs = nil
+	return errors.Join(errs...)
+}
+
 // Server returns the SDK server.
 func (e *Endpoint) Server() *mcp.Server { return e.server }
 
@@ -134,6 +168,7 @@ func (e *Endpoint) Registry() *Registry { return e.registry }
 // Run serves the endpoint over t until the peer disconnects (a clean end)
 // or ctx is done (a signal: also a clean end).
 func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
+	defer e.Close()
 	ss, err := e.server.Connect(ctx, t, nil)
 	if err != nil {
 		return err
@@ -175,6 +210,11 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 			cr, ok := req.(*mcp.CallToolRequest)
 			if !ok || cr.Params == nil {
 				return next(ctx, method, req)
+			}
+			// go-sdk panics applying schema defaults to "arguments": null;
+			// a call without arguments means no arguments.
+			if a := cr.Params.Arguments; len(a) == 0 || string(a) == "null" {
+				cr.Params.Arguments = json.RawMessage("{}")
 			}
 			route := RouteToolCall(e.registry, style, server, cr.Params.Name)
 			if route.Err != nil {

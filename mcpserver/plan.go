@@ -51,7 +51,7 @@ func PlanTools(server string, naming agents.ToolNaming, mounts []MountConfig) ([
 		if m.Kind != "kb" {
 			continue // external servers' tools are known only once connected
 		}
-		for _, b := range kbToolBasesFor(m.ReadOnly) {
+		for _, b := range KBToolBases(m.ReadOnly) {
 			e := &Entry{Name: m.ToolName(b), Source: m.Source(), Kind: KindKB, Mount: m.Name, Prefix: m.Prefix, Base: b}
 			if err := reg.reserve(e); err != nil {
 				return nil, err
@@ -193,13 +193,4 @@ func orNone(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
-}
-
-// kbToolBasesFor lists a knowledge base's tool base names.
-// TODO(lead): replace with KBToolBases once kb.go lands.
-func kbToolBasesFor(readOnly bool) []string {
-	if readOnly {
-		return []string{"concept_list", "concept_read", "concept_search"}
-	}
-	return []string{"concept_list", "concept_read", "concept_search", "concept_write"}
 }
