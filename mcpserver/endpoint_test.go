@@ -1,9 +1,12 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -350,5 +353,38 @@ func TestRegistryRefusesCollisions(t *testing.T) {
 	}
 	if err := ep.Registry().AddRawTool(Entry{Name: "bad name", Source: "x", Kind: KindKB}, &mcp.Tool{Name: "bad name", InputSchema: map[string]any{"type": "object"}}, nil); err == nil {
 		t.Fatal("invalid tool name accepted")
+	}
+}
+
+// TestNullArgumentsDoNotCrash sends raw JSON-RPC, as a careless client
+// would: go-sdk panics applying schema defaults to "arguments": null.
+func TestNullArgumentsDoNotCrash(t *testing.T) {
+	ep, err := New(testConfig(agents.NamespacingPrefix, newFakeStore()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- ep.Run(context.Background(), &mcp.IOTransport{Reader: inR, Writer: outW}) }()
+	lines := bufio.NewScanner(outR)
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	lines.Scan()
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"report_progress_agentctl","arguments":null}}`)
+	if !lines.Scan() {
+		t.Fatalf("no answer: %v", lines.Err())
+	}
+	if got := lines.Text(); !strings.Contains(got, `"id":2`) || !strings.Contains(got, `"isError":true`) {
+		t.Fatalf("got %s", got)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
