@@ -272,15 +272,15 @@ func writeFileAtomic(path string, data []byte) error {
 // (files are written before the commit; on a failed commit the old record
 // stays and the rewritten files are restored from their previous contents).
 func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record) (write map[string][]byte, remove []string, err error)) (*Record, error) {
+	r, err := s.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one writer at a time
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	r, err := s.Get(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
 	var raw string
 	if err := tx.QueryRowContext(ctx, `SELECT record FROM instances WHERE id = ?`, r.ID).Scan(&raw); err != nil {
 		return nil, err

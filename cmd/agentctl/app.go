@@ -176,9 +176,6 @@ func (a *App) newVersionCmd() *cobra.Command {
 // app's viper instance: flags > env > config file > defaults.
 func (a *App) loadConfig(cmd *cobra.Command) error {
 	v := a.v
-	v.SetEnvPrefix("AGENTCTL")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
-	v.AutomaticEnv()
 	var bindErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		key := strings.ReplaceAll(f.Name, "-", "_")
@@ -194,13 +191,57 @@ func (a *App) loadConfig(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	_ = v.BindEnv(keyToolPrefixMode, "AGENTCTL_TOOL_PREFIX_MODE", "AGENTCTL_MCP_TOOL_PREFIX_MODE")
 	v.SetDefault(keyToolPrefixMode, string(mcpserver.PrefixModeMountName))
+	if err := a.readConfigFile(); err != nil {
+		return err
+	}
+	// The environment sits between flags and the config file. Viper reads
+	// the process environment itself; agentctl takes it from a.Getenv (so
+	// Run is testable), and a changed flag still wins.
+	for key, env := range envKeys {
+		val := a.Getenv(env)
+		if val == "" {
+			continue
+		}
+		if f := cmd.Flags().Lookup(flagName(key)); f != nil && f.Changed {
+			continue
+		}
+		v.Set(key, val)
+	}
+	return nil
+}
+
+// envKeys maps settings to their AGENTCTL_* variables.
+var envKeys = map[string]string{
+	"config":           "AGENTCTL_CONFIG",
+	"state_dir":        "AGENTCTL_STATE_DIR",
+	"agents_dir":       "AGENTCTL_AGENTS_DIR",
+	"log_level":        "AGENTCTL_LOG_LEVEL",
+	"server_name":      "AGENTCTL_SERVER_NAME",
+	"question_timeout": "AGENTCTL_QUESTION_TIMEOUT",
+	keyToolPrefixMode:  "AGENTCTL_TOOL_PREFIX_MODE",
+}
+
+// flagName is the flag of a setting.
+func flagName(key string) string {
+	if key == keyToolPrefixMode {
+		return "tool-prefix-mode"
+	}
+	return strings.ReplaceAll(key, "_", "-")
+}
+
+// readConfigFile reads config.toml strictly (a typo is an error, not a
+// silently ignored key) and hands its values to viper.
+func (a *App) readConfigFile() error {
+	v := a.v
 	v.SetDefault("log_level", "info")
 	v.SetDefault("server_name", instance.DefaultServerName)
 	v.SetDefault("question_timeout", instance.DefaultQuestionTimeout.String())
 
 	path := v.GetString("config")
+	if path == "" {
+		path = a.Getenv("AGENTCTL_CONFIG")
+	}
 	explicit := path != ""
 	if !explicit {
 		path = filepath.Join(a.configHome(), "agentctl", "config.toml")
@@ -303,13 +344,11 @@ func (a *App) Executable() (string, error) {
 // flag is a usage error; a bad environment variable or config-file value is
 // invalid configuration.
 func (a *App) invalidSetting(cmd *cobra.Command, key, how string) error {
-	flag := strings.ReplaceAll(key, "_", "-")
 	val := a.v.GetString(key)
-	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
-		return usageErrorf("invalid --%s %q: %s", flag, val, how)
+	if f := cmd.Flags().Lookup(flagName(key)); f != nil && f.Changed {
+		return usageErrorf("invalid --%s %q: %s", f.Name, val, how)
 	}
-	env := "AGENTCTL_" + strings.ToUpper(key)
-	if _, ok := os.LookupEnv(env); ok && a.Getenv(env) != "" {
+	if env := envKeys[key]; a.Getenv(env) != "" {
 		return &configError{fmt.Errorf("invalid %s=%q in the environment: %s", env, val, how)}
 	}
 	return &configError{fmt.Errorf("%s: invalid %s = %q: %s", a.v.ConfigFileUsed(), key, val, how)}
