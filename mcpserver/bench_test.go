@@ -2,6 +2,10 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/agentctl/agentctl/agents"
@@ -10,8 +14,11 @@ import (
 
 // bareServer registers the same tools as an endpoint, under the same
 // canonical names, on a plain go-sdk server with no presentation layer: the
-// baseline for the endpoint's overhead.
-func bareServer(t testing.TB, st Store) *mcp.Server {
+// baseline for the endpoint's overhead. With sameSchemas the schemas are the
+// pre-encoded JSON the endpoint serves (isolating the presentation layer);
+// without, they are registered as plain go-sdk code would (mcp.AddTool
+// inferring *jsonschema.Schema values).
+func bareServer(t testing.TB, st Store, sameSchemas bool) *mcp.Server {
 	cfg := testConfig(agents.NamespacingSuffix, st)
 	ep, err := New(cfg)
 	if err != nil {
@@ -20,6 +27,13 @@ func bareServer(t testing.TB, st Store) *mcp.Server {
 	ask, prog, get, err := builtinTools(cfg.ServerName)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sameSchemas {
+		for _, err := range []error{rawSchemas[AskInput, AskOutput](ask), rawSchemas[ProgressInput, ProgressOutput](prog), rawSchemas[struct{}, InstanceOutput](get)} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	s := mcp.NewServer(implementation(ep.cfg), &mcp.ServerOptions{Logger: ep.log, Instructions: instructions(ep.cfg)})
 	mcp.AddTool(s, ask, ep.askUserQuestion)
@@ -53,12 +67,16 @@ func (nopStore) RecordProgress(context.Context, string, string, string, string, 
 // BenchmarkEndpoint compares tools/list and tools/call through the endpoint
 // (presentation on: a suffix client, names stripped and routed back) with a
 // bare go-sdk server registering the same tools, over the same in-memory
-// transport. Compare the "endpoint" and "bare" lines of one run.
+// transport. Compare the server=endpoint lines with server=bare_same_schemas
+// (the presentation layer's own cost) and server=bare (plain go-sdk).
 func BenchmarkEndpoint(b *testing.B) {
 	ctx := context.Background()
 	servers := map[string]func(b *testing.B) (*mcp.Server, string){
 		"bare": func(b *testing.B) (*mcp.Server, string) {
-			return bareServer(b, nopStore{newFakeStore()}), "report_progress_agentctl"
+			return bareServer(b, nopStore{newFakeStore()}, false), "report_progress_agentctl"
+		},
+		"bare_same_schemas": func(b *testing.B) (*mcp.Server, string) {
+			return bareServer(b, nopStore{newFakeStore()}, true), "report_progress_agentctl"
 		},
 		"endpoint": func(b *testing.B) (*mcp.Server, string) {
 			ep, err := New(testConfig(agents.NamespacingSuffix, nopStore{newFakeStore()}))
@@ -69,7 +87,7 @@ func BenchmarkEndpoint(b *testing.B) {
 		},
 	}
 	args := map[string]any{"message": "compiling", "status": "running", "percent": 40}
-	for _, name := range []string{"bare", "endpoint"} {
+	for _, name := range []string{"bare", "bare_same_schemas", "endpoint"} {
 		b.Run("op=tools_list/server="+name, func(b *testing.B) {
 			s, _ := servers[name](b)
 			cs := session(b, s)
@@ -89,6 +107,80 @@ func BenchmarkEndpoint(b *testing.B) {
 				res, err := cs.CallTool(ctx, params)
 				if err != nil || res.IsError {
 					b.Fatal(err, res)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkToolsList100KBs: tools/list on an instance with 100 mounted
+// knowledge bases (400 tools, plus the 3 built-ins) against a bare go-sdk
+// server registering the same 403 tool definitions.
+func BenchmarkToolsList100KBs(b *testing.B) {
+	ctx := context.Background()
+	root := b.TempDir()
+	specs := make([]MountSpec, 100)
+	for i := range specs {
+		specs[i] = MountSpec{Kind: "kb", Name: fmt.Sprintf("kb%03d", i)}
+		if err := os.Mkdir(filepath.Join(root, specs[i].Name), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	resolved, err := ResolveMounts("agentctl", PrefixModeMountName, specs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := testConfig(agents.NamespacingSuffix, nopStore{newFakeStore()})
+	for _, r := range resolved {
+		cfg.Mounts = append(cfg.Mounts, MountConfig{ResolvedMount: r, Path: filepath.Join(root, r.Name)})
+	}
+	ep, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ep.Close() })
+
+	// The bare server gets the endpoint's own tool definitions (canonical
+	// names, same schemas), read back through a session.
+	var tools []*mcp.Tool
+	for t, err := range session(b, ep.Server()).Tools(ctx, nil) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		tools = append(tools, t)
+	}
+	bare := mcp.NewServer(implementation(cfg), nil)
+	for _, t := range tools {
+		c := *t
+		c.Name = RouteToolCall(ep.Registry(), cfg.Naming.Namespacing, cfg.ServerName, t.Name).Canonical
+		// The same pre-encoded schemas the endpoint serves.
+		for _, f := range []*any{&c.InputSchema, &c.OutputSchema} {
+			if *f != nil {
+				raw, err := json.Marshal(*f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				*f = json.RawMessage(raw)
+			}
+		}
+		bare.AddTool(&c, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	}
+	if len(tools) != 403 {
+		b.Fatalf("%d tools", len(tools))
+	}
+	for _, s := range []struct {
+		name   string
+		server *mcp.Server
+	}{{"bare", bare}, {"endpoint", ep.Server()}} {
+		b.Run("server="+s.name, func(b *testing.B) {
+			cs := session(b, s.server)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := cs.ListTools(ctx, nil)
+				if err != nil || len(res.Tools) != 403 {
+					b.Fatal(err)
 				}
 			}
 		})

@@ -1,10 +1,13 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -82,8 +85,55 @@ func AddTool[In, Out any](r *Registry, e Entry, t *mcp.Tool, h mcp.ToolHandlerFo
 	if err := r.reserve(&e); err != nil {
 		return err
 	}
-	mcp.AddTool(r.server, t, h)
+	c := *t
+	if err := rawSchemas[In, Out](&c); err != nil {
+		r.unreserve(e.Name)
+		return fmt.Errorf("%s: tool %s: %w", e.Source, e.Name, err)
+	}
+	mcp.AddTool(r.server, &c, h)
 	return nil
+}
+
+// rawSchemas sets t's schemas (inferring them from In and Out when unset) as
+// pre-encoded JSON. The SDK still validates against them, but tools/list
+// sends the bytes instead of re-encoding a *jsonschema.Schema for every
+// tool on every list, which dominated the cost of a large tools/list.
+func rawSchemas[In, Out any](t *mcp.Tool) error {
+	encode := func(field *any, infer func() (*jsonschema.Schema, error)) error {
+		if *field == nil {
+			if infer == nil {
+				return nil
+			}
+			s, err := infer()
+			if err != nil {
+				return err
+			}
+			*field = s
+		}
+		if _, ok := (*field).(json.RawMessage); ok {
+			return nil
+		}
+		b, err := json.Marshal(*field)
+		if err != nil {
+			return err
+		}
+		*field = json.RawMessage(b)
+		return nil
+	}
+	if err := encode(&t.InputSchema, func() (*jsonschema.Schema, error) { return jsonschema.For[In](nil) }); err != nil {
+		return err
+	}
+	var inferOut func() (*jsonschema.Schema, error)
+	if reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+		inferOut = func() (*jsonschema.Schema, error) { return jsonschema.For[Out](nil) }
+	}
+	return encode(&t.OutputSchema, inferOut)
+}
+
+func (r *Registry) unreserve(name string) {
+	r.mu.Lock()
+	delete(r.entries, name)
+	r.mu.Unlock()
 }
 
 // AddRawTool registers a tool whose handler does its own argument handling.
