@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,6 +89,35 @@ func BenchmarkEndpoint(b *testing.B) {
 		},
 	}
 	args := map[string]any{"message": "compiling", "status": "running", "percent": 40}
+	for _, base := range []string{"bare", "bare_same_schemas"} {
+		b.Run("op=tools_list/server=paired_vs_"+base, func(b *testing.B) {
+			bsrv, _ := servers[base](b)
+			esrv, _ := servers["endpoint"](b)
+			bs, es := session(b, bsrv), session(b, esrv)
+			list := func(cs *mcp.ClientSession) func() {
+				return func() {
+					if _, err := cs.ListTools(ctx, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(pairedRatio(b, list(bs), list(es)), "endpoint/"+base)
+		})
+		b.Run("op=tools_call/server=paired_vs_"+base, func(b *testing.B) {
+			bsrv, btool := servers[base](b)
+			esrv, etool := servers["endpoint"](b)
+			bs, es := session(b, bsrv), session(b, esrv)
+			call := func(cs *mcp.ClientSession, tool string) func() {
+				params := &mcp.CallToolParams{Name: tool, Arguments: args}
+				return func() {
+					if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+						b.Fatal(err, res)
+					}
+				}
+			}
+			b.ReportMetric(pairedRatio(b, call(bs, btool), call(es, etool)), "endpoint/"+base)
+		})
+	}
 	for _, name := range []string{"bare", "bare_same_schemas", "endpoint"} {
 		b.Run("op=tools_list/server="+name, func(b *testing.B) {
 			s, _ := servers[name](b)
@@ -170,6 +201,21 @@ func BenchmarkToolsList100KBs(b *testing.B) {
 	if len(tools) != 403 {
 		b.Fatalf("%d tools", len(tools))
 	}
+	// Interleaved: each iteration lists through both, so drift (heap growth,
+	// the other core's load, which sub-benchmark ran first) hits both alike;
+	// the metric is the median of the per-iteration ratios.
+	b.Run("server=paired", func(b *testing.B) {
+		bs, es := session(b, bare), session(b, ep.Server())
+		list := func(cs *mcp.ClientSession) func() {
+			return func() {
+				if _, err := cs.ListTools(ctx, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportAllocs()
+		b.ReportMetric(pairedRatio(b, list(bs), list(es)), "endpoint/bare")
+	})
 	for _, s := range []struct {
 		name   string
 		server *mcp.Server
@@ -185,4 +231,26 @@ func BenchmarkToolsList100KBs(b *testing.B) {
 			}
 		})
 	}
+}
+
+// pairedRatio runs base and subject alternately (which goes first swaps
+// every iteration) and returns the median of subject's time over base's.
+func pairedRatio(b *testing.B, base, subject func()) float64 {
+	var ratios []float64
+	timeIt := func(f func()) time.Duration {
+		t := time.Now()
+		f()
+		return time.Since(t)
+	}
+	for i := 0; b.Loop(); i++ {
+		var tb, ts time.Duration
+		if i%2 == 0 {
+			tb, ts = timeIt(base), timeIt(subject)
+		} else {
+			ts, tb = timeIt(subject), timeIt(base)
+		}
+		ratios = append(ratios, float64(ts)/float64(tb))
+	}
+	slices.Sort(ratios)
+	return ratios[len(ratios)/2]
 }
