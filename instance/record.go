@@ -44,6 +44,16 @@ type Mount struct {
 	ReadOnly        bool   `json:"read_only"`
 	// MaxBytes bounds a knowledge base's concepts; 0 means the default (1 MiB).
 	MaxBytes int64 `json:"max_bytes,omitempty"`
+
+	// An external MCP server (kind "mcp"): a command over stdio, or a URL
+	// for streamable HTTP with its headers.
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Timeout bounds connecting to and listing an external server (default 10s).
+	Timeout Duration `json:"timeout,omitempty"`
 }
 
 // Transport says how the client reaches the endpoint.

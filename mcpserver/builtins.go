@@ -78,6 +78,10 @@ type InstanceOutput struct {
 	ServerName  string        `json:"server_name"`
 	Namespacing string        `json:"namespacing"`
 	Tools       []PlannedTool `json:"tools"`
+	// MCPServers are the external servers' states (why one's tools are absent).
+	MCPServers []UpstreamStatus `json:"mcp_servers"`
+	// Conflicts are tool names that several sources want: none is served.
+	Conflicts []Conflict `json:"conflicts"`
 }
 
 var progressStatuses = []string{"running", "blocked", "done", "failed"}
@@ -278,6 +282,11 @@ func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ 
 		ServerName:  e.cfg.ServerName,
 		Namespacing: string(e.cfg.Naming.Namespacing),
 		Tools:       e.ToolNames(),
+		MCPServers:  e.UpstreamStatuses(),
+		Conflicts:   e.Conflicts(),
+	}
+	if out.Conflicts == nil {
+		out.Conflicts = []Conflict{}
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
 	return textResult(string(b)), out, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
@@ -54,6 +55,9 @@ type Config struct {
 	Naming agents.ToolNaming
 	// Mounts are the instance's mounts with their prefixes resolved.
 	Mounts []MountConfig
+	// UpstreamLog receives external servers' stderr, each line prefixed
+	// with the server's name; nil discards it. Never the protocol's stdout.
+	UpstreamLog io.Writer
 	// QuestionTimeout bounds ask_user_question's wait for an answer.
 	QuestionTimeout time.Duration
 	Store           Store
@@ -74,7 +78,19 @@ type Endpoint struct {
 	server   *mcp.Server
 	registry *Registry
 	log      *slog.Logger
+	sdkLog   *slog.Logger
 	kbs      []*KB
+
+	// External servers and the namespace they share with the rest.
+	upstreams []*upstream
+	nsMu      sync.Mutex
+	static    map[string]bool      // built-in and knowledge-base names
+	external  map[string]*mcp.Tool // served external names -> upstream tool
+	reported  map[string][]string  // collisions already logged
+	conflicts []Conflict
+	progress  progressRoutes
+	logMu     sync.Mutex
+	running   sync.WaitGroup
 }
 
 // New builds the endpoint: the SDK server, the registry with the built-in
@@ -107,14 +123,19 @@ func New(cfg Config) (*Endpoint, error) {
 	if cfg.Instance.Mounts == nil {
 		cfg.Instance.Mounts = []Mount{}
 	}
-	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLogger(cfg.Logger), Instructions: instructions(cfg)})
-	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger}
+	sdkLog := sdkLogger(cfg.Logger)
+	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg)})
+	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
+		static: map[string]bool{}, external: map[string]*mcp.Tool{}}
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
 	}
 	if err := e.addMounts(); err != nil {
 		e.Close()
 		return nil, err
+	}
+	for _, n := range e.registry.Names() {
+		e.static[n] = true
 	}
 	// Installed last, so it runs first: before the SDK's lookup, validation,
 	// logging and dispatch.
@@ -134,8 +155,12 @@ func instructions(cfg Config) string {
 // addMounts opens each knowledge base and registers its tools.
 func (e *Endpoint) addMounts() error {
 	for _, m := range e.cfg.Mounts {
-		if m.Kind != "kb" {
+		if m.Kind == "mcp" {
+			e.upstreams = append(e.upstreams, &upstream{e: e, mount: m, state: UpstreamConnecting})
 			continue
+		}
+		if m.Kind != "kb" {
+			return fmt.Errorf("mount %q: unknown kind %q", m.Name, m.Kind)
 		}
 		kb, err := OpenKB(m.Name, m.Path, KBOptions{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
 		if err != nil {
@@ -148,6 +173,21 @@ func (e *Endpoint) addMounts() error {
 	}
 	return nil
 }
+
+// Start connects the external servers in the background, until ctx is
+// done; their tools appear as each comes up. Run calls it.
+func (e *Endpoint) Start(ctx context.Context) {
+	for _, u := range e.upstreams {
+		e.running.Add(1)
+		go func() {
+			defer e.running.Done()
+			u.run(ctx)
+		}()
+	}
+}
+
+// Wait waits until the external servers started by Start have stopped.
+func (e *Endpoint) Wait() { e.running.Wait() }
 
 // Close releases the mounts (knowledge bases' folders and index refreshers).
 func (e *Endpoint) Close() error {
@@ -168,7 +208,13 @@ func (e *Endpoint) Registry() *Registry { return e.registry }
 // Run serves the endpoint over t until the peer disconnects (a clean end)
 // or ctx is done (a signal: also a clean end).
 func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
-	defer e.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		e.running.Wait() // every external server stopped: no orphans
+		e.Close()
+	}()
+	e.Start(ctx)
 	ss, err := e.server.Connect(ctx, t, nil)
 	if err != nil {
 		return err

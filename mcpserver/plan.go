@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/agents"
 )
@@ -19,6 +20,16 @@ type MountConfig struct {
 	ReadOnly bool
 	// MaxBytes bounds a knowledge base's concepts (0: the default).
 	MaxBytes int64
+
+	// An external MCP server: Command and Args over stdio (with Env added
+	// to agentctl's environment), or URL over streamable HTTP with Headers.
+	Command string
+	Args    []string
+	Env     map[string]string
+	URL     string
+	Headers map[string]string
+	// Timeout bounds connecting and listing tools (0: DefaultUpstreamTimeout).
+	Timeout time.Duration
 }
 
 // Source is how messages name the mount ("kb docs").

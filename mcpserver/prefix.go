@@ -192,6 +192,15 @@ func ResolveMounts(server string, mode PrefixMode, specs []MountSpec) ([]Resolve
 			default:
 				continue
 			}
+			// An external server may never take a name of an in-process
+			// service: it would capture that service's routes.
+			if ext, inproc := externalAndInProcess(o, m); ext != nil {
+				name := ext.Name
+				if ext.Prefix == inproc.Name || ext.Prefix == inproc.Prefix {
+					name = ext.Prefix
+				}
+				return nil, &ReservedNameError{Name: name, Mount: ext.MountSpec, Holder: inproc.label()}
+			}
 			return nil, fmt.Errorf("%s and %s %s; give one of them a different name or an explicit tool_prefix", o.label(), m.label(), clash)
 		}
 	}
@@ -211,14 +220,38 @@ func validateMountName(s MountSpec) error {
 }
 
 // ReservedNameError is a mount whose name or prefix is reserved for an
-// in-process service.
+// in-process service: agentctl's built-ins (the server name S) or a
+// knowledge base.
 type ReservedNameError struct {
 	Name  string
 	Mount MountSpec
+	// Holder names the in-process service holding the name; empty for S.
+	Holder string
 }
 
 func (e *ReservedNameError) Error() string {
-	return fmt.Sprintf("%s: server name %q is reserved for a built-in service; choose a different name", e.Mount.label(), e.Name)
+	msg := fmt.Sprintf("%s: server name %q is reserved for a built-in service; choose a different name", e.Mount.label(), e.Name)
+	if e.Holder != "" {
+		msg += fmt.Sprintf(" (%s uses it)", e.Holder)
+	}
+	return msg
+}
+
+// IsInProcess reports whether kind names a service agentctl serves itself
+// (a knowledge base); the built-ins hold the server name S. It is the one
+// answer to "is this in-process?" for the reserved-name checks.
+func IsInProcess(kind string) bool { return kind == "kb" }
+
+// externalAndInProcess returns the external mount and the in-process one of
+// a clashing pair, or nils when the pair is not one of each.
+func externalAndInProcess(a, b ResolvedMount) (ext, inproc *ResolvedMount) {
+	switch {
+	case !IsInProcess(a.Kind) && IsInProcess(b.Kind):
+		return &a, &b
+	case IsInProcess(a.Kind) && !IsInProcess(b.Kind):
+		return &b, &a
+	}
+	return nil, nil
 }
 
 // Announcement is the line printed at endpoint start for a derived prefix;

@@ -44,12 +44,16 @@ type Registry struct {
 
 	mu      sync.RWMutex
 	entries map[string]*Entry
+	// install re-adds a registered tool to the server; withheld holds the
+	// entries taken out of service by a collision, until it resolves.
+	install  map[string]func()
+	withheld map[string]*Entry
 }
 
 // NewRegistry returns an empty registry that installs tools into server. A
 // registry without a server only plans names.
 func NewRegistry(server *mcp.Server) *Registry {
-	return &Registry{server: server, entries: map[string]*Entry{}}
+	return &Registry{server: server, entries: map[string]*Entry{}, install: map[string]func(){}, withheld: map[string]*Entry{}}
 }
 
 // CollisionError is a name that two sources want.
@@ -90,8 +94,18 @@ func AddTool[In, Out any](r *Registry, e Entry, t *mcp.Tool, h mcp.ToolHandlerFo
 		r.unreserve(e.Name)
 		return fmt.Errorf("%s: tool %s: %w", e.Source, e.Name, err)
 	}
-	mcp.AddTool(r.server, &c, h)
+	r.installed(e.Name, func() { mcp.AddTool(r.server, &c, h) })
 	return nil
+}
+
+// installed records how to install a reserved tool and installs it.
+func (r *Registry) installed(name string, install func()) {
+	r.mu.Lock()
+	r.install[name] = install
+	r.mu.Unlock()
+	if r.server != nil {
+		install()
+	}
 }
 
 // rawSchemas sets t's schemas (inferring them from In and Out when unset) as
@@ -133,6 +147,7 @@ func rawSchemas[In, Out any](t *mcp.Tool) error {
 func (r *Registry) unreserve(name string) {
 	r.mu.Lock()
 	delete(r.entries, name)
+	delete(r.install, name)
 	r.mu.Unlock()
 }
 
@@ -144,8 +159,62 @@ func (r *Registry) AddRawTool(e Entry, t *mcp.Tool, h mcp.ToolHandler) error {
 	if err := r.reserve(&e); err != nil {
 		return err
 	}
-	r.server.AddTool(t, h)
+	r.installed(e.Name, func() { r.server.AddTool(t, h) })
 	return nil
+}
+
+// Remove takes a tool out of the registry and the server.
+func (r *Registry) Remove(name string) {
+	r.mu.Lock()
+	_, ok := r.entries[name]
+	delete(r.entries, name)
+	delete(r.install, name)
+	delete(r.withheld, name)
+	r.mu.Unlock()
+	if ok && r.server != nil {
+		r.server.RemoveTools(name)
+	}
+}
+
+// Withhold takes a registered tool out of service (a collision), keeping it
+// to be restored with [Registry.Restore].
+func (r *Registry) Withhold(name string) {
+	r.mu.Lock()
+	e, ok := r.entries[name]
+	if ok {
+		delete(r.entries, name)
+		r.withheld[name] = e
+	}
+	r.mu.Unlock()
+	if ok && r.server != nil {
+		r.server.RemoveTools(name)
+	}
+}
+
+// Restore puts a withheld tool back into service.
+func (r *Registry) Restore(name string) {
+	r.mu.Lock()
+	e, ok := r.withheld[name]
+	install := r.install[name]
+	if ok {
+		delete(r.withheld, name)
+		r.entries[name] = e
+	}
+	r.mu.Unlock()
+	if ok && install != nil && r.server != nil {
+		install()
+	}
+}
+
+// Withheld returns the entry withheld under name, if any.
+func (r *Registry) Withheld(name string) (Entry, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.withheld[name]
+	if !ok {
+		return Entry{}, false
+	}
+	return *e, true
 }
 
 // Has reports whether name is registered.

@@ -19,7 +19,6 @@ import (
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 )
 
@@ -85,6 +84,7 @@ var configKeys = map[string]string{
 	"question_timeout":     "default --question-timeout for instance create",
 	"mcp.tool_prefix_mode": "mount-name (default) or off",
 	"kbs":                  "[[kbs]] tables: knowledge bases mounted by instance create",
+	"mcp_servers":          "[[mcp_servers]] tables: external MCP servers mounted by instance create",
 }
 
 // keyToolPrefixMode is the viper key of the prefix mode.
@@ -100,18 +100,40 @@ type fileConfig struct {
 	MCP             struct {
 		ToolPrefixMode string `toml:"tool_prefix_mode"`
 	} `toml:"mcp"`
-	KBs []kbConfig `toml:"kbs"`
+	KBs        []mountConf       `toml:"kbs"`
+	MCPServers []mcpServerConfig `toml:"mcp_servers"`
 
 	dir string // the config file's directory: relative paths resolve against it
 }
 
-// kbConfig is a [[kbs]] table.
-type kbConfig struct {
+// mountConf is a mount as configured: a [[kbs]] table, an [[mcp_servers]]
+// table, or a --kb / --mcp flag.
+type mountConf struct {
+	Kind       string `toml:"-"` // "kb" or "mcp"
 	Name       string `toml:"name"`
 	Path       string `toml:"path"`
 	ToolPrefix string `toml:"tool_prefix"`
 	ReadOnly   bool   `toml:"read_only"`
 	MaxBytes   int64  `toml:"max_bytes"`
+
+	Command string            `toml:"-"`
+	Args    []string          `toml:"-"`
+	Env     map[string]string `toml:"-"`
+	URL     string            `toml:"-"`
+	Headers map[string]string `toml:"-"`
+	Timeout time.Duration     `toml:"-"`
+}
+
+// mcpServerConfig is an [[mcp_servers]] table (and the --mcp-json value).
+type mcpServerConfig struct {
+	Name       string            `toml:"name" json:"name"`
+	Command    string            `toml:"command" json:"command"`
+	Args       []string          `toml:"args" json:"args"`
+	Env        map[string]string `toml:"env" json:"env"`
+	URL        string            `toml:"url" json:"url"`
+	Headers    map[string]string `toml:"headers" json:"headers"`
+	ToolPrefix string            `toml:"tool_prefix" json:"tool_prefix"`
+	Timeout    string            `toml:"timeout" json:"timeout"`
 }
 
 type configError struct{ error }
@@ -176,19 +198,13 @@ func (a *App) newVersionCmd() *cobra.Command {
 // app's viper instance: flags > env > config file > defaults.
 func (a *App) loadConfig(cmd *cobra.Command) error {
 	v := a.v
-	var bindErr error
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		key := strings.ReplaceAll(f.Name, "-", "_")
-		if err := v.BindPFlag(key, f); err != nil {
-			bindErr = err
-		}
-	})
-	if bindErr != nil {
-		return bindErr
-	}
-	if f := cmd.Flags().Lookup("tool-prefix-mode"); f != nil {
-		if err := v.BindPFlag(keyToolPrefixMode, f); err != nil {
-			return err
+	// Bind only the settings' flags: binding, say, --mcp would shadow the
+	// config file's [mcp] table.
+	for key := range envKeys {
+		if f := cmd.Flags().Lookup(flagName(key)); f != nil {
+			if err := v.BindPFlag(key, f); err != nil {
+				return err
+			}
 		}
 	}
 	v.SetDefault(keyToolPrefixMode, string(mcpserver.PrefixModeMountName))

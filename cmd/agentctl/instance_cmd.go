@@ -43,7 +43,8 @@ func (a *App) withStore(ctx context.Context, fn func(*instance.Store) error) err
 func (a *App) newInstanceCreateCmd() *cobra.Command {
 	var (
 		output, agent, name, workspace, instructions string
-		kbs, skills                                  []string
+		skills                                       []string
+		mounts                                       mountFlags
 		noTrust                                      bool
 	)
 	cmd := &cobra.Command{
@@ -99,7 +100,7 @@ works in scripts; -o json prints the whole record.`,
 			if err != nil {
 				return err
 			}
-			kbList, err := a.kbMounts(kbs)
+			confs, err := a.configuredMounts(mounts, true)
 			if err != nil {
 				return err
 			}
@@ -107,7 +108,7 @@ works in scripts; -o json prints the whole record.`,
 			if err := instance.ValidateServerName(server); err != nil {
 				return err
 			}
-			mounts, tools, err := planMounts(server, def.Capabilities.ToolNames, mode, kbList)
+			planned, tools, err := planMounts(server, def.Capabilities.ToolNames, mode, confs)
 			if err != nil {
 				return err
 			}
@@ -119,15 +120,15 @@ works in scripts; -o json prints the whole record.`,
 				rec, err := st.CreateInstance(cmd.Context(), instance.CreateOptions{
 					Definition: def, Name: name, Workspace: workspace,
 					ServerName: server, QuestionTimeout: timeout, Executable: exe, NoTrust: noTrust,
-					ToolPrefixMode: string(mode), Mounts: recordMounts(mounts),
+					ToolPrefixMode: string(mode), Mounts: recordMounts(planned),
 					Files: func(rec *instance.Record) (map[string][]byte, error) {
-						return renderFiles(rec, mounts, tools, templates, origins)
+						return renderFiles(rec, planned, tools, templates, origins)
 					},
 				})
 				if err != nil {
 					return err
 				}
-				for _, m := range mounts {
+				for _, m := range planned {
 					if m.Origin == mcpserver.OriginDerived {
 						a.IO.Narrate("%s", m.Announcement())
 					}
@@ -135,7 +136,7 @@ works in scripts; -o json prints the whole record.`,
 				a.IO.Narrate("Created instance %s for %s (server name %q).", rec.ID, rec.Agent, rec.ServerName)
 				a.IO.Narrate("Client configuration: %s", rec.MCPConfigPath)
 				if output == formatJSON {
-					return a.IO.PrintJSON(rec)
+					return a.IO.PrintJSON(redacted(rec))
 				}
 				_, err = fmt.Fprintln(a.IO.Out, rec.ID)
 				return err
@@ -149,7 +150,7 @@ works in scripts; -o json prints the whole record.`,
 	f.String("server-name", instance.DefaultServerName, "the key S the endpoint is injected under (env AGENTCTL_SERVER_NAME)")
 	f.String("question-timeout", instance.DefaultQuestionTimeout.String(), "how long ask_user_question waits for an answer (env AGENTCTL_QUESTION_TIMEOUT)")
 	f.BoolVar(&noTrust, "no-trust", false, `do not mark the server "trust": true for Gemini CLI and Qwen Code (their headless runs then ignore its tools)`)
-	f.StringArrayVar(&kbs, "kb", nil, "mount a knowledge base: NAME=DIR[,prefix=P][,ro][,max=BYTES] (repeatable; adds to [[kbs]] in the config file)")
+	mounts.register(f)
 	f.String("tool-prefix-mode", string(mcpserver.PrefixModeMountName), "how mounts without an explicit prefix get one: mount-name or off (env AGENTCTL_TOOL_PREFIX_MODE)")
 	f.StringVar(&instructions, "instructions", "", "instructions template written as instructions.md; {{tool:NAME}} and {{tool:MOUNT/NAME}} expand to this instance's tool names")
 	f.StringArrayVar(&skills, "skill", nil, "skill file written under skills/, with {{tool:...}} expanded (repeatable)")
@@ -181,6 +182,9 @@ func (a *App) newInstanceListCmd() *cobra.Command {
 					return err
 				}
 				if output == formatJSON {
+					for i, r := range recs {
+						recs[i] = redacted(r)
+					}
 					return a.IO.PrintJSON(recs)
 				}
 				rows := make([][]string, len(recs))
@@ -215,7 +219,7 @@ func (a *App) newInstanceShowCmd() *cobra.Command {
 					return err
 				}
 				if output == formatJSON {
-					return a.IO.PrintJSON(r)
+					return a.IO.PrintJSON(redacted(r))
 				}
 				tn := r.Capabilities.ToolNames
 				ex := exampleName(tn, r.ServerName)
@@ -230,11 +234,7 @@ func (a *App) newInstanceShowCmd() *cobra.Command {
 				}
 				fields = append(fields, [2]string{"tool prefix mode", r.ToolPrefixMode})
 				for _, m := range r.Mounts {
-					desc := fmt.Sprintf("%s %s  %s  prefix %s (%s)", m.Kind, m.Name, m.Path, orDash(m.EffectivePrefix), m.PrefixOrigin)
-					if m.ReadOnly {
-						desc += "  read-only"
-					}
-					fields = append(fields, [2]string{"mount", desc})
+					fields = append(fields, [2]string{"mount", describeMount(m)})
 				}
 				for _, f := range r.Files {
 					fields = append(fields, [2]string{"file", filepath.Join(r.Dir, f)})
@@ -266,7 +266,7 @@ func (a *App) newInstanceDeleteCmd() *cobra.Command {
 				}
 				a.IO.Narrate("Deleted instance %s and %s.", r.ID, r.Dir)
 				if output == formatJSON {
-					return a.IO.PrintJSON(r)
+					return a.IO.PrintJSON(redacted(r))
 				}
 				_, err = fmt.Fprintln(a.IO.Out, r.ID)
 				return err

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"log/slog"
 	"strings"
 	"time"
@@ -69,6 +72,16 @@ protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.`,
 				}
 				cfg := endpointConfig(rec, st, logger)
 				cfg.Mounts = mounts
+				if slices.ContainsFunc(mounts, func(m mcpserver.MountConfig) bool { return m.Kind == "mcp" }) {
+					// External servers' stderr goes to the instance's log file,
+					// never to stdout (the protocol) nor to our stderr.
+					f, err := os.OpenFile(filepath.Join(rec.Dir, upstreamLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+					if err != nil {
+						return fmt.Errorf("open the instance's log file: %w", err)
+					}
+					defer f.Close()
+					cfg.UpstreamLog = f
+				}
 				ep, err := mcpserver.New(cfg)
 				if err != nil {
 					return fmt.Errorf("instance %s: %w", rec.ID, err)
@@ -85,6 +98,9 @@ protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.`,
 	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
+
+// upstreamLogFile, in the instance directory, receives external servers' stderr.
+const upstreamLogFile = "upstreams.log"
 
 // endpointConfig builds the endpoint's configuration from the record alone.
 func endpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logger) mcpserver.Config {

@@ -16,8 +16,8 @@ import (
 func (a *App) newInstanceMountCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mount",
-		Short: "Add or remove an instance's mounts (knowledge bases)",
-		Long: `Add or remove knowledge bases of an existing instance. Changing the mount set can
+		Short: "Add or remove an instance's mounts (knowledge bases, external MCP servers)",
+		Long: `Add or remove knowledge bases and external MCP servers of an existing instance. Changing the mount set can
 rename existing tools: adding a second knowledge base to an instance with one gives
 the first one's tools a prefix. Every rename is printed (old -> new) on stderr, and
 the change is refused unless --yes is given or you confirm at a terminal. The
@@ -30,36 +30,34 @@ endpoint serves the new mounts once it is restarted.`,
 
 func (a *App) newMountAddCmd() *cobra.Command {
 	var (
-		kbs    []string
+		mounts mountFlags
 		yes    bool
 		output string
 	)
 	cmd := &cobra.Command{
-		Use:               "add INSTANCE --kb NAME=DIR[,prefix=P][,ro][,max=BYTES]",
-		Short:             "Mount knowledge bases into an instance",
-		Example:           `  agentctl instance mount add fix-login --kb notes=./notes --yes`,
+		Use:   "add INSTANCE [--kb NAME=DIR] [--mcp NAME=COMMAND] ...",
+		Short: "Mount knowledge bases or external MCP servers into an instance",
+		Example: `  agentctl instance mount add fix-login --kb notes=./notes --yes
+  agentctl instance mount add fix-login --mcp 'browser=npx -y @playwright/mcp'`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
 		ValidArgsFunction: a.completeInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(output); err != nil {
 				return err
 			}
-			if len(kbs) == 0 {
-				return usageErrorf("nothing to add: give one or more --kb NAME=DIR")
+			if mounts.empty() {
+				return usageErrorf("nothing to add: give one or more --kb NAME=DIR or --mcp NAME=COMMAND")
 			}
-			saved := a.file.KBs
-			a.file.KBs = nil // config-file mounts apply at create only
-			added, err := a.kbMounts(kbs)
-			a.file.KBs = saved
+			added, err := a.configuredMounts(mounts, false) // config-file mounts apply at create only
 			if err != nil {
 				return err
 			}
-			return a.changeMounts(cmd.Context(), args[0], yes, output, func(cur []kbConfig) ([]kbConfig, error) {
+			return a.changeMounts(cmd.Context(), args[0], yes, output, func(cur []mountConf) ([]mountConf, error) {
 				return append(cur, added...), nil
 			})
 		},
 	}
-	cmd.Flags().StringArrayVar(&kbs, "kb", nil, "knowledge base to mount: NAME=DIR[,prefix=P][,ro][,max=BYTES] (repeatable)")
+	mounts.register(cmd.Flags())
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "accept the renames this change causes without asking")
 	addOutputFlag(cmd, &output)
 	return cmd
@@ -73,7 +71,7 @@ func (a *App) newMountRemoveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:               "remove INSTANCE NAME",
 		Aliases:           []string{"rm"},
-		Short:             "Unmount a knowledge base from an instance",
+		Short:             "Unmount a knowledge base or an external MCP server from an instance",
 		Example:           `  agentctl instance mount remove fix-login notes --yes`,
 		Args:              exactArgs(2, "an instance and a mount name"),
 		ValidArgsFunction: a.completeInstances,
@@ -81,8 +79,8 @@ func (a *App) newMountRemoveCmd() *cobra.Command {
 			if err := checkFormat(output); err != nil {
 				return err
 			}
-			return a.changeMounts(cmd.Context(), args[0], yes, output, func(cur []kbConfig) ([]kbConfig, error) {
-				i := slices.IndexFunc(cur, func(k kbConfig) bool { return k.Name == args[1] })
+			return a.changeMounts(cmd.Context(), args[0], yes, output, func(cur []mountConf) ([]mountConf, error) {
+				i := slices.IndexFunc(cur, func(k mountConf) bool { return k.Name == args[1] })
 				if i < 0 {
 					var names []string
 					for _, k := range cur {
@@ -123,7 +121,7 @@ func renames(before, after []mcpserver.PlannedTool) []rename {
 
 // changeMounts recomputes an instance's mounts, shows the renames, asks,
 // and stores the new mount set with its re-expanded files.
-func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output string, change func([]kbConfig) ([]kbConfig, error)) error {
+func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output string, change func([]mountConf) ([]mountConf, error)) error {
 	return a.withStore(ctx, func(st *instance.Store) error {
 		rec, err := st.Get(ctx, ref)
 		if err != nil {
@@ -133,7 +131,7 @@ func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output str
 		if err != nil {
 			return err
 		}
-		next, err := change(kbConfigs(rec.Mounts))
+		next, err := change(mountConfs(rec.Mounts))
 		if err != nil {
 			return err
 		}

@@ -1,27 +1,30 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/spf13/pflag"
 )
 
 // parseKBFlag parses --kb NAME=DIR[,prefix=P][,ro][,max=BYTES].
-func parseKBFlag(s string) (kbConfig, error) {
+func parseKBFlag(s string) (mountConf, error) {
 	const how = "use --kb NAME=DIR, optionally followed by ,prefix=P ,ro ,max=BYTES"
 	name, rest, ok := strings.Cut(s, "=")
 	if !ok || name == "" || rest == "" {
-		return kbConfig{}, usageErrorf("invalid --kb %q: %s", s, how)
+		return mountConf{}, usageErrorf("invalid --kb %q: %s", s, how)
 	}
 	parts := strings.Split(rest, ",")
-	kb := kbConfig{Name: name, Path: parts[0]}
+	kb := mountConf{Name: name, Path: parts[0]}
 	for _, opt := range parts[1:] {
 		k, v, _ := strings.Cut(opt, "=")
 		switch k {
@@ -32,47 +35,223 @@ func parseKBFlag(s string) (kbConfig, error) {
 		case "max", "max_bytes":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n <= 0 {
-				return kbConfig{}, usageErrorf("invalid --kb %q: max must be a positive number of bytes", s)
+				return mountConf{}, usageErrorf("invalid --kb %q: max must be a positive number of bytes", s)
 			}
 			kb.MaxBytes = n
 		default:
-			return kbConfig{}, usageErrorf("invalid --kb %q: unknown option %q; %s", s, opt, how)
+			return mountConf{}, usageErrorf("invalid --kb %q: unknown option %q; %s", s, opt, how)
 		}
 	}
 	return kb, nil
 }
 
-// kbMounts returns the knowledge bases of the config file followed by those
-// of --kb flags, with absolute paths to existing folders.
-func (a *App) kbMounts(flags []string) ([]kbConfig, error) {
-	var out []kbConfig
-	for _, kb := range a.file.KBs {
-		if kb.Path != "" && !filepath.IsAbs(kb.Path) {
-			kb.Path = filepath.Join(a.file.dir, kb.Path)
+// mountFlags are the mount flags of instance create and instance mount add.
+type mountFlags struct {
+	kbs, mcps, mcpJSON, headers []string
+}
+
+func (f *mountFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.kbs, "kb", nil, "mount a knowledge base: NAME=DIR[,prefix=P][,ro][,max=BYTES] (repeatable)")
+	fs.StringArrayVar(&f.mcps, "mcp", nil, "mount an external MCP server: NAME=COMMAND [ARGS...] (split like a shell) or NAME=https://host/path (repeatable)")
+	fs.StringArrayVar(&f.mcpJSON, "mcp-json", nil, `mount an external MCP server from JSON: NAME={"command":...,"args":[...],"env":{...}} or {"url":...,"headers":{...}}, with optional "tool_prefix" and "timeout" (repeatable)`)
+	fs.StringArrayVar(&f.headers, "mcp-header", nil, "an HTTP header for an --mcp URL server: NAME:Key=Value (repeatable)")
+}
+
+func (f *mountFlags) empty() bool {
+	return len(f.kbs)+len(f.mcps)+len(f.mcpJSON) == 0
+}
+
+// configuredMounts returns the mounts of the config file (when fromFile)
+// followed by those of the flags, checked: knowledge-base folders exist and
+// are absolute, each external server has a command or a URL.
+func (a *App) configuredMounts(f mountFlags, fromFile bool) ([]mountConf, error) {
+	var out []mountConf
+	if fromFile {
+		for _, kb := range a.file.KBs {
+			kb.Kind = "kb"
+			if kb.Path != "" && !filepath.IsAbs(kb.Path) {
+				kb.Path = filepath.Join(a.file.dir, kb.Path)
+			}
+			out = append(out, kb)
 		}
-		out = append(out, kb)
+		for _, sc := range a.file.MCPServers {
+			m, err := sc.mount()
+			if err != nil {
+				return nil, &configError{fmt.Errorf("%s: [[mcp_servers]] %q: %w", a.v.ConfigFileUsed(), sc.Name, err)}
+			}
+			out = append(out, m)
+		}
 	}
-	for _, f := range flags {
-		kb, err := parseKBFlag(f)
+	for _, s := range f.kbs {
+		kb, err := parseKBFlag(s)
 		if err != nil {
 			return nil, err
 		}
+		kb.Kind = "kb"
 		out = append(out, kb)
 	}
-	for i, kb := range out {
-		if kb.Path == "" {
-			return nil, &configError{fmt.Errorf("knowledge base %q has no path", kb.Name)}
+	for _, s := range f.mcps {
+		m, err := parseMCPFlag(s)
+		if err != nil {
+			return nil, err
 		}
-		abs, err := filepath.Abs(kb.Path)
+		out = append(out, m)
+	}
+	for _, s := range f.mcpJSON {
+		name, js, ok := strings.Cut(s, "=")
+		if !ok || name == "" {
+			return nil, usageErrorf(`invalid --mcp-json %q: use --mcp-json NAME='{"command":"...","args":[...]}'`, s)
+		}
+		var sc mcpServerConfig
+		dec := json.NewDecoder(strings.NewReader(js))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&sc); err != nil {
+			return nil, usageErrorf("invalid --mcp-json for %q: %v", name, err)
+		}
+		sc.Name = name
+		m, err := sc.mount()
+		if err != nil {
+			return nil, usageErrorf("invalid --mcp-json for %q: %v", name, err)
+		}
+		out = append(out, m)
+	}
+	for _, h := range f.headers {
+		name, kv, ok1 := strings.Cut(h, ":")
+		key, val, ok2 := strings.Cut(kv, "=")
+		if !ok1 || !ok2 || name == "" || key == "" {
+			return nil, usageErrorf("invalid --mcp-header %q: use NAME:Key=Value", h)
+		}
+		i := slices.IndexFunc(out, func(m mountConf) bool { return m.Kind == "mcp" && m.Name == name })
+		if i < 0 || out[i].URL == "" {
+			return nil, usageErrorf("invalid --mcp-header %q: no MCP server %q with a URL is mounted by this command", h, name)
+		}
+		if out[i].Headers == nil {
+			out[i].Headers = map[string]string{}
+		}
+		out[i].Headers[key] = val
+	}
+	for i, m := range out {
+		if m.Kind != "kb" {
+			continue
+		}
+		if m.Path == "" {
+			return nil, &configError{fmt.Errorf("knowledge base %q has no path", m.Name)}
+		}
+		abs, err := filepath.Abs(m.Path)
 		if err != nil {
 			return nil, err
 		}
 		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return nil, &configError{fmt.Errorf("knowledge base %q: %s is not a directory", kb.Name, abs)}
+			return nil, &configError{fmt.Errorf("knowledge base %q: %s is not a directory", m.Name, abs)}
 		}
 		out[i].Path = abs
 	}
 	return out, nil
+}
+
+// mount checks an [[mcp_servers]] table or --mcp-json value.
+func (sc mcpServerConfig) mount() (mountConf, error) {
+	m := mountConf{Kind: "mcp", Name: sc.Name, ToolPrefix: sc.ToolPrefix, Command: sc.Command, Args: sc.Args, Env: sc.Env, URL: sc.URL, Headers: sc.Headers}
+	switch {
+	case sc.Command == "" && sc.URL == "":
+		return m, fmt.Errorf("give a command (stdio) or a url (streamable HTTP)")
+	case sc.Command != "" && sc.URL != "":
+		return m, fmt.Errorf("give a command or a url, not both")
+	case sc.URL != "" && !isHTTPURL(sc.URL):
+		return m, fmt.Errorf("url %q is not an http(s) URL", sc.URL)
+	case sc.Command == "" && (len(sc.Args) > 0 || len(sc.Env) > 0):
+		return m, fmt.Errorf("args and env need a command")
+	case sc.URL == "" && len(sc.Headers) > 0:
+		return m, fmt.Errorf("headers need a url")
+	}
+	if sc.Timeout != "" {
+		d, err := time.ParseDuration(sc.Timeout)
+		if err != nil || d <= 0 {
+			return m, fmt.Errorf("timeout %q: use a positive duration such as 10s", sc.Timeout)
+		}
+		m.Timeout = d
+	}
+	return m, nil
+}
+
+func isHTTPURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// parseMCPFlag parses --mcp NAME=COMMAND [ARGS...] or --mcp NAME=URL.
+func parseMCPFlag(s string) (mountConf, error) {
+	name, rest, ok := strings.Cut(s, "=")
+	if !ok || name == "" || strings.TrimSpace(rest) == "" {
+		return mountConf{}, usageErrorf("invalid --mcp %q: use --mcp NAME=COMMAND [ARGS...] or --mcp NAME=https://host/path", s)
+	}
+	if isHTTPURL(rest) {
+		return mountConf{Kind: "mcp", Name: name, URL: rest}, nil
+	}
+	words, err := shellSplit(rest)
+	if err != nil {
+		return mountConf{}, usageErrorf("invalid --mcp %q: %v; --mcp-json takes the command and arguments as a JSON array", s, err)
+	}
+	return mountConf{Kind: "mcp", Name: name, Command: words[0], Args: words[1:]}, nil
+}
+
+// shellSplit splits a command line into words like a POSIX shell does for
+// quotes and backslashes (no expansions).
+func shellSplit(s string) ([]string, error) {
+	var (
+		words []string
+		cur   strings.Builder
+		in    bool // inside a word
+		quote rune
+	)
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		c := rs[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(c)
+			}
+		case quote == '"':
+			switch {
+			case c == '"':
+				quote = 0
+			case c == '\\' && i+1 < len(rs) && strings.ContainsRune("\"\\$`", rs[i+1]):
+				i++
+				cur.WriteRune(rs[i])
+			default:
+				cur.WriteRune(c)
+			}
+		case c == '\'' || c == '"':
+			quote, in = c, true
+		case c == '\\':
+			if i+1 < len(rs) {
+				i++
+				cur.WriteRune(rs[i])
+				in = true
+			}
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(c)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote", quote)
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("no command")
+	}
+	return words, nil
 }
 
 // prefixMode reads the tool prefix mode from flag, env or config file.
@@ -89,18 +268,19 @@ func (a *App) prefixMode(cmdFlags interface{ Changed(string) bool }) (mcpserver.
 
 // planMounts applies the prefix contract to the knowledge bases and checks
 // the instance's whole namespace.
-func planMounts(server string, naming agents.ToolNaming, mode mcpserver.PrefixMode, kbs []kbConfig) ([]mcpserver.MountConfig, []mcpserver.PlannedTool, error) {
-	specs := make([]mcpserver.MountSpec, len(kbs))
-	for i, kb := range kbs {
-		specs[i] = mcpserver.MountSpec{Kind: "kb", Name: kb.Name, ToolPrefix: kb.ToolPrefix}
+func planMounts(server string, naming agents.ToolNaming, mode mcpserver.PrefixMode, confs []mountConf) ([]mcpserver.MountConfig, []mcpserver.PlannedTool, error) {
+	specs := make([]mcpserver.MountSpec, len(confs))
+	for i, m := range confs {
+		specs[i] = mcpserver.MountSpec{Kind: m.Kind, Name: m.Name, ToolPrefix: m.ToolPrefix}
 	}
 	resolved, err := mcpserver.ResolveMounts(server, mode, specs)
 	if err != nil {
 		return nil, nil, &configError{err}
 	}
-	mounts := make([]mcpserver.MountConfig, len(kbs))
-	for i, kb := range kbs {
-		mounts[i] = mcpserver.MountConfig{ResolvedMount: resolved[i], Path: kb.Path, ReadOnly: kb.ReadOnly, MaxBytes: kb.MaxBytes}
+	mounts := make([]mcpserver.MountConfig, len(confs))
+	for i, m := range confs {
+		mounts[i] = mcpserver.MountConfig{ResolvedMount: resolved[i], Path: m.Path, ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes,
+			Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, Timeout: m.Timeout}
 	}
 	tools, err := mcpserver.PlanTools(server, naming, mounts)
 	if err != nil {
@@ -113,17 +293,17 @@ func recordMounts(ms []mcpserver.MountConfig) []instance.Mount {
 	out := make([]instance.Mount, len(ms))
 	for i, m := range ms {
 		out[i] = instance.Mount{Kind: m.Kind, Name: m.Name, Path: m.Path, ToolPrefix: m.ToolPrefix,
-			EffectivePrefix: m.Prefix, PrefixOrigin: string(m.Origin), ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes}
+			EffectivePrefix: m.Prefix, PrefixOrigin: string(m.Origin), ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes,
+			Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, Timeout: instance.Duration(m.Timeout)}
 	}
 	return out
 }
 
-func kbConfigs(ms []instance.Mount) []kbConfig {
-	var out []kbConfig
-	for _, m := range ms {
-		if m.Kind == "kb" {
-			out = append(out, kbConfig{Name: m.Name, Path: m.Path, ToolPrefix: m.ToolPrefix, ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
-		}
+func mountConfs(ms []instance.Mount) []mountConf {
+	out := make([]mountConf, len(ms))
+	for i, m := range ms {
+		out[i] = mountConf{Kind: m.Kind, Name: m.Name, Path: m.Path, ToolPrefix: m.ToolPrefix, ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes,
+			Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, Timeout: time.Duration(m.Timeout)}
 	}
 	return out
 }
@@ -136,7 +316,7 @@ func recordPlan(rec *instance.Record) ([]mcpserver.MountConfig, []mcpserver.Plan
 	if err != nil {
 		return nil, nil, &configError{fmt.Errorf("instance %s: %w", rec.ID, err)}
 	}
-	mounts, tools, err := planMounts(rec.ServerName, rec.Capabilities.ToolNames, mode, kbConfigs(rec.Mounts))
+	mounts, tools, err := planMounts(rec.ServerName, rec.Capabilities.ToolNames, mode, mountConfs(rec.Mounts))
 	if err != nil {
 		return nil, nil, fmt.Errorf("instance %s: %w", rec.ID, err)
 	}
@@ -227,4 +407,44 @@ func keptTemplates(rec *instance.Record) (map[string]string, error) {
 		out[rel] = string(data)
 	}
 	return out, nil
+}
+
+// redacted returns a copy of rec for printing: the values of external
+// servers' environment variables and headers (often secrets) are hidden.
+func redacted(rec *instance.Record) *instance.Record {
+	c := *rec
+	c.Mounts = slices.Clone(rec.Mounts)
+	hide := func(m map[string]string) map[string]string {
+		if len(m) == 0 {
+			return m
+		}
+		out := make(map[string]string, len(m))
+		for k := range m {
+			out[k] = "<redacted>"
+		}
+		return out
+	}
+	for i := range c.Mounts {
+		c.Mounts[i].Env = hide(c.Mounts[i].Env)
+		c.Mounts[i].Headers = hide(c.Mounts[i].Headers)
+	}
+	return &c
+}
+
+// describeMount is a mount's one-line description.
+func describeMount(m instance.Mount) string {
+	var src string
+	switch {
+	case m.Kind == "kb":
+		src = m.Path
+	case m.URL != "":
+		src = m.URL
+	default:
+		src = strings.Join(append([]string{m.Command}, m.Args...), " ")
+	}
+	desc := fmt.Sprintf("%s %s  %s  prefix %s (%s)", m.Kind, m.Name, src, orDash(m.EffectivePrefix), m.PrefixOrigin)
+	if m.ReadOnly {
+		desc += "  read-only"
+	}
+	return desc
 }

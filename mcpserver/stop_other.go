@@ -1,0 +1,8 @@
+//go:build !linux
+
+package mcpserver
+
+import "os/exec"
+
+// stopWithParent does nothing here: servers are stopped on a clean exit.
+func stopWithParent(*exec.Cmd) {}

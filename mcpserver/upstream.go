@@ -1,0 +1,474 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultUpstreamTimeout bounds connecting to an external MCP server and
+// listing its tools.
+const DefaultUpstreamTimeout = 10 * time.Second
+
+// Upstream states, as get_instance shows them.
+const (
+	UpstreamConnecting = "connecting"
+	UpstreamUp         = "up"
+	UpstreamDown       = "down"
+)
+
+// Restart backoff of a failed external server.
+const (
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 30 * time.Second
+)
+
+// upstream is one mounted external MCP server: its connection, its tools,
+// and the loop that keeps it connected.
+type upstream struct {
+	e     *Endpoint
+	mount MountConfig
+
+	mu      sync.Mutex
+	session *mcp.ClientSession
+	tools   []*mcp.Tool // as listed upstream, by their own names
+	state   string
+	lastErr string
+	since   time.Time
+}
+
+// UpstreamStatus is an external server's state, as get_instance shows it.
+type UpstreamStatus struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	Tools int    `json:"tools"`
+}
+
+func (u *upstream) status() UpstreamStatus {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return UpstreamStatus{Name: u.mount.Name, State: u.state, Error: u.lastErr, Tools: len(u.tools)}
+}
+
+func (u *upstream) set(state string, cs *mcp.ClientSession, tools []*mcp.Tool, err error) {
+	u.mu.Lock()
+	u.state, u.session, u.tools = state, cs, tools
+	u.lastErr = ""
+	if err != nil {
+		u.lastErr = err.Error()
+	}
+	u.since = time.Now()
+	u.mu.Unlock()
+}
+
+func (u *upstream) current() (*mcp.ClientSession, []*mcp.Tool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.session, u.tools
+}
+
+// run keeps the server connected until ctx is done: connect, register its
+// tools, wait for it to go away, unregister, back off, again.
+func (u *upstream) run(ctx context.Context) {
+	backoff := minBackoff
+	log := u.e.log.With("mcp_server", u.mount.Name)
+	for {
+		u.set(UpstreamConnecting, nil, nil, nil)
+		cs, tools, err := u.connect(ctx)
+		if ctx.Err() != nil {
+			if cs != nil {
+				cs.Close()
+			}
+			return
+		}
+		if err != nil {
+			u.set(UpstreamDown, nil, nil, err)
+			log.Warn("MCP server unavailable; its tools are absent until it is up", "error", err, "retry_in", backoff)
+		} else {
+			backoff = minBackoff
+			u.set(UpstreamUp, cs, tools, nil)
+			u.e.reconcile()
+			log.Info("MCP server connected", "tools", len(tools))
+			waitErr := waitSession(ctx, cs)
+			if ctx.Err() != nil {
+				return
+			}
+			u.set(UpstreamDown, nil, nil, fmt.Errorf("the server went away: %v", orEOF(waitErr)))
+			u.e.reconcile()
+			log.Warn("MCP server went away; restarting it", "error", orEOF(waitErr), "retry_in", backoff)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// waitSession waits for the session to end, or closes it when ctx is done
+// (which stops a stdio server's process).
+func waitSession(ctx context.Context, cs *mcp.ClientSession) error {
+	done := make(chan error, 1)
+	go func() { done <- cs.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		cs.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+func orEOF(err error) error {
+	if err == nil {
+		return io.EOF
+	}
+	return err
+}
+
+// connect starts (or dials) the server, initializes and lists all its tools,
+// within the mount's timeout.
+func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, error) {
+	timeout := cmpOr(u.mount.Timeout, DefaultUpstreamTimeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var (
+		t   mcp.Transport
+		cmd *exec.Cmd
+	)
+	if u.mount.URL != "" {
+		t = &mcp.StreamableClientTransport{Endpoint: u.mount.URL, HTTPClient: &http.Client{Transport: headerTransport{u.mount.Headers}}}
+	} else {
+		cmd = exec.Command(u.mount.Command, u.mount.Args...)
+		cmd.Env = os.Environ()
+		for _, k := range slices.Sorted(maps.Keys(u.mount.Env)) {
+			cmd.Env = append(cmd.Env, k+"="+u.mount.Env[k])
+		}
+		cmd.Stderr = io.Discard
+		if u.e.cfg.UpstreamLog != nil {
+			cmd.Stderr = &linePrefixer{mu: &u.e.logMu, w: u.e.cfg.UpstreamLog, prefix: "[" + u.mount.Name + "] "}
+		}
+		stopWithParent(cmd)
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentctl", Version: u.e.cfg.Version}, &mcp.ClientOptions{
+		Logger: u.e.sdkLog,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			go u.relist(ctx)
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			u.e.forwardProgress(ctx, req.Params)
+		},
+	})
+	fail := func(cs *mcp.ClientSession, err error) (*mcp.ClientSession, []*mcp.Tool, error) {
+		if cs != nil {
+			cs.Close()
+		}
+		if cmd != nil && cmd.Process != nil {
+			cmd.Process.Kill() // a server that hung at start may ignore its closed stdin
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, fmt.Errorf("no answer within %s", timeout)
+		}
+		return nil, nil, err
+	}
+	cs, err := client.Connect(cctx, t, nil)
+	if err != nil {
+		return fail(nil, explainStart(err, u.mount))
+	}
+	tools, err := listAll(cctx, cs)
+	if err != nil {
+		return fail(cs, fmt.Errorf("list its tools: %w", err))
+	}
+	return cs, tools, nil
+}
+
+func explainStart(err error, m MountConfig) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return fmt.Errorf("cannot start %q: %v", m.Command, ee.Err)
+	}
+	return err
+}
+
+func listAll(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// relist follows the server's tools/list_changed.
+func (u *upstream) relist(ctx context.Context) {
+	cs, _ := u.current()
+	if cs == nil {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, cmpOr(u.mount.Timeout, DefaultUpstreamTimeout))
+	defer cancel()
+	tools, err := listAll(lctx, cs)
+	if err != nil {
+		u.e.log.Warn("MCP server changed its tools but listing them failed", "mcp_server", u.mount.Name, "error", err)
+		return
+	}
+	u.mu.Lock()
+	if u.session == cs {
+		u.tools = tools
+	}
+	u.mu.Unlock()
+	u.e.reconcile()
+}
+
+// forward returns the handler of one upstream tool: the call goes to the
+// server with its arguments, and its result comes back unchanged.
+func (u *upstream) forward(base string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		cs, _ := u.current()
+		if cs == nil {
+			st := u.status()
+			return toolError(fmt.Sprintf("MCP server %q is not connected (%s): %s; try again shortly", u.mount.Name, st.State, st.Error)), nil
+		}
+		params := &mcp.CallToolParams{Name: base, Arguments: req.Params.Arguments, Meta: req.Params.Meta}
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			ours := u.e.progress.add(req.Session, tok)
+			defer u.e.progress.remove(ours)
+			params.Meta = maps.Clone(req.Params.Meta)
+			params.SetProgressToken(ours)
+		}
+		res, err := cs.CallTool(ctx, params)
+		if err == nil {
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			return nil, rpcErr // the server's own protocol error, unchanged
+		}
+		return toolError(fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", u.mount.Name, err)), nil
+	}
+}
+
+// progressRoutes maps the progress tokens agentctl sends upstream to the
+// client's session and token.
+type progressRoutes struct {
+	next   atomic.Int64
+	mu     sync.Mutex
+	routes map[string]progressRoute
+}
+
+type progressRoute struct {
+	session *mcp.ServerSession
+	token   any
+}
+
+func (p *progressRoutes) add(ss *mcp.ServerSession, tok any) string {
+	id := fmt.Sprintf("agentctl-%d", p.next.Add(1))
+	p.mu.Lock()
+	if p.routes == nil {
+		p.routes = map[string]progressRoute{}
+	}
+	p.routes[id] = progressRoute{ss, tok}
+	p.mu.Unlock()
+	return id
+}
+
+func (p *progressRoutes) remove(id string) {
+	p.mu.Lock()
+	delete(p.routes, id)
+	p.mu.Unlock()
+}
+
+func (e *Endpoint) forwardProgress(ctx context.Context, params *mcp.ProgressNotificationParams) {
+	id, _ := params.ProgressToken.(string)
+	e.progress.mu.Lock()
+	r, ok := e.progress.routes[id]
+	e.progress.mu.Unlock()
+	if !ok {
+		return
+	}
+	fwd := *params
+	fwd.ProgressToken = r.token
+	_ = r.session.NotifyProgress(ctx, &fwd)
+}
+
+// Conflict is a tool name that several sources want; none of them is served.
+type Conflict struct {
+	Name    string   `json:"name"`
+	Sources []string `json:"sources"`
+}
+
+// reconcile makes the registry serve the tools of the external servers that
+// are up, next to the built-ins and knowledge bases. A name that two sources
+// want is served by neither, reported on stderr and by get_instance.
+func (e *Endpoint) reconcile() {
+	e.nsMu.Lock()
+	defer e.nsMu.Unlock()
+	type candidate struct {
+		u    *upstream
+		tool *mcp.Tool
+	}
+	want := map[string][]candidate{}
+	for _, u := range e.upstreams {
+		_, tools := u.current()
+		for _, t := range tools {
+			name := u.mount.ToolName(t.Name)
+			want[name] = append(want[name], candidate{u, t})
+		}
+	}
+	conflicts := map[string][]string{}
+	for name, cands := range want {
+		var sources []string
+		if ent, ok := e.staticEntry(name); ok {
+			sources = append(sources, ent.Source)
+		}
+		for _, c := range cands {
+			sources = append(sources, c.u.mount.Source())
+		}
+		if len(sources) > 1 {
+			conflicts[name] = sources
+		}
+		if ValidateToolName(name) != nil {
+			conflicts[name] = append(sources, "(not a valid tool name)")
+		}
+	}
+	// Built-ins and knowledge-base tools step aside while a collision lasts.
+	for name := range e.static {
+		if _, clash := conflicts[name]; clash {
+			e.registry.Withhold(name)
+		} else {
+			e.registry.Restore(name)
+		}
+	}
+	// External tools: drop what is gone, changed or in conflict; add the rest.
+	for name, t := range e.external {
+		cands := want[name]
+		_, clash := conflicts[name]
+		if clash || len(cands) != 1 || cands[0].tool != t {
+			e.registry.Remove(name)
+			delete(e.external, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		cands := want[name]
+		if _, clash := conflicts[name]; clash {
+			continue
+		}
+		if _, ok := e.external[name]; ok {
+			continue
+		}
+		c := cands[0]
+		tool := *c.tool
+		tool.Name = name
+		ent := Entry{Name: name, Source: c.u.mount.Source(), Kind: KindExternal, Mount: c.u.mount.Name, Prefix: c.u.mount.Prefix, Base: c.tool.Name}
+		if err := e.registry.AddRawTool(ent, &tool, c.u.forward(c.tool.Name)); err != nil {
+			e.log.Warn("cannot serve an external tool", "tool", name, "error", err)
+			continue
+		}
+		e.external[name] = c.tool
+	}
+	// Report each new collision once.
+	var list []Conflict
+	for _, name := range slices.Sorted(maps.Keys(conflicts)) {
+		list = append(list, Conflict{Name: name, Sources: conflicts[name]})
+		if !slices.Equal(e.reported[name], conflicts[name]) {
+			e.log.Warn("tool name collision: neither is served", "tool", name, "sources", strings.Join(conflicts[name], " and "))
+		}
+	}
+	e.reported = conflicts
+	e.conflicts = list
+}
+
+// staticEntry returns the built-in or knowledge-base entry of name, also
+// when it is withheld.
+func (e *Endpoint) staticEntry(name string) (Entry, bool) {
+	if _, ok := e.static[name]; !ok {
+		return Entry{}, false
+	}
+	if ent, ok := e.registry.Lookup(name); ok {
+		return ent, true
+	}
+	return e.registry.Withheld(name)
+}
+
+// Conflicts returns the tool names withheld because several sources want them.
+func (e *Endpoint) Conflicts() []Conflict {
+	e.nsMu.Lock()
+	defer e.nsMu.Unlock()
+	return slices.Clone(e.conflicts)
+}
+
+// UpstreamStatuses returns the external servers' states, by mount order.
+func (e *Endpoint) UpstreamStatuses() []UpstreamStatus {
+	out := make([]UpstreamStatus, len(e.upstreams))
+	for i, u := range e.upstreams {
+		out[i] = u.status()
+	}
+	return out
+}
+
+// headerTransport adds configured headers to every request.
+type headerTransport struct{ headers map[string]string }
+
+func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range h.headers {
+		req.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// linePrefixer writes each line with a prefix, so several servers' stderr
+// can share one log file.
+type linePrefixer struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    bytes.Buffer
+}
+
+func (p *linePrefixer) Write(b []byte) (int, error) {
+	p.buf.Write(b)
+	for {
+		line, err := p.buf.ReadBytes('\n')
+		if err != nil {
+			p.buf.Write(line) // keep the partial line for the next write
+			return len(b), nil
+		}
+		p.mu.Lock()
+		_, werr := io.WriteString(p.w, p.prefix+string(line))
+		p.mu.Unlock()
+		if werr != nil {
+			return len(b), werr
+		}
+	}
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
