@@ -83,7 +83,7 @@ type Endpoint struct {
 
 	// External servers and the namespace they share with the rest.
 	upstreams []*upstream
-	nsMu      sync.Mutex
+	nsMu      sync.RWMutex // held by reconcile; tools/list and routing read under it
 	static    map[string]bool      // built-in and knowledge-base names
 	external  map[string]*mcp.Tool // served external names -> upstream tool
 	reported  map[string][]string  // collisions already logged
@@ -243,6 +243,9 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/list":
+			// One consistent namespace: never half of a reconcile.
+			e.nsMu.RLock()
+			defer e.nsMu.RUnlock()
 			res, err := next(ctx, method, req)
 			if err != nil || style != agents.NamespacingSuffix {
 				return res, err
@@ -262,7 +265,9 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 			if a := cr.Params.Arguments; len(a) == 0 || string(a) == "null" {
 				cr.Params.Arguments = json.RawMessage("{}")
 			}
+			e.nsMu.RLock()
 			route := RouteToolCall(e.registry, style, server, cr.Params.Name)
+			e.nsMu.RUnlock()
 			if route.Err != nil {
 				e.log.Debug("tools/call of an unknown tool", "name", cr.Params.Name)
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: route.Err.Error()}

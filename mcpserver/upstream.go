@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/http"
 	"os"
@@ -204,6 +205,10 @@ func explainStart(err error, m MountConfig) error {
 	var ee *exec.Error
 	if errors.As(err, &ee) {
 		return fmt.Errorf("cannot start %q: %v", m.Command, ee.Err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && strings.Contains(pe.Op, "exec") {
+		return fmt.Errorf("cannot start %q: %v", m.Command, pe.Err)
 	}
 	return err
 }
@@ -415,8 +420,8 @@ func (e *Endpoint) staticEntry(name string) (Entry, bool) {
 
 // Conflicts returns the tool names withheld because several sources want them.
 func (e *Endpoint) Conflicts() []Conflict {
-	e.nsMu.Lock()
-	defer e.nsMu.Unlock()
+	e.nsMu.RLock()
+	defer e.nsMu.RUnlock()
 	return slices.Clone(e.conflicts)
 }
 

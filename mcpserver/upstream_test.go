@@ -1,0 +1,418 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var (
+	upOnce sync.Once
+	upDir  string
+	upBin  string
+	upErr  error
+)
+
+// TestMain removes the upstream server upstreamBin built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if upDir != "" {
+		os.RemoveAll(upDir)
+	}
+	os.Exit(code)
+}
+
+// upstreamBin builds testdata/upstream, a small MCP server that can be told
+// to crash, hang or change its tools.
+func upstreamBin(t testing.TB) string {
+	t.Helper()
+	upOnce.Do(func() {
+		upDir, upErr = os.MkdirTemp("", "agentctl-upstream-")
+		if upErr != nil {
+			return
+		}
+		upBin = filepath.Join(upDir, "upstream")
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", upBin, "./testdata/upstream")
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			upErr = errors.New(string(out))
+		}
+	})
+	if upErr != nil {
+		t.Fatalf("build testdata/upstream: %v", upErr)
+	}
+	return upBin
+}
+
+// syncBuffer is a log sink safe for the upstreams' stderr goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type proxyEnv struct {
+	ep     *Endpoint
+	cs     *mcp.ClientSession
+	log    *syncBuffer // the upstreams' stderr
+	stderr *syncBuffer // the endpoint's own log
+	cancel context.CancelFunc
+	done   chan struct{}
+	notes  chan string // tools/list_changed and progress seen by the client
+}
+
+// startProxy serves an endpoint with the given mounts (prefixes resolved by
+// the contract) and connects a client; the endpoint's Start runs until the
+// test ends, then every upstream must have stopped.
+func startProxy(t *testing.T, mode PrefixMode, mounts ...MountConfig) *proxyEnv {
+	t.Helper()
+	specs := make([]MountSpec, len(mounts))
+	for i, m := range mounts {
+		specs[i] = m.MountSpec
+	}
+	rs, err := ResolveMounts("agentctl", mode, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range mounts {
+		mounts[i].ResolvedMount = rs[i]
+	}
+	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
+	cfg.Mounts = mounts
+	logBuf, stderr := &syncBuffer{}, &syncBuffer{}
+	cfg.UpstreamLog = logBuf
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	ep, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	env := &proxyEnv{ep: ep, log: logBuf, stderr: stderr, cancel: cancel, done: make(chan struct{}), notes: make(chan string, 100)}
+	ep.Start(ctx)
+	go func() { ep.Wait(); close(env.done) }()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := ep.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := func(s string) {
+		select {
+		case env.notes <- s:
+		default:
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { note("list_changed") },
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { note("progress") },
+	})
+	env.cs, err = client.Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		env.cs.Close()
+		ss.Wait()
+		env.stop(t)
+		ep.Close()
+	})
+	return env
+}
+
+func (p *proxyEnv) stop(t *testing.T) {
+	p.cancel()
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("upstreams did not stop")
+	}
+}
+
+// eventually polls cond; a minute is far beyond any machine's slowness.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func mcpMount(name string, args ...string) MountConfig {
+	return MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: name}}, Command: "", Args: args}
+}
+
+func withBin(t *testing.T, m MountConfig) MountConfig {
+	m.Command = upstreamBin(t)
+	return m
+}
+
+func (p *proxyEnv) call(t *testing.T, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	t.Helper()
+	return p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+func TestProxyListsAndForwards(t *testing.T) {
+	kb := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "kb", Name: "docs"}}, Path: t.TempDir()}
+	p := startProxy(t, PrefixModeMountName, kb, withBin(t, mcpMount("up", "-tools", "5", "-page2")))
+	eventually(t, "the upstream's tools", func() bool { return p.ep.Registry().Has("up__tool_4") })
+
+	res, err := p.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var echo *mcp.Tool
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+		if tl.Name == "up__echo" {
+			echo = tl
+		}
+	}
+	for _, want := range []string{"up__tool_0", "up__tool_4", "up__echo", "up__slow", "docs__concept_read", "ask_user_question"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list lacks %s: %v", want, names)
+		}
+	}
+	// Descriptions, annotations and schemas pass through unchanged.
+	if echo.Description != "Echo the text back." || echo.Annotations == nil || !echo.Annotations.ReadOnlyHint || echo.Title != "Echo" {
+		t.Fatalf("echo definition changed: %+v", echo)
+	}
+	if props, _ := echo.InputSchema.(map[string]any)["properties"].(map[string]any); props["text"] == nil {
+		t.Fatalf("echo schema changed: %v", echo.InputSchema)
+	}
+
+	r, err := p.call(t, "up__echo", map[string]any{"text": "hi"})
+	if err != nil || r.IsError || resultText(r) != "hi" || r.StructuredContent.(map[string]any)["text"] != "hi" {
+		t.Fatalf("echo: %v %+v", err, r)
+	}
+	r, err = p.call(t, "up__fail", nil)
+	if err != nil || !r.IsError || resultText(r) != "upstream says no" {
+		t.Fatalf("fail: %v %+v", err, r)
+	}
+	_, err = p.call(t, "up__nosuch", nil)
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, `server "up" has no tool "nosuch"`) {
+		t.Fatalf("unknown tool: %v", err)
+	}
+	if _, err := p.call(t, "echo", map[string]any{"text": "x"}); err == nil || !strings.Contains(err.Error(), `did you mean "up__echo"`) {
+		t.Fatalf("bare name: %v", err)
+	}
+}
+
+func TestProxyForwardsProgressAndCancellation(t *testing.T) {
+	p := startProxy(t, PrefixModeMountName, withBin(t, mcpMount("up")))
+	eventually(t, "tools", func() bool { return p.ep.Registry().Has("slow") })
+
+	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 300}}
+	params.SetProgressToken("tok-1")
+	if r, err := p.cs.CallTool(context.Background(), params); err != nil || r.IsError {
+		t.Fatalf("slow: %v %+v", err, r)
+	}
+	for n := ""; n != "progress"; {
+		select {
+		case n = <-p.notes:
+		case <-time.After(time.Minute):
+			t.Fatal("no progress forwarded")
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+	}()
+	if _, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 60000}}); err == nil {
+		t.Fatal("a cancelled call succeeded")
+	}
+	eventually(t, "the upstream to see the cancellation", func() bool { return strings.Contains(p.log.String(), "[up] slow cancelled") })
+}
+
+func TestProxyCrashMidCallAndRestart(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	p := startProxy(t, PrefixModeMountName, withBin(t, mcpMount("up", "-pidfile", pidfile, "-stderr", "hello from upstream")))
+	eventually(t, "tools", func() bool { return p.ep.Registry().Has("crash") })
+	firstPID := readPID(t, pidfile)
+
+	r, err := p.call(t, "crash", nil)
+	if err != nil || !r.IsError || !strings.Contains(resultText(r), `MCP server "up" failed during the call`) {
+		t.Fatalf("crash: %v %+v", err, r)
+	}
+	eventually(t, "a restarted upstream", func() bool {
+		return fileExists(pidfile) && readPID(t, pidfile) != firstPID && p.ep.Registry().Has("echo")
+	})
+	if r, err := p.call(t, "echo", map[string]any{"text": "again"}); err != nil || resultText(r) != "again" {
+		t.Fatalf("after restart: %v %+v", err, r)
+	}
+	// The upstream's stderr went to the log, prefixed, never to stdout.
+	if !strings.Contains(p.log.String(), "[up] hello from upstream\n") {
+		t.Fatalf("log: %q", p.log.String())
+	}
+	pid := readPID(t, pidfile)
+	p.stop(t)
+	if alive(pid) {
+		t.Fatalf("upstream %d still running after the endpoint stopped", pid)
+	}
+}
+
+func TestProxyFaultsAtStart(t *testing.T) {
+	t.Run("missing binary", func(t *testing.T) {
+		m := mcpMount("gone")
+		m.Command = filepath.Join(t.TempDir(), "no-such-server")
+		p := startProxy(t, PrefixModeMountName, m)
+		eventually(t, "the failure", func() bool { return p.ep.UpstreamStatuses()[0].State == UpstreamDown })
+		st := p.ep.UpstreamStatuses()[0]
+		if !strings.Contains(st.Error, "cannot start") {
+			t.Fatalf("status %+v", st)
+		}
+		// The endpoint serves the rest, and get_instance says why.
+		r, err := p.call(t, "get_instance", nil)
+		if err != nil || r.IsError || !strings.Contains(resultText(r), `"state": "down"`) || !strings.Contains(resultText(r), "cannot start") {
+			t.Fatalf("get_instance: %v %s", err, resultText(r))
+		}
+	})
+	t.Run("exits at start, then comes up", func(t *testing.T) {
+		flag := filepath.Join(t.TempDir(), "fail")
+		if err := os.WriteFile(flag, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := startProxy(t, PrefixModeMountName, withBin(t, mcpMount("up", "-flag-file", flag)))
+		eventually(t, "the failure", func() bool {
+			st := p.ep.UpstreamStatuses()[0]
+			return st.State == UpstreamDown && st.Error != ""
+		})
+		if p.ep.Registry().Has("echo") {
+			t.Fatal("tools of a failed server are served")
+		}
+		os.Remove(flag)
+		eventually(t, "the retry", func() bool { return p.ep.Registry().Has("echo") })
+		eventually(t, "tools/list_changed", func() bool {
+			for {
+				select {
+				case n := <-p.notes:
+					if n == "list_changed" {
+						return true
+					}
+				default:
+					return false
+				}
+			}
+		})
+	})
+	t.Run("hangs past the timeout", func(t *testing.T) {
+		pidfile := filepath.Join(t.TempDir(), "pid")
+		m := withBin(t, mcpMount("up", "-hang-start", "-pidfile", pidfile))
+		m.Timeout = 300 * time.Millisecond
+		p := startProxy(t, PrefixModeMountName, m)
+		eventually(t, "the timeout", func() bool {
+			return strings.Contains(p.ep.UpstreamStatuses()[0].Error, "no answer within 300ms")
+		})
+		pid := readPID(t, pidfile)
+		eventually(t, "the hung server to be stopped", func() bool { return !alive(pid) })
+		// Calls meanwhile are not hung: the built-ins answer at once.
+		if r, err := p.call(t, "get_instance", nil); err != nil || r.IsError {
+			t.Fatalf("%v %+v", err, r)
+		}
+	})
+}
+
+func TestProxyToolListChange(t *testing.T) {
+	p := startProxy(t, PrefixModeMountName, withBin(t, mcpMount("up")))
+	eventually(t, "tools", func() bool { return p.ep.Registry().Has("tool_0") })
+	if r, err := p.call(t, "change_tools", nil); err != nil || r.IsError {
+		t.Fatalf("%v %+v", err, r)
+	}
+	eventually(t, "the new list", func() bool { return p.ep.Registry().Has("tool_new") && !p.ep.Registry().Has("tool_0") })
+	res, err := p.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "tool_new" }) {
+		t.Fatal("tools/list does not show the change")
+	}
+}
+
+func TestProxyCollisionsServeNeither(t *testing.T) {
+	// Mode off: both servers' tools are unprefixed, so their names collide,
+	// except tool_3 and tool_4, which only b has.
+	p := startProxy(t, PrefixModeOff, withBin(t, mcpMount("a", "-tools", "3")), withBin(t, mcpMount("b", "-tools", "5")))
+	eventually(t, "both up", func() bool {
+		s := p.ep.UpstreamStatuses()
+		return s[0].State == UpstreamUp && s[1].State == UpstreamUp
+	})
+	eventually(t, "reconciled", func() bool { return p.ep.Registry().Has("tool_4") })
+	for _, n := range []string{"echo", "tool_0", "slow"} {
+		if p.ep.Registry().Has(n) {
+			t.Errorf("%s is served although both servers offer it", n)
+		}
+	}
+	cs := p.ep.Conflicts()
+	i := slices.IndexFunc(cs, func(c Conflict) bool { return c.Name == "echo" })
+	if i < 0 || !slices.Equal(cs[i].Sources, []string{"mcp a", "mcp b"}) {
+		t.Fatalf("conflicts %+v", cs)
+	}
+	if !strings.Contains(p.stderr.String(), `msg="tool name collision: neither is served" tool=echo sources="mcp a and mcp b"`) {
+		t.Fatalf("the collision must be reported on stderr: %s", p.stderr.String())
+	}
+	r, err := p.call(t, "get_instance", nil)
+	if err != nil || !strings.Contains(resultText(r), `"name": "echo"`) || !strings.Contains(resultText(r), `"mcp b"`) {
+		t.Fatalf("get_instance must report the collision: %v %s", err, resultText(r))
+	}
+}
+
+func readPID(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	eventually(t, "the pid file", func() bool {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return pid
+}
+
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	// A zombie not yet reaped counts as gone.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
