@@ -83,7 +83,7 @@ type Endpoint struct {
 
 	// External servers and the namespace they share with the rest.
 	upstreams []*upstream
-	nsMu      sync.RWMutex // held by reconcile; tools/list and routing read under it
+	nsMu      sync.RWMutex         // held by reconcile; tools/list and routing read under it
 	static    map[string]bool      // built-in and knowledge-base names
 	external  map[string]*mcp.Tool // served external names -> upstream tool
 	reported  map[string][]string  // collisions already logged
