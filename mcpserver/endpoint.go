@@ -91,6 +91,10 @@ type Endpoint struct {
 	progress  progressRoutes
 	logMu     sync.Mutex
 	running   sync.WaitGroup
+	// firstRound is closed once every external server has had its first
+	// connection attempt (up, or failed within its timeout).
+	firstRound chan struct{}
+	pending    sync.WaitGroup
 }
 
 // New builds the endpoint: the SDK server, the registry with the built-in
@@ -126,7 +130,7 @@ func New(cfg Config) (*Endpoint, error) {
 	sdkLog := sdkLogger(cfg.Logger)
 	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
-		static: map[string]bool{}, external: map[string]*mcp.Tool{}}
+		static: map[string]bool{}, external: map[string]*mcp.Tool{}, firstRound: make(chan struct{})}
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
 	}
@@ -177,12 +181,30 @@ func (e *Endpoint) addMounts() error {
 // Start connects the external servers in the background, until ctx is
 // done; their tools appear as each comes up. Run calls it.
 func (e *Endpoint) Start(ctx context.Context) {
+	e.pending.Add(len(e.upstreams))
 	for _, u := range e.upstreams {
 		e.running.Add(1)
 		go func() {
 			defer e.running.Done()
 			u.run(ctx)
 		}()
+	}
+	go func() {
+		e.pending.Wait()
+		close(e.firstRound)
+	}()
+}
+
+// awaitFirstRound lets a client's first tools/list see the external
+// servers that come up within their timeout, rather than an empty start
+// followed by tools/list_changed, which not every client follows.
+func (e *Endpoint) awaitFirstRound(ctx context.Context) {
+	if len(e.upstreams) == 0 {
+		return
+	}
+	select {
+	case <-e.firstRound:
+	case <-ctx.Done():
 	}
 }
 
@@ -243,6 +265,7 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/list":
+			e.awaitFirstRound(ctx)
 			// One consistent namespace: never half of a reconcile.
 			e.nsMu.RLock()
 			defer e.nsMu.RUnlock()
@@ -264,6 +287,9 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 			// a call without arguments means no arguments.
 			if a := cr.Params.Arguments; len(a) == 0 || string(a) == "null" {
 				cr.Params.Arguments = json.RawMessage("{}")
+			}
+			if !e.registry.Has(cr.Params.Name) {
+				e.awaitFirstRound(ctx)
 			}
 			e.nsMu.RLock()
 			route := RouteToolCall(e.registry, style, server, cr.Params.Name)

@@ -88,6 +88,12 @@ func (u *upstream) current() (*mcp.ClientSession, []*mcp.Tool) {
 func (u *upstream) run(ctx context.Context) {
 	backoff := minBackoff
 	log := u.e.log.With("mcp_server", u.mount.Name)
+	first := true
+	defer func() {
+		if first {
+			u.e.pending.Done()
+		}
+	}()
 	for {
 		u.set(UpstreamConnecting, nil, nil, nil)
 		cs, tools, err := u.connect(ctx)
@@ -100,10 +106,18 @@ func (u *upstream) run(ctx context.Context) {
 		if err != nil {
 			u.set(UpstreamDown, nil, nil, err)
 			log.Warn("MCP server unavailable; its tools are absent until it is up", "error", err, "retry_in", backoff)
+			if first {
+				first = false
+				u.e.pending.Done()
+			}
 		} else {
 			backoff = minBackoff
 			u.set(UpstreamUp, cs, tools, nil)
 			u.e.reconcile()
+			if first {
+				first = false
+				u.e.pending.Done()
+			}
 			log.Info("MCP server connected", "tools", len(tools))
 			waitErr := waitSession(ctx, cs)
 			if ctx.Err() != nil {

@@ -369,10 +369,12 @@ func TestProxyCollisionsServeNeither(t *testing.T) {
 		s := p.ep.UpstreamStatuses()
 		return s[0].State == UpstreamUp && s[1].State == UpstreamUp
 	})
-	eventually(t, "reconciled", func() bool { return p.ep.Registry().Has("tool_4") })
+	// A server is marked up just before its tools are reconciled: wait for
+	// the collision to be seen.
+	eventually(t, "reconciled", func() bool { return p.ep.Registry().Has("tool_4") && len(p.ep.Conflicts()) > 0 })
 	for _, n := range []string{"echo", "tool_0", "slow"} {
 		if p.ep.Registry().Has(n) {
-			t.Errorf("%s is served although both servers offer it", n)
+			t.Errorf("%s is served although both servers offer it; log:\n%s", n, p.stderr.String())
 		}
 	}
 	cs := p.ep.Conflicts()

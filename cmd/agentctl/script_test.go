@@ -55,6 +55,10 @@ import (
 //	    an MCP client; the round trip through the endpoint is the job of the
 //	    tests that drive the real binary with an MCP client. The store is $AGENTCTL_STATE_DIR if set, else
 //	    $XDG_STATE_HOME/agentctl; INSTANCE is anything `instance show` takes.
+//
+// $TSCLIENT_NODE is node and $EVERYTHING the reference server
+// @modelcontextprotocol/server-everything (start it with "stdio").
+//
 //	mcp INSTANCE STEP...
 //	    drive `agentctl mcp serve --instance INSTANCE` with the TypeScript MCP
 //	    client (testdata/tsclient). STEP is "list" or "call NAME JSON-ARGS"
@@ -69,6 +73,8 @@ func TestScripts(t *testing.T) {
 			node, client := tsClientPaths()
 			env.Setenv("TSCLIENT_NODE", node)
 			env.Setenv("TSCLIENT", client)
+			// The reference MCP server, an upstream for scripts.
+			env.Setenv("EVERYTHING", filepath.Join(filepath.Dir(client), "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
 			home := filepath.Join(env.WorkDir, "home")
 			if err := os.MkdirAll(home, 0o755); err != nil {
 				return err
