@@ -62,10 +62,17 @@ func TestServeRevalidatesPrefixes(t *testing.T) {
 			`the record says mount "wiki" has prefix "docs" (derived), but it resolves to "wiki" (derived)`},
 		{"an invalid explicit prefix", func(r *instance.Record) { r.Mounts[0].ToolPrefix = "a__b" },
 			`tool_prefix "a__b" contains "__"`},
+		{"an external server named like a knowledge base", func(r *instance.Record) {
+			r.Mounts[1] = instance.Mount{Kind: "mcp", Name: "docs", Command: "/bin/true", EffectivePrefix: "docs", PrefixOrigin: "derived"}
+		}, `MCP server "docs": server name "docs" is reserved for a built-in service; choose a different name`},
+		{"an external server named like the server", func(r *instance.Record) {
+			r.Mounts[1] = instance.Mount{Kind: "mcp", Name: "agentctl", Command: "/bin/true", EffectivePrefix: "agentctl", PrefixOrigin: "derived"}
+		}, `MCP server "agentctl": server name "agentctl" is reserved for a built-in service; choose a different name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			edit(func(r *instance.Record) {
-				r.Mounts[0].Name, r.Mounts[1].Name, r.Mounts[0].ToolPrefix = "docs", "notes", ""
+				r.Mounts[0].Name, r.Mounts[0].ToolPrefix = "docs", ""
+				r.Mounts[1] = instance.Mount{Kind: "kb", Name: "notes", Path: r.Mounts[0].Path, EffectivePrefix: "notes", PrefixOrigin: "derived"}
 				tc.edit(r)
 			})
 			code, stdout, stderr := runCLI(t, env, "mcp", "serve", "--instance", id)

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	fakeUpOnce sync.Once
+	fakeUpPath string
+	fakeUpErr  error
+)
+
+// fakeUpstream builds testdata/upstream next to the agentctl binary.
+func fakeUpstream(t *testing.T) string {
+	bin := realBinary(t)
+	fakeUpOnce.Do(func() {
+		fakeUpPath = filepath.Join(filepath.Dir(bin), "upstream")
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", fakeUpPath, "./testdata/upstream")
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fakeUpErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if fakeUpErr != nil {
+		t.Fatalf("build testdata/upstream: %v", fakeUpErr)
+	}
+	return fakeUpPath
+}
+
+// TestServeStopsUpstreams: when the endpoint ends (end of input, SIGTERM,
+// or even SIGKILL) no external server process is left behind, and the
+// servers' stderr went to the instance's log file, not to stdout. (After a
+// SIGKILL the test server exits on its closed stdin; the kernel's
+// parent-death signal, set for every stdio server, also covers servers that
+// ignore their stdin, which this test does not separately show.)
+func TestServeStopsUpstreams(t *testing.T) {
+	bin := realBinary(t)
+	up := fakeUpstream(t)
+	for _, how := range []string{"eof", "sigterm", "sigkill"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			pidfile := filepath.Join(dir, "pid")
+			env := append(os.Environ(), "AGENTCTL_STATE_DIR="+filepath.Join(dir, "state"), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "cfg"))
+			create := exec.Command(bin, "instance", "create", "--agent", "codex", "--workspace", dir,
+				"--mcp", "up="+up+" -pidfile "+pidfile+" -stderr 'hello from upstream'")
+			create.Env = env
+			out, err := create.Output()
+			if err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			id := strings.TrimSpace(string(out))
+
+			serve := exec.Command(bin, "mcp", "serve", "--instance", id)
+			serve.Env = env
+			stdin, _ := serve.StdinPipe()
+			stdout, _ := serve.StdoutPipe()
+			if err := serve.Start(); err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n"+
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+				`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+			lines := bufio.NewScanner(stdout)
+			lines.Buffer(make([]byte, 1<<20), 1<<20)
+			var list string
+			for lines.Scan() {
+				if strings.Contains(lines.Text(), `"id":2`) {
+					list = lines.Text()
+					break
+				}
+				if strings.Contains(lines.Text(), "hello from upstream") {
+					t.Fatal("upstream stderr on the endpoint's stdout")
+				}
+			}
+			// The first tools/list waits for the server's first start.
+			if !strings.Contains(list, `"name":"echo"`) {
+				t.Fatalf("tools/list: %s", list)
+			}
+			pid := waitPID(t, pidfile)
+			switch how {
+			case "eof":
+				stdin.Close()
+			case "sigterm":
+				serve.Process.Signal(syscall.SIGTERM)
+			case "sigkill":
+				serve.Process.Signal(syscall.SIGKILL)
+			}
+			err = serve.Wait()
+			if how != "sigkill" && err != nil {
+				t.Fatalf("serve exited with %v", err)
+			}
+			deadline := time.Now().Add(time.Minute)
+			for processAlive(pid) {
+				if time.Now().After(deadline) {
+					t.Fatalf("upstream %d outlived the endpoint (%s)", pid, how)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if how != "sigkill" {
+				logData, _ := os.ReadFile(filepath.Join(dir, "state", "instances", id, "upstreams.log"))
+				if !strings.Contains(string(logData), "[up] hello from upstream") {
+					t.Fatalf("upstream stderr not in the instance's log file: %q", logData)
+				}
+			}
+		})
+	}
+}
+
+func waitPID(t *testing.T, file string) int {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := os.ReadFile(file)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no pid file")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func processAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
