@@ -25,6 +25,9 @@ import (
 // listing its tools.
 const DefaultUpstreamTimeout = 10 * time.Second
 
+// upstreamProtocolVersion is the MCP version agentctl asks external servers for.
+const upstreamProtocolVersion = "2025-11-25"
+
 // Upstream states, as get_instance shows them.
 const (
 	UpstreamConnecting = "connecting"
@@ -204,7 +207,9 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 		}
 		return nil, nil, err
 	}
-	cs, err := client.Connect(cctx, t, nil)
+	// The 2025-11-25 protocol: what external servers speak today, with
+	// sessions, so their tools/list_changed reaches us.
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})
 	if err != nil {
 		return fail(nil, explainStart(err, u.mount))
 	}
@@ -268,11 +273,10 @@ func (u *upstream) forward(base string) mcp.ToolHandler {
 			st := u.status()
 			return toolError(fmt.Sprintf("MCP server %q is not connected (%s): %s; try again shortly", u.mount.Name, st.State, st.Error)), nil
 		}
-		params := &mcp.CallToolParams{Name: base, Arguments: req.Params.Arguments, Meta: req.Params.Meta}
+		params := &mcp.CallToolParams{Name: base, Arguments: req.Params.Arguments, Meta: forwardedMeta(req.Params.Meta)}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			ours := u.e.progress.add(req.Session, tok)
 			defer u.e.progress.remove(ours)
-			params.Meta = maps.Clone(req.Params.Meta)
 			params.SetProgressToken(ours)
 		}
 		res, err := cs.CallTool(ctx, params)
@@ -288,6 +292,24 @@ func (u *upstream) forward(base string) mcp.ToolHandler {
 		}
 		return toolError(fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", u.mount.Name, err)), nil
 	}
+}
+
+// forwardedMeta is the client's _meta as sent upstream: the client's own
+// keys, without the protocol's ("io.modelcontextprotocol/...": the
+// downstream protocol version is not the upstream's) and without the
+// progress token (agentctl sends its own).
+func forwardedMeta(m mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for k, v := range m {
+		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // progressRoutes maps the progress tokens agentctl sends upstream to the

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -417,4 +419,41 @@ func alive(pid int) bool {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// TestProxyStreamableHTTP mounts an upstream served over streamable HTTP,
+// with a header it requires.
+func TestProxyStreamableHTTP(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "http-upstream", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(up, &mcp.Tool{Name: "shout", Description: "Upper-case the text."}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.ToUpper(a.Text)}}}, nil, nil
+	})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	m := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "remote"}}, URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer s3cret"}}
+	p := startProxy(t, PrefixModeMountName, m)
+	eventually(t, "the remote tools", func() bool { return p.ep.Registry().Has("shout") })
+	if r, err := p.call(t, "shout", map[string]any{"text": "hi"}); err != nil || resultText(r) != "HI" {
+		t.Fatalf("%v %+v", err, r)
+	}
+
+	// Without the header the server refuses; the endpoint reports why.
+	m.Headers = nil
+	m.Timeout = 5 * time.Second
+	p2 := startProxy(t, PrefixModeMountName, m)
+	eventually(t, "the refusal", func() bool { return p2.ep.UpstreamStatuses()[0].State == UpstreamDown })
+	if st := p2.ep.UpstreamStatuses()[0]; !strings.Contains(st.Error, "nauthorized") {
+		t.Fatalf("status %+v", st)
+	}
 }
