@@ -65,6 +65,8 @@ type UnknownToolError struct {
 	// Mounts lists the mount prefixes (UnknownServer); Tools lists a few of
 	// the server's tools (UnknownToolOnServer).
 	Mounts, Tools []string
+	// Hint explains a server part that names an in-process service.
+	Hint string
 }
 
 func (e *UnknownToolError) Error() string {
@@ -75,6 +77,10 @@ func (e *UnknownToolError) Error() string {
 	case EmptyToolPart:
 		msg += fmt.Sprintf(": the tool part after \"%s__\" is empty", e.Server)
 	case UnknownServer:
+		if e.Hint != "" {
+			msg += fmt.Sprintf(": server %q not found; %s", e.Server, e.Hint)
+			break
+		}
 		if len(e.Mounts) == 0 {
 			msg += fmt.Sprintf(": server %q not found; nothing is mounted", e.Server)
 		} else {
@@ -115,13 +121,13 @@ func RouteToolCall(names NameSet, style agents.Namespacing, server, name string)
 			return Route{Canonical: full}
 		}
 	}
-	return Route{Err: explainUnknown(names, name)}
+	return Route{Err: explainUnknown(names, server, name)}
 }
 
 // maxListed bounds the tools an error lists.
 const maxListed = 5
 
-func explainUnknown(names NameSet, name string) *UnknownToolError {
+func explainUnknown(names NameSet, server, name string) *UnknownToolError {
 	e := &UnknownToolError{Name: name}
 	lister, ok := names.(EntryLister)
 	if !ok || name == "" {
@@ -155,6 +161,7 @@ func explainUnknown(names NameSet, name string) *UnknownToolError {
 		if len(tools) == 0 {
 			e.Reason, e.Mounts = UnknownServer, mounts
 			sort.Strings(e.Mounts)
+			e.Hint = inProcessHint(entries, server, srv)
 			return e
 		}
 		sort.Strings(tools)
@@ -173,4 +180,27 @@ func explainUnknown(names NameSet, name string) *UnknownToolError {
 		e.Reason, e.Suggestion = BareName, hits[0]
 	}
 	return e
+}
+
+// inProcessHint explains a server part that names an in-process service
+// rather than a prefix: the server name S, or a knowledge base's name.
+func inProcessHint(entries []Entry, server, srv string) string {
+	if srv == server {
+		var builtins []string
+		for _, e := range entries {
+			if e.Kind == KindBuiltin {
+				builtins = append(builtins, e.Name)
+			}
+		}
+		return fmt.Sprintf("%q is agentctl's own server name; its tools are called by their names (%s)", srv, strings.Join(builtins, ", "))
+	}
+	for _, e := range entries {
+		if e.Mount == srv && IsInProcess(string(e.Kind)) {
+			if e.Prefix == "" {
+				return fmt.Sprintf("%q is a knowledge base whose tools have no prefix (%s)", srv, e.Base)
+			}
+			return fmt.Sprintf("%q is a knowledge base; its tools are prefixed %s__", srv, e.Prefix)
+		}
+	}
+	return ""
 }

@@ -121,6 +121,7 @@ func TestRouteToolCallExplainsUnknownNames(t *testing.T) {
 		{"concept_read", UnknownName, `unknown tool "concept_read"`, ""}, // two candidates: no guess
 		{"ask_user_question", BareName, `did you mean "ask_user_question_agentctl"?`, "ask_user_question_agentctl"},
 		{"nothing_like_it", UnknownName, `unknown tool "nothing_like_it"`, ""},
+		{"agentctl__ask_user_question", UnknownServer, `server "agentctl" not found; "agentctl" is agentctl's own server name; its tools are called by their names (ask_user_question_agentctl)`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.call, func(t *testing.T) {
@@ -210,4 +211,29 @@ func ExampleRouteToolCall() {
 	// Output:
 	// ask_user_question_agentctl
 	// unknown tool "ask_user_question"
+}
+
+// The router names an in-process service when the server part is its name
+// rather than its prefix (the same IsInProcess answer the reserved-name
+// checks use).
+func TestRouteToolCallHintsInProcessNames(t *testing.T) {
+	reg := NewRegistry(nil)
+	for _, e := range []Entry{
+		{Name: "ask_user_question_agentctl", Kind: KindBuiltin, Base: "ask_user_question"},
+		{Name: "d__concept_read", Kind: KindKB, Mount: "docs", Prefix: "d", Base: "concept_read"},
+		{Name: "web__fetch", Kind: KindExternal, Mount: "browser", Prefix: "web", Base: "fetch"},
+	} {
+		if err := reg.reserve(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := RouteToolCall(reg, prefix, "agentctl", "docs__concept_read")
+	if r.Err == nil || !strings.Contains(r.Err.Error(), `server "docs" not found; "docs" is a knowledge base; its tools are prefixed d__`) {
+		t.Fatalf("got %v", r.Err)
+	}
+	// An external server's name gets the plain list of mounts.
+	r = RouteToolCall(reg, prefix, "agentctl", "browser__fetch")
+	if r.Err == nil || !strings.Contains(r.Err.Error(), `server "browser" not found; mounted: d, web`) {
+		t.Fatalf("got %v", r.Err)
+	}
 }
