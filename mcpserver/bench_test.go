@@ -44,21 +44,6 @@ func bareServer(t testing.TB, st Store, sameSchemas bool) *mcp.Server {
 	return s
 }
 
-func session(b *testing.B, s *mcp.Server) *mcp.ClientSession {
-	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(ctx, st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cs.Close(); ss.Wait() })
-	return cs
-}
-
 // nopStore records nothing, so the benchmark measures the endpoint.
 type nopStore struct{ *fakeStore }
 
@@ -93,7 +78,7 @@ func BenchmarkEndpoint(b *testing.B) {
 		b.Run("op=tools_list/server=paired_vs_"+base, func(b *testing.B) {
 			bsrv, _ := servers[base](b)
 			esrv, _ := servers["endpoint"](b)
-			bs, es := session(b, bsrv), session(b, esrv)
+			bs, es := sessionFor(b, bsrv, nil), sessionFor(b, esrv, nil)
 			list := func(cs *mcp.ClientSession) func() {
 				return func() {
 					if _, err := cs.ListTools(ctx, nil); err != nil {
@@ -106,7 +91,7 @@ func BenchmarkEndpoint(b *testing.B) {
 		b.Run("op=tools_call/server=paired_vs_"+base, func(b *testing.B) {
 			bsrv, btool := servers[base](b)
 			esrv, etool := servers["endpoint"](b)
-			bs, es := session(b, bsrv), session(b, esrv)
+			bs, es := sessionFor(b, bsrv, nil), sessionFor(b, esrv, nil)
 			call := func(cs *mcp.ClientSession, tool string) func() {
 				params := &mcp.CallToolParams{Name: tool, Arguments: args}
 				return func() {
@@ -121,7 +106,7 @@ func BenchmarkEndpoint(b *testing.B) {
 	for _, name := range []string{"bare", "bare_same_schemas", "endpoint"} {
 		b.Run("op=tools_list/server="+name, func(b *testing.B) {
 			s, _ := servers[name](b)
-			cs := session(b, s)
+			cs := sessionFor(b, s, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := cs.ListTools(ctx, nil); err != nil {
@@ -131,7 +116,7 @@ func BenchmarkEndpoint(b *testing.B) {
 		})
 		b.Run("op=tools_call/server="+name, func(b *testing.B) {
 			s, tool := servers[name](b)
-			cs := session(b, s)
+			cs := sessionFor(b, s, nil)
 			params := &mcp.CallToolParams{Name: tool, Arguments: args}
 			b.ReportAllocs()
 			for b.Loop() {
@@ -174,7 +159,7 @@ func BenchmarkToolsList100KBs(b *testing.B) {
 	// The bare server gets the endpoint's own tool definitions (canonical
 	// names, same schemas), read back through a session.
 	var tools []*mcp.Tool
-	for t, err := range session(b, ep.Server()).Tools(ctx, nil) {
+	for t, err := range sessionFor(b, ep.Server(), nil).Tools(ctx, nil) {
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -205,7 +190,7 @@ func BenchmarkToolsList100KBs(b *testing.B) {
 	// the other core's load, which sub-benchmark ran first) hits both alike;
 	// the metric is the median of the per-iteration ratios.
 	b.Run("server=paired", func(b *testing.B) {
-		bs, es := session(b, bare), session(b, ep.Server())
+		bs, es := sessionFor(b, bare, nil), sessionFor(b, ep.Server(), nil)
 		list := func(cs *mcp.ClientSession) func() {
 			return func() {
 				if _, err := cs.ListTools(ctx, nil); err != nil {
@@ -221,7 +206,7 @@ func BenchmarkToolsList100KBs(b *testing.B) {
 		server *mcp.Server
 	}{{"bare", bare}, {"endpoint", ep.Server()}} {
 		b.Run("server="+s.name, func(b *testing.B) {
-			cs := session(b, s.server)
+			cs := sessionFor(b, s.server, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				res, err := cs.ListTools(ctx, nil)

@@ -91,9 +91,15 @@ func connect(t testing.TB, cfg Config, opts *mcp.ClientOptions) (*Endpoint, *mcp
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ep, sessionFor(t, ep.Server(), opts)
+}
+
+// sessionFor connects an in-memory client session to s, closed at cleanup.
+func sessionFor(t testing.TB, s *mcp.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := ep.Server().Connect(ctx, st, nil)
+	ss, err := s.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +108,7 @@ func connect(t testing.TB, cfg Config, opts *mcp.ClientOptions) (*Endpoint, *mcp
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
-	return ep, cs
+	return cs
 }
 
 func testConfig(style agents.Namespacing, st Store) Config {

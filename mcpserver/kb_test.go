@@ -69,18 +69,7 @@ func connectKB(t testing.TB, kb *KB, prefix string) (*Endpoint, *mcp.ClientSessi
 	if err := RegisterKBTools(ep.Registry(), kb, prefix, kbMountName(prefix)); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := ep.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
-	return ep, cs
+	return ep, sessionFor(t, ep.Server(), nil)
 }
 
 // callKB calls a tool that must answer with a result (not a protocol error).

@@ -35,7 +35,7 @@ func benchProxy(b *testing.B, mounts ...MountConfig) (*Endpoint, *mcp.ClientSess
 	ctx, cancel := context.WithCancel(context.Background())
 	ep.Start(ctx)
 	b.Cleanup(func() { cancel(); ep.Wait(); ep.Close() })
-	cs := session(b, ep.Server())
+	cs := sessionFor(b, ep.Server(), nil)
 	if _, err := cs.ListTools(ctx, nil); err != nil { // waits for the first round
 		b.Fatal(err)
 	}

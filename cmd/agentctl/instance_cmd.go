@@ -30,6 +30,18 @@ id, a unique prefix of the id, or its label (--name).`,
 	return cmd
 }
 
+// withInstance opens the store and resolves ref (an id, a unique id prefix
+// or a label) for one command.
+func (a *App) withInstance(ctx context.Context, ref string, fn func(*instance.Store, *instance.Record) error) error {
+	return a.withStore(ctx, func(st *instance.Store) error {
+		r, err := st.Get(ctx, ref)
+		if err != nil {
+			return err
+		}
+		return fn(st, r)
+	})
+}
+
 // withStore opens the store for one command.
 func (a *App) withStore(ctx context.Context, fn func(*instance.Store) error) error {
 	st, err := a.Store(ctx)
@@ -213,11 +225,7 @@ func (a *App) newInstanceShowCmd() *cobra.Command {
 			if err := checkFormat(output); err != nil {
 				return err
 			}
-			return a.withStore(cmd.Context(), func(st *instance.Store) error {
-				r, err := st.Get(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
+			return a.withInstance(cmd.Context(), args[0], func(st *instance.Store, r *instance.Record) error {
 				if output == formatJSON {
 					return a.IO.PrintJSON(redacted(r))
 				}
@@ -298,11 +306,7 @@ question. The waiting tool call returns the answer at once.`,
 			if len(args) == 3 {
 				qid = args[1]
 			}
-			return a.withStore(cmd.Context(), func(st *instance.Store) error {
-				r, err := st.Get(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
+			return a.withInstance(cmd.Context(), args[0], func(st *instance.Store, r *instance.Record) error {
 				q, err := st.Answer(cmd.Context(), r.ID, qid, text)
 				if err != nil {
 					return err
@@ -334,11 +338,7 @@ func (a *App) newInstanceQuestionsCmd() *cobra.Command {
 			if err := checkFormat(output); err != nil {
 				return err
 			}
-			return a.withStore(cmd.Context(), func(st *instance.Store) error {
-				r, err := st.Get(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
+			return a.withInstance(cmd.Context(), args[0], func(st *instance.Store, r *instance.Record) error {
 				qs, err := st.Questions(cmd.Context(), r.ID, all)
 				if err != nil {
 					return err
@@ -406,11 +406,7 @@ With -o json each event is one JSON object per line (JSON Lines), also with --fo
 				return err
 			}
 			ctx := cmd.Context()
-			return a.withStore(ctx, func(st *instance.Store) error {
-				r, err := st.Get(ctx, args[0])
-				if err != nil {
-					return err
-				}
+			return a.withInstance(ctx, args[0], func(st *instance.Store, r *instance.Record) error {
 				var after int64
 				for {
 					evs, err := st.Events(ctx, r.ID, after)
@@ -465,13 +461,9 @@ is reached, 6 when the instance reports "failed" first, 5 when --timeout passes
 			if timeout < 0 {
 				return usageErrorf("invalid --timeout %s: use a positive duration, or 0 to wait until interrupted", timeout)
 			}
-			return a.withStore(cmd.Context(), func(st *instance.Store) error {
-				// Resolve the instance before the clock starts, so a short
-				// timeout is a timeout, never a failed open.
-				r, err := st.Get(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
+			// Resolve the instance before the clock starts, so a short
+			// timeout is a timeout, never a failed open.
+			return a.withInstance(cmd.Context(), args[0], func(st *instance.Store, r *instance.Record) error {
 				ctx := cmd.Context()
 				if timeout > 0 {
 					var cancel context.CancelFunc
