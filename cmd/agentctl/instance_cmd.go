@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,17 +34,33 @@ id, a unique prefix of the id, or its label (--name).`,
 // withInstance opens the store and resolves ref (an id, a unique id prefix
 // or a label) for one command.
 func (a *App) withInstance(ctx context.Context, ref string, fn func(*instance.Store, *instance.Record) error) error {
-	return a.withStore(ctx, func(st *instance.Store) error {
+	err := a.withStore(ctx, func(st *instance.Store) error {
 		r, err := st.Get(ctx, ref)
 		if err != nil {
 			return err
 		}
 		return fn(st, r)
 	})
+	if errors.Is(err, errNoState) {
+		return &instance.NotFoundError{What: "instance", Ref: ref, Hint: "no instance was ever created in " + a.StateDir()}
+	}
+	return err
 }
 
-// withStore opens the store for one command.
+// errNoState: the state directory has no database yet. Commands that only
+// read do not create one.
+var errNoState = errors.New("no state database yet")
+
+// withStore opens the existing store for one command; errNoState if none.
 func (a *App) withStore(ctx context.Context, fn func(*instance.Store) error) error {
+	if _, err := os.Stat(filepath.Join(a.StateDir(), instance.DBFile)); errors.Is(err, os.ErrNotExist) {
+		return errNoState
+	}
+	return a.withNewStore(ctx, fn)
+}
+
+// withNewStore opens the store for one command, creating it if needed.
+func (a *App) withNewStore(ctx context.Context, fn func(*instance.Store) error) error {
 	st, err := a.Store(ctx)
 	if err != nil {
 		return err
@@ -128,7 +145,7 @@ works in scripts; -o json prints the whole record.`,
 			if err != nil {
 				return err
 			}
-			return a.withStore(cmd.Context(), func(st *instance.Store) error {
+			return a.withNewStore(cmd.Context(), func(st *instance.Store) error {
 				rec, err := st.CreateInstance(cmd.Context(), instance.CreateOptions{
 					Definition: def, Name: name, Workspace: workspace,
 					ServerName: server, QuestionTimeout: timeout, Executable: exe, NoTrust: noTrust,
@@ -188,24 +205,27 @@ func (a *App) newInstanceListCmd() *cobra.Command {
 			if err := checkFormat(output); err != nil {
 				return err
 			}
-			return a.withStore(cmd.Context(), func(st *instance.Store) error {
-				recs, err := st.List(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if output == formatJSON {
-					for i, r := range recs {
-						recs[i] = redacted(r)
-					}
-					return a.IO.PrintJSON(recs)
-				}
-				rows := make([][]string, len(recs))
-				for i, r := range recs {
-					rows[i] = []string{r.ID, orDash(r.Name), r.Agent, string(r.Capabilities.ToolNames.Namespacing),
-						r.ServerName, r.CreatedAt.Format(time.RFC3339), r.Workspace}
-				}
-				return a.IO.PrintTable([]string{"ID", "NAME", "AGENT", "NAMESPACING", "SERVER", "CREATED", "WORKSPACE"}, rows)
+			recs := []*instance.Record{}
+			err := a.withStore(cmd.Context(), func(st *instance.Store) error {
+				var err error
+				recs, err = st.List(cmd.Context())
+				return err
 			})
+			if err != nil && !errors.Is(err, errNoState) {
+				return err
+			}
+			if output == formatJSON {
+				for i, r := range recs {
+					recs[i] = redacted(r)
+				}
+				return a.IO.PrintJSON(recs)
+			}
+			rows := make([][]string, len(recs))
+			for i, r := range recs {
+				rows[i] = []string{r.ID, orDash(r.Name), r.Agent, string(r.Capabilities.ToolNames.Namespacing),
+					r.ServerName, r.CreatedAt.Format(time.RFC3339), r.Workspace}
+			}
+			return a.IO.PrintTable([]string{"ID", "NAME", "AGENT", "NAMESPACING", "SERVER", "CREATED", "WORKSPACE"}, rows)
 		},
 	}
 	addOutputFlag(cmd, &output)
@@ -267,8 +287,8 @@ func (a *App) newInstanceDeleteCmd() *cobra.Command {
 			if err := checkFormat(output); err != nil {
 				return err
 			}
-			return a.withStore(cmd.Context(), func(st *instance.Store) error {
-				r, err := st.Delete(cmd.Context(), args[0])
+			return a.withInstance(cmd.Context(), args[0], func(st *instance.Store, r *instance.Record) error {
+				r, err := st.Delete(cmd.Context(), r.ID)
 				if err != nil {
 					return err
 				}
@@ -523,7 +543,7 @@ func (a *App) completeInstances(cmd *cobra.Command, args []string, _ string) ([]
 		}
 		return err
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errNoState) {
 		return nil, cobra.ShellCompDirectiveError
 	}
 	slices.Sort(out)

@@ -55,11 +55,7 @@ protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.`,
 			}
 			logger := slog.New(slog.NewTextHandler(a.IO.ErrOut, &slog.HandlerOptions{Level: level}))
 			ctx := cmd.Context()
-			return a.withStore(ctx, func(st *instance.Store) error {
-				rec, err := st.Get(ctx, ref)
-				if err != nil {
-					return err
-				}
+			return a.withInstance(ctx, ref, func(st *instance.Store, rec *instance.Record) error {
 				// The prefix contract again, in case the record was edited.
 				mounts, _, err := recordPlan(rec)
 				if err != nil {

@@ -122,11 +122,7 @@ func renames(before, after []mcpserver.PlannedTool) []rename {
 // changeMounts recomputes an instance's mounts, shows the renames, asks,
 // and stores the new mount set with its re-expanded files.
 func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output string, change func([]mountConf) ([]mountConf, error)) error {
-	return a.withStore(ctx, func(st *instance.Store) error {
-		rec, err := st.Get(ctx, ref)
-		if err != nil {
-			return err
-		}
+	return a.withInstance(ctx, ref, func(st *instance.Store, rec *instance.Record) error {
 		_, before, err := recordPlan(rec)
 		if err != nil {
 			return err
