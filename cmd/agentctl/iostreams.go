@@ -30,14 +30,21 @@ func newIOStreams(in io.Reader, out, errOut io.Writer, getenv func(string) strin
 	s.outTTY = isTerminal(out)
 	s.errTTY = isTerminal(errOut)
 	s.inTTY = isTerminal(in)
-	s.color = s.outTTY
-	if getenv("NO_COLOR") != "" || getenv("CLICOLOR") == "0" || getenv("TERM") == "dumb" {
-		s.color = false
-	}
-	if v := getenv("CLICOLOR_FORCE"); v != "" && v != "0" && getenv("NO_COLOR") == "" {
-		s.color = true
-	}
+	s.color = colorEnabled(s.outTTY, getenv)
 	return s
+}
+
+// colorEnabled decides colour: on a terminal, unless NO_COLOR (any
+// non-empty value), CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE (not 0) forces
+// it anywhere, but never over NO_COLOR.
+func colorEnabled(tty bool, getenv func(string) string) bool {
+	if getenv("NO_COLOR") != "" {
+		return false
+	}
+	if v := getenv("CLICOLOR_FORCE"); v != "" && v != "0" {
+		return true
+	}
+	return tty && getenv("CLICOLOR") != "0" && getenv("TERM") != "dumb"
 }
 
 func isTerminal(v any) bool {
