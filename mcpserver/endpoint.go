@@ -83,10 +83,10 @@ type Endpoint struct {
 
 	// External servers and the namespace they share with the rest.
 	upstreams []*upstream
-	nsMu      sync.RWMutex         // held by reconcile; tools/list and routing read under it
-	static    map[string]bool      // built-in and knowledge-base names
-	external  map[string]*mcp.Tool // served external names -> upstream tool
-	reported  map[string][]string  // collisions already logged
+	nsMu      sync.RWMutex           // held by reconcile; tools/list and routing read under it
+	static    map[string]bool        // built-in and knowledge-base names
+	external  map[string]*servedTool // served external names
+	reported  map[string][]string    // collisions already logged
 	conflicts []Conflict
 	progress  progressRoutes
 	logMu     sync.Mutex
@@ -130,7 +130,7 @@ func New(cfg Config) (*Endpoint, error) {
 	sdkLog := sdkLogger(cfg.Logger)
 	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
-		static: map[string]bool{}, external: map[string]*mcp.Tool{}, firstRound: make(chan struct{})}
+		static: map[string]bool{}, external: map[string]*servedTool{}, firstRound: make(chan struct{})}
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func instructions(cfg Config) string {
 func (e *Endpoint) addMounts() error {
 	for _, m := range e.cfg.Mounts {
 		if m.Kind == "mcp" {
-			e.upstreams = append(e.upstreams, &upstream{e: e, mount: m, state: UpstreamConnecting})
+			e.upstreams = append(e.upstreams, &upstream{e: e, mount: m, state: UpstreamConnecting, relist: make(chan struct{}, 1)})
 			continue
 		}
 		if m.Kind != "kb" {
@@ -183,10 +183,14 @@ func (e *Endpoint) addMounts() error {
 func (e *Endpoint) Start(ctx context.Context) {
 	e.pending.Add(len(e.upstreams))
 	for _, u := range e.upstreams {
-		e.running.Add(1)
+		e.running.Add(2)
 		go func() {
 			defer e.running.Done()
 			u.run(ctx)
+		}()
+		go func() {
+			defer e.running.Done()
+			u.relistLoop(ctx)
 		}()
 	}
 	go func() {

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,9 @@ const (
 	UpstreamDown       = "down"
 )
 
+// httpKeepAlive is how often agentctl pings a streamable HTTP server.
+const httpKeepAlive = 15 * time.Second
+
 // Restart backoff of a failed external server.
 const (
 	minBackoff = 250 * time.Millisecond
@@ -52,7 +56,10 @@ type upstream struct {
 	tools   []*mcp.Tool // as listed upstream, by their own names
 	state   string
 	lastErr string
-	since   time.Time
+
+	// relist asks the relist worker to list the tools again (coalescing:
+	// several tools/list_changed in a row make one relist).
+	relist chan struct{}
 }
 
 // UpstreamStatus is an external server's state, as get_instance shows it.
@@ -76,7 +83,6 @@ func (u *upstream) set(state string, cs *mcp.ClientSession, tools []*mcp.Tool, e
 	if err != nil {
 		u.lastErr = err.Error()
 	}
-	u.since = time.Now()
 	u.mu.Unlock()
 }
 
@@ -186,10 +192,20 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 		stopWithParent(cmd)
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	}
+	var keepAlive time.Duration
+	if u.mount.URL != "" {
+		// A stdio server's death ends its pipe; an HTTP server's is only seen
+		// by asking. The SDK closes the session after a failed ping.
+		keepAlive = httpKeepAlive
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentctl", Version: u.e.cfg.Version}, &mcp.ClientOptions{
-		Logger: u.e.sdkLog,
+		Logger:    u.e.sdkLog,
+		KeepAlive: keepAlive,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			go u.relist(ctx)
+			select {
+			case u.relist <- struct{}{}:
+			default: // a relist is already pending
+			}
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			u.e.forwardProgress(ctx, req.Params)
@@ -243,8 +259,20 @@ func listAll(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
 	return tools, nil
 }
 
-// relist follows the server's tools/list_changed.
-func (u *upstream) relist(ctx context.Context) {
+// relistLoop follows the server's tools/list_changed, one listing at a
+// time, until ctx is done.
+func (u *upstream) relistLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-u.relist:
+			u.relistOnce(ctx)
+		}
+	}
+}
+
+func (u *upstream) relistOnce(ctx context.Context) {
 	cs, _ := u.current()
 	if cs == nil {
 		return
@@ -287,11 +315,24 @@ func (u *upstream) forward(base string) mcp.ToolHandler {
 			return nil, ctx.Err()
 		}
 		var rpcErr *jsonrpc.Error
-		if errors.As(err, &rpcErr) {
+		if errors.As(err, &rpcErr) && !isTransportFailure(rpcErr) {
 			return nil, rpcErr // the server's own protocol error, unchanged
 		}
+		// The connection is broken (a crashed process, a dead HTTP server):
+		// close the session so the run loop restarts the server.
+		cs.Close()
 		return toolError(fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", u.mount.Name, err)), nil
 	}
+}
+
+// isTransportFailure tells go-sdk's own transport errors (which it reports
+// as JSON-RPC errors with its implementation codes) from a server's answer.
+func isTransportFailure(e *jsonrpc.Error) bool {
+	switch e.Code {
+	case -32001, -32003, -32004, -32005: // unknown, client closing, server closing, rejected by transport
+		return true
+	}
+	return false
 }
 
 // forwardedMeta is the client's _meta as sent upstream: the client's own
@@ -380,6 +421,7 @@ func (e *Endpoint) reconcile() {
 		}
 	}
 	conflicts := map[string][]string{}
+	invalid := map[string]bool{}
 	for name, cands := range want {
 		var sources []string
 		if ent, ok := e.staticEntry(name); ok {
@@ -391,8 +433,9 @@ func (e *Endpoint) reconcile() {
 		if len(sources) > 1 {
 			conflicts[name] = sources
 		}
-		if ValidateToolName(name) != nil {
-			conflicts[name] = append(sources, "(not a valid tool name)")
+		if err := ValidateToolName(name); err != nil {
+			e.log.Warn("an external tool has an invalid name; it is not served", "tool", name, "source", cands[0].u.mount.Source(), "error", err)
+			invalid[name] = true
 		}
 	}
 	// Built-ins and knowledge-base tools step aside while a collision lasts.
@@ -403,18 +446,22 @@ func (e *Endpoint) reconcile() {
 			e.registry.Restore(name)
 		}
 	}
-	// External tools: drop what is gone, changed or in conflict; add the rest.
-	for name, t := range e.external {
+	// External tools: drop what is gone, changed or in conflict; add the
+	// rest. An unchanged definition stays registered (a relist or a restart
+	// of its server must not make a call fail or tell clients of a change).
+	for name, served := range e.external {
 		cands := want[name]
 		_, clash := conflicts[name]
-		if clash || len(cands) != 1 || cands[0].tool != t {
+		if clash || len(cands) != 1 || cands[0].u != served.u || !sameTool(cands[0].tool, served.tool) {
 			e.registry.Remove(name)
 			delete(e.external, name)
+		} else {
+			served.tool = cands[0].tool
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		cands := want[name]
-		if _, clash := conflicts[name]; clash {
+		if _, clash := conflicts[name]; clash || invalid[name] {
 			continue
 		}
 		if _, ok := e.external[name]; ok {
@@ -428,7 +475,7 @@ func (e *Endpoint) reconcile() {
 			e.log.Warn("cannot serve an external tool", "tool", name, "error", err)
 			continue
 		}
-		e.external[name] = c.tool
+		e.external[name] = &servedTool{u: c.u, tool: c.tool}
 	}
 	// Report each new collision once.
 	var list []Conflict
@@ -440,6 +487,22 @@ func (e *Endpoint) reconcile() {
 	}
 	e.reported = conflicts
 	e.conflicts = list
+}
+
+// servedTool is an external tool the registry serves.
+type servedTool struct {
+	u    *upstream
+	tool *mcp.Tool
+}
+
+// sameTool compares two listings of a tool by value.
+func sameTool(a, b *mcp.Tool) bool {
+	if a == b {
+		return true
+	}
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
 // staticEntry returns the built-in or knowledge-base entry of name, also

@@ -457,3 +457,103 @@ func TestProxyStreamableHTTP(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+// TestProxyRelistKeepsUnchangedTools: listing a server's tools again (as on
+// every tools/list_changed) must not take unchanged tools out of service,
+// not even for a moment: calls racing the relists all succeed.
+func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
+	p := startProxy(t, PrefixModeMountName, withBin(t, mcpMount("up")))
+	eventually(t, "tools", func() bool { return p.ep.Registry().Has("echo") })
+	u := p.ep.upstreams[0]
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// What a relist does: a new listing, equal in value.
+			u.mu.Lock()
+			fresh := make([]*mcp.Tool, len(u.tools))
+			for i, tl := range u.tools {
+				c := *tl
+				fresh[i] = &c
+			}
+			u.tools = fresh
+			u.mu.Unlock()
+			p.ep.reconcile()
+		}
+	}()
+	for i := range 800 {
+		r, err := p.call(t, "echo", map[string]any{"text": "x"})
+		if err != nil || r.IsError {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("call %d during relists: %v %+v", i, err, r)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// httpUpstream serves a go-sdk server over streamable HTTP.
+func httpUpstream(t *testing.T, tools ...string) (*mcp.Server, *httptest.Server) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "http-upstream", Version: "1"}, nil)
+	for _, name := range tools {
+		mcp.AddTool(up, &mcp.Tool{Name: name, Description: "Says its name."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "remote " + name}}}, nil, nil
+		})
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	return up, srv
+}
+
+// TestProxyHTTPServerDies: a call to a server that went away is an isError
+// result naming it, and agentctl stops calling it up.
+func TestProxyHTTPServerDies(t *testing.T) {
+	_, srv := httpUpstream(t, "hello")
+	m := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "remote"}}, URL: srv.URL, Timeout: 2 * time.Second}
+	p := startProxy(t, PrefixModeMountName, m)
+	eventually(t, "the remote tools", func() bool { return p.ep.Registry().Has("hello") })
+	srv.CloseClientConnections()
+	srv.Close()
+	r, err := p.call(t, "hello", nil)
+	if err != nil || !r.IsError || !strings.Contains(resultText(r), `MCP server "remote" failed during the call`) {
+		t.Fatalf("got %v %+v", err, r)
+	}
+	eventually(t, "the server to be marked not up", func() bool { return p.ep.UpstreamStatuses()[0].State != UpstreamUp })
+	eventually(t, "its tools to be withdrawn", func() bool { return !p.ep.Registry().Has("hello") })
+}
+
+// TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool: an external
+// tool named like a knowledge base's (both unprefixed, mode off) takes both
+// out of service; when the server drops it, the knowledge base's returns.
+func TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool(t *testing.T) {
+	up, srv := httpUpstream(t, "concept_read", "other")
+	kb := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "kb", Name: "docs"}}, Path: t.TempDir()}
+	remote := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "remote"}}, URL: srv.URL}
+	p := startProxy(t, PrefixModeOff, kb, remote)
+	eventually(t, "the collision", func() bool { return len(p.ep.Conflicts()) == 1 })
+	if p.ep.Registry().Has("concept_read") {
+		t.Fatal("concept_read is served although two sources want it")
+	}
+	if c := p.ep.Conflicts()[0]; c.Name != "concept_read" || !slices.Equal(c.Sources, []string{"kb docs", "mcp remote"}) {
+		t.Fatalf("conflict %+v", c)
+	}
+	if !p.ep.Registry().Has("other") || !p.ep.Registry().Has("concept_search") {
+		t.Fatal("the rest must keep working")
+	}
+	up.RemoveTools("concept_read") // the server sends tools/list_changed
+	eventually(t, "the knowledge base's tool back", func() bool {
+		e, ok := p.ep.Registry().Lookup("concept_read")
+		return ok && e.Kind == KindKB && len(p.ep.Conflicts()) == 0
+	})
+	if r, err := p.call(t, "concept_read", map[string]any{"id": "nosuch"}); err != nil || !strings.Contains(resultText(r), "not found in knowledge base") {
+		t.Fatalf("restored tool: %v %+v", err, r)
+	}
+}
