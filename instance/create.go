@@ -146,6 +146,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		QuestionTimeout: Duration(o.QuestionTimeout),
 	}
 
+	s.sweepLeftovers()
 	// Stage every file in a private directory, then publish it with one rename
 	// inside the transaction that inserts the record.
 	staging, err := os.MkdirTemp(s.instancesDir(), ".staging-"+id+"-")
@@ -334,4 +335,24 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 		}
 	}
 	return r, nil
+}
+
+// leftoverAge is how old a staging or deleting directory must be before a
+// create removes it: one that a crash left behind, never one in use.
+const leftoverAge = time.Hour
+
+// sweepLeftovers removes what a create or delete killed half-way left.
+func (s *Store) sweepLeftovers() {
+	entries, err := os.ReadDir(s.instancesDir())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".staging-") && !strings.HasPrefix(e.Name(), ".deleting-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && s.now().Sub(fi.ModTime()) > leftoverAge {
+			_ = os.RemoveAll(filepath.Join(s.instancesDir(), e.Name()))
+		}
+	}
 }

@@ -3,6 +3,7 @@ package instance
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
@@ -126,3 +127,35 @@ const (
 
 // Statuses lists the valid event statuses.
 var Statuses = []string{StatusRunning, StatusBlocked, StatusDone, StatusFailed}
+
+// Redacted is a copy of the record for printing: the values of external
+// servers' environment variables and headers, which often hold secrets, are
+// replaced by "<redacted>", and a URL's user information and query are hidden.
+func (r *Record) Redacted() *Record {
+	c := *r
+	c.Mounts = make([]Mount, len(r.Mounts))
+	hide := func(m map[string]string) map[string]string {
+		if len(m) == 0 {
+			return m
+		}
+		out := make(map[string]string, len(m))
+		for k := range m {
+			out[k] = "<redacted>"
+		}
+		return out
+	}
+	for i, m := range r.Mounts {
+		m.Env, m.Headers = hide(m.Env), hide(m.Headers)
+		if u, err := url.Parse(m.URL); err == nil && (u.User != nil || u.RawQuery != "") {
+			if u.User != nil {
+				u.User = url.User("redacted")
+			}
+			if u.RawQuery != "" {
+				u.RawQuery = "redacted"
+			}
+			m.URL = u.String()
+		}
+		c.Mounts[i] = m
+	}
+	return &c
+}

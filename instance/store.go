@@ -86,7 +86,8 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(abs, "instances"), 0o755); err != nil {
+	// Private: records hold external servers' environment and headers.
+	if err := os.MkdirAll(filepath.Join(abs, "instances"), 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	dsn := "file:" + filepath.Join(abs, DBFile) +
@@ -102,6 +103,9 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := s.init(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open state database %s: %w", filepath.Join(abs, DBFile), err)
+	}
+	for _, f := range []string{DBFile, DBFile + "-wal", DBFile + "-shm"} {
+		_ = os.Chmod(filepath.Join(abs, f), 0o600) // SQLite creates them by the umask
 	}
 	return s, nil
 }
@@ -272,17 +276,19 @@ func (s *Store) Delete(ctx context.Context, ref string) (*Record, error) {
 		return nil, err
 	}
 	// Move the directory aside first so that a failure leaves the record and
-	// its files together; the rename is atomic.
+	// its files together; the rename is atomic. The directory is derived
+	// from the id, never taken from the (editable) record.
+	dir := filepath.Join(s.instancesDir(), r.ID)
 	trash := filepath.Join(s.instancesDir(), ".deleting-"+r.ID)
 	moved := false
-	if err := os.Rename(r.Dir, trash); err == nil {
+	if err := os.Rename(dir, trash); err == nil {
 		moved = true
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("delete instance %s: %w", r.ID, err)
 	}
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, r.ID); err != nil {
 		if moved {
-			_ = os.Rename(trash, r.Dir)
+			_ = os.Rename(trash, dir)
 		}
 		return nil, err
 	}

@@ -151,9 +151,13 @@ func implementation(cfg Config) *mcp.Implementation {
 	return &mcp.Implementation{Name: "agentctl", Title: "agentctl instance " + cfg.Instance.ID, Version: cfg.Version}
 }
 
+// instructions names the built-ins by the names this client is sent.
 func instructions(cfg Config) string {
-	return fmt.Sprintf("agentctl endpoint for instance %s (%s). Ask the person questions with ask_user_question, report progress with report_progress, and describe the instance with get_instance.",
-		cfg.Instance.ID, cfg.Instance.Agent)
+	name := func(base string) string {
+		return PresentToolName(BuiltinNameSet(cfg.ServerName), cfg.Naming.Namespacing, cfg.ServerName, BuiltinName(base, cfg.ServerName))
+	}
+	return fmt.Sprintf("agentctl endpoint for instance %s (%s). Ask the person questions with %s, report progress with %s, and describe the instance and its tools with %s.",
+		cfg.Instance.ID, cfg.Instance.Agent, name(BaseAskUserQuestion), name(BaseReportProgress), name(BaseGetInstance))
 }
 
 // addMounts opens each knowledge base and registers its tools.
@@ -168,7 +172,7 @@ func (e *Endpoint) addMounts() error {
 		}
 		kb, err := OpenKB(m.Name, m.Path, KBOptions{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
 		if err != nil {
-			return fmt.Errorf("knowledge base %q: %w", m.Name, err)
+			return &MountError{Mount: m.Name, Err: err}
 		}
 		e.kbs = append(e.kbs, kb)
 		if err := RegisterKBTools(e.registry, kb, m.Prefix, m.ToolName); err != nil {
@@ -214,6 +218,16 @@ func (e *Endpoint) awaitFirstRound(ctx context.Context) {
 
 // Wait waits until the external servers started by Start have stopped.
 func (e *Endpoint) Wait() { e.running.Wait() }
+
+// MountError is a mount the endpoint cannot serve (a knowledge base's
+// folder gone, say): invalid configuration, not a crash.
+type MountError struct {
+	Mount string
+	Err   error
+}
+
+func (e *MountError) Error() string { return e.Err.Error() }
+func (e *MountError) Unwrap() error { return e.Err }
 
 // Close releases the mounts (knowledge bases' folders and index refreshers).
 func (e *Endpoint) Close() error {

@@ -162,29 +162,36 @@ func TestToolsListFollowsTheCapability(t *testing.T) {
 	}
 }
 
-func TestPresentationDoesNotMutateTheSDKTools(t *testing.T) {
-	// One server, two sessions: if presentation renamed the SDK's *Tool in
-	// place, a second list would see (and strip) already-stripped names.
+// TestPresentListCopies: presentation renames copies; the SDK's own *Tool
+// values (which tools/list returns) keep their canonical names.
+func TestPresentListCopies(t *testing.T) {
 	ep, err := New(testConfig(agents.NamespacingSuffix, newFakeStore()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	for range 2 {
-		st, ct := mcp.NewInMemoryTransports()
-		ss, err := ep.Server().Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
+	orig := []*mcp.Tool{{Name: "ask_user_question_agentctl"}, {Name: "report_progress_agentctl"}, {Name: "other"}}
+	in := &mcp.ListToolsResult{Tools: slices.Clone(orig), NextCursor: "c"}
+	out := ep.presentList(in)
+	if out == in || out.NextCursor != "c" {
+		t.Fatal("the result must be a copy with the same cursor")
+	}
+	var names []string
+	for _, tl := range out.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Equal(names, []string{"ask_user_question", "report_progress", "other"}) {
+		t.Fatalf("presented %v", names)
+	}
+	for i, tl := range orig {
+		if in.Tools[i] != tl {
+			t.Fatal("the input slice was modified")
 		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := listNames(t, cs); !slices.Equal(got, []string{"ask_user_question", "get_instance", "report_progress"}) {
-			t.Fatalf("got %v", got)
-		}
-		cs.Close()
-		ss.Wait()
+	}
+	if orig[0].Name != "ask_user_question_agentctl" || orig[1].Name != "report_progress_agentctl" {
+		t.Fatalf("the SDK's tools were renamed in place: %q %q", orig[0].Name, orig[1].Name)
+	}
+	if out.Tools[2] != orig[2] {
+		t.Fatal("an unchanged tool need not be copied")
 	}
 }
 

@@ -96,7 +96,7 @@ func (e *PrefixError) Error() string {
 		return fmt.Sprintf("%s: tool_prefix %q %s; use lower-case letters, digits and single '_', starting with a letter",
 			e.Mount.label(), e.Prefix, e.Problem)
 	}
-	return fmt.Sprintf("%s: cannot derive a tool prefix from its name (%s: %s); set an explicit tool_prefix for it (--kb NAME=DIR,prefix=P), or set tool_prefix_mode = \"off\"",
+	return fmt.Sprintf("%s: cannot derive a tool prefix from its name (%s: %s); set an explicit tool_prefix for it (--kb NAME=DIR,prefix=P), or set tool_prefix_mode = \"off\" (--tool-prefix-mode off, or under [mcp] in the config file)",
 		e.Mount.label(), e.Derivation, e.Problem)
 }
 

@@ -34,15 +34,30 @@ type App struct {
 	Args0  string
 	v      *viper.Viper
 	file   fileConfig
+	// given holds the settings given by a flag or an AGENTCTL_* variable.
+	given map[string]bool
 }
 
 // Main runs agentctl with the process's arguments and streams and returns
 // the exit code. It never calls os.Exit.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if s, ok := <-sigs; ok {
+			cancel(signalError{s.(syscall.Signal)})
+		}
+	}()
 	return Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 }
+
+// signalError is the cause of a context cancelled by a signal.
+type signalError struct{ sig syscall.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
 
 // Run runs agentctl with the given arguments (args[0] is the program).
 func Run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer, getenv func(string) string) int {
@@ -59,6 +74,11 @@ func Run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	root.SetOut(out)
 	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)
+	var sig signalError
+	if err != nil && errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &sig) {
+		// Interrupted: the user knows; exit 128+N as shells do.
+		return 128 + int(sig.sig)
+	}
 	if err != nil {
 		var silent *exitError
 		if !(errors.As(err, &silent) && silent.err == errSilent) {
@@ -214,17 +234,29 @@ func (a *App) loadConfig(cmd *cobra.Command) error {
 	// The environment sits between flags and the config file. Viper reads
 	// the process environment itself; agentctl takes it from a.Getenv (so
 	// Run is testable), and a changed flag still wins.
+	a.given = map[string]bool{}
 	for key, env := range envKeys {
-		val := a.Getenv(env)
-		if val == "" {
-			continue
-		}
 		if f := cmd.Flags().Lookup(flagName(key)); f != nil && f.Changed {
+			a.given[key] = true
 			continue
 		}
-		v.Set(key, val)
+		if val := a.Getenv(env); val != "" {
+			a.given[key] = true
+			v.Set(key, val)
+		}
 	}
 	return nil
+}
+
+// pathSetting is a path setting; a relative path from the config file is
+// relative to the file, like the file's [[kbs]] paths (from a flag or the
+// environment, to the working directory).
+func (a *App) pathSetting(key string) string {
+	p := a.v.GetString(key)
+	if p != "" && !filepath.IsAbs(p) && !a.given[key] && a.file.dir != "" {
+		return filepath.Join(a.file.dir, p)
+	}
+	return p
 }
 
 // envKeys maps settings to their AGENTCTL_* variables.
@@ -315,7 +347,7 @@ func (a *App) configHome() string {
 // StateDir is where the store lives: --state-dir, AGENTCTL_STATE_DIR, the
 // config file, else $XDG_STATE_HOME/agentctl, else ~/.local/state/agentctl.
 func (a *App) StateDir() string {
-	if d := a.v.GetString("state_dir"); d != "" {
+	if d := a.pathSetting("state_dir"); d != "" {
 		return d
 	}
 	if d := a.Getenv("XDG_STATE_HOME"); d != "" {
@@ -326,7 +358,7 @@ func (a *App) StateDir() string {
 
 // AgentsDir is where user agent definitions live.
 func (a *App) AgentsDir() string {
-	if d := a.v.GetString("agents_dir"); d != "" {
+	if d := a.pathSetting("agents_dir"); d != "" {
 		return d
 	}
 	return filepath.Join(a.configHome(), "agentctl", "agents")

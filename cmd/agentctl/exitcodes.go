@@ -7,19 +7,20 @@ import (
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
 )
 
 // Exit codes. They are part of the CLI contract and documented in
 // `agentctl help exit-codes`.
 const (
-	ExitOK       = 0 // success
-	ExitError    = 1 // any other error
-	ExitUsage    = 2 // bad command line: unknown flag, missing argument
-	ExitNotFound = 3 // unknown agent, instance or question
-	ExitInvalid  = 4 // invalid configuration or input, or a conflict
-	ExitTimeout  = 5 // a wait ran out of time
-	ExitFailed   = 6 // the instance reported status failed (instance wait)
-	ExitSignal   = 130
+	ExitOK       = 0   // success
+	ExitError    = 1   // any other error
+	ExitUsage    = 2   // bad command line: unknown flag, missing argument
+	ExitNotFound = 3   // unknown agent, instance or question
+	ExitInvalid  = 4   // invalid configuration or input, or a conflict
+	ExitTimeout  = 5   // a wait ran out of time
+	ExitFailed   = 6   // the instance reported status failed (instance wait)
+	ExitSignal   = 130 // interrupted (SIGINT); 143 for SIGTERM
 )
 
 const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI can tell outcomes apart:
@@ -34,7 +35,7 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
                 id prefix
   5  timeout    'instance wait' ran out of time before the status was reached
   6  failed     'instance wait' saw the instance report status "failed"
-  130 interrupted by SIGINT
+  130 interrupted by SIGINT (143 by SIGTERM); 'mcp serve' exits 0 on either
 
 The message on stderr says what was wrong and how to fix it.`
 
@@ -62,6 +63,7 @@ func exitCode(err error) int {
 	var de *agents.DecodeError
 	var fp *agents.FileProblem
 	var ce *configError
+	var me *mcpserver.MountError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -73,7 +75,7 @@ func exitCode(err error) int {
 		return ExitSignal
 	case errors.Is(err, agents.ErrUnknownAgent), errors.Is(err, instance.ErrNotFound):
 		return ExitNotFound
-	case errors.As(err, &de), errors.As(err, &fp), errors.As(err, &ce),
+	case errors.As(err, &de), errors.As(err, &fp), errors.As(err, &ce), errors.As(err, &me),
 		errors.Is(err, instance.ErrInvalid), errors.Is(err, instance.ErrConflict):
 		return ExitInvalid
 	}

@@ -165,7 +165,7 @@ works in scripts; -o json prints the whole record.`,
 				a.IO.Narrate("Created instance %s for %s (server name %q).", rec.ID, rec.Agent, rec.ServerName)
 				a.IO.Narrate("Client configuration: %s", rec.MCPConfigPath)
 				if output == formatJSON {
-					return a.IO.PrintJSON(redacted(rec))
+					return a.IO.PrintJSON(rec.Redacted())
 				}
 				_, err = fmt.Fprintln(a.IO.Out, rec.ID)
 				return err
@@ -216,7 +216,7 @@ func (a *App) newInstanceListCmd() *cobra.Command {
 			}
 			if output == formatJSON {
 				for i, r := range recs {
-					recs[i] = redacted(r)
+					recs[i] = r.Redacted()
 				}
 				return a.IO.PrintJSON(recs)
 			}
@@ -247,7 +247,7 @@ func (a *App) newInstanceShowCmd() *cobra.Command {
 			}
 			return a.withInstance(cmd.Context(), args[0], func(st *instance.Store, r *instance.Record) error {
 				if output == formatJSON {
-					return a.IO.PrintJSON(redacted(r))
+					return a.IO.PrintJSON(r.Redacted())
 				}
 				tn := r.Capabilities.ToolNames
 				ex := exampleName(tn, r.ServerName)
@@ -261,7 +261,7 @@ func (a *App) newInstanceShowCmd() *cobra.Command {
 					{"example", fmt.Sprintf("%s is sent as %s; the model sees %s", ex.Canonical, ex.Transport, ex.ModelSees)},
 				}
 				fields = append(fields, [2]string{"tool prefix mode", r.ToolPrefixMode})
-				for _, m := range r.Mounts {
+				for _, m := range r.Redacted().Mounts {
 					fields = append(fields, [2]string{"mount", describeMount(m)})
 				}
 				for _, f := range r.Files {
@@ -294,7 +294,7 @@ func (a *App) newInstanceDeleteCmd() *cobra.Command {
 				}
 				a.IO.Narrate("Deleted instance %s and %s.", r.ID, r.Dir)
 				if output == formatJSON {
-					return a.IO.PrintJSON(redacted(r))
+					return a.IO.PrintJSON(r.Redacted())
 				}
 				_, err = fmt.Fprintln(a.IO.Out, r.ID)
 				return err
@@ -391,11 +391,19 @@ func (a *App) printEvents(output string, evs []*instance.Event) error {
 		if e.Percent != nil {
 			pct = fmt.Sprintf("%g%%", *e.Percent)
 		}
+		// The message comes from the model: no tabs, newlines or escape
+		// sequences into TSV or the terminal.
+		msg := strings.Map(func(r rune) rune {
+			if r < ' ' || r == 0x7f {
+				return ' '
+			}
+			return r
+		}, e.Message)
 		var err error
 		if a.IO.IsStdoutTTY() {
-			_, err = fmt.Fprintf(a.IO.Out, "%4d  %s  %-7s  %5s  %s\n", e.Seq, e.At.Local().Format(time.TimeOnly), e.Status, pct, e.Message)
+			_, err = fmt.Fprintf(a.IO.Out, "%4d  %s  %-7s  %5s  %s\n", e.Seq, e.At.Local().Format(time.TimeOnly), e.Status, pct, msg)
 		} else {
-			_, err = fmt.Fprintf(a.IO.Out, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.At.Format(time.RFC3339Nano), e.Status, pct, e.Message)
+			_, err = fmt.Fprintf(a.IO.Out, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.At.Format(time.RFC3339Nano), e.Status, pct, msg)
 		}
 		if err != nil {
 			return err

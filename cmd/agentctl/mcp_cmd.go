@@ -71,7 +71,7 @@ protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.`,
 				if slices.ContainsFunc(mounts, func(m mcpserver.MountConfig) bool { return m.Kind == "mcp" }) {
 					// External servers' stderr goes to the instance's log file,
 					// never to stdout (the protocol) nor to our stderr.
-					f, err := os.OpenFile(filepath.Join(rec.Dir, upstreamLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+					f, err := os.OpenFile(filepath.Join(rec.Dir, upstreamLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 					if err != nil {
 						return fmt.Errorf("open the instance's log file: %w", err)
 					}

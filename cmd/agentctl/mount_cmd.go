@@ -119,6 +119,29 @@ func renames(before, after []mcpserver.PlannedTool) []rename {
 	return out
 }
 
+// prefixRenames lists the external servers whose tools change names: their
+// tools are known only once connected, so the rename is by prefix.
+func prefixRenames(before, after []instance.Mount) []rename {
+	pattern := func(prefix string) string {
+		if prefix == "" {
+			return "<tool>"
+		}
+		return prefix + "__<tool>"
+	}
+	var out []rename
+	for _, b := range before {
+		if b.Kind != "mcp" {
+			continue
+		}
+		for _, a := range after {
+			if a.Kind == "mcp" && a.Name == b.Name && a.EffectivePrefix != b.EffectivePrefix {
+				out = append(out, rename{Old: "mcp " + b.Name + ": " + pattern(b.EffectivePrefix), New: pattern(a.EffectivePrefix)})
+			}
+		}
+	}
+	return out
+}
+
 // changeMounts recomputes an instance's mounts, shows the renames, asks,
 // and stores the new mount set with its re-expanded files.
 func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output string, change func([]mountConf) ([]mountConf, error)) error {
@@ -136,7 +159,7 @@ func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output str
 		if err != nil {
 			return err
 		}
-		rn := renames(before, after)
+		rn := append(renames(before, after), prefixRenames(rec.Mounts, recordMounts(mounts))...)
 		for _, r := range rn {
 			a.IO.Narrate("rename: %s -> %s", r.Old, r.New)
 		}
@@ -176,7 +199,7 @@ func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output str
 			return a.IO.PrintJSON(struct {
 				*instance.Record
 				Renames []rename `json:"renames"`
-			}{updated, append([]rename{}, rn...)})
+			}{updated.Redacted(), append([]rename{}, rn...)})
 		}
 		_, err = fmt.Fprintln(a.IO.Out, updated.ID)
 		return err

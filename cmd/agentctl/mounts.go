@@ -29,9 +29,19 @@ func parseKBFlag(s string) (mountConf, error) {
 		k, v, _ := strings.Cut(opt, "=")
 		switch k {
 		case "prefix", "tool_prefix":
+			if v == "" {
+				return mountConf{}, usageErrorf("invalid --kb %q: prefix= needs a value (or leave it out to derive one)", s)
+			}
 			kb.ToolPrefix = v
 		case "ro", "read_only", "readonly":
-			kb.ReadOnly = v == "" || v == "true"
+			kb.ReadOnly = true
+			if v != "" {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return mountConf{}, usageErrorf("invalid --kb %q: ro takes true or false, not %q", s, v)
+				}
+				kb.ReadOnly = b
+			}
 		case "max", "max_bytes":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n <= 0 {
@@ -407,28 +417,6 @@ func keptTemplates(rec *instance.Record) (map[string]string, error) {
 		out[rel] = string(data)
 	}
 	return out, nil
-}
-
-// redacted returns a copy of rec for printing: the values of external
-// servers' environment variables and headers (often secrets) are hidden.
-func redacted(rec *instance.Record) *instance.Record {
-	c := *rec
-	c.Mounts = slices.Clone(rec.Mounts)
-	hide := func(m map[string]string) map[string]string {
-		if len(m) == 0 {
-			return m
-		}
-		out := make(map[string]string, len(m))
-		for k := range m {
-			out[k] = "<redacted>"
-		}
-		return out
-	}
-	for i := range c.Mounts {
-		c.Mounts[i].Env = hide(c.Mounts[i].Env)
-		c.Mounts[i].Headers = hide(c.Mounts[i].Headers)
-	}
-	return &c
 }
 
 // describeMount is a mount's one-line description.
