@@ -87,7 +87,7 @@ const (
 // ConfigFormats lists the native MCP configuration formats agentctl can write.
 var ConfigFormats = []string{
 	"auggie", "claude-code", "codex", "continue", "cursor", "droid", "gemini",
-	"goose", "kiro", "mcp-servers-json", "opencode", "qwen-code", "vscode",
+	"goose", "grok", "kiro", "mcp-servers-json", "opencode", "qwen-code", "vscode",
 }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)

@@ -31,19 +31,13 @@ var clientFiles = map[string]string{
 	"cursor":           ".cursor/mcp.json",
 	"droid":            ".factory/mcp.json",
 	"gemini":           ".gemini/settings.json",
+	"grok":             ".grok/settings.json",
 	"goose":            "goose/config.yaml",
 	"kiro":             ".kiro/settings/mcp.json",
 	"mcp-servers-json": "mcp.json",
 	"opencode":         "opencode.json",
 	"qwen-code":        ".qwen/settings.json",
 	"vscode":           ".vscode/mcp.json",
-}
-
-// ClientConfigFile returns where format's configuration is written, relative
-// to the instance directory.
-func ClientConfigFile(format string) (string, bool) {
-	f, ok := clientFiles[format]
-	return f, ok
 }
 
 // WriteClientConfig writes the client's native MCP configuration into dir so
@@ -74,6 +68,12 @@ func WriteClientConfig(dir, format, server string, e ServerEntry) (string, error
 			std["trust"] = true
 		}
 		data, err = marshalJSON(map[string]any{"mcpServers": map[string]any{server: std}})
+	case "grok":
+		entry := map[string]any{"name": server, "transport": map[string]any{"type": "stdio", "command": e.Command, "args": e.Args}}
+		if len(e.Env) > 0 {
+			entry["transport"].(map[string]any)["env"] = e.Env
+		}
+		data, err = marshalJSON(map[string]any{"mcpServers": map[string]any{server: entry}})
 	case "vscode":
 		std["type"] = "stdio"
 		data, err = marshalJSON(map[string]any{"servers": map[string]any{server: std}})

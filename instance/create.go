@@ -268,11 +268,11 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // UpdateInstance changes an instance's record under a write lock: fn edits
-// the record and returns the files to (re)write into its directory and the
-// files to remove. The record and the files change together or not at all
-// (files are written before the commit; on a failed commit the old record
-// stays and the rewritten files are restored from their previous contents).
-func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record) (write map[string][]byte, remove []string, err error)) (*Record, error) {
+// the record and returns the files to (re)write into its directory. The
+// record and the files change together or not at all (files are written
+// before the commit; on a failed commit the old record stays and the
+// rewritten files are restored from their previous contents).
+func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record) (write map[string][]byte, err error)) (*Record, error) {
 	r, err := s.Get(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -289,7 +289,7 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 	if r, err = decodeRecord(raw); err != nil {
 		return nil, err
 	}
-	write, remove, err := fn(r)
+	write, err := fn(r)
 	if err != nil {
 		return nil, err
 	}
@@ -304,14 +304,11 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 	if err != nil {
 		return nil, err
 	}
-	files := r.Files
 	for _, name := range written {
-		if !slices.Contains(files, name) {
-			files = append(files, name)
+		if !slices.Contains(r.Files, name) {
+			r.Files = append(r.Files, name)
 		}
 	}
-	files = slices.DeleteFunc(files, func(f string) bool { return slices.Contains(remove, f) })
-	r.Files = files
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
@@ -328,11 +325,6 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 			}
 		}
 		return nil, err
-	}
-	for _, name := range remove {
-		if filepath.IsLocal(name) {
-			_ = os.Remove(filepath.Join(r.Dir, name))
-		}
 	}
 	return r, nil
 }

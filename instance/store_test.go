@@ -90,6 +90,12 @@ func serverEntry(t *testing.T, format, path, server string) (command string, arg
 	if !ok {
 		t.Fatalf("%s: no entry %q under %q in %s", format, server, key, data)
 	}
+	if tr, ok := entry["transport"].(map[string]any); ok { // grok
+		if entry["name"] != server || tr["type"] != "stdio" {
+			t.Fatalf("grok entry %v", entry)
+		}
+		entry = tr
+	}
 	switch c := entry["command"].(type) {
 	case string:
 		command = c

@@ -14,10 +14,10 @@ var toolSummaries = map[string]string{
 	BaseAskUserQuestion: "ask the person a question and wait for the answer (it may take minutes; if none comes, continue with your best judgement)",
 	BaseReportProgress:  "record what you are doing: a message, a status (running, blocked, done, failed) and an optional percent",
 	BaseGetInstance:     "describe this instance: its workspace, mounts and tool names",
-	"concept_list":      "list the concepts (Markdown documents) by id, optionally under an id prefix",
-	"concept_read":      "read one concept by id",
-	"concept_search":    "search the concepts; ranked ids, titles and snippets",
-	"concept_write":     "create or replace a concept",
+	BaseConceptList:     "list the concepts (Markdown documents) by id, optionally under an id prefix",
+	BaseConceptRead:     "read one concept by id",
+	BaseConceptSearch:   "search the concepts; ranked ids, titles and snippets",
+	BaseConceptWrite:    "create or replace a concept",
 }
 
 // InstructionsInput is what the generated instructions describe.

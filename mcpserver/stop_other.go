@@ -2,7 +2,13 @@
 
 package mcpserver
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 // stopWithParent does nothing here: servers are stopped on a clean exit.
 func stopWithParent(*exec.Cmd) {}
+
+// killGroup does nothing here.
+func killGroup(*os.Process) {}

@@ -57,6 +57,9 @@ type upstream struct {
 	state   string
 	lastErr string
 
+	// proc is the running stdio server's process.
+	proc *os.Process
+
 	// relist asks the relist worker to list the tools again (coalescing:
 	// several tools/list_changed in a row make one relist).
 	relist chan struct{}
@@ -110,6 +113,7 @@ func (u *upstream) run(ctx context.Context) {
 			if cs != nil {
 				cs.Close()
 			}
+			u.stopProcess()
 			return
 		}
 		if err != nil {
@@ -130,8 +134,10 @@ func (u *upstream) run(ctx context.Context) {
 			log.Info("MCP server connected", "tools", len(tools))
 			waitErr := waitSession(ctx, cs)
 			if ctx.Err() != nil {
+				u.stopProcess()
 				return
 			}
+			u.stopProcess()
 			u.set(UpstreamDown, nil, nil, fmt.Errorf("the server went away: %v", orEOF(waitErr)))
 			u.e.reconcile()
 			log.Warn("MCP server went away; restarting it", "error", orEOF(waitErr), "retry_in", backoff)
@@ -143,6 +149,16 @@ func (u *upstream) run(ctx context.Context) {
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
+}
+
+// stopProcess kills what is left of the stdio server's process group once
+// its session has ended (the SDK has stopped the server itself).
+func (u *upstream) stopProcess() {
+	u.mu.Lock()
+	p := u.proc
+	u.proc = nil
+	u.mu.Unlock()
+	killGroup(p)
 }
 
 // waitSession waits for the session to end, or closes it when ctx is done
@@ -217,6 +233,7 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 		}
 		if cmd != nil && cmd.Process != nil {
 			cmd.Process.Kill() // a server that hung at start may ignore its closed stdin
+			killGroup(cmd.Process)
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, nil, fmt.Errorf("no answer within %s", timeout)
@@ -232,6 +249,11 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 	tools, err := listAll(cctx, cs)
 	if err != nil {
 		return fail(cs, fmt.Errorf("list its tools: %w", err))
+	}
+	if cmd != nil {
+		u.mu.Lock()
+		u.proc = cmd.Process
+		u.mu.Unlock()
 	}
 	return cs, tools, nil
 }

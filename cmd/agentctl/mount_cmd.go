@@ -178,13 +178,12 @@ func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output str
 			return err
 		}
 		newMounts := recordMounts(mounts)
-		updated, err := st.UpdateInstance(ctx, rec.ID, func(cur *instance.Record) (map[string][]byte, []string, error) {
+		updated, err := st.UpdateInstance(ctx, rec.ID, func(cur *instance.Record) (map[string][]byte, error) {
 			if !reflect.DeepEqual(cur.Mounts, rec.Mounts) {
-				return nil, nil, &instance.InvalidError{Msg: "the instance's mounts changed while this command ran; run it again"}
+				return nil, &instance.InvalidError{Msg: "the instance's mounts changed while this command ran; run it again"}
 			}
 			cur.Mounts = newMounts
-			files, err := renderFiles(cur, mounts, after, templates, nil)
-			return files, nil, err
+			return renderFiles(cur, mounts, after, templates, nil)
 		})
 		if err != nil {
 			return err

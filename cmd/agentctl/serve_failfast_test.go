@@ -42,9 +42,9 @@ func TestServeRevalidatesPrefixes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		if _, err := st.UpdateInstance(context.Background(), id, func(r *instance.Record) (map[string][]byte, []string, error) {
+		if _, err := st.UpdateInstance(context.Background(), id, func(r *instance.Record) (map[string][]byte, error) {
 			fn(r)
-			return nil, nil, nil
+			return nil, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
