@@ -1196,17 +1196,7 @@ func (x *kbIndex) add(id string, size, mtime int64, a kbAnalysis) {
 			x.terms[t.term] = tid
 			x.lists = append(x.lists, kbPostings{last: -1})
 		}
-		p := &x.lists[tid]
-		p.buf = binary.AppendUvarint(p.buf, uint64(n-p.last))
-		p.last = n
-		v := uint64(t.body) << 1
-		if t.title > 0 {
-			v |= 1
-		}
-		p.buf = binary.AppendUvarint(p.buf, v)
-		if t.title > 0 {
-			p.buf = binary.AppendUvarint(p.buf, uint64(t.title))
-		}
+		x.lists[tid].append(kbPosting{doc: n, body: uint32(t.body), title: uint32(t.title)})
 	}
 }
 
@@ -1228,6 +1218,22 @@ func (x *kbIndex) remove(id string) {
 type kbPosting struct {
 	doc         int32
 	body, title uint32
+}
+
+// append encodes one posting (documents in increasing order): the
+// document as a delta, the body count shifted left with a title flag, and
+// the title count when there is one. each decodes it.
+func (p *kbPostings) append(q kbPosting) {
+	p.buf = binary.AppendUvarint(p.buf, uint64(q.doc-p.last))
+	p.last = q.doc
+	v := uint64(q.body) << 1
+	if q.title > 0 {
+		v |= 1
+	}
+	p.buf = binary.AppendUvarint(p.buf, v)
+	if q.title > 0 {
+		p.buf = binary.AppendUvarint(p.buf, uint64(q.title))
+	}
 }
 
 // each calls fn for every posting of p, tombstones included.
@@ -1272,16 +1278,8 @@ func (x *kbIndex) maybeCompact() {
 			if n < 0 {
 				return
 			}
-			np.buf = binary.AppendUvarint(np.buf, uint64(n-np.last))
-			np.last = n
-			v := uint64(p.body) << 1
-			if p.title > 0 {
-				v |= 1
-			}
-			np.buf = binary.AppendUvarint(np.buf, v)
-			if p.title > 0 {
-				np.buf = binary.AppendUvarint(np.buf, uint64(p.title))
-			}
+			p.doc = n
+			np.append(p)
 		})
 		x.lists[i] = np
 	}
