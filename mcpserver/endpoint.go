@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
@@ -70,6 +71,9 @@ type Config struct {
 	// HeartbeatInterval is how often a waiting question sends progress to
 	// clients that asked for it, so their request timers do not fire (default 10s).
 	HeartbeatInterval time.Duration
+	// NoFastLane makes [Endpoint.ServeStdio] hand every message to the SDK,
+	// external tools' calls too (for comparison and troubleshooting).
+	NoFastLane bool
 }
 
 // Endpoint is one instance's MCP server.
@@ -95,6 +99,9 @@ type Endpoint struct {
 	// connection attempt (up, or failed within its timeout).
 	firstRound chan struct{}
 	pending    sync.WaitGroup
+	// lane forwards external stdio servers' tool calls raw, when serving
+	// on stdio (see lane.go).
+	lane atomic.Pointer[lane]
 }
 
 // New builds the endpoint: the SDK server, the registry with the built-in
@@ -273,6 +280,34 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 		}
 		return nil
 	}
+}
+
+// ServeStdio serves the endpoint on in and out (the process's stdin and
+// stdout) until the client disconnects or ctx is done. Calls of external
+// stdio servers' tools take the fast lane (lane.go); everything else goes
+// through the SDK as with [Endpoint.Run].
+func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	w := &lockedWriter{w: out}
+	pr, pw := io.Pipe()
+	handle := func([]byte) bool { return false }
+	if !e.cfg.NoFastLane {
+		l := newLane(e, w)
+		e.lane.Store(l)
+		handle = l.fromClient
+	}
+	var inputEnded atomic.Bool
+	go func() {
+		pump(in, pw, handle)
+		inputEnded.Store(true)
+	}()
+	err := e.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopClose{w}})
+	if err != nil && inputEnded.Load() {
+		// The client hung up; what failed after that (a write to its
+		// closed output) is part of a clean end.
+		e.log.Debug("client gone", "error", err)
+		return nil
+	}
+	return err
 }
 
 // presentation is the receiving middleware of the naming contract: it shows

@@ -59,6 +59,8 @@ type upstream struct {
 
 	// proc is the running stdio server's process.
 	proc *os.Process
+	// link is the fast lane's way to the stdio server; nil unless up.
+	link *laneLink
 
 	// relist asks the relist worker to list the tools again (coalescing:
 	// several tools/list_changed in a row make one relist).
@@ -82,6 +84,9 @@ func (u *upstream) status() UpstreamStatus {
 func (u *upstream) set(state string, cs *mcp.ClientSession, tools []*mcp.Tool, err error) {
 	u.mu.Lock()
 	u.state, u.session, u.tools = state, cs, tools
+	if state != UpstreamUp {
+		u.link = nil
+	}
 	u.lastErr = ""
 	if err != nil {
 		u.lastErr = err.Error()
@@ -190,8 +195,9 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
-		t   mcp.Transport
-		cmd *exec.Cmd
+		t    mcp.Transport
+		cmd  *exec.Cmd
+		link *laneLink
 	)
 	if u.mount.URL != "" {
 		t = &mcp.StreamableClientTransport{Endpoint: u.mount.URL, HTTPClient: &http.Client{Transport: headerTransport{u.mount.Headers}}}
@@ -206,7 +212,8 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 			cmd.Stderr = &linePrefixer{mu: &u.e.logMu, w: u.e.cfg.UpstreamLog, prefix: "[" + u.mount.Name + "] "}
 		}
 		stopWithParent(cmd)
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		t = &commandTransport{cmd: cmd, terminate: 2 * time.Second, server: u.mount.Name,
+			lane: u.e.lane.Load, onLink: func(l *laneLink) { link = l }}
 	}
 	var keepAlive time.Duration
 	if u.mount.URL != "" {
@@ -252,7 +259,7 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 	}
 	if cmd != nil {
 		u.mu.Lock()
-		u.proc = cmd.Process
+		u.proc, u.link = cmd.Process, link
 		u.mu.Unlock()
 	}
 	return cs, tools, nil

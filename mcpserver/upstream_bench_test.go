@@ -1,8 +1,11 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"testing"
@@ -47,51 +50,130 @@ func benchProxy(b *testing.B, mounts ...MountConfig) (*Endpoint, *mcp.ClientSess
 	return ep, cs
 }
 
-// BenchmarkProxyCall: a tools/call through agentctl to a Go MCP server over
-// stdio, against the same call made directly to that server, alternating
-// the two in one loop. "µs-added/median" is the median of (through -
-// direct) per pair; the client reaches the endpoint in memory, so the extra
-// cost measured is the endpoint's: its SDK server side, routing, and the
-// forwarding client.
+// BenchmarkProxyCall: a tools/call through agentctl's stdio endpoint to a
+// Go MCP server over stdio, against the same call made directly to that
+// server, alternating the two in one loop. The client is a raw JSON-RPC
+// peer on OS pipes (the same code both ways), so what differs is exactly
+// the hop through agentctl. "µs-added/median" is the median of (through -
+// direct) per pair.
+//
+//   - lane: the default path.
+//   - sdk: the same endpoint with every message through go-sdk
+//     (--fast-lane=false), for reference.
+//   - relay: no endpoint, only two goroutines copying lines between the
+//     pipes and the server: the floor any stdio proxy pays on this machine
+//     for the extra hop.
+//
+// allocs/op counts both calls of a pair in this process: the endpoint's
+// work and the raw client's.
 func BenchmarkProxyCall(b *testing.B) {
 	bin := upstreamBin(b)
-	ctx := context.Background()
-	direct, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin)}, nil)
+	for _, path := range []string{"lane", "sdk", "relay"} {
+		b.Run(path, func(b *testing.B) {
+			direct := rawUpstream(b, bin)
+			var through *rawPeer
+			if path == "relay" {
+				through = relayTo(b, rawUpstream(b, bin))
+			} else {
+				_, through = stdioEndpoint(b, path == "sdk", MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: bin, Env: upstreamBenchEnv()})
+			}
+			const params = `{"name":"echo","arguments":{"text":"hello"}}`
+			call := func(p *rawPeer) time.Duration {
+				t := time.Now()
+				ans, _ := p.request(b, "tools/call", params)
+				d := time.Since(t)
+				if !bytes.Contains(ans, []byte(`"text":"hello"`)) {
+					b.Fatalf("%s", ans)
+				}
+				return d
+			}
+			var added, directs, throughs []float64
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				var d, p time.Duration
+				if i%2 == 0 {
+					d, p = call(direct), call(through)
+				} else {
+					p, d = call(through), call(direct)
+				}
+				added = append(added, float64(p-d)/1e3)
+				directs = append(directs, float64(d)/1e3)
+				throughs = append(throughs, float64(p)/1e3)
+			}
+			b.ReportMetric(median(added), "µs-added/median")
+			b.ReportMetric(median(directs), "µs-direct/median")
+			b.ReportMetric(median(throughs), "µs-through/median")
+		})
+	}
+}
+
+// relayTo puts a plain line relay on OS pipes in front of a server's
+// session and returns a peer on its other ends (the ids the peer uses go
+// through unchanged).
+func relayTo(b *testing.B, server *rawPeer) *rawPeer {
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { direct.Close() })
-	_, through := benchProxy(b, MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: bin})
-	args := map[string]any{"text": "hello"}
-	call := func(cs *mcp.ClientSession, name string) time.Duration {
-		t := time.Now()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil || res.IsError {
-			b.Fatal(err, res)
-		}
-		return time.Since(t)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
 	}
-	var added, directs, throughs []float64
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		var d, p time.Duration
-		if i%2 == 0 {
-			d, p = call(direct, "echo"), call(through, "echo")
-		} else {
-			p, d = call(through, "echo"), call(direct, "echo")
+	b.Cleanup(func() { inW.Close(); outR.Close() })
+	copyLines := func(dst io.Writer, src io.Reader) {
+		lr := newLineReader(src)
+		for {
+			line, err := lr.next()
+			if err != nil {
+				return
+			}
+			if _, err := dst.Write(line); err != nil {
+				return
+			}
 		}
-		added = append(added, float64(p-d)/1e3)
-		directs = append(directs, float64(d)/1e3)
-		throughs = append(throughs, float64(p)/1e3)
 	}
-	b.ReportMetric(median(added), "µs-added/median")
-	b.ReportMetric(median(directs), "µs-direct/median")
-	b.ReportMetric(median(throughs), "µs-through/median")
+	go copyLines(server.w, inR)
+	go copyLines(outW, server.r)
+	p := newRawPeer(inW, outR)
+	p.next = server.next + 1000 // ids distinct from the session's own
+	return p
 }
 
-// BenchmarkProxyToolsList: tools/list through agentctl with 5 external
-// servers of 50 tools each (plus their 5 fixed tools and the built-ins),
-// once connected.
+func upstreamBenchEnv() map[string]string {
+	if v := os.Getenv("UPSTREAM_GOMAXPROCS"); v != "" {
+		return map[string]string{"GOMAXPROCS": v}
+	}
+	return nil
+}
+
+// rawUpstream starts the test server and opens a session with it by hand.
+func rawUpstream(b *testing.B, bin string, args ...string) *rawPeer {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = os.Environ()
+	for k, v := range upstreamBenchEnv() {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	p := newRawPeer(in, out)
+	p.initialize(b)
+	return p
+}
+
+// BenchmarkProxyToolsList: tools/list through agentctl's stdio endpoint
+// with 5 external servers of 50 tools each (plus their 5 fixed tools and
+// the built-ins: 278 tools, 60 KB), once connected, read by a raw client;
+// against tools/list of one of those servers directly (55 tools).
 func BenchmarkProxyToolsList(b *testing.B) {
 	bin := upstreamBin(b)
 	var mounts []MountConfig
@@ -99,19 +181,25 @@ func BenchmarkProxyToolsList(b *testing.B) {
 		mounts = append(mounts, MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: fmt.Sprintf("up%d", i)}},
 			Command: bin, Args: []string{"-tools", "50"}})
 	}
-	_, cs := benchProxy(b, mounts...)
-	ctx := context.Background()
-	var ds []float64
+	_, p := stdioEndpoint(b, false, mounts...)
+	direct := rawUpstream(b, bin, "-tools", "50")
+	list := func(p *rawPeer, want int) time.Duration {
+		t := time.Now()
+		ans, _ := p.request(b, "tools/list", `{}`)
+		d := time.Since(t)
+		if n := bytes.Count(ans, []byte(`"inputSchema"`)); n != want {
+			b.Fatalf("%d tools, want %d", n, want)
+		}
+		return d
+	}
+	var ds, directs []float64
 	b.ReportAllocs()
 	for b.Loop() {
-		t := time.Now()
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil || len(res.Tools) != 5*55+3 {
-			b.Fatal(err, len(res.Tools))
-		}
-		ds = append(ds, float64(time.Since(t))/1e6)
+		ds = append(ds, float64(list(p, 5*55+3))/1e6)
+		directs = append(directs, float64(list(direct, 55))/1e6)
 	}
 	b.ReportMetric(median(ds), "ms/median")
+	b.ReportMetric(median(directs), "ms-direct-55/median")
 }
 
 func median(v []float64) float64 {

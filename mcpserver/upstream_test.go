@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -91,10 +92,40 @@ type proxyEnv struct {
 	notes  chan string // tools/list_changed and progress seen by the client
 }
 
-// startProxy serves an endpoint with the given mounts (prefixes resolved by
-// the contract) and connects a client; the endpoint's Start runs until the
-// test ends, then every upstream must have stopped.
+// servePath is how a test's client reaches the endpoint.
+type servePath string
+
+const (
+	// viaSDK: the SDK server, in memory; every message through go-sdk.
+	viaSDK servePath = "sdk"
+	// viaLane: ServeStdio over pipes, where external tools' calls take the
+	// fast lane; the client speaks go-sdk's default protocol (2026-07-28,
+	// stateless: no initialize, the client's details in each request).
+	viaLane servePath = "lane"
+	// viaLaneInit: the same with a client on 2025-11-25 (initialize, then
+	// notifications/initialized), as today's agents speak.
+	viaLaneInit servePath = "lane-2025-11-25"
+)
+
+// forEachPath runs a scenario through both paths: what the client sees must
+// not depend on which one carried it.
+func forEachPath(t *testing.T, f func(t *testing.T, path servePath)) {
+	for _, path := range []servePath{viaSDK, viaLane, viaLaneInit} {
+		t.Run(string(path), func(t *testing.T) { f(t, path) })
+	}
+}
+
+// startProxy serves an endpoint with the given mounts through the SDK; see
+// startProxyOn.
 func startProxy(t *testing.T, mode PrefixMode, mounts ...MountConfig) *proxyEnv {
+	t.Helper()
+	return startProxyOn(t, viaSDK, mode, mounts...)
+}
+
+// startProxyOn serves an endpoint with the given mounts (prefixes resolved
+// by the contract) and connects a client by path; the endpoint runs until
+// the test ends, then every upstream must have stopped.
+func startProxyOn(t *testing.T, path servePath, mode PrefixMode, mounts ...MountConfig) *proxyEnv {
 	t.Helper()
 	specs := make([]MountSpec, len(mounts))
 	for i, m := range mounts {
@@ -118,12 +149,34 @@ func startProxy(t *testing.T, mode PrefixMode, mounts ...MountConfig) *proxyEnv 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	env := &proxyEnv{ep: ep, log: logBuf, stderr: stderr, cancel: cancel, done: make(chan struct{}), notes: make(chan string, 100)}
-	ep.Start(ctx)
-	go func() { ep.Wait(); close(env.done) }()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := ep.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
+	var (
+		ct         mcp.Transport
+		serverDone func()
+	)
+	switch path {
+	case viaSDK:
+		ep.Start(ctx)
+		go func() { ep.Wait(); close(env.done) }()
+		st, c := mcp.NewInMemoryTransports()
+		ss, err := ep.Server().Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct, serverDone = c, func() { ss.Wait() }
+	case viaLane, viaLaneInit:
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		served := make(chan error, 1)
+		go func() {
+			served <- ep.ServeStdio(ctx, inR, outW)
+			close(env.done)
+		}()
+		ct = &mcp.IOTransport{Reader: outR, Writer: inW}
+		serverDone = func() {
+			if err := <-served; err != nil {
+				t.Errorf("ServeStdio: %v", err)
+			}
+		}
 	}
 	note := func(s string) {
 		select {
@@ -135,17 +188,37 @@ func startProxy(t *testing.T, mode PrefixMode, mounts ...MountConfig) *proxyEnv 
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { note("list_changed") },
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { note("progress") },
 	})
-	env.cs, err = client.Connect(context.Background(), ct, nil)
+	var opts *mcp.ClientSessionOptions
+	if path == viaLaneInit {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	}
+	env.cs, err = client.Connect(context.Background(), ct, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		env.cs.Close()
-		ss.Wait()
+		serverDone()
 		env.stop(t)
 		ep.Close()
 	})
 	return env
+}
+
+// laneCalls is how many calls the fast lane has forwarded (0 off stdio).
+func (p *proxyEnv) laneCalls() int64 {
+	if l := p.ep.lane.Load(); l != nil {
+		return l.forwarded.Load()
+	}
+	return 0
+}
+
+// checkPath fails unless the external calls so far took the path's way.
+func (p *proxyEnv) checkPath(t *testing.T, path servePath, min int64) {
+	t.Helper()
+	if n := p.laneCalls(); (path != viaSDK) != (n >= min && n > 0) {
+		t.Fatalf("path %s: the fast lane forwarded %d calls (want at least %d on the lane, none otherwise)", path, n, min)
+	}
 }
 
 func (p *proxyEnv) stop(t *testing.T) {
@@ -184,106 +257,115 @@ func (p *proxyEnv) call(t *testing.T, name string, args map[string]any) (*mcp.Ca
 }
 
 func TestProxyListsAndForwards(t *testing.T) {
-	kb := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "kb", Name: "docs"}}, Path: t.TempDir()}
-	p := startProxy(t, PrefixModeMountName, kb, withBin(t, mcpMount("up", "-tools", "5", "-page2")))
-	eventually(t, "the upstream's tools", func() bool { return p.ep.Registry().Has("up__tool_4") })
+	forEachPath(t, func(t *testing.T, path servePath) {
+		kb := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "kb", Name: "docs"}}, Path: t.TempDir()}
+		p := startProxyOn(t, path, PrefixModeMountName, kb, withBin(t, mcpMount("up", "-tools", "5", "-page2")))
+		eventually(t, "the upstream's tools", func() bool { return p.ep.Registry().Has("up__tool_4") })
 
-	res, err := p.cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	var echo *mcp.Tool
-	for _, tl := range res.Tools {
-		names = append(names, tl.Name)
-		if tl.Name == "up__echo" {
-			echo = tl
+		res, err := p.cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, want := range []string{"up__tool_0", "up__tool_4", "up__echo", "up__slow", "docs__concept_read", "ask_user_question"} {
-		if !slices.Contains(names, want) {
-			t.Errorf("tools/list lacks %s: %v", want, names)
+		var names []string
+		var echo *mcp.Tool
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+			if tl.Name == "up__echo" {
+				echo = tl
+			}
 		}
-	}
-	// Descriptions, annotations and schemas pass through unchanged.
-	if echo.Description != "Echo the text back." || echo.Annotations == nil || !echo.Annotations.ReadOnlyHint || echo.Title != "Echo" {
-		t.Fatalf("echo definition changed: %+v", echo)
-	}
-	if props, _ := echo.InputSchema.(map[string]any)["properties"].(map[string]any); props["text"] == nil {
-		t.Fatalf("echo schema changed: %v", echo.InputSchema)
-	}
+		for _, want := range []string{"up__tool_0", "up__tool_4", "up__echo", "up__slow", "docs__concept_read", "ask_user_question"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("tools/list lacks %s: %v", want, names)
+			}
+		}
+		// Descriptions, annotations and schemas pass through unchanged.
+		if echo.Description != "Echo the text back." || echo.Annotations == nil || !echo.Annotations.ReadOnlyHint || echo.Title != "Echo" {
+			t.Fatalf("echo definition changed: %+v", echo)
+		}
+		if props, _ := echo.InputSchema.(map[string]any)["properties"].(map[string]any); props["text"] == nil {
+			t.Fatalf("echo schema changed: %v", echo.InputSchema)
+		}
 
-	r, err := p.call(t, "up__echo", map[string]any{"text": "hi"})
-	if err != nil || r.IsError || resultText(r) != "hi" || r.StructuredContent.(map[string]any)["text"] != "hi" {
-		t.Fatalf("echo: %v %+v", err, r)
-	}
-	r, err = p.call(t, "up__fail", nil)
-	if err != nil || !r.IsError || resultText(r) != "upstream says no" {
-		t.Fatalf("fail: %v %+v", err, r)
-	}
-	_, err = p.call(t, "up__nosuch", nil)
-	var rpcErr *jsonrpc.Error
-	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, `server "up" has no tool "nosuch"`) {
-		t.Fatalf("unknown tool: %v", err)
-	}
-	if _, err := p.call(t, "echo", map[string]any{"text": "x"}); err == nil || !strings.Contains(err.Error(), `did you mean "up__echo"`) {
-		t.Fatalf("bare name: %v", err)
-	}
+		r, err := p.call(t, "up__echo", map[string]any{"text": "hi"})
+		if err != nil || r.IsError || resultText(r) != "hi" || r.StructuredContent.(map[string]any)["text"] != "hi" {
+			t.Fatalf("echo: %v %+v", err, r)
+		}
+		r, err = p.call(t, "up__fail", nil)
+		if err != nil || !r.IsError || resultText(r) != "upstream says no" {
+			t.Fatalf("fail: %v %+v", err, r)
+		}
+		_, err = p.call(t, "up__nosuch", nil)
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, `server "up" has no tool "nosuch"`) {
+			t.Fatalf("unknown tool: %v", err)
+		}
+		if _, err := p.call(t, "echo", map[string]any{"text": "x"}); err == nil || !strings.Contains(err.Error(), `did you mean "up__echo"`) {
+			t.Fatalf("bare name: %v", err)
+		}
+		p.checkPath(t, path, 2)
+	})
 }
 
 func TestProxyForwardsProgressAndCancellation(t *testing.T) {
-	p := startProxy(t, PrefixModeMountName, withBin(t, mcpMount("up")))
-	eventually(t, "tools", func() bool { return p.ep.Registry().Has("slow") })
+	forEachPath(t, func(t *testing.T, path servePath) {
+		p := startProxyOn(t, path, PrefixModeMountName, withBin(t, mcpMount("up")))
+		eventually(t, "tools", func() bool { return p.ep.Registry().Has("slow") })
 
-	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 300}}
-	params.SetProgressToken("tok-1")
-	if r, err := p.cs.CallTool(context.Background(), params); err != nil || r.IsError {
-		t.Fatalf("slow: %v %+v", err, r)
-	}
-	for n := ""; n != "progress"; {
-		select {
-		case n = <-p.notes:
-		case <-time.After(time.Minute):
-			t.Fatal("no progress forwarded")
+		params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 300}}
+		params.SetProgressToken("tok-1")
+		if r, err := p.cs.CallTool(context.Background(), params); err != nil || r.IsError {
+			t.Fatalf("slow: %v %+v", err, r)
 		}
-	}
+		for n := ""; n != "progress"; {
+			select {
+			case n = <-p.notes:
+			case <-time.After(time.Minute):
+				t.Fatal("no progress forwarded")
+			}
+		}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		cancel()
-	}()
-	if _, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 60000}}); err == nil {
-		t.Fatal("a cancelled call succeeded")
-	}
-	eventually(t, "the upstream to see the cancellation", func() bool { return strings.Contains(p.log.String(), "[up] slow cancelled") })
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			cancel()
+		}()
+		if _, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 60000}}); err == nil {
+			t.Fatal("a cancelled call succeeded")
+		}
+		eventually(t, "the upstream to see the cancellation", func() bool { return strings.Contains(p.log.String(), "[up] slow cancelled") })
+		p.checkPath(t, path, 2)
+	})
 }
 
 func TestProxyCrashMidCallAndRestart(t *testing.T) {
-	pidfile := filepath.Join(t.TempDir(), "pid")
-	p := startProxy(t, PrefixModeMountName, withBin(t, mcpMount("up", "-pidfile", pidfile, "-stderr", "hello from upstream")))
-	eventually(t, "tools", func() bool { return p.ep.Registry().Has("crash") })
-	firstPID := readPID(t, pidfile)
+	forEachPath(t, func(t *testing.T, path servePath) {
+		pidfile := filepath.Join(t.TempDir(), "pid")
+		p := startProxyOn(t, path, PrefixModeMountName, withBin(t, mcpMount("up", "-pidfile", pidfile, "-stderr", "hello from upstream")))
+		eventually(t, "tools", func() bool { return p.ep.Registry().Has("crash") })
+		firstPID := readPID(t, pidfile)
 
-	r, err := p.call(t, "crash", nil)
-	if err != nil || !r.IsError || !strings.Contains(resultText(r), `MCP server "up" failed during the call`) {
-		t.Fatalf("crash: %v %+v", err, r)
-	}
-	eventually(t, "a restarted upstream", func() bool {
-		return fileExists(pidfile) && readPID(t, pidfile) != firstPID && p.ep.Registry().Has("echo")
+		r, err := p.call(t, "crash", nil)
+		if err != nil || !r.IsError || !strings.Contains(resultText(r), `MCP server "up" failed during the call`) {
+			t.Fatalf("crash: %v %+v", err, r)
+		}
+		eventually(t, "a restarted upstream", func() bool {
+			return fileExists(pidfile) && readPID(t, pidfile) != firstPID && p.ep.Registry().Has("echo")
+		})
+		if r, err := p.call(t, "echo", map[string]any{"text": "again"}); err != nil || resultText(r) != "again" {
+			t.Fatalf("after restart: %v %+v", err, r)
+		}
+		// The upstream's stderr went to the log, prefixed, never to stdout.
+		if !strings.Contains(p.log.String(), "[up] hello from upstream\n") {
+			t.Fatalf("log: %q", p.log.String())
+		}
+		p.checkPath(t, path, 2)
+		pid := readPID(t, pidfile)
+		p.stop(t)
+		if alive(pid) {
+			t.Fatalf("upstream %d still running after the endpoint stopped", pid)
+		}
 	})
-	if r, err := p.call(t, "echo", map[string]any{"text": "again"}); err != nil || resultText(r) != "again" {
-		t.Fatalf("after restart: %v %+v", err, r)
-	}
-	// The upstream's stderr went to the log, prefixed, never to stdout.
-	if !strings.Contains(p.log.String(), "[up] hello from upstream\n") {
-		t.Fatalf("log: %q", p.log.String())
-	}
-	pid := readPID(t, pidfile)
-	p.stop(t)
-	if alive(pid) {
-		t.Fatalf("upstream %d still running after the endpoint stopped", pid)
-	}
 }
 
 func TestProxyFaultsAtStart(t *testing.T) {
@@ -348,49 +430,54 @@ func TestProxyFaultsAtStart(t *testing.T) {
 }
 
 func TestProxyToolListChange(t *testing.T) {
-	p := startProxy(t, PrefixModeMountName, withBin(t, mcpMount("up")))
-	eventually(t, "tools", func() bool { return p.ep.Registry().Has("tool_0") })
-	if r, err := p.call(t, "change_tools", nil); err != nil || r.IsError {
-		t.Fatalf("%v %+v", err, r)
-	}
-	eventually(t, "the new list", func() bool { return p.ep.Registry().Has("tool_new") && !p.ep.Registry().Has("tool_0") })
-	res, err := p.cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "tool_new" }) {
-		t.Fatal("tools/list does not show the change")
-	}
+	forEachPath(t, func(t *testing.T, path servePath) {
+		p := startProxyOn(t, path, PrefixModeMountName, withBin(t, mcpMount("up")))
+		eventually(t, "tools", func() bool { return p.ep.Registry().Has("tool_0") })
+		if r, err := p.call(t, "change_tools", nil); err != nil || r.IsError {
+			t.Fatalf("%v %+v", err, r)
+		}
+		eventually(t, "the new list", func() bool { return p.ep.Registry().Has("tool_new") && !p.ep.Registry().Has("tool_0") })
+		res, err := p.cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "tool_new" }) {
+			t.Fatal("tools/list does not show the change")
+		}
+		p.checkPath(t, path, 1)
+	})
 }
 
 func TestProxyCollisionsServeNeither(t *testing.T) {
-	// Mode off: both servers' tools are unprefixed, so their names collide,
-	// except tool_3 and tool_4, which only b has.
-	p := startProxy(t, PrefixModeOff, withBin(t, mcpMount("a", "-tools", "3")), withBin(t, mcpMount("b", "-tools", "5")))
-	eventually(t, "both up", func() bool {
-		s := p.ep.UpstreamStatuses()
-		return s[0].State == UpstreamUp && s[1].State == UpstreamUp
-	})
-	// A server is marked up just before its tools are reconciled: wait for
-	// the collision to be seen.
-	eventually(t, "reconciled", func() bool { return p.ep.Registry().Has("tool_4") && len(p.ep.Conflicts()) > 0 })
-	for _, n := range []string{"echo", "tool_0", "slow"} {
-		if p.ep.Registry().Has(n) {
-			t.Errorf("%s is served although both servers offer it; log:\n%s", n, p.stderr.String())
+	forEachPath(t, func(t *testing.T, path servePath) {
+		// Mode off: both servers' tools are unprefixed, so their names collide,
+		// except tool_3 and tool_4, which only b has.
+		p := startProxyOn(t, path, PrefixModeOff, withBin(t, mcpMount("a", "-tools", "3")), withBin(t, mcpMount("b", "-tools", "5")))
+		eventually(t, "both up", func() bool {
+			s := p.ep.UpstreamStatuses()
+			return s[0].State == UpstreamUp && s[1].State == UpstreamUp
+		})
+		// A server is marked up just before its tools are reconciled: wait for
+		// the collision to be seen.
+		eventually(t, "reconciled", func() bool { return p.ep.Registry().Has("tool_4") && len(p.ep.Conflicts()) > 0 })
+		for _, n := range []string{"echo", "tool_0", "slow"} {
+			if p.ep.Registry().Has(n) {
+				t.Errorf("%s is served although both servers offer it; log:\n%s", n, p.stderr.String())
+			}
 		}
-	}
-	cs := p.ep.Conflicts()
-	i := slices.IndexFunc(cs, func(c Conflict) bool { return c.Name == "echo" })
-	if i < 0 || !slices.Equal(cs[i].Sources, []string{"mcp a", "mcp b"}) {
-		t.Fatalf("conflicts %+v", cs)
-	}
-	if !strings.Contains(p.stderr.String(), `msg="tool name collision: neither is served" tool=echo sources="mcp a and mcp b"`) {
-		t.Fatalf("the collision must be reported on stderr: %s", p.stderr.String())
-	}
-	r, err := p.call(t, "get_instance", nil)
-	if err != nil || !strings.Contains(resultText(r), `"name": "echo"`) || !strings.Contains(resultText(r), `"mcp b"`) {
-		t.Fatalf("get_instance must report the collision: %v %s", err, resultText(r))
-	}
+		cs := p.ep.Conflicts()
+		i := slices.IndexFunc(cs, func(c Conflict) bool { return c.Name == "echo" })
+		if i < 0 || !slices.Equal(cs[i].Sources, []string{"mcp a", "mcp b"}) {
+			t.Fatalf("conflicts %+v", cs)
+		}
+		if !strings.Contains(p.stderr.String(), `msg="tool name collision: neither is served" tool=echo sources="mcp a and mcp b"`) {
+			t.Fatalf("the collision must be reported on stderr: %s", p.stderr.String())
+		}
+		r, err := p.call(t, "get_instance", nil)
+		if err != nil || !strings.Contains(resultText(r), `"name": "echo"`) || !strings.Contains(resultText(r), `"mcp b"`) {
+			t.Fatalf("get_instance must report the collision: %v %s", err, resultText(r))
+		}
+	})
 }
 
 func readPID(t *testing.T, file string) int {

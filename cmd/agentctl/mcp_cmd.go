@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
 
@@ -33,7 +32,10 @@ func (a *App) logLevel(cmd *cobra.Command) (slog.Level, error) {
 }
 
 func (a *App) newMCPServeCmd() *cobra.Command {
-	var ref string
+	var (
+		ref      string
+		fastLane bool
+	)
 	cmd := &cobra.Command{
 		Use:   "serve --instance INSTANCE",
 		Short: "Serve an instance's MCP endpoint over stdio (the client starts this)",
@@ -42,7 +44,12 @@ the configuration that 'instance create' wrote; you rarely run it by hand.
 
 The endpoint reads the naming capability from the instance record only, so editing
 an agent definition later changes no existing instance. stdout carries only the
-protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.`,
+protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.
+
+Calls of external stdio servers' tools take a fast lane: their bytes are forwarded
+with only the tool name, request id and progress token rewritten, instead of being
+decoded and encoded again. --fast-lane=false sends every message through the
+MCP SDK instead (for comparison, or to rule the lane out when troubleshooting).`,
 		Example: `  agentctl mcp serve --instance fix-login --log-level debug`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -68,6 +75,7 @@ protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.`,
 				}
 				cfg := endpointConfig(rec, st, logger)
 				cfg.Mounts = mounts
+				cfg.NoFastLane = !fastLane
 				if slices.ContainsFunc(mounts, func(m mcpserver.MountConfig) bool { return m.Kind == "mcp" }) {
 					// External servers' stderr goes to the instance's log file,
 					// never to stdout (the protocol) nor to our stderr.
@@ -84,11 +92,12 @@ protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM.`,
 				}
 				logger.Debug("serving", "instance", rec.ID, "agent", rec.Agent, "namespacing", rec.Capabilities.ToolNames.Namespacing,
 					"tools", strings.Join(ep.Registry().Names(), ","))
-				return ep.Run(ctx, &mcp.StdioTransport{})
+				return ep.ServeStdio(ctx, a.IO.In, a.IO.Out)
 			})
 		},
 	}
 	cmd.Flags().StringVar(&ref, "instance", "", "the instance to serve: id, id prefix or label (required)")
+	cmd.Flags().BoolVar(&fastLane, "fast-lane", true, "forward external stdio servers' tool calls without decoding them")
 	cmd.Flags().String("log-level", "info", "log level on stderr: debug, info, warn, error (env AGENTCTL_LOG_LEVEL)")
 	_ = cmd.RegisterFlagCompletionFunc("instance", a.completeInstances)
 	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))

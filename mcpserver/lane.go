@@ -1,0 +1,739 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The fast lane.
+//
+// A tools/call of an external stdio server's tool does not need the SDK at
+// all: the request's bytes can go upstream with only the tool's name, id and
+// progress token rewritten, and the answer's bytes can come back with only
+// the id put back. go-sdk decodes every message with a fresh streaming
+// decoder and validates it (about 0.4 ms of CPU per message on one core),
+// which is what a hop through agentctl used to cost.
+//
+// So on stdio the endpoint reads its client's lines itself. A line the lane
+// fully understands (a tools/call of an external tool whose server is up,
+// after the client's notifications/initialized, with no protocol-level
+// _meta) is forwarded raw; every other line goes to the SDK unchanged, which
+// keeps its own behaviour for them (errors, waiting for the first round,
+// batches, newer protocol versions). Each external stdio server's lines are
+// read the same way: answers and progress of the lane's calls go straight
+// back to the client; everything else goes to the SDK client session.
+//
+// What the client sees is the same either way, byte for byte in the result:
+// the conformance tests run every scenario through both paths.
+
+// maxLine bounds a message the lane buffers, as go-sdk does (16 MiB).
+const maxLine = mcp.DefaultMaxLineLength
+
+// Ids and progress tokens the lane sends upstream. They cannot collide with
+// the SDK's own ids (numbers) or the SDK path's tokens ("agentctl-N").
+const (
+	laneIDPrefix    = "agentctl-call-"
+	laneTokenPrefix = "agentctl-progress-"
+)
+
+// lane forwards tools/call of external tools between one client connection
+// and the external servers' connections.
+type lane struct {
+	e      *Endpoint
+	client *lockedWriter
+	// serverInfo is agentctl's implementation, as 2026-07-28 results name it.
+	serverInfo json.RawMessage
+	// initialized is set once the client's notifications/initialized has
+	// been seen: before it, only 2026-07-28 requests (which need no
+	// initialize) can take the lane.
+	initialized atomic.Bool
+	next        atomic.Int64
+	inflight    atomic.Int64
+	// forwarded counts the calls the lane has sent upstream.
+	forwarded atomic.Int64
+
+	mu       sync.Mutex
+	calls    map[string]*laneCall // by upstream id
+	tokens   map[string]*laneCall // by upstream progress token
+	byClient map[string]*laneCall // by the client's request id
+}
+
+// laneCall is one forwarded call.
+type laneCall struct {
+	clientID    json.RawMessage
+	clientToken json.RawMessage // nil: the client asked for no progress
+	upID, upTok string
+	link        *laneLink
+	// stateless: the client speaks the 2026-07-28 protocol, whose results
+	// name their server.
+	stateless bool
+}
+
+func newLane(e *Endpoint, client *lockedWriter) *lane {
+	info, _ := json.Marshal(implementation(e.cfg))
+	return &lane{e: e, client: client, serverInfo: info, calls: map[string]*laneCall{}, tokens: map[string]*laneCall{}, byClient: map[string]*laneCall{}}
+}
+
+// lockedWriter makes each Write one uninterrupted message among concurrent
+// writers (go-sdk writes a whole line per Write call, and so does the lane).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// nopClose is the client side's writer as the SDK holds it: closing the
+// session must not close stdout under the lane.
+type nopClose struct{ io.Writer }
+
+func (nopClose) Close() error { return nil }
+
+// lineReader reads newline-delimited messages into a reused buffer.
+type lineReader struct {
+	br  *bufio.Reader
+	buf []byte
+}
+
+var errLineTooLong = fmt.Errorf("a message longer than %d bytes", maxLine)
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// next returns the next line with its newline (the last one may lack it),
+// valid until the following call.
+func (r *lineReader) next() ([]byte, error) {
+	r.buf = r.buf[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if len(r.buf) == 0 && err == nil {
+			return chunk, nil // the whole line was in the buffer: no copy
+		}
+		r.buf = append(r.buf, chunk...)
+		if len(r.buf) > maxLine {
+			return nil, errLineTooLong
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return r.buf, err
+	}
+}
+
+// pump reads the peer's lines: the ones handle takes are the lane's, the
+// rest go to the SDK through sdk. It returns when the input ends.
+func pump(in io.Reader, sdk *io.PipeWriter, handle func([]byte) bool) error {
+	lr := newLineReader(in)
+	for {
+		line, err := lr.next()
+		if len(bytes.TrimSpace(line)) > 0 && !handle(line) {
+			if line[len(line)-1] != '\n' {
+				line = append(line, '\n')
+			}
+			if _, werr := sdk.Write(line); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			sdk.CloseWithError(err)
+			return err
+		}
+	}
+}
+
+var (
+	toolsCallMethod   = []byte(`"tools/call"`)
+	cancelledMethod   = []byte(`"notifications/cancelled"`)
+	initializedMethod = []byte(`"notifications/initialized"`)
+	laneMarker        = []byte(`"agentctl-`)
+)
+
+// fromClient takes the client's line if it is the lane's to forward.
+func (l *lane) fromClient(line []byte) bool {
+	if !l.initialized.Load() && bytes.Contains(line, initializedMethod) {
+		if m, ok := readMessage(line); ok && m.method == "notifications/initialized" {
+			l.initialized.Store(true)
+		}
+		return false
+	}
+	switch {
+	case bytes.Contains(line, toolsCallMethod):
+		return l.call(line)
+	case l.inflight.Load() > 0 && bytes.Contains(line, cancelledMethod):
+		return l.cancel(line)
+	}
+	return false
+}
+
+// message is the part of a JSON-RPC message the lane reads: slices of the
+// line it came in.
+type message struct {
+	id, params, result, rpcErr []byte
+	method                     string
+}
+
+// readMessage reads a JSON-RPC 2.0 message's members; ok is false for
+// anything the lane leaves to the SDK (invalid JSON, a batch, a member it
+// does not know, a method written with escapes).
+func readMessage(line []byte) (m message, ok bool) {
+	if !json.Valid(line) {
+		return m, false
+	}
+	version := false
+	ok = eachMember(line, func(k, v []byte) bool {
+		switch {
+		case keyIs(k, "jsonrpc"):
+			version = string(v) == `"2.0"`
+		case keyIs(k, "id"):
+			m.id = v
+		case keyIs(k, "method"):
+			s, plain := plainString(v)
+			if !plain {
+				return false
+			}
+			m.method = string(s)
+		case keyIs(k, "params"):
+			m.params = v
+		case keyIs(k, "result"):
+			m.result = v
+		case keyIs(k, "error"):
+			m.rpcErr = v
+		default:
+			return false
+		}
+		return true
+	})
+	return m, ok && version
+}
+
+// call forwards a tools/call of an external tool whose server is up; false
+// leaves the request to the SDK.
+func (l *lane) call(line []byte) bool {
+	m, ok := readMessage(line)
+	if !ok || m.method != "tools/call" || !isID(m.id) {
+		return false
+	}
+	var name, args, meta []byte
+	known := eachMember(m.params, func(k, v []byte) bool {
+		switch {
+		case keyIs(k, "name"):
+			name, ok = plainString(v)
+			return ok
+		case keyIs(k, "arguments"):
+			args = v
+		case keyIs(k, "_meta"):
+			meta = v
+		default:
+			return false // a field the lane does not know (MRTR, tasks): the SDK's
+		}
+		return true
+	})
+	if !known || name == nil {
+		return false
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	} else if args[0] != '{' {
+		return false // the SDK says what is wrong with it
+	}
+	if string(meta) == "null" {
+		meta = nil
+	}
+	var tok []byte
+	stateless := false
+	if meta != nil {
+		var version []byte
+		hasCaps, protocolKeys := false, false
+		if !eachMember(meta, func(k, v []byte) bool {
+			switch {
+			case keyIs(k, "progressToken"):
+				tok = v
+			case keyIs(k, "io.modelcontextprotocol/protocolVersion"):
+				version, _ = plainString(v)
+			case keyIs(k, "io.modelcontextprotocol/clientCapabilities"):
+				hasCaps = true
+			case bytes.HasPrefix(k, []byte(`"io.modelcontextprotocol/`)):
+				protocolKeys = true
+			}
+			return true
+		}) {
+			return false
+		}
+		switch {
+		case version != nil:
+			// A 2026-07-28 request: it needs no initialize. An older version
+			// named per request, or no capabilities: the SDK explains.
+			if string(version) < statelessVersion || !hasCaps {
+				return false
+			}
+			stateless = true
+		case protocolKeys || hasCaps:
+			return false
+		}
+	}
+	if !stateless && !l.initialized.Load() {
+		return false
+	}
+
+	u, base := l.e.routeExternal(string(name))
+	if u == nil {
+		return false
+	}
+	link := u.currentLink()
+	if link == nil {
+		return false
+	}
+
+	n := l.next.Add(1)
+	c := &laneCall{clientID: bytes.Clone(m.id), link: link, stateless: stateless}
+	c.upID = laneIDPrefix + strconv.FormatInt(n, 10)
+	msg := make([]byte, 0, len(args)+len(meta)+len(base)+128)
+	msg = append(msg, `{"jsonrpc":"2.0","id":"`...)
+	msg = append(msg, c.upID...)
+	msg = append(msg, `","method":"tools/call","params":{"name":`...)
+	msg = appendJSONString(msg, base)
+	msg = append(msg, `,"arguments":`...)
+	msg = append(msg, args...)
+	if meta != nil {
+		// The client's own keys pass; the protocol's describe the client to
+		// agentctl, not to the server (which speaks its own version with
+		// agentctl); the progress token becomes the lane's.
+		msg = append(msg, `,"_meta":{`...)
+		first := true
+		sep := func() {
+			if !first {
+				msg = append(msg, ',')
+			}
+			first = false
+		}
+		eachMember(meta, func(k, v []byte) bool {
+			if keyIs(k, "progressToken") || bytes.HasPrefix(k, []byte(`"io.modelcontextprotocol/`)) {
+				return true
+			}
+			sep()
+			msg = append(append(append(msg, k...), ':'), v...)
+			return true
+		})
+		if tok != nil {
+			c.clientToken = bytes.Clone(tok)
+			c.upTok = laneTokenPrefix + strconv.FormatInt(n, 10)
+			sep()
+			msg = append(msg, `"progressToken":`...)
+			msg = appendJSONString(msg, c.upTok)
+		}
+		msg = append(msg, '}')
+	}
+	msg = append(msg, "}}\n"...)
+
+	l.add(c)
+	l.forwarded.Add(1)
+	if l.e.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.e.log.Debug("tools/call", "tool", u.mount.ToolName(base), "lane", "fast")
+	}
+	if _, err := link.w.Write(msg); err != nil {
+		// The server is going away; its reader fails the call (or already
+		// has). Answer here only if it is still ours to answer.
+		if l.take(c.upID) != nil {
+			l.reply(c, nil, nil, fmt.Errorf("write to it: %v", err))
+		}
+	}
+	return true
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
+}
+
+// statelessVersion is the first protocol version without initialize: each
+// request carries the client's version and capabilities in _meta.
+const statelessVersion = "2026-07-28"
+
+// isID reports whether raw is a request id: a string or a number.
+func isID(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'))
+}
+
+// idKey is a request id as the lane indexes it: as the client wrote it
+// (a cancellation names the request the way its request did).
+func idKey(raw []byte) string { return string(raw) }
+
+func (l *lane) add(c *laneCall) {
+	l.mu.Lock()
+	l.calls[c.upID] = c
+	if c.upTok != "" {
+		l.tokens[c.upTok] = c
+	}
+	l.byClient[idKey(c.clientID)] = c
+	l.mu.Unlock()
+	l.inflight.Add(1)
+}
+
+// take removes the call with upstream id upID; nil if it is no longer
+// pending (answered, cancelled or failed).
+func (l *lane) take(upID string) *laneCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.calls[upID]
+	if c == nil {
+		return nil
+	}
+	l.removeLocked(c)
+	return c
+}
+
+func (l *lane) removeLocked(c *laneCall) {
+	delete(l.calls, c.upID)
+	delete(l.tokens, c.upTok)
+	if l.byClient[idKey(c.clientID)] == c {
+		delete(l.byClient, idKey(c.clientID))
+	}
+	l.inflight.Add(-1)
+}
+
+// cancel forwards the client's cancellation of a lane call.
+func (l *lane) cancel(line []byte) bool {
+	m, ok := readMessage(line)
+	if !ok || m.method != "notifications/cancelled" {
+		return false
+	}
+	var requestID, reason []byte
+	eachMember(m.params, func(k, v []byte) bool {
+		switch {
+		case keyIs(k, "requestId"):
+			requestID = v
+		case keyIs(k, "reason"):
+			reason = v
+		}
+		return true
+	})
+	if requestID == nil {
+		return false
+	}
+	l.mu.Lock()
+	c := l.byClient[idKey(requestID)]
+	if c != nil {
+		l.removeLocked(c)
+	}
+	l.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), appendJSONString(nil, c.upID)...)
+	if reason != nil {
+		msg = append(append(msg, `,"reason":`...), reason...)
+	}
+	msg = append(msg, "}}\n"...)
+	_, _ = c.link.w.Write(msg) // a server that is gone has nothing to cancel
+	return true
+}
+
+// fromServer takes an external server's line if it answers or reports
+// progress of a lane call.
+func (l *lane) fromServer(line []byte) bool {
+	if l.inflight.Load() == 0 || !bytes.Contains(line, laneMarker) {
+		return false
+	}
+	m, ok := readMessage(line)
+	if !ok {
+		return false
+	}
+	if m.method == "" && m.id != nil {
+		id, plain := plainString(m.id)
+		if !plain || !bytes.HasPrefix(id, []byte(laneIDPrefix)) {
+			return false
+		}
+		if c := l.take(string(id)); c != nil {
+			l.reply(c, m.result, m.rpcErr, nil)
+		}
+		return true // a late answer to a cancelled call is dropped
+	}
+	if m.method != "notifications/progress" {
+		return false
+	}
+	var tok []byte
+	eachMember(m.params, func(k, v []byte) bool {
+		if keyIs(k, "progressToken") {
+			tok, _ = plainString(v)
+			return false
+		}
+		return true
+	})
+	if !bytes.HasPrefix(tok, []byte(laneTokenPrefix)) {
+		return false
+	}
+	l.mu.Lock()
+	c := l.tokens[string(tok)]
+	l.mu.Unlock()
+	if c == nil {
+		return true // progress of a call that is over
+	}
+	msg := append(make([]byte, 0, len(m.params)+64), `{"jsonrpc":"2.0","method":"notifications/progress","params":{`...)
+	first := true
+	eachMember(m.params, func(k, v []byte) bool {
+		if !first {
+			msg = append(msg, ',')
+		}
+		first = false
+		if keyIs(k, "progressToken") {
+			v = c.clientToken
+		}
+		msg = append(append(append(msg, k...), ':'), v...)
+		return true
+	})
+	msg = append(msg, "}}\n"...)
+	_, _ = l.client.Write(msg)
+	return true
+}
+
+// reply answers the client's call: the server's result or error unchanged,
+// or, when the server failed (failure != nil), a tool error naming it.
+func (l *lane) reply(c *laneCall, result, rpcErr []byte, failure error) {
+	if failure != nil {
+		b, err := json.Marshal(toolError(fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", c.link.server, failure)))
+		if err != nil {
+			return
+		}
+		result, rpcErr = b, nil
+	}
+	msg := make([]byte, 0, len(result)+len(rpcErr)+len(c.clientID)+40)
+	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
+	msg = append(msg, c.clientID...)
+	if len(rpcErr) > 0 {
+		msg = append(msg, `,"error":`...)
+		msg = append(msg, rpcErr...)
+	} else {
+		if len(result) == 0 {
+			result = []byte("{}")
+		}
+		msg = append(msg, `,"result":`...)
+		if c.stateless {
+			result = withServerInfo(result, l.serverInfo)
+		}
+		msg = append(msg, result...)
+	}
+	msg = append(msg, "}\n"...)
+	_, _ = l.client.Write(msg)
+}
+
+// withServerInfo names agentctl in a result's _meta, as go-sdk does for a
+// 2026-07-28 client (SEP-2575: each result identifies its server), unless
+// the result already names a server.
+func withServerInfo(result json.RawMessage, info json.RawMessage) json.RawMessage {
+	if len(result) < 2 || result[0] != '{' {
+		return result
+	}
+	if !bytes.Contains(result, []byte(`"_meta"`)) {
+		out := make([]byte, 0, len(result)+len(info)+50)
+		out = append(out, `{"_meta":{"io.modelcontextprotocol/serverInfo":`...)
+		out = append(out, info...)
+		out = append(out, '}')
+		if rest := bytes.TrimSpace(result[1:]); len(rest) > 0 && rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, result[1:]...)
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(result, &top) != nil {
+		return result
+	}
+	var meta map[string]json.RawMessage
+	if m, ok := top["_meta"]; ok && string(m) != "null" {
+		if json.Unmarshal(m, &meta) != nil {
+			return result
+		}
+	}
+	if _, ok := meta[mcp.MetaKeyServerInfo]; ok {
+		return result
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	meta[mcp.MetaKeyServerInfo] = info
+	var err error
+	if top["_meta"], err = json.Marshal(meta); err != nil {
+		return result
+	}
+	out, err := json.Marshal(top)
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// linkDown fails the calls still waiting on a server that went away.
+func (l *lane) linkDown(link *laneLink, cause error) {
+	l.mu.Lock()
+	var failed []*laneCall
+	for _, c := range l.calls {
+		if c.link == link {
+			failed = append(failed, c)
+		}
+	}
+	for _, c := range failed {
+		l.removeLocked(c)
+	}
+	l.mu.Unlock()
+	for _, c := range failed {
+		l.reply(c, nil, nil, cause)
+	}
+}
+
+// routeExternal resolves the client's name to an external tool: its
+// server and the tool's own name there. nil when the name is anything else
+// (or unknown: the SDK path explains it).
+func (e *Endpoint) routeExternal(name string) (*upstream, string) {
+	e.nsMu.RLock()
+	defer e.nsMu.RUnlock()
+	r := RouteToolCall(e.registry, e.cfg.Naming.Namespacing, e.cfg.ServerName, name)
+	if r.Err != nil {
+		return nil, ""
+	}
+	st := e.external[r.Canonical]
+	if st == nil {
+		return nil, ""
+	}
+	return st.u, st.tool.Name
+}
+
+// laneLink is the lane's side of one connection to an external stdio server.
+type laneLink struct {
+	server string
+	w      *lockedWriter
+}
+
+// currentLink returns the server's connection when it is up and the lane
+// can use it.
+func (u *upstream) currentLink() *laneLink {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.state != UpstreamUp {
+		return nil
+	}
+	return u.link
+}
+
+// commandTransport starts an external stdio server, as go-sdk's
+// CommandTransport does, and reads its output through the lane: answers to
+// the lane's calls go to the client directly, the rest to the SDK session.
+type commandTransport struct {
+	cmd       *exec.Cmd
+	terminate time.Duration
+	lane      func() *lane // the endpoint's lane, when a client is on stdio
+	// onLink receives the link once the process runs.
+	onLink func(*laneLink)
+	server string
+}
+
+func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	w := &lockedWriter{w: stdin}
+	link := &laneLink{server: t.server, w: w}
+	if t.onLink != nil {
+		t.onLink(link)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		err := pump(stdout, pw, func(line []byte) bool {
+			if l := t.lane(); l != nil {
+				return l.fromServer(line)
+			}
+			return false
+		})
+		if l := t.lane(); l != nil {
+			l.linkDown(link, orEOF(err))
+		}
+	}()
+	return (&mcp.IOTransport{Reader: pr, Writer: &processStdin{w: w, stdin: stdin, cmd: t.cmd, terminate: t.terminate}}).Connect(ctx)
+}
+
+// processStdin is the server's input as the SDK holds it. Closing it ends
+// the server as the MCP spec says a client should: close its input, wait,
+// then SIGTERM, then SIGKILL.
+type processStdin struct {
+	w         *lockedWriter
+	stdin     io.Closer
+	cmd       *exec.Cmd
+	terminate time.Duration
+	once      sync.Once
+	err       error
+}
+
+func (p *processStdin) Write(b []byte) (int, error) { return p.w.Write(b) }
+
+func (p *processStdin) Close() error {
+	p.once.Do(func() { p.err = p.stop() })
+	return p.err
+}
+
+func (p *processStdin) stop() error {
+	p.w.mu.Lock()
+	err := p.stdin.Close()
+	p.w.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("closing stdin: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	wait := func() (error, bool) {
+		select {
+		case err := <-done:
+			return err, true
+		case <-time.After(p.terminate):
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if p.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("unresponsive subprocess")
+}
