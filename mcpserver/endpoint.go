@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
@@ -102,6 +103,8 @@ type Endpoint struct {
 	// lane forwards external stdio servers' tool calls raw, when serving
 	// on stdio (see lane.go).
 	lane atomic.Pointer[lane]
+	// listing is tools/list's encoding for the lane.
+	listing listing
 }
 
 // New builds the endpoint: the SDK server, the registry with the built-in
@@ -301,7 +304,7 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 		inputEnded.Store(true)
 	}()
 	err := e.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopClose{w}})
-	if err != nil && inputEnded.Load() {
+	if err != nil && (inputEnded.Load() || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)) {
 		// The client hung up; what failed after that (a write to its
 		// closed output) is part of a clean end.
 		e.log.Debug("client gone", "error", err)

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentctl/agentctl/agents"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -63,8 +64,9 @@ type lane struct {
 	initialized atomic.Bool
 	next        atomic.Int64
 	inflight    atomic.Int64
-	// forwarded counts the calls the lane has sent upstream.
-	forwarded atomic.Int64
+	// forwarded counts the calls the lane has sent upstream; listed, the
+	// tools/list it has answered.
+	forwarded, listed atomic.Int64
 
 	mu       sync.Mutex
 	calls    map[string]*laneCall // by upstream id
@@ -165,6 +167,7 @@ func pump(in io.Reader, sdk *io.PipeWriter, handle func([]byte) bool) error {
 
 var (
 	toolsCallMethod   = []byte(`"tools/call"`)
+	toolsListMethod   = []byte(`"tools/list"`)
 	cancelledMethod   = []byte(`"notifications/cancelled"`)
 	initializedMethod = []byte(`"notifications/initialized"`)
 	laneMarker        = []byte(`"agentctl-`)
@@ -181,6 +184,8 @@ func (l *lane) fromClient(line []byte) bool {
 	switch {
 	case bytes.Contains(line, toolsCallMethod):
 		return l.call(line)
+	case bytes.Contains(line, toolsListMethod):
+		return l.list(line)
 	case l.inflight.Load() > 0 && bytes.Contains(line, cancelledMethod):
 		return l.cancel(line)
 	}
@@ -258,43 +263,12 @@ func (l *lane) call(line []byte) bool {
 	} else if args[0] != '{' {
 		return false // the SDK says what is wrong with it
 	}
+	tok, stateless, ok := readMeta(meta)
+	if !ok || (!stateless && !l.initialized.Load()) {
+		return false
+	}
 	if string(meta) == "null" {
 		meta = nil
-	}
-	var tok []byte
-	stateless := false
-	if meta != nil {
-		var version []byte
-		hasCaps, protocolKeys := false, false
-		if !eachMember(meta, func(k, v []byte) bool {
-			switch {
-			case keyIs(k, "progressToken"):
-				tok = v
-			case keyIs(k, "io.modelcontextprotocol/protocolVersion"):
-				version, _ = plainString(v)
-			case keyIs(k, "io.modelcontextprotocol/clientCapabilities"):
-				hasCaps = true
-			case bytes.HasPrefix(k, []byte(`"io.modelcontextprotocol/`)):
-				protocolKeys = true
-			}
-			return true
-		}) {
-			return false
-		}
-		switch {
-		case version != nil:
-			// A 2026-07-28 request: it needs no initialize. An older version
-			// named per request, or no capabilities: the SDK explains.
-			if string(version) < statelessVersion || !hasCaps {
-				return false
-			}
-			stateless = true
-		case protocolKeys || hasCaps:
-			return false
-		}
-	}
-	if !stateless && !l.initialized.Load() {
-		return false
 	}
 
 	u, base := l.e.routeExternal(string(name))
@@ -360,6 +334,139 @@ func (l *lane) call(line []byte) bool {
 		}
 	}
 	return true
+}
+
+// readMeta reads a request's _meta: the progress token, and whether it is a
+// 2026-07-28 request (which needs no initialize). ok is false when the
+// lane should leave the request to the SDK: an older version named per
+// request, or protocol keys without a version (the SDK explains).
+func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
+	if meta == nil || string(meta) == "null" {
+		return nil, false, true
+	}
+	var version []byte
+	hasCaps, protocolKeys := false, false
+	if !eachMember(meta, func(k, v []byte) bool {
+		switch {
+		case keyIs(k, "progressToken"):
+			tok = v
+		case keyIs(k, "io.modelcontextprotocol/protocolVersion"):
+			version, _ = plainString(v)
+		case keyIs(k, "io.modelcontextprotocol/clientCapabilities"):
+			hasCaps = true
+		case bytes.HasPrefix(k, []byte(`"io.modelcontextprotocol/`)):
+			protocolKeys = true
+		}
+		return true
+	}) {
+		return nil, false, false
+	}
+	switch {
+	case version != nil:
+		if string(version) < statelessVersion || !hasCaps {
+			return nil, false, false
+		}
+		return tok, true, true
+	case protocolKeys || hasCaps:
+		return nil, false, false
+	}
+	return tok, false, true
+}
+
+// list answers tools/list from an encoding kept until the tools change:
+// the SDK encodes every definition again on every list, some 5 ms for a few
+// hundred tools. false leaves the request to the SDK: a cursor, a client
+// not yet initialized, or external servers still on their first attempt
+// (the SDK path waits for them).
+func (l *lane) list(line []byte) bool {
+	m, ok := readMessage(line)
+	if !ok || m.method != "tools/list" || !isID(m.id) {
+		return false
+	}
+	var meta []byte
+	if m.params != nil && string(m.params) != "null" && !eachMember(m.params, func(k, v []byte) bool {
+		if keyIs(k, "_meta") {
+			meta = v
+			return true
+		}
+		return false // a cursor: the SDK pages
+	}) {
+		return false
+	}
+	_, stateless, ok := readMeta(meta)
+	if !ok || (!stateless && !l.initialized.Load()) || !l.e.firstRoundDone() {
+		return false
+	}
+	result := l.e.listing.get(l.e, stateless, l.serverInfo)
+	if result == nil {
+		return false
+	}
+	msg := make([]byte, 0, len(result)+len(m.id)+40)
+	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
+	msg = append(msg, m.id...)
+	msg = append(msg, `,"result":`...)
+	msg = append(msg, result...)
+	msg = append(msg, "}\n"...)
+	l.listed.Add(1)
+	_, _ = l.client.Write(msg)
+	return true
+}
+
+// listing is tools/list's result, encoded once per generation of the
+// registry, as the client is to see it.
+type listing struct {
+	mu        sync.Mutex
+	gen       uint64
+	valid     bool
+	plain     []byte // for clients that initialized
+	stateless []byte // for 2026-07-28 requests
+}
+
+// get returns the encoded result; nil when the SDK must answer (more tools
+// than fit one page).
+func (c *listing) get(e *Endpoint, stateless bool, info []byte) []byte {
+	e.nsMu.RLock() // one consistent namespace: never half of a reconcile
+	defer e.nsMu.RUnlock()
+	gen, tools := e.registry.Listed()
+	if len(tools) > mcp.DefaultPageSize {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.valid || c.gen != gen {
+		res := &mcp.ListToolsResult{Tools: tools}
+		res.CacheScope = "public" // go-sdk's default: the field is required on the wire
+		if e.cfg.Naming.Namespacing == agents.NamespacingSuffix {
+			res = e.presentList(res)
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil
+		}
+		c.gen, c.valid, c.plain, c.stateless = gen, true, b, nil
+	}
+	if !stateless {
+		return c.plain
+	}
+	if c.stateless == nil {
+		// As go-sdk answers a 2026-07-28 list: complete, naming its server.
+		c.stateless = append([]byte(`{"resultType":"complete",`), withServerInfo(c.plain, info)[1:]...)
+	}
+	return c.stateless
+}
+
+// firstRoundDone reports whether every external server has had its first
+// connection attempt.
+func (e *Endpoint) firstRoundDone() bool {
+	if len(e.upstreams) == 0 {
+		return true
+	}
+	select {
+	case <-e.firstRound:
+		return true
+	default:
+		return false
+	}
 }
 
 // appendJSONString appends s as a JSON string.

@@ -48,12 +48,16 @@ type Registry struct {
 	// entries taken out of service by a collision, until it resolves.
 	install  map[string]func()
 	withheld map[string]*Entry
+	// tools are the definitions installed into the server, by name;
+	// gen counts changes to what is served (see [Registry.Listed]).
+	tools map[string]*mcp.Tool
+	gen   uint64
 }
 
 // NewRegistry returns an empty registry that installs tools into server. A
 // registry without a server only plans names.
 func NewRegistry(server *mcp.Server) *Registry {
-	return &Registry{server: server, entries: map[string]*Entry{}, install: map[string]func(){}, withheld: map[string]*Entry{}}
+	return &Registry{server: server, entries: map[string]*Entry{}, install: map[string]func(){}, withheld: map[string]*Entry{}, tools: map[string]*mcp.Tool{}}
 }
 
 // CollisionError is a name that two sources want.
@@ -94,14 +98,16 @@ func AddTool[In, Out any](r *Registry, e Entry, t *mcp.Tool, h mcp.ToolHandlerFo
 		r.unreserve(e.Name)
 		return fmt.Errorf("%s: tool %s: %w", e.Source, e.Name, err)
 	}
-	r.installed(e.Name, func() { mcp.AddTool(r.server, &c, h) })
+	r.installed(e.Name, &c, func() { mcp.AddTool(r.server, &c, h) })
 	return nil
 }
 
 // installed records how to install a reserved tool and installs it.
-func (r *Registry) installed(name string, install func()) {
+func (r *Registry) installed(name string, t *mcp.Tool, install func()) {
 	r.mu.Lock()
 	r.install[name] = install
+	r.tools[name] = t
+	r.gen++
 	r.mu.Unlock()
 	if r.server != nil {
 		install()
@@ -148,6 +154,8 @@ func (r *Registry) unreserve(name string) {
 	r.mu.Lock()
 	delete(r.entries, name)
 	delete(r.install, name)
+	delete(r.tools, name)
+	r.gen++
 	r.mu.Unlock()
 }
 
@@ -159,7 +167,7 @@ func (r *Registry) AddRawTool(e Entry, t *mcp.Tool, h mcp.ToolHandler) error {
 	if err := r.reserve(&e); err != nil {
 		return err
 	}
-	r.installed(e.Name, func() { r.server.AddTool(t, h) })
+	r.installed(e.Name, t, func() { r.server.AddTool(t, h) })
 	return nil
 }
 
@@ -169,6 +177,8 @@ func (r *Registry) Remove(name string) {
 	_, ok := r.entries[name]
 	delete(r.entries, name)
 	delete(r.install, name)
+	delete(r.tools, name)
+	r.gen++
 	delete(r.withheld, name)
 	r.mu.Unlock()
 	if ok && r.server != nil {
@@ -184,6 +194,7 @@ func (r *Registry) Withhold(name string) {
 	if ok {
 		delete(r.entries, name)
 		r.withheld[name] = e
+		r.gen++
 	}
 	r.mu.Unlock()
 	if ok && r.server != nil {
@@ -199,6 +210,7 @@ func (r *Registry) Restore(name string) {
 	if ok {
 		delete(r.withheld, name)
 		r.entries[name] = e
+		r.gen++
 	}
 	r.mu.Unlock()
 	if ok && install != nil && r.server != nil {
@@ -271,6 +283,29 @@ func ValidateToolName(name string) error {
 		}
 	}
 	return nil
+}
+
+// Listed returns the definitions of the tools in service, sorted by name
+// (the order tools/list has), with a generation that changes whenever
+// they may have.
+func (r *Registry) Listed() (uint64, []*mcp.Tool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*mcp.Tool, 0, len(r.entries))
+	for name := range r.entries {
+		if t := r.tools[name]; t != nil {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return r.gen, out
+}
+
+// Generation changes whenever the tools in service may have.
+func (r *Registry) Generation() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gen
 }
 
 // Entries returns every registered entry, sorted by name.

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,45 +9,7 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/agentctl/agentctl/agents"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// benchProxy serves an endpoint with the given external servers and returns
-// a client session to it, once every server is up.
-func benchProxy(b *testing.B, mounts ...MountConfig) (*Endpoint, *mcp.ClientSession) {
-	specs := make([]MountSpec, len(mounts))
-	for i, m := range mounts {
-		specs[i] = m.MountSpec
-	}
-	rs, err := ResolveMounts("agentctl", PrefixModeMountName, specs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range mounts {
-		mounts[i].ResolvedMount = rs[i]
-	}
-	cfg := testConfig(agents.NamespacingSuffix, nopStore{newFakeStore()})
-	cfg.Mounts = mounts
-	ep, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ep.Start(ctx)
-	b.Cleanup(func() { cancel(); ep.Wait(); ep.Close() })
-	cs := sessionFor(b, ep.Server(), nil)
-	if _, err := cs.ListTools(ctx, nil); err != nil { // waits for the first round
-		b.Fatal(err)
-	}
-	for _, st := range ep.UpstreamStatuses() {
-		if st.State != UpstreamUp {
-			b.Fatalf("upstream %s: %s %s", st.Name, st.State, st.Error)
-		}
-	}
-	return ep, cs
-}
 
 // BenchmarkProxyCall: a tools/call through agentctl's stdio endpoint to a
 // Go MCP server over stdio, against the same call made directly to that
@@ -173,33 +134,39 @@ func rawUpstream(b *testing.B, bin string, args ...string) *rawPeer {
 // BenchmarkProxyToolsList: tools/list through agentctl's stdio endpoint
 // with 5 external servers of 50 tools each (plus their 5 fixed tools and
 // the built-ins: 278 tools, 60 KB), once connected, read by a raw client;
-// against tools/list of one of those servers directly (55 tools).
+// against tools/list of one of those servers directly (55 tools, go-sdk),
+// in the same loop. lane is the default path (an encoding kept until the
+// tools change); sdk is --fast-lane=false, for reference.
 func BenchmarkProxyToolsList(b *testing.B) {
 	bin := upstreamBin(b)
-	var mounts []MountConfig
-	for i := range 5 {
-		mounts = append(mounts, MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: fmt.Sprintf("up%d", i)}},
-			Command: bin, Args: []string{"-tools", "50"}})
+	for _, path := range []string{"lane", "sdk"} {
+		b.Run(path, func(b *testing.B) {
+			var mounts []MountConfig
+			for i := range 5 {
+				mounts = append(mounts, MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: fmt.Sprintf("up%d", i)}},
+					Command: bin, Args: []string{"-tools", "50"}})
+			}
+			_, p := stdioEndpoint(b, path == "sdk", mounts...)
+			direct := rawUpstream(b, bin, "-tools", "50")
+			list := func(p *rawPeer, want int) time.Duration {
+				t := time.Now()
+				ans, _ := p.request(b, "tools/list", `{}`)
+				d := time.Since(t)
+				if n := bytes.Count(ans, []byte(`"inputSchema"`)); n != want {
+					b.Fatalf("%d tools, want %d", n, want)
+				}
+				return d
+			}
+			var ds, directs []float64
+			b.ReportAllocs()
+			for b.Loop() {
+				ds = append(ds, float64(list(p, 5*55+3))/1e6)
+				directs = append(directs, float64(list(direct, 55))/1e6)
+			}
+			b.ReportMetric(median(ds), "ms/median")
+			b.ReportMetric(median(directs), "ms-direct-55/median")
+		})
 	}
-	_, p := stdioEndpoint(b, false, mounts...)
-	direct := rawUpstream(b, bin, "-tools", "50")
-	list := func(p *rawPeer, want int) time.Duration {
-		t := time.Now()
-		ans, _ := p.request(b, "tools/list", `{}`)
-		d := time.Since(t)
-		if n := bytes.Count(ans, []byte(`"inputSchema"`)); n != want {
-			b.Fatalf("%d tools, want %d", n, want)
-		}
-		return d
-	}
-	var ds, directs []float64
-	b.ReportAllocs()
-	for b.Loop() {
-		ds = append(ds, float64(list(p, 5*55+3))/1e6)
-		directs = append(directs, float64(list(direct, 55))/1e6)
-	}
-	b.ReportMetric(median(ds), "ms/median")
-	b.ReportMetric(median(directs), "ms-direct-55/median")
 }
 
 func median(v []float64) float64 {

@@ -432,7 +432,13 @@ func TestProxyFaultsAtStart(t *testing.T) {
 func TestProxyToolListChange(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
 		p := startProxyOn(t, path, PrefixModeMountName, withBin(t, mcpMount("up")))
-		eventually(t, "tools", func() bool { return p.ep.Registry().Has("tool_0") })
+		// The lane lists once the first round is over (before, the SDK
+		// waits for it).
+		eventually(t, "tools", func() bool { return p.ep.Registry().Has("tool_0") && p.ep.firstRoundDone() })
+		// Listed once before the change: a kept encoding must not outlive it.
+		if res, err := p.cs.ListTools(context.Background(), nil); err != nil || !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "tool_0" }) {
+			t.Fatalf("before the change: %v", err)
+		}
 		if r, err := p.call(t, "change_tools", nil); err != nil || r.IsError {
 			t.Fatalf("%v %+v", err, r)
 		}
@@ -441,10 +447,14 @@ func TestProxyToolListChange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "tool_new" }) {
+		if !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "tool_new" }) ||
+			slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "tool_0" }) {
 			t.Fatal("tools/list does not show the change")
 		}
 		p.checkPath(t, path, 1)
+		if l := p.ep.lane.Load(); path != viaSDK && l.listed.Load() != 2 {
+			t.Fatalf("the lane answered %d of the 2 tools/list", l.listed.Load())
+		}
 	})
 }
 
@@ -643,4 +653,27 @@ func TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool(t *testing.T) {
 	if r, err := p.call(t, "concept_read", map[string]any{"id": "nosuch"}); err != nil || !strings.Contains(resultText(r), "not found in knowledge base") {
 		t.Fatalf("restored tool: %v %+v", err, r)
 	}
+}
+
+// TestProxyStopsALaunchersChildren: a server started through a launcher
+// (a shell here, npx in real life) leaves children that do not read the
+// server's stdin; when the endpoint stops, they go too, with the server's
+// process group.
+func TestProxyStopsALaunchersChildren(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process groups of stdio servers are a Linux feature here")
+	}
+	dir := t.TempDir()
+	childPID := filepath.Join(dir, "child")
+	m := mcpMount("up")
+	m.Command = "/bin/sh"
+	m.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$2"`, "sh", childPID, upstreamBin(t)}
+	p := startProxy(t, PrefixModeMountName, m)
+	eventually(t, "the server", func() bool { return p.ep.Registry().Has("echo") })
+	pid := readPID(t, childPID)
+	if !alive(pid) {
+		t.Fatalf("the launcher's child %d is not running", pid)
+	}
+	p.stop(t)
+	eventually(t, "the launcher's child to be gone", func() bool { return !alive(pid) })
 }

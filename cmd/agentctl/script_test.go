@@ -398,7 +398,7 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	env := map[string]string{}
-	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "AGENTCTL_STATE_DIR", "AGENTCTL_CONFIG", "GORACE"} {
+	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "AGENTCTL_STATE_DIR", "AGENTCTL_CONFIG", "AGENTCTL_LOG_LEVEL", "GORACE"} {
 		env[k] = ts.Getenv(k)
 	}
 	plan, _ := json.Marshal(map[string]any{
