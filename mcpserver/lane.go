@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -326,11 +327,11 @@ func (l *lane) call(line []byte) bool {
 	if l.e.log.Enabled(context.Background(), slog.LevelDebug) {
 		l.e.log.Debug("tools/call", "tool", u.mount.ToolName(base), "lane", "fast")
 	}
-	if _, err := link.w.Write(msg); err != nil {
-		// The server is going away; its reader fails the call (or already
-		// has). Answer here only if it is still ours to answer.
+	if err := link.send(msg); err != nil {
+		// Answer here only if it is still ours to answer (a server going
+		// away fails its calls from its reader too).
 		if l.take(c.upID) != nil {
-			l.reply(c, nil, nil, fmt.Errorf("write to it: %v", err))
+			l.replyError(c, fmt.Sprintf("MCP server %q did not get the call: %v", link.server, err))
 		}
 	}
 	return true
@@ -559,7 +560,7 @@ func (l *lane) cancel(line []byte) bool {
 		msg = append(append(msg, `,"reason":`...), reason...)
 	}
 	msg = append(msg, "}}\n"...)
-	_, _ = c.link.w.Write(msg) // a server that is gone has nothing to cancel
+	_ = c.link.send(msg) // a server that is gone or stuck has nothing to cancel
 	return true
 }
 
@@ -625,11 +626,8 @@ func (l *lane) fromServer(line []byte) bool {
 // or, when the server failed (failure != nil), a tool error naming it.
 func (l *lane) reply(c *laneCall, result, rpcErr []byte, failure error) {
 	if failure != nil {
-		b, err := json.Marshal(toolError(fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", c.link.server, failure)))
-		if err != nil {
-			return
-		}
-		result, rpcErr = b, nil
+		l.replyError(c, fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", c.link.server, failure))
+		return
 	}
 	msg := make([]byte, 0, len(result)+len(rpcErr)+len(c.clientID)+40)
 	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
@@ -696,6 +694,16 @@ func withServerInfo(result json.RawMessage, info json.RawMessage) json.RawMessag
 	return out
 }
 
+// replyError answers the client's call with a tool error (isError): the
+// model reads it, where a protocol error would only reach the client.
+func (l *lane) replyError(c *laneCall, text string) {
+	b, err := json.Marshal(toolError(text))
+	if err != nil {
+		return
+	}
+	l.reply(c, b, nil, nil)
+}
+
 // linkDown fails the calls still waiting on a server that went away.
 func (l *lane) linkDown(link *laneLink, cause error) {
 	l.mu.Lock()
@@ -732,9 +740,165 @@ func (e *Endpoint) routeExternal(name string) (*upstream, string) {
 }
 
 // laneLink is the lane's side of one connection to an external stdio server.
+//
+// Every message to the server, the lane's and the SDK's, goes through
+// write, in order. A message is written at once when the server's input
+// has room (the common case: no hand-off to another goroutine); when it has
+// not, the message waits in a queue that a flusher writes out. So a server
+// that stops reading never stalls the client's other messages
+// (cancellations, built-ins) behind it: once the queue holds more than
+// maxQueued bytes, further lane calls are refused with a tool error.
 type laneLink struct {
 	server string
-	w      *lockedWriter
+	out    io.Writer
+	raw    syscall.RawConn // out's descriptor, for writes that must not block
+	// queueOnly: out may block and cannot be tried without blocking, so
+	// every message goes through the queue.
+	queueOnly bool
+	max       int // bytes the queue may hold for lane calls
+
+	mu       sync.Mutex
+	queue    []queued
+	queued   int // bytes in queue
+	flushing bool
+	err      error // once set, the link is closed
+}
+
+type queued struct {
+	msg  []byte
+	done chan error // nil: nobody waits
+}
+
+// maxQueued bounds what the lane queues for a server that does not read.
+const maxQueued = 4 << 20
+
+var (
+	errNotReading = errors.New("it is not reading its input")
+	errLinkClosed = errors.New("its connection is closed")
+)
+
+// newLaneLink returns the link that writes to out: an *os.File (a pipe to
+// the server) is written without blocking where the system allows it, else
+// through the queue; any other writer (in tests) must not block.
+func newLaneLink(server string, out io.Writer) *laneLink {
+	k := &laneLink{server: server, out: out, max: maxQueued}
+	if f, ok := out.(*os.File); ok {
+		k.queueOnly = true
+		if rc, err := f.SyscallConn(); err == nil && canTryWrite {
+			k.raw, k.queueOnly = rc, false
+		}
+	}
+	return k
+}
+
+// send queues the lane's message: refused when the link is closed or the
+// server has not read what is already queued.
+func (k *laneLink) send(msg []byte) error { return k.write(msg, false) }
+
+// write writes msg after everything before it; with wait, it returns once
+// msg is written (the SDK's writes), else at once.
+func (k *laneLink) write(msg []byte, wait bool) error {
+	k.mu.Lock()
+	if k.err != nil {
+		err := k.err
+		k.mu.Unlock()
+		return err
+	}
+	if !k.flushing {
+		n, err := k.tryWrite(msg)
+		if err != nil {
+			k.err = err
+			k.mu.Unlock()
+			return err
+		}
+		if n == len(msg) {
+			k.mu.Unlock()
+			return nil
+		}
+		msg = msg[n:] // the rest must follow, whatever the queue holds
+	} else if !wait && k.queued+len(msg) > k.max {
+		k.mu.Unlock()
+		return errNotReading
+	}
+	q := queued{msg: msg}
+	if wait {
+		q.done = make(chan error, 1)
+	}
+	k.queue = append(k.queue, q)
+	k.queued += len(msg)
+	if !k.flushing {
+		k.flushing = true
+		go k.flush()
+	}
+	k.mu.Unlock()
+	if wait {
+		return <-q.done
+	}
+	return nil
+}
+
+// tryWrite writes what the server's input takes without blocking.
+func (k *laneLink) tryWrite(msg []byte) (int, error) {
+	switch {
+	case k.queueOnly:
+		return 0, nil
+	case k.raw == nil:
+		return k.out.Write(msg)
+	}
+	var (
+		n    int
+		werr error
+	)
+	if err := k.raw.Write(func(fd uintptr) bool {
+		n, werr = writeNonblock(fd, msg)
+		return true
+	}); err != nil {
+		return 0, err
+	}
+	return n, werr
+}
+
+// flush writes the queue out, blocking as long as the server needs.
+func (k *laneLink) flush() {
+	for {
+		k.mu.Lock()
+		if len(k.queue) == 0 || k.err != nil {
+			rest, err := k.queue, k.err
+			k.queue, k.queued, k.flushing = nil, 0, false
+			k.mu.Unlock()
+			for _, q := range rest {
+				if q.done != nil {
+					q.done <- err
+				}
+			}
+			return
+		}
+		q := k.queue[0]
+		k.queue = k.queue[1:]
+		k.queued -= len(q.msg)
+		k.mu.Unlock()
+		_, err := k.out.Write(q.msg)
+		if q.done != nil {
+			q.done <- err
+		}
+		if err != nil {
+			k.mu.Lock()
+			if k.err == nil {
+				k.err = err
+			}
+			k.mu.Unlock()
+		}
+	}
+}
+
+// close refuses further writes; queued messages are dropped (the server is
+// going away).
+func (k *laneLink) close() {
+	k.mu.Lock()
+	if k.err == nil {
+		k.err = errLinkClosed
+	}
+	k.mu.Unlock()
 }
 
 // currentLink returns the server's connection when it is up and the lane
@@ -765,15 +929,20 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	stdin, err := t.cmd.StdinPipe()
+	// The server's input as an *os.File, so the lane can write to it
+	// without blocking.
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := t.cmd.Start(); err != nil {
+	t.cmd.Stdin = stdinR
+	err = t.cmd.Start()
+	stdinR.Close()
+	if err != nil {
+		stdin.Close()
 		return nil, err
 	}
-	w := &lockedWriter{w: stdin}
-	link := &laneLink{server: t.server, w: w}
+	link := newLaneLink(t.server, stdin)
 	if t.onLink != nil {
 		t.onLink(link)
 	}
@@ -785,26 +954,32 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 			}
 			return false
 		})
+		link.close()
 		if l := t.lane(); l != nil {
 			l.linkDown(link, orEOF(err))
 		}
 	}()
-	return (&mcp.IOTransport{Reader: pr, Writer: &processStdin{w: w, stdin: stdin, cmd: t.cmd, terminate: t.terminate}}).Connect(ctx)
+	return (&mcp.IOTransport{Reader: pr, Writer: &processStdin{stdin: stdin, cmd: t.cmd, terminate: t.terminate, link: link}}).Connect(ctx)
 }
 
 // processStdin is the server's input as the SDK holds it. Closing it ends
 // the server as the MCP spec says a client should: close its input, wait,
 // then SIGTERM, then SIGKILL.
 type processStdin struct {
-	w         *lockedWriter
 	stdin     io.Closer
 	cmd       *exec.Cmd
 	terminate time.Duration
+	link      *laneLink
 	once      sync.Once
 	err       error
 }
 
-func (p *processStdin) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p *processStdin) Write(b []byte) (int, error) {
+	if err := p.link.write(b, true); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
 
 func (p *processStdin) Close() error {
 	p.once.Do(func() { p.err = p.stop() })
@@ -812,10 +987,9 @@ func (p *processStdin) Close() error {
 }
 
 func (p *processStdin) stop() error {
-	p.w.mu.Lock()
-	err := p.stdin.Close()
-	p.w.mu.Unlock()
-	if err != nil {
+	p.link.close()
+	// A write blocked on a server that stopped reading fails now.
+	if err := p.stdin.Close(); err != nil {
 		return fmt.Errorf("closing stdin: %v", err)
 	}
 	done := make(chan error, 1)

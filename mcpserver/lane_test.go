@@ -325,22 +325,83 @@ func TestLaneLeavesTheRestToTheSDK(t *testing.T) {
 	}
 }
 
+// laneWithTool sets up a lane in front of one external tool "echo" whose
+// server writes to w, without processes or pipes.
+func laneWithTool(tb testing.TB, w io.Writer, client io.Writer) (*lane, *laneLink) {
+	tb.Helper()
+	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
+	ep, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	link := newLaneLink("up", w)
+	tb.Cleanup(link.close)
+	u := &upstream{e: ep, mount: MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}}, state: UpstreamUp,
+		link: link, tools: []*mcp.Tool{{Name: "echo", InputSchema: map[string]any{"type": "object"}}}}
+	ep.upstreams = append(ep.upstreams, u)
+	ep.reconcile()
+	l := newLane(ep, &lockedWriter{w: client})
+	l.initialized.Store(true)
+	return l, link
+}
+
+// TestLaneStuckServer: a server that stops reading its input stalls
+// neither the client's other messages nor the lane: once its pipe and
+// agentctl's queue to it are full, further calls get a tool error at once.
+func TestLaneStuckServer(t *testing.T) {
+	stuckR, stuck, err := os.Pipe() // nobody reads: the pipe fills up
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stuckR.Close(); stuck.Close() })
+	var client syncBuffer
+	l, link := laneWithTool(t, stuck, &client)
+	link.max = 64 << 10
+	done := make(chan struct{})
+	calls := 0
+	go func() {
+		defer close(done)
+		// Far more than the pipe (64 KiB on Linux) and the queue hold.
+		for ; calls < 5000; calls++ {
+			if !l.fromClient([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(calls) + `,"method":"tools/call","params":{"name":"echo","arguments":{"padding":"` + strings.Repeat("x", 100) + `"}}}` + "\n")) {
+				t.Error("the lane did not take the call")
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the lane blocked on a server that does not read")
+	}
+	refused := strings.Count(client.String(), `MCP server \"up\" did not get the call: it is not reading its input`)
+	if refused == 0 || refused == calls {
+		t.Fatalf("%d of %d calls refused: the pipe and the queue should have taken some, then refused the rest", refused, calls)
+	}
+	if !strings.Contains(client.String(), `"isError":true`) {
+		t.Fatal("refusals must be tool errors")
+	}
+	// The SDK's own writes wait for the queue; closing the link ends them.
+	werr := make(chan error, 1)
+	go func() { werr <- link.write([]byte("{}\n"), true) }()
+	link.close()
+	stuckR.Close() // the blocked flusher's write fails
+	select {
+	case err := <-werr:
+		if err == nil {
+			t.Fatal("a write queued behind a closed link succeeded")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a waiting write outlived the link")
+	}
+}
+
 // BenchmarkLaneWork is the lane's own work for one call, without any I/O:
 // reading and rewriting the client's request, then the server's answer.
 // It is the part of the proxy hop that agentctl's code decides; the rest is
 // the operating system moving bytes (see BenchmarkProxyCall/relay).
 func BenchmarkLaneWork(b *testing.B) {
-	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-	ep, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	u := &upstream{e: ep, mount: MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}}, state: UpstreamUp,
-		link: &laneLink{server: "up", w: &lockedWriter{w: io.Discard}}, tools: []*mcp.Tool{{Name: "echo", InputSchema: map[string]any{"type": "object"}}}}
-	ep.upstreams = append(ep.upstreams, u)
-	ep.reconcile()
-	l := newLane(ep, &lockedWriter{w: io.Discard})
-	l.initialized.Store(true)
+	l, _ := laneWithTool(b, io.Discard, io.Discard)
 	req := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"progressToken":"p-17"}}}` + "\n")
 	var resp []byte
 	b.ReportAllocs()
