@@ -40,7 +40,7 @@ lint:
 
 # Benchmarks with their same-run baselines; see BENCHMARKS.md.
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCHCOUNT) ./...
+	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCHCOUNT) -timeout 60m ./...
 
 # The main job, end to end: the same binary gives Auggie and Claude Code the
 # tool names their models should see.
