@@ -32,15 +32,17 @@ import (
 //
 // So on stdio the endpoint reads its client's lines itself. A line the lane
 // fully understands (a tools/call of an external tool whose server is up,
-// after the client's notifications/initialized, with no protocol-level
-// _meta) is forwarded raw; every other line goes to the SDK unchanged, which
-// keeps its own behaviour for them (errors, waiting for the first round,
-// batches, newer protocol versions). Each external stdio server's lines are
-// read the same way: answers and progress of the lane's calls go straight
-// back to the client; everything else goes to the SDK client session.
+// or a tools/list without a cursor, from a client that initialized or
+// speaks 2026-07-28) is answered or forwarded raw; every other line goes
+// to the SDK unchanged, which keeps its own behaviour for them (errors,
+// waiting for the first round, batches, unknown fields). Each external
+// stdio server's lines are read the same way: answers and progress of the
+// lane's calls go straight back to the client; everything else goes to the
+// SDK client session.
 //
-// What the client sees is the same either way, byte for byte in the result:
-// the conformance tests run every scenario through both paths.
+// What the client sees is the same either way (compared by value in
+// TestLaneAnswersAsTheSDKDoes; a server's result passes byte for byte), and
+// the proxy scenarios run through both paths.
 
 // maxLine bounds a message the lane buffers, as go-sdk does (16 MiB).
 const maxLine = mcp.DefaultMaxLineLength
@@ -53,7 +55,7 @@ const (
 )
 
 // lane forwards tools/call of external tools between one client connection
-// and the external servers' connections.
+// and the external servers' connections, and answers tools/list.
 type lane struct {
 	e      *Endpoint
 	client *lockedWriter

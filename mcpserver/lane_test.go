@@ -125,19 +125,8 @@ func startStdio(tb testing.TB, ep *Endpoint) *rawPeer {
 // until every server is up.
 func stdioEndpoint(tb testing.TB, noLane bool, mounts ...MountConfig) (*Endpoint, *rawPeer) {
 	tb.Helper()
-	specs := make([]MountSpec, len(mounts))
-	for i, m := range mounts {
-		specs[i] = m.MountSpec
-	}
-	rs, err := ResolveMounts("agentctl", PrefixModeMountName, specs)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for i := range mounts {
-		mounts[i].ResolvedMount = rs[i]
-	}
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-	cfg.Mounts = mounts
+	cfg.Mounts = resolveTestMounts(tb, PrefixModeMountName, mounts)
 	cfg.NoFastLane = noLane
 	ep, err := New(cfg)
 	if err != nil {
@@ -237,13 +226,8 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 func TestLaneProgressCancellationAndCrash(t *testing.T) {
 	bin := upstreamBin(t)
 	log := &syncBuffer{}
-	specs := []MountSpec{{Kind: "mcp", Name: "up"}}
-	rs, err := ResolveMounts("agentctl", PrefixModeMountName, specs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-	cfg.Mounts = []MountConfig{{ResolvedMount: rs[0], Command: bin}}
+	cfg.Mounts = resolveTestMounts(t, PrefixModeMountName, []MountConfig{{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: bin}})
 	cfg.UpstreamLog = log
 	ep, err := New(cfg)
 	if err != nil {

@@ -127,19 +127,8 @@ func startProxy(t *testing.T, mode PrefixMode, mounts ...MountConfig) *proxyEnv 
 // the test ends, then every upstream must have stopped.
 func startProxyOn(t *testing.T, path servePath, mode PrefixMode, mounts ...MountConfig) *proxyEnv {
 	t.Helper()
-	specs := make([]MountSpec, len(mounts))
-	for i, m := range mounts {
-		specs[i] = m.MountSpec
-	}
-	rs, err := ResolveMounts("agentctl", mode, specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range mounts {
-		mounts[i].ResolvedMount = rs[i]
-	}
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-	cfg.Mounts = mounts
+	cfg.Mounts = resolveTestMounts(t, mode, mounts)
 	logBuf, stderr := &syncBuffer{}, &syncBuffer{}
 	cfg.UpstreamLog = logBuf
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
@@ -203,6 +192,24 @@ func startProxyOn(t *testing.T, path servePath, mode PrefixMode, mounts ...Mount
 		ep.Close()
 	})
 	return env
+}
+
+// resolveTestMounts resolves the mounts' prefixes by the contract, as
+// mcp serve does from the record.
+func resolveTestMounts(tb testing.TB, mode PrefixMode, mounts []MountConfig) []MountConfig {
+	tb.Helper()
+	specs := make([]MountSpec, len(mounts))
+	for i, m := range mounts {
+		specs[i] = m.MountSpec
+	}
+	rs, err := ResolveMounts("agentctl", mode, specs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range mounts {
+		mounts[i].ResolvedMount = rs[i]
+	}
+	return mounts
 }
 
 // laneCalls is how many calls the fast lane has forwarded (0 off stdio).
