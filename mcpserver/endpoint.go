@@ -269,6 +269,9 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 	if err != nil {
 		return err
 	}
+	if l := e.lane.Load(); l != nil {
+		l.session.Store(&sessionRef{ss})
+	}
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()
 	select {
@@ -297,7 +300,9 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 		l := newLane(e, w)
 		e.lane.Store(l)
 		handle = l.fromClient
+		defer l.closed.Store(true)
 	}
+	defer w.close()
 	var inputEnded atomic.Bool
 	go func() {
 		pump(in, pw, handle)

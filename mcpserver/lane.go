@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -61,12 +62,15 @@ type lane struct {
 	client *lockedWriter
 	// serverInfo is agentctl's implementation, as 2026-07-28 results name it.
 	serverInfo json.RawMessage
-	// initialized is set once the client's notifications/initialized has
-	// been seen: before it, only 2026-07-28 requests (which need no
-	// initialize) can take the lane.
-	initialized atomic.Bool
-	next        atomic.Int64
-	inflight    atomic.Int64
+	// session is the SDK's session with the client, once connected: the
+	// lane takes requests only in a session the SDK has initialized
+	// (initialize, or a first 2026-07-28 request, which the SDK handles),
+	// and answers as the SDK would for its protocol version.
+	session atomic.Pointer[sessionRef]
+	// closed: ServeStdio has returned; nothing more is written.
+	closed   atomic.Bool
+	next     atomic.Int64
+	inflight atomic.Int64
 	// forwarded counts the calls the lane has sent upstream; listed, the
 	// tools/list it has answered.
 	forwarded, listed atomic.Int64
@@ -83,9 +87,7 @@ type laneCall struct {
 	clientToken json.RawMessage // nil: the client asked for no progress
 	upID, upTok string
 	link        *laneLink
-	// stateless: the client speaks the 2026-07-28 protocol, whose results
-	// name their server.
-	stateless bool
+	proto       protocol
 }
 
 func newLane(e *Endpoint, client *lockedWriter) *lane {
@@ -96,14 +98,28 @@ func newLane(e *Endpoint, client *lockedWriter) *lane {
 // lockedWriter makes each Write one uninterrupted message among concurrent
 // writers (go-sdk writes a whole line per Write call, and so does the lane).
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
 }
+
+var errWriterClosed = errors.New("the connection is closed")
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return 0, errWriterClosed
+	}
 	return l.w.Write(p)
+}
+
+// close makes further writes fail: nothing reaches the client's output
+// once the endpoint has returned.
+func (l *lockedWriter) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 }
 
 // nopClose is the client side's writer as the SDK holds it: closing the
@@ -169,30 +185,66 @@ func pump(in io.Reader, sdk *io.PipeWriter, handle func([]byte) bool) error {
 }
 
 var (
-	toolsCallMethod   = []byte(`"tools/call"`)
-	toolsListMethod   = []byte(`"tools/list"`)
-	cancelledMethod   = []byte(`"notifications/cancelled"`)
-	initializedMethod = []byte(`"notifications/initialized"`)
-	laneMarker        = []byte(`"agentctl-`)
+	toolsCallMethod = []byte(`"tools/call"`)
+	toolsListMethod = []byte(`"tools/list"`)
+	cancelledMethod = []byte(`"notifications/cancelled"`)
+	laneMarker      = []byte(`"agentctl-`)
 )
 
 // fromClient takes the client's line if it is the lane's to forward.
 func (l *lane) fromClient(line []byte) bool {
-	if !l.initialized.Load() && bytes.Contains(line, initializedMethod) {
-		if m, ok := readMessage(line); ok && m.method == "notifications/initialized" {
-			l.initialized.Store(true)
-		}
+	// A cheap look first: most lines are none of the lane's.
+	if l.closed.Load() || !(bytes.Contains(line, toolsCallMethod) || bytes.Contains(line, toolsListMethod) ||
+		l.inflight.Load() > 0 && bytes.Contains(line, cancelledMethod)) {
 		return false
 	}
-	switch {
-	case bytes.Contains(line, toolsCallMethod):
-		return l.call(line)
-	case bytes.Contains(line, toolsListMethod):
-		return l.list(line)
-	case l.inflight.Load() > 0 && bytes.Contains(line, cancelledMethod):
-		return l.cancel(line)
+	m, ok := readMessage(line)
+	if !ok {
+		return false
+	}
+	switch m.method {
+	case "tools/call":
+		return l.call(m)
+	case "tools/list":
+		return l.list(m)
+	case "notifications/cancelled":
+		return l.cancel(m)
 	}
 	return false
+}
+
+// sessionRef holds the SDK's session (a fake in tests).
+type sessionRef struct {
+	ss interface {
+		InitializeParams() *mcp.InitializeParams
+	}
+}
+
+// protocol is what the lane knows of the client's protocol for one request.
+type protocol struct {
+	// stateless: the request carries the 2026-07-28 _meta: its result names
+	// the server in _meta.
+	stateless bool
+	// multiRoundTrip: the session speaks 2026-07-28, whose tools/call
+	// results say "resultType".
+	multiRoundTrip bool
+}
+
+// protocolOf checks that the SDK would take a request with this _meta in
+// this session, and says how to answer it; ok is false to leave the
+// request to the SDK (which also explains what is wrong).
+func (l *lane) protocolOf(meta []byte) (tok []byte, p protocol, ok bool) {
+	ref := l.session.Load()
+	if ref == nil {
+		return nil, p, false
+	}
+	params := ref.ss.InitializeParams()
+	if params == nil {
+		return nil, p, false // the SDK initializes the session, or refuses
+	}
+	tok, p.stateless, ok = readMeta(meta)
+	p.multiRoundTrip = params.ProtocolVersion >= statelessVersion
+	return tok, p, ok
 }
 
 // message is the part of a JSON-RPC message the lane reads: slices of the
@@ -238,12 +290,14 @@ func readMessage(line []byte) (m message, ok bool) {
 
 // call forwards a tools/call of an external tool whose server is up; false
 // leaves the request to the SDK.
-func (l *lane) call(line []byte) bool {
-	m, ok := readMessage(line)
-	if !ok || m.method != "tools/call" || !isID(m.id) {
+func (l *lane) call(m message) bool {
+	if !isID(m.id) {
 		return false
 	}
-	var name, args, meta []byte
+	var (
+		name, args, meta []byte
+		ok               bool
+	)
 	known := eachMember(m.params, func(k, v []byte) bool {
 		switch {
 		case keyIs(k, "name"):
@@ -266,8 +320,8 @@ func (l *lane) call(line []byte) bool {
 	} else if args[0] != '{' {
 		return false // the SDK says what is wrong with it
 	}
-	tok, stateless, ok := readMeta(meta)
-	if !ok || (!stateless && !l.initialized.Load()) {
+	tok, proto, ok := l.protocolOf(meta)
+	if !ok {
 		return false
 	}
 	if string(meta) == "null" {
@@ -284,7 +338,7 @@ func (l *lane) call(line []byte) bool {
 	}
 
 	n := l.next.Add(1)
-	c := &laneCall{clientID: bytes.Clone(m.id), link: link, stateless: stateless}
+	c := &laneCall{clientID: bytes.Clone(m.id), link: link, proto: proto}
 	c.upID = laneIDPrefix + strconv.FormatInt(n, 10)
 	msg := make([]byte, 0, len(args)+len(meta)+len(base)+128)
 	msg = append(msg, `{"jsonrpc":"2.0","id":"`...)
@@ -347,16 +401,20 @@ func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
 	if meta == nil || string(meta) == "null" {
 		return nil, false, true
 	}
-	var version []byte
-	hasCaps, protocolKeys := false, false
+	var version, caps, info []byte
+	protocolKeys := false
 	if !eachMember(meta, func(k, v []byte) bool {
 		switch {
 		case keyIs(k, "progressToken"):
-			tok = v
+			if string(v) != "null" { // null asks for no progress
+				tok = v
+			}
 		case keyIs(k, "io.modelcontextprotocol/protocolVersion"):
-			version, _ = plainString(v)
+			version = v
 		case keyIs(k, "io.modelcontextprotocol/clientCapabilities"):
-			hasCaps = true
+			caps = v
+		case keyIs(k, "io.modelcontextprotocol/clientInfo"):
+			info = v
 		case bytes.HasPrefix(k, []byte(`"io.modelcontextprotocol/`)):
 			protocolKeys = true
 		}
@@ -364,16 +422,27 @@ func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
 	}) {
 		return nil, false, false
 	}
-	switch {
-	case version != nil:
-		if string(version) < statelessVersion || !hasCaps {
-			return nil, false, false
-		}
-		return tok, true, true
-	case protocolKeys || hasCaps:
+	if version == nil {
+		// Protocol keys without a version: the SDK's to judge.
+		return tok, false, !protocolKeys && caps == nil && info == nil
+	}
+	// Exactly the version agentctl serves statelessly, with the capabilities
+	// and client details the SDK can read; anything else the SDK refuses
+	// in its own words.
+	if string(version) != `"`+statelessVersion+`"` || !decodes[mcp.ClientCapabilities](caps) ||
+		(info != nil && !decodes[mcp.Implementation](info)) {
 		return nil, false, false
 	}
-	return tok, false, true
+	return tok, true, true
+}
+
+// decodes reports whether raw is a JSON object that decodes into a T.
+func decodes[T any](raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	var v T
+	return json.Unmarshal(raw, &v) == nil
 }
 
 // list answers tools/list from an encoding kept until the tools change:
@@ -381,9 +450,8 @@ func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
 // hundred tools. false leaves the request to the SDK: a cursor, a client
 // not yet initialized, or external servers still on their first attempt
 // (the SDK path waits for them).
-func (l *lane) list(line []byte) bool {
-	m, ok := readMessage(line)
-	if !ok || m.method != "tools/list" || !isID(m.id) {
+func (l *lane) list(m message) bool {
+	if !isID(m.id) {
 		return false
 	}
 	var meta []byte
@@ -396,11 +464,11 @@ func (l *lane) list(line []byte) bool {
 	}) {
 		return false
 	}
-	_, stateless, ok := readMeta(meta)
-	if !ok || (!stateless && !l.initialized.Load()) || !l.e.firstRoundDone() {
+	_, proto, ok := l.protocolOf(meta)
+	if !ok || !l.e.firstRoundDone() {
 		return false
 	}
-	result := l.e.listing.get(l.e, stateless, l.serverInfo)
+	result := l.e.listing.get(l.e, proto.stateless, l.serverInfo)
 	if result == nil {
 		return false
 	}
@@ -530,11 +598,7 @@ func (l *lane) removeLocked(c *laneCall) {
 }
 
 // cancel forwards the client's cancellation of a lane call.
-func (l *lane) cancel(line []byte) bool {
-	m, ok := readMessage(line)
-	if !ok || m.method != "notifications/cancelled" {
-		return false
-	}
+func (l *lane) cancel(m message) bool {
 	var requestID, reason []byte
 	eachMember(m.params, func(k, v []byte) bool {
 		switch {
@@ -574,7 +638,7 @@ func (l *lane) fromServer(line []byte) bool {
 	}
 	m, ok := readMessage(line)
 	if !ok {
-		return false
+		return l.oddAnswer(line)
 	}
 	if m.method == "" && m.id != nil {
 		id, plain := plainString(m.id)
@@ -624,6 +688,52 @@ func (l *lane) fromServer(line []byte) bool {
 	return true
 }
 
+// withMember adds key: value to the object result unless it has key.
+func withMember(result []byte, key, value string) []byte {
+	if len(result) < 2 || result[0] != '{' {
+		return result
+	}
+	has := false
+	if bytes.Contains(result, []byte(key)) {
+		eachMember(result, func(k, _ []byte) bool {
+			has = string(k) == key
+			return !has
+		})
+	}
+	if has {
+		return result
+	}
+	out := make([]byte, 0, len(result)+len(key)+len(value)+2)
+	out = append(append(append(append(out, '{'), key...), ':'), value...)
+	if rest := bytes.TrimSpace(result[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, result[1:]...)
+}
+
+// oddAnswer takes an answer to a lane call that readMessage does not read
+// (a member it does not know, an escaped id): the SDK would drop it as an
+// answer to an id it never sent, and the call would wait forever.
+func (l *lane) oddAnswer(line []byte) bool {
+	var a struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(line, &a) != nil || a.Method != "" {
+		return false
+	}
+	var id string
+	if json.Unmarshal(a.ID, &id) != nil || !strings.HasPrefix(id, laneIDPrefix) {
+		return false
+	}
+	if c := l.take(id); c != nil {
+		l.reply(c, a.Result, a.Error, nil)
+	}
+	return true
+}
+
 // reply answers the client's call: the server's result or error unchanged,
 // or, when the server failed (failure != nil), a tool error naming it.
 func (l *lane) reply(c *laneCall, result, rpcErr []byte, failure error) {
@@ -631,19 +741,28 @@ func (l *lane) reply(c *laneCall, result, rpcErr []byte, failure error) {
 		l.replyError(c, fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", c.link.server, failure))
 		return
 	}
-	msg := make([]byte, 0, len(result)+len(rpcErr)+len(c.clientID)+40)
+	if string(rpcErr) == "null" {
+		rpcErr = nil // some servers write "error": null beside a result
+	}
+	msg := make([]byte, 0, len(result)+len(rpcErr)+len(c.clientID)+80)
 	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
 	msg = append(msg, c.clientID...)
 	if len(rpcErr) > 0 {
 		msg = append(msg, `,"error":`...)
 		msg = append(msg, rpcErr...)
 	} else {
-		if len(result) == 0 {
+		if len(result) == 0 || string(result) == "null" {
 			result = []byte("{}")
 		}
 		msg = append(msg, `,"result":`...)
-		if c.stateless {
+		if c.proto.stateless {
 			result = withServerInfo(result, l.serverInfo)
+		}
+		if c.proto.multiRoundTrip {
+			// go-sdk's answer in a 2026-07-28 session: complete, not input
+			// required (agentctl asks servers for 2025-11-25, which has no
+			// input requests).
+			result = withMember(result, `"resultType"`, `"complete"`)
 		}
 		msg = append(msg, result...)
 	}
@@ -818,7 +937,7 @@ func (k *laneLink) write(msg []byte, wait bool) error {
 			return nil
 		}
 		msg = msg[n:] // the rest must follow, whatever the queue holds
-	} else if !wait && k.queued+len(msg) > k.max {
+	} else if !wait && k.queued >= k.max {
 		k.mu.Unlock()
 		return errNotReading
 	}

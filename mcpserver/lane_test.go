@@ -125,6 +125,19 @@ func startStdio(tb testing.TB, ep *Endpoint) *rawPeer {
 // until every server is up.
 func stdioEndpoint(tb testing.TB, noLane bool, mounts ...MountConfig) (*Endpoint, *rawPeer) {
 	tb.Helper()
+	return stdioEndpointOpening(tb, noLane, (*rawPeer).initialize, mounts...)
+}
+
+// statelessMeta is the _meta of a 2026-07-28 request.
+const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+
+// openStateless opens nothing: a 2026-07-28 client's first request is
+// already a request (here the first tools/list).
+func openStateless(*rawPeer, testing.TB) {}
+
+// stdioEndpointOpening is stdioEndpoint with the session opened by open.
+func stdioEndpointOpening(tb testing.TB, noLane bool, open func(*rawPeer, testing.TB), mounts ...MountConfig) (*Endpoint, *rawPeer) {
+	tb.Helper()
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
 	cfg.Mounts = resolveTestMounts(tb, PrefixModeMountName, mounts)
 	cfg.NoFastLane = noLane
@@ -133,8 +146,8 @@ func stdioEndpoint(tb testing.TB, noLane bool, mounts ...MountConfig) (*Endpoint
 		tb.Fatal(err)
 	}
 	p := startStdio(tb, ep)
-	p.initialize(tb)
-	p.request(tb, "tools/list", `{}`) // waits for the first round
+	open(p, tb)
+	p.request(tb, "tools/list", `{`+statelessMeta+`}`) // waits for the first round
 	for _, st := range ep.UpstreamStatuses() {
 		if st.State != UpstreamUp {
 			tb.Fatalf("upstream %s: %s %s", st.Name, st.State, st.Error)
@@ -160,7 +173,7 @@ func canonicalJSON(tb testing.TB, line []byte) map[string]any {
 // errors, isError, structured content, and the 2026-07-28 server info.
 func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 	bin := upstreamBin(t)
-	stateless := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+	stateless := statelessMeta
 	calls := []struct{ what, params string }{
 		{"echo", `{"name":"up__echo","arguments":{"text":"hé \"quoted\" \u2028"}}`},
 		{"numbered tool, structured", `{"name":"up__tool_1","arguments":{"text":"t"}}`},
@@ -173,6 +186,11 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 		{"client _meta passes", `{"name":"up__echo","arguments":{"text":"m"},"_meta":{"trace":"abc"}}`},
 		{"stateless request", `{"name":"up__echo","arguments":{"text":"s"},` + stateless + `}`},
 		{"stateless tool error", `{"name":"up__fail",` + stateless + `}`},
+		{"progress token null", `{"name":"up__echo","arguments":{"text":"n"},"_meta":{"progressToken":null}}`},
+		// Requests the SDK refuses go to it: the same refusal either way.
+		{"unsupported version", `{"name":"up__echo","arguments":{"text":"v"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-12-01","io.modelcontextprotocol/clientCapabilities":{}}}`},
+		{"capabilities null", `{"name":"up__echo","arguments":{"text":"v"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}}`},
+		{"capabilities not an object", `{"name":"up__echo","arguments":{"text":"v"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":5}}`},
 	}
 	lists := []struct{ what, params string }{
 		{"tools/list", `{}`},
@@ -195,7 +213,7 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 		if l := ep.lane.Load(); l != nil {
 			forwarded = l.forwarded.Load()
 		}
-		if noLane && forwarded != 0 || !noLane && forwarded != 9 {
+		if noLane && forwarded != 0 || !noLane && forwarded != 10 {
 			t.Fatalf("noLane=%v: the lane forwarded %d calls", noLane, forwarded)
 		}
 		if l := ep.lane.Load(); !noLane && l.listed.Load() != int64(len(lists)) {
@@ -213,9 +231,47 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 	for i, want := range []string{`"text":"hé \"quoted\" \u2028"`, `"tool":"tool_1"`, `"isError":true`,
 		`upstream says no`, `upstream says no`, `validating \"arguments\"`, `server \"up\" has no tool \"nosuch\"`, `did you mean \"up__echo\"`,
 		`"text":"m"`, `"io.modelcontextprotocol/serverInfo":{"name":"agentctl"`, `"io.modelcontextprotocol/serverInfo":{"name":"agentctl"`,
+		`"text":"n"`, `"code":-32022`, `"code":-32602`, `"code":-32602`,
 		`"name":"up__echo"`, `"name":"ask_user_question"`, `"io.modelcontextprotocol/serverInfo":{"name":"agentctl"`} {
 		if !bytes.Contains(answers[false][i], []byte(want)) {
 			t.Errorf("%s: %s lacks %s", calls[i].what, answers[false][i], want)
+		}
+	}
+}
+
+// TestLaneAnswersAsTheSDKDoesStateless: the same comparison for a client
+// that only speaks 2026-07-28 (no initialize: its first request opens the
+// session in the SDK), whose tools/call results also say resultType.
+func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
+	bin := upstreamBin(t)
+	requests := []struct{ what, method, params string }{
+		{"call", "tools/call", `{"name":"up__echo","arguments":{"text":"s"},` + statelessMeta + `}`},
+		{"tool error", "tools/call", `{"name":"up__fail",` + statelessMeta + `}`},
+		{"call without the protocol _meta", "tools/call", `{"name":"up__echo","arguments":{"text":"plain"}}`},
+		{"list", "tools/list", `{` + statelessMeta + `}`},
+		{"list without the protocol _meta", "tools/list", `{}`},
+	}
+	answers := map[bool][][]byte{}
+	for _, noLane := range []bool{false, true} {
+		ep, p := stdioEndpointOpening(t, noLane, openStateless, MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: bin},
+			MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "kb", Name: "docs"}}, Path: t.TempDir()})
+		for _, r := range requests {
+			ans, _ := p.request(t, r.method, r.params)
+			answers[noLane] = append(answers[noLane], ans)
+		}
+		if l := ep.lane.Load(); !noLane && (l.forwarded.Load() != 3 || l.listed.Load() != 2) {
+			t.Fatalf("the lane forwarded %d calls and answered %d lists, want 3 and 2", l.forwarded.Load(), l.listed.Load())
+		}
+	}
+	for i, r := range requests {
+		lane, sdk := canonicalJSON(t, answers[false][i]), canonicalJSON(t, answers[true][i])
+		if !reflect.DeepEqual(lane, sdk) {
+			t.Errorf("%s:\n lane %.2000s\n  sdk %.2000s", r.what, answers[false][i], answers[true][i])
+		}
+	}
+	for i, want := range []string{`"resultType":"complete"`, `"resultType":"complete"`, `"resultType":"complete"`, `"resultType":"complete"`, `"tools":[`} {
+		if !bytes.Contains(answers[false][i], []byte(want)) {
+			t.Errorf("%s: %.300s lacks %s", requests[i].what, answers[false][i], want)
 		}
 	}
 }
@@ -240,7 +296,7 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 	// Progress comes back with the client's own token, a string or a number.
 	for _, tok := range []string{`"my-token"`, `42`} {
 		ans, before := p.request(t, "tools/call", `{"name":"slow","arguments":{"ms":120},"_meta":{"progressToken":`+tok+`}}`)
-		if !bytes.Contains(ans, []byte(`"slow done"`)) && !bytes.Contains(ans, []byte(`"content"`)) {
+		if !bytes.Contains(ans, []byte(`"text":"slow: done after 120ms"`)) || bytes.Contains(ans, []byte(`"isError"`)) {
 			t.Fatalf("slow: %s", ans)
 		}
 		progress := 0
@@ -260,13 +316,30 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 
 	// A cancelled call: the server hears of it, the client gets no answer,
 	// and the next call is answered normally.
-	p.send(t, `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
-	eventually(t, "the call to be in flight", func() bool { return ep.lane.Load().inflight.Load() == 1 })
+	// (Each waits for the call's first progress, so the server's handler
+	// is running when the cancellation comes.)
+	started := func() {
+		t.Helper()
+		for !bytes.Contains(p.read(t), []byte(`"method":"notifications/progress"`)) {
+		}
+	}
+	p.send(t, `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"slow","arguments":{"ms":60000},"_meta":{"progressToken":"k1"}}}`)
+	started()
 	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"changed my mind"}}`)
 	eventually(t, "the server to see the cancellation", func() bool { return strings.Contains(log.String(), "[up] slow cancelled") })
+	// A reason that names a method is still a cancellation.
+	p.send(t, `{"jsonrpc":"2.0","id":"c2","method":"tools/call","params":{"name":"slow","arguments":{"ms":60000},"_meta":{"progressToken":"k2"}}}`)
+	started()
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c2","reason":"tools/call took too long"}}`)
+	eventually(t, "the server to see the second cancellation", func() bool { return strings.Count(log.String(), "[up] slow cancelled") == 2 })
 	ans, before := p.request(t, "tools/call", `{"name":"echo","arguments":{"text":"after"}}`)
-	if len(before) != 0 || !bytes.Contains(ans, []byte(`"text":"after"`)) {
-		t.Fatalf("after the cancellation: %q then %s", before, ans)
+	for _, n := range before {
+		if !bytes.Contains(n, []byte(`"method":"notifications/progress"`)) { // sent before the cancellation arrived
+			t.Fatalf("after the cancellations, before the answer: %s", n)
+		}
+	}
+	if !bytes.Contains(ans, []byte(`"text":"after"`)) || bytes.Contains(ans, []byte(`"c1"`)) || bytes.Contains(ans, []byte(`"c2"`)) {
+		t.Fatalf("after the cancellations: %s", ans)
 	}
 
 	// The server dies mid-call: an isError result naming it.
@@ -325,8 +398,15 @@ func laneWithTool(tb testing.TB, w io.Writer, client io.Writer) (*lane, *laneLin
 	ep.upstreams = append(ep.upstreams, u)
 	ep.reconcile()
 	l := newLane(ep, &lockedWriter{w: client})
-	l.initialized.Store(true)
+	l.session.Store(&sessionRef{initializedAs("2025-11-25")})
 	return l, link
+}
+
+// initializedAs is a session the SDK has initialized with version v.
+type initializedAs string
+
+func (v initializedAs) InitializeParams() *mcp.InitializeParams {
+	return &mcp.InitializeParams{ProtocolVersion: string(v)}
 }
 
 // TestLaneStuckServer: a server that stops reading its input stalls
@@ -368,6 +448,11 @@ func TestLaneStuckServer(t *testing.T) {
 	// The SDK's own writes wait for the queue; closing the link ends them.
 	werr := make(chan error, 1)
 	go func() { werr <- link.write([]byte("{}\n"), true) }()
+	eventually(t, "the write to wait in the queue", func() bool {
+		link.mu.Lock()
+		defer link.mu.Unlock()
+		return len(link.queue) > 0 && link.queue[len(link.queue)-1].done != nil
+	})
 	link.close()
 	stuckR.Close() // the blocked flusher's write fails
 	select {
@@ -377,6 +462,70 @@ func TestLaneStuckServer(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("a waiting write outlived the link")
+	}
+}
+
+// TestLaneOddAnswers: answers the lane does not read with its scanner (a
+// member it does not know), or that carry "error": null, still answer the
+// client's call, as the SDK path would. (An id with escapes is not looked
+// for: no JSON encoder escapes the ASCII the lane's ids are made of.)
+func TestLaneOddAnswers(t *testing.T) {
+	var client syncBuffer
+	l, _ := laneWithTool(t, io.Discard, &client)
+	call := func(id string) {
+		t.Helper()
+		if !l.fromClient([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+			t.Fatal("the lane did not take the call")
+		}
+	}
+	for i, answer := range []string{
+		`{"jsonrpc":"2.0","id":"agentctl-call-1","result":{"content":[{"type":"text","text":"one"}]},"error":null}`,
+		`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]},"x-extra":true}`,
+	} {
+		call(fmt.Sprint("c", i+1))
+		if !l.fromServer([]byte(answer)) {
+			t.Fatalf("answer %d went to the SDK, which would drop it", i+1)
+		}
+	}
+	out := client.String()
+	for _, want := range []string{
+		`{"jsonrpc":"2.0","id":"c1","result":{"content":[{"type":"text","text":"one"}]}}`,
+		`{"jsonrpc":"2.0","id":"c2","result":{"content":[{"type":"text","text":"two"}]}}`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("client got:\n%s\nwant a line %s", out, want)
+		}
+	}
+	if l.inflight.Load() != 0 {
+		t.Fatal("calls left in flight")
+	}
+}
+
+// TestLaneLinkTakesALargeMessageBehindASmallQueue: the queue's bound is on
+// what is already waiting, so one message larger than the bound still goes
+// to a server that is reading, just slowly.
+func TestLaneLinkTakesALargeMessageBehindASmallQueue(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	link := newLaneLink("up", w)
+	link.max = 1 << 20
+	// More than the pipe holds: the rest waits in the queue.
+	if err := link.send(bytes.Repeat([]byte("a"), 1<<17)); err != nil {
+		t.Fatal(err)
+	}
+	if err := link.send(bytes.Repeat([]byte("b"), 2<<20)); err != nil {
+		t.Fatalf("a 2 MiB message behind %d queued bytes: %v", link.queued, err)
+	}
+	// Past the bound, the next one is refused; a reader drains it all.
+	if err := link.send([]byte("c")); err != errNotReading {
+		t.Fatalf("over the bound: %v", err)
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(r, 1<<17+2<<20))
+	if err != nil || n != 1<<17+2<<20 {
+		t.Fatalf("read %d: %v", n, err)
 	}
 }
 
