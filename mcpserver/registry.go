@@ -301,13 +301,6 @@ func (r *Registry) Listed() (uint64, []*mcp.Tool) {
 	return r.gen, out
 }
 
-// Generation changes whenever the tools in service may have.
-func (r *Registry) Generation() uint64 {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.gen
-}
-
 // Entries returns every registered entry, sorted by name.
 func (r *Registry) Entries() []Entry {
 	r.mu.RLock()

@@ -36,34 +36,25 @@ func BenchmarkProxyCall(b *testing.B) {
 			if path == "relay" {
 				through = relayTo(b, rawUpstream(b, bin))
 			} else {
-				_, through = stdioEndpoint(b, path == "sdk", MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: bin, Env: upstreamBenchEnv()})
+				_, through = stdioEndpoint(b, path == "sdk", MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: bin})
 			}
 			const params = `{"name":"echo","arguments":{"text":"hello"}}`
-			call := func(p *rawPeer) time.Duration {
-				t := time.Now()
-				ans, _ := p.request(b, "tools/call", params)
-				d := time.Since(t)
-				if !bytes.Contains(ans, []byte(`"text":"hello"`)) {
-					b.Fatalf("%s", ans)
+			call := func(p *rawPeer) func() {
+				return func() {
+					if ans, _ := p.request(b, "tools/call", params); !bytes.Contains(ans, []byte(`"text":"hello"`)) {
+						b.Fatalf("%s", ans)
+					}
 				}
-				return d
 			}
-			var added, directs, throughs []float64
 			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				var d, p time.Duration
-				if i%2 == 0 {
-					d, p = call(direct), call(through)
-				} else {
-					p, d = call(through), call(direct)
-				}
-				added = append(added, float64(p-d)/1e3)
-				directs = append(directs, float64(d)/1e3)
-				throughs = append(throughs, float64(p)/1e3)
+			directs, throughs := pairedTimes(b, call(direct), call(through))
+			added := make([]float64, len(directs))
+			for i := range directs {
+				added[i] = throughs[i] - directs[i]
 			}
-			b.ReportMetric(median(added), "µs-added/median")
-			b.ReportMetric(median(directs), "µs-direct/median")
-			b.ReportMetric(median(throughs), "µs-through/median")
+			b.ReportMetric(median(added)*1e6, "µs-added/median")
+			b.ReportMetric(median(directs)*1e6, "µs-direct/median")
+			b.ReportMetric(median(throughs)*1e6, "µs-through/median")
 		})
 	}
 }
@@ -100,20 +91,9 @@ func relayTo(b *testing.B, server *rawPeer) *rawPeer {
 	return p
 }
 
-func upstreamBenchEnv() map[string]string {
-	if v := os.Getenv("UPSTREAM_GOMAXPROCS"); v != "" {
-		return map[string]string{"GOMAXPROCS": v}
-	}
-	return nil
-}
-
 // rawUpstream starts the test server and opens a session with it by hand.
 func rawUpstream(b *testing.B, bin string, args ...string) *rawPeer {
 	cmd := exec.Command(bin, args...)
-	cmd.Env = os.Environ()
-	for k, v := range upstreamBenchEnv() {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
