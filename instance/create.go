@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -42,7 +43,7 @@ type CreateOptions struct {
 	// ToolPrefixMode is recorded as given (default "mount-name").
 	ToolPrefixMode string
 	// Mounts are the mounts with their prefixes already resolved.
-	Mounts []Mount
+	Mounts []mount.Resolved
 	// Files, when set, returns files to write into the instance directory
 	// (relative path -> content), such as instructions.md and skills, for the
 	// record being created. An error aborts the create.
@@ -140,7 +141,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		ConfigFormat:    o.Definition.MCP.ConfigFormat,
 		Workspace:       ws,
 		ToolPrefixMode:  cmp.Or(o.ToolPrefixMode, DefaultToolPrefixMode),
-		Mounts:          append([]Mount{}, o.Mounts...),
+		Mounts:          append([]mount.Resolved{}, o.Mounts...),
 		Transport:       Transport{Kind: "stdio"},
 		Dir:             filepath.Join(s.instancesDir(), id),
 		QuestionTimeout: Duration(o.QuestionTimeout),

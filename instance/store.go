@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/oklog/ulid/v2"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
@@ -221,7 +222,7 @@ func decodeRecord(raw string) (*Record, error) {
 		return nil, fmt.Errorf("instance record is corrupt: %w", err)
 	}
 	if r.Mounts == nil {
-		r.Mounts = []Mount{}
+		r.Mounts = []mount.Resolved{}
 	}
 	if r.Files == nil {
 		r.Files = []string{}

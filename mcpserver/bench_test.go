@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"os"
 	"path/filepath"
 	"testing"
@@ -134,20 +135,13 @@ func BenchmarkEndpoint(b *testing.B) {
 func BenchmarkToolsList100KBs(b *testing.B) {
 	ctx := context.Background()
 	root := b.TempDir()
-	specs := make([]MountSpec, 100)
-	for i := range specs {
-		specs[i] = MountSpec{Kind: "kb", Name: fmt.Sprintf("kb%03d", i)}
-		if err := os.Mkdir(filepath.Join(root, specs[i].Name), 0o755); err != nil {
+	cfg := testConfig(agents.NamespacingSuffix, nopStore{newFakeStore()})
+	for i := range 100 {
+		name := fmt.Sprintf("kb%03d", i)
+		if err := os.Mkdir(filepath.Join(root, name), 0o755); err != nil {
 			b.Fatal(err)
 		}
-	}
-	resolved, err := ResolveMounts("agentctl", PrefixModeMountName, specs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := testConfig(agents.NamespacingSuffix, nopStore{newFakeStore()})
-	for _, r := range resolved {
-		cfg.Mounts = append(cfg.Mounts, MountConfig{ResolvedMount: r, Path: filepath.Join(root, r.Name)})
+		cfg.Mounts = append(cfg.Mounts, mount.Mount{Kind: mount.KindKB, Name: name, Path: filepath.Join(root, name)})
 	}
 	ep, err := New(cfg)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -75,6 +76,7 @@ type ProgressOutput struct {
 // InstanceOutput is the result of get_instance.
 type InstanceOutput struct {
 	Instance
+	Mounts      []MountInfo   `json:"mounts"`
 	ServerName  string        `json:"server_name"`
 	Namespacing string        `json:"namespacing"`
 	Tools       []PlannedTool `json:"tools"`
@@ -279,6 +281,7 @@ func (e *Endpoint) reportProgress(ctx context.Context, req *mcp.CallToolRequest,
 func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, InstanceOutput, error) {
 	out := InstanceOutput{
 		Instance:    e.cfg.Instance,
+		Mounts:      e.mountInfo(),
 		ServerName:  e.cfg.ServerName,
 		Namespacing: string(e.cfg.Naming.Namespacing),
 		Tools:       e.ToolNames(),
@@ -290,6 +293,24 @@ func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ 
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
 	return textResult(string(b)), out, nil
+}
+
+// MountInfo is one mount as get_instance shows it to the model: how its
+// tools are named, nothing of where it lives (paths, commands, URLs and
+// headers may hold secrets).
+type MountInfo struct {
+	Kind            mount.Kind         `json:"kind"`
+	Name            string             `json:"name"`
+	EffectivePrefix string             `json:"effective_prefix"`
+	PrefixOrigin    mount.PrefixOrigin `json:"prefix_origin"`
+}
+
+func (e *Endpoint) mountInfo() []MountInfo {
+	out := make([]MountInfo, len(e.mounts))
+	for i, m := range e.mounts {
+		out[i] = MountInfo{Kind: m.Kind, Name: m.Name, EffectivePrefix: m.EffectivePrefix, PrefixOrigin: m.PrefixOrigin}
+	}
+	return out
 }
 
 func textResult(s string) *mcp.CallToolResult {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -33,19 +34,10 @@ type Store interface {
 
 // Instance describes the instance an endpoint serves, as get_instance shows it.
 type Instance struct {
-	ID        string  `json:"id"`
-	Name      string  `json:"name"`
-	Agent     string  `json:"agent"`
-	Workspace string  `json:"workspace"`
-	Mounts    []Mount `json:"mounts"`
-}
-
-// Mount is one mounted source as get_instance shows it.
-type Mount struct {
-	Kind            string `json:"kind"`
-	Name            string `json:"name"`
-	EffectivePrefix string `json:"effective_prefix"`
-	PrefixOrigin    string `json:"prefix_origin"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Agent     string `json:"agent"`
+	Workspace string `json:"workspace"`
 }
 
 // Config is everything an endpoint needs; it comes from the instance record
@@ -55,8 +47,10 @@ type Config struct {
 	ServerName string
 	// Naming is the client's capability, snapshotted in the record.
 	Naming agents.ToolNaming
-	// Mounts are the instance's mounts with their prefixes resolved.
-	Mounts []MountConfig
+	// Mounts are the instance's knowledge bases and external servers;
+	// [New] checks them and resolves their prefixes with PrefixMode.
+	Mounts     []mount.Mount
+	PrefixMode mount.PrefixMode
 	// UpstreamLog receives external servers' stderr, each line prefixed
 	// with the server's name; nil discards it. Never the protocol's stdout.
 	UpstreamLog io.Writer
@@ -85,6 +79,8 @@ type Endpoint struct {
 	log      *slog.Logger
 	sdkLog   *slog.Logger
 	kbs      []*KB
+	// mounts are cfg.Mounts with their prefixes resolved.
+	mounts []mount.Resolved
 
 	// External servers and the namespace they share with the rest.
 	upstreams []*upstream
@@ -134,12 +130,23 @@ func New(cfg Config) (*Endpoint, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	if cfg.Instance.Mounts == nil {
-		cfg.Instance.Mounts = []Mount{}
+	for _, m := range cfg.Mounts {
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	mode, err := mount.ParsePrefixMode(string(cfg.PrefixMode))
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := mount.Resolve(cfg.ServerName, mode, cfg.Mounts)
+	if err != nil {
+		return nil, err
 	}
 	sdkLog := sdkLogger(cfg.Logger)
 	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
+		mounts: mounts,
 		static: map[string]bool{}, external: map[string]*servedTool{}, firstRound: make(chan struct{})}
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
@@ -172,20 +179,17 @@ func instructions(cfg Config) string {
 
 // addMounts opens each knowledge base and registers its tools.
 func (e *Endpoint) addMounts() error {
-	for _, m := range e.cfg.Mounts {
-		if m.Kind == "mcp" {
+	for _, m := range e.mounts {
+		if m.Kind == mount.KindServer {
 			e.upstreams = append(e.upstreams, &upstream{e: e, mount: m, state: UpstreamConnecting, relist: make(chan struct{}, 1)})
 			continue
-		}
-		if m.Kind != "kb" {
-			return fmt.Errorf("mount %q: unknown kind %q", m.Name, m.Kind)
 		}
 		kb, err := OpenKB(m.Name, m.Path, KBOptions{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
 		if err != nil {
 			return &MountError{Mount: m.Name, Err: err}
 		}
 		e.kbs = append(e.kbs, kb)
-		if err := RegisterKBTools(e.registry, kb, m.Prefix, m.ToolName); err != nil {
+		if err := RegisterKBTools(e.registry, kb, m.EffectivePrefix, m.ToolName); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"fmt"
 	"strings"
+
+	"github.com/agentctl/agentctl/mcpserver/mount"
 )
 
 // InstructionsFile is the name of the generated instructions in an
@@ -25,7 +27,7 @@ type InstructionsInput struct {
 	InstanceID string
 	Agent      string
 	ServerName string
-	Mounts     []MountConfig
+	Mounts     []mount.Resolved
 	Tools      []PlannedTool
 }
 
@@ -49,19 +51,19 @@ func RenderInstructions(in InstructionsInput) string {
 	for _, m := range in.Mounts {
 		var title string
 		switch m.Kind {
-		case "kb":
+		case mount.KindKB:
 			title = fmt.Sprintf("Knowledge base %q", m.Name)
 		default:
 			title = fmt.Sprintf("MCP server %q", m.Name)
 		}
 		section(title, func(t PlannedTool) bool { return t.Mount == m.Name })
 		switch {
-		case m.Prefix != "":
-			fmt.Fprintf(&b, "\nIts tools are prefixed `%s__` (%s).", m.Prefix, m.Origin)
+		case m.EffectivePrefix != "":
+			fmt.Fprintf(&b, "\nIts tools are prefixed `%s__` (%s).", m.EffectivePrefix, m.PrefixOrigin)
 		default:
-			fmt.Fprintf(&b, "\nIts tools are not prefixed (%s).", m.Origin)
+			fmt.Fprintf(&b, "\nIts tools are not prefixed (%s).", m.PrefixOrigin)
 		}
-		if m.Kind == "kb" {
+		if m.Kind == mount.KindKB {
 			fmt.Fprintf(&b, " Concept ids are paths without `.md`, such as `guides/setup`; find them with the list or search tool.")
 			if m.ReadOnly {
 				b.WriteString(" It is read-only.")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"io"
 	"os"
 	"reflect"
@@ -123,7 +124,7 @@ func startStdio(tb testing.TB, ep *Endpoint) *rawPeer {
 // stdioEndpoint builds an endpoint with the given external servers (and
 // knowledge bases) for a suffixing client, serves it on pipes and waits
 // until every server is up.
-func stdioEndpoint(tb testing.TB, noLane bool, mounts ...MountConfig) (*Endpoint, *rawPeer) {
+func stdioEndpoint(tb testing.TB, noLane bool, mounts ...mount.Mount) (*Endpoint, *rawPeer) {
 	tb.Helper()
 	return stdioEndpointOpening(tb, noLane, (*rawPeer).initialize, mounts...)
 }
@@ -136,10 +137,10 @@ const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-
 func openStateless(*rawPeer, testing.TB) {}
 
 // stdioEndpointOpening is stdioEndpoint with the session opened by open.
-func stdioEndpointOpening(tb testing.TB, noLane bool, open func(*rawPeer, testing.TB), mounts ...MountConfig) (*Endpoint, *rawPeer) {
+func stdioEndpointOpening(tb testing.TB, noLane bool, open func(*rawPeer, testing.TB), mounts ...mount.Mount) (*Endpoint, *rawPeer) {
 	tb.Helper()
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-	cfg.Mounts = resolveTestMounts(tb, PrefixModeMountName, mounts)
+	cfg.Mounts = mounts
 	cfg.NoFastLane = noLane
 	ep, err := New(cfg)
 	if err != nil {
@@ -199,8 +200,8 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 	}
 	answers := map[bool][][]byte{}
 	for _, noLane := range []bool{false, true} {
-		ep, p := stdioEndpoint(t, noLane, MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: bin},
-			MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "kb", Name: "docs"}}, Path: t.TempDir()})
+		ep, p := stdioEndpoint(t, noLane, mount.Mount{Kind: mount.KindServer, Name: "up", Command: bin},
+			mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()})
 		for _, c := range calls {
 			ans, _ := p.request(t, "tools/call", c.params)
 			answers[noLane] = append(answers[noLane], ans)
@@ -253,8 +254,8 @@ func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
 	}
 	answers := map[bool][][]byte{}
 	for _, noLane := range []bool{false, true} {
-		ep, p := stdioEndpointOpening(t, noLane, openStateless, MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: bin},
-			MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "kb", Name: "docs"}}, Path: t.TempDir()})
+		ep, p := stdioEndpointOpening(t, noLane, openStateless, mount.Mount{Kind: mount.KindServer, Name: "up", Command: bin},
+			mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()})
 		for _, r := range requests {
 			ans, _ := p.request(t, r.method, r.params)
 			answers[noLane] = append(answers[noLane], ans)
@@ -283,7 +284,7 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 	bin := upstreamBin(t)
 	log := &syncBuffer{}
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-	cfg.Mounts = resolveTestMounts(t, PrefixModeMountName, []MountConfig{{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: bin}})
+	cfg.Mounts = []mount.Mount{{Kind: mount.KindServer, Name: "up", Command: bin}}
 	cfg.UpstreamLog = log
 	ep, err := New(cfg)
 	if err != nil {
@@ -356,7 +357,7 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 // reach the SDK unchanged.
 func TestLaneLeavesTheRestToTheSDK(t *testing.T) {
 	// One mount: its tools are unprefixed.
-	ep, p := stdioEndpoint(t, false, MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: upstreamBin(t)})
+	ep, p := stdioEndpoint(t, false, mount.Mount{Kind: mount.KindServer, Name: "up", Command: upstreamBin(t)})
 	// A built-in is the SDK's.
 	ans, _ := p.request(t, "tools/call", `{"name":"get_instance","arguments":{}}`)
 	if !bytes.Contains(ans, []byte(`inst1`)) {
@@ -393,7 +394,7 @@ func laneWithTool(tb testing.TB, w io.Writer, client io.Writer) (*lane, *laneLin
 	}
 	link := newLaneLink("up", w)
 	tb.Cleanup(link.close)
-	u := &upstream{e: ep, mount: MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}}, state: UpstreamUp,
+	u := &upstream{e: ep, mount: mount.Resolved{Mount: mount.Mount{Kind: mount.KindServer, Name: "up"}}, state: UpstreamUp,
 		link: link, tools: []*mcp.Tool{{Name: "echo", InputSchema: map[string]any{"type": "object"}}}}
 	ep.upstreams = append(ep.upstreams, u)
 	ep.reconcile()

@@ -195,7 +195,7 @@ func inProcessHint(entries []Entry, server, srv string) string {
 		return fmt.Sprintf("%q is agentctl's own server name; its tools are called by their names (%s)", srv, strings.Join(builtins, ", "))
 	}
 	for _, e := range entries {
-		if e.Mount == srv && IsInProcess(string(e.Kind)) {
+		if e.Mount == srv && e.Kind == KindKB {
 			if e.Prefix == "" {
 				return fmt.Sprintf("%q is a knowledge base whose tools have no prefix (%s)", srv, e.Base)
 			}

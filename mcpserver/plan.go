@@ -6,34 +6,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 )
-
-// MountConfig is a mount as an instance record describes it: resolved prefix
-// plus what serving it needs.
-type MountConfig struct {
-	ResolvedMount
-	// Path is a knowledge base's folder.
-	Path     string
-	ReadOnly bool
-	// MaxBytes bounds a knowledge base's concepts (0: the default).
-	MaxBytes int64
-
-	// An external MCP server: Command and Args over stdio (with Env added
-	// to agentctl's environment), or URL over streamable HTTP with Headers.
-	Command string
-	Args    []string
-	Env     map[string]string
-	URL     string
-	Headers map[string]string
-	// Timeout bounds connecting and listing tools (0: DefaultUpstreamTimeout).
-	Timeout time.Duration
-}
-
-// Source is how messages name the mount ("kb docs").
-func (m MountConfig) Source() string { return m.Kind + " " + m.Name }
 
 // PlannedTool is one tool of an instance with all its names.
 type PlannedTool struct {
@@ -43,7 +19,7 @@ type PlannedTool struct {
 	Source       string       `json:"source"`
 	Mount        string       `json:"mount,omitempty"`
 	Base         string       `json:"base"`
-	PrefixOrigin PrefixOrigin `json:"prefix_origin,omitempty"`
+	PrefixOrigin mount.PrefixOrigin `json:"prefix_origin,omitempty"`
 	Problems     []string     `json:"problems,omitempty"`
 }
 
@@ -51,7 +27,7 @@ type PlannedTool struct {
 // alone, before anything runs: the built-ins and each knowledge base's tools,
 // with their canonical, transport and model-visible names. A collision in the
 // namespace is an error naming both sources.
-func PlanTools(server string, naming agents.ToolNaming, mounts []MountConfig) ([]PlannedTool, error) {
+func PlanTools(server string, naming agents.ToolNaming, mounts []mount.Resolved) ([]PlannedTool, error) {
 	reg := NewRegistry(nil)
 	for _, b := range BuiltinBases {
 		if err := reg.reserve(&Entry{Name: BuiltinName(b, server), Source: sourceBuiltin, Kind: KindBuiltin, Base: b}); err != nil {
@@ -59,19 +35,19 @@ func PlanTools(server string, naming agents.ToolNaming, mounts []MountConfig) ([
 		}
 	}
 	for _, m := range mounts {
-		if m.Kind != "kb" {
+		if m.Kind != mount.KindKB {
 			continue // external servers' tools are known only once connected
 		}
 		for _, b := range KBToolBases(m.ReadOnly) {
-			e := &Entry{Name: m.ToolName(b), Source: m.Source(), Kind: KindKB, Mount: m.Name, Prefix: m.Prefix, Base: b}
+			e := &Entry{Name: m.ToolName(b), Source: m.Source(), Kind: KindKB, Mount: m.Name, Prefix: m.EffectivePrefix, Base: b}
 			if err := reg.reserve(e); err != nil {
 				return nil, err
 			}
 		}
 	}
-	origins := map[string]PrefixOrigin{}
+	origins := map[string]mount.PrefixOrigin{}
 	for _, m := range mounts {
-		origins[m.Name] = m.Origin
+		origins[m.Name] = m.PrefixOrigin
 	}
 	tools := describeTools(reg, server, naming)
 	for i := range tools {

@@ -2,26 +2,24 @@ package mcpserver
 
 import (
 	"errors"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"strings"
 	"testing"
 
 	"github.com/agentctl/agentctl/agents"
 )
 
-func kbMounts(t *testing.T, mode PrefixMode, specs ...MountSpec) []MountConfig {
+func kbMounts(t *testing.T, mode mount.PrefixMode, specs ...mount.Mount) []mount.Resolved {
 	t.Helper()
 	for i := range specs {
-		specs[i].Kind = "kb"
+		specs[i].Kind = mount.KindKB
+		specs[i].Path = "/kb/" + specs[i].Name
 	}
-	rs, err := ResolveMounts("agentctl", mode, specs)
+	rs, err := mount.Resolve("agentctl", mode, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]MountConfig, len(rs))
-	for i, r := range rs {
-		out[i] = MountConfig{ResolvedMount: r, Path: "/kb/" + r.Name}
-	}
-	return out
+	return rs
 }
 
 func canonicals(tools []PlannedTool) string {
@@ -35,7 +33,7 @@ func canonicals(tools []PlannedTool) string {
 func TestPlanTools(t *testing.T) {
 	suffixNaming := namings[agents.NamespacingSuffix]
 	t.Run("two derived", func(t *testing.T) {
-		tools, err := PlanTools("agentctl", suffixNaming, kbMounts(t, PrefixModeMountName, MountSpec{Name: "docs"}, MountSpec{Name: "notes"}))
+		tools, err := PlanTools("agentctl", suffixNaming, kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +42,7 @@ func TestPlanTools(t *testing.T) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 		for _, tl := range tools {
-			if tl.Mount == "docs" && (tl.PrefixOrigin != OriginDerived || tl.Source != "kb docs") {
+			if tl.Mount == "docs" && (tl.PrefixOrigin != mount.OriginDerived || tl.Source != "kb docs") {
 				t.Fatalf("%+v", tl)
 			}
 			if tl.Canonical == "docs__concept_read" && tl.ModelVisible != "docs__concept_read_agentctl" {
@@ -53,7 +51,7 @@ func TestPlanTools(t *testing.T) {
 		}
 	})
 	t.Run("single mount is bare, read-only has no write", func(t *testing.T) {
-		ms := kbMounts(t, PrefixModeMountName, MountSpec{Name: "docs"})
+		ms := kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"})
 		ms[0].ReadOnly = true
 		tools, err := PlanTools("agentctl", suffixNaming, ms)
 		if err != nil {
@@ -64,7 +62,7 @@ func TestPlanTools(t *testing.T) {
 		}
 	})
 	t.Run("mode off collides", func(t *testing.T) {
-		_, err := PlanTools("agentctl", suffixNaming, kbMounts(t, PrefixModeOff, MountSpec{Name: "a"}, MountSpec{Name: "b"}))
+		_, err := PlanTools("agentctl", suffixNaming, kbMounts(t, mount.PrefixModeOff, mount.Mount{Name: "a"}, mount.Mount{Name: "b"}))
 		var ce *CollisionError
 		if !errors.As(err, &ce) || ce.Name != "concept_list" || ce.First != "kb a" || ce.Second != "kb b" {
 			t.Fatalf("got %v", err)
@@ -72,7 +70,7 @@ func TestPlanTools(t *testing.T) {
 	})
 	t.Run("the client renders two names the same", func(t *testing.T) {
 		letters := agents.ToolNaming{Namespacing: agents.NamespacingNone, Template: "{tool}", MaxLength: 64, Charset: "^[a-z_]+$"}
-		ms := kbMounts(t, PrefixModeMountName, MountSpec{Name: "a", ToolPrefix: "kb1"}, MountSpec{Name: "b", ToolPrefix: "kb2"})
+		ms := kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "a", ToolPrefix: "kb1"}, mount.Mount{Name: "b", ToolPrefix: "kb2"})
 		tools, err := PlanTools("agentctl", letters, ms)
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +91,7 @@ func TestPlanTools(t *testing.T) {
 }
 
 func TestExpandPlaceholders(t *testing.T) {
-	tools, err := PlanTools("agentctl", namings[agents.NamespacingSuffix], kbMounts(t, PrefixModeMountName, MountSpec{Name: "docs"}, MountSpec{Name: "notes"}))
+	tools, err := PlanTools("agentctl", namings[agents.NamespacingSuffix], kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +120,7 @@ func TestExpandPlaceholders(t *testing.T) {
 }
 
 func TestRenderInstructions(t *testing.T) {
-	ms := kbMounts(t, PrefixModeMountName, MountSpec{Name: "docs"}, MountSpec{Name: "notes", ToolPrefix: "n"})
+	ms := kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes", ToolPrefix: "n"})
 	tools, err := PlanTools("agentctl", namings[agents.NamespacingSuffix], ms)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -49,7 +50,7 @@ const (
 // and the loop that keeps it connected.
 type upstream struct {
 	e     *Endpoint
-	mount MountConfig
+	mount mount.Resolved
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
@@ -191,7 +192,7 @@ func orEOF(err error) error {
 // connect starts (or dials) the server, initializes and lists all its tools,
 // within the mount's timeout.
 func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, error) {
-	timeout := cmpOr(u.mount.Timeout, DefaultUpstreamTimeout)
+	timeout := cmpOr(time.Duration(u.mount.Timeout), DefaultUpstreamTimeout)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
@@ -265,7 +266,7 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 	return cs, tools, nil
 }
 
-func explainStart(err error, m MountConfig) error {
+func explainStart(err error, m mount.Resolved) error {
 	var ee *exec.Error
 	if errors.As(err, &ee) {
 		return fmt.Errorf("cannot start %q: %v", m.Command, ee.Err)
@@ -306,7 +307,7 @@ func (u *upstream) relistOnce(ctx context.Context) {
 	if cs == nil {
 		return
 	}
-	lctx, cancel := context.WithTimeout(ctx, cmpOr(u.mount.Timeout, DefaultUpstreamTimeout))
+	lctx, cancel := context.WithTimeout(ctx, cmpOr(time.Duration(u.mount.Timeout), DefaultUpstreamTimeout))
 	defer cancel()
 	tools, err := listAll(lctx, cs)
 	if err != nil {
@@ -499,7 +500,7 @@ func (e *Endpoint) reconcile() {
 		c := cands[0]
 		tool := *c.tool
 		tool.Name = name
-		ent := Entry{Name: name, Source: c.u.mount.Source(), Kind: KindExternal, Mount: c.u.mount.Name, Prefix: c.u.mount.Prefix, Base: c.tool.Name}
+		ent := Entry{Name: name, Source: c.u.mount.Source(), Kind: KindExternal, Mount: c.u.mount.Name, Prefix: c.u.mount.EffectivePrefix, Base: c.tool.Name}
 		if err := e.registry.AddRawTool(ent, &tool, c.u.forward(c.tool.Name)); err != nil {
 			e.log.Warn("cannot serve an external tool", "tool", name, "error", err)
 			continue

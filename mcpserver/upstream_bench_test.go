@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"fmt"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"io"
 	"os"
 	"os/exec"
@@ -36,7 +37,7 @@ func BenchmarkProxyCall(b *testing.B) {
 			if path == "relay" {
 				through = relayTo(b, rawUpstream(b, bin))
 			} else {
-				_, through = stdioEndpoint(b, path == "sdk", MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "up"}}, Command: bin})
+				_, through = stdioEndpoint(b, path == "sdk", mount.Mount{Kind: mount.KindServer, Name: "up", Command: bin})
 			}
 			const params = `{"name":"echo","arguments":{"text":"hello"}}`
 			call := func(p *rawPeer) func() {
@@ -121,9 +122,9 @@ func BenchmarkProxyToolsList(b *testing.B) {
 	bin := upstreamBin(b)
 	for _, path := range []string{"lane", "sdk"} {
 		b.Run(path, func(b *testing.B) {
-			var mounts []MountConfig
+			var mounts []mount.Mount
 			for i := range 5 {
-				mounts = append(mounts, MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: fmt.Sprintf("up%d", i)}},
+				mounts = append(mounts, mount.Mount{Kind: mount.KindServer, Name: fmt.Sprintf("up%d", i),
 					Command: bin, Args: []string{"-tools", "50"}})
 			}
 			_, p := stdioEndpoint(b, path == "sdk", mounts...)

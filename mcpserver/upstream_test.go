@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"io"
 	"log/slog"
 	"net/http"
@@ -117,7 +118,7 @@ func forEachPath(t *testing.T, f func(t *testing.T, path servePath)) {
 
 // startProxy serves an endpoint with the given mounts through the SDK; see
 // startProxyOn.
-func startProxy(t *testing.T, mode PrefixMode, mounts ...MountConfig) *proxyEnv {
+func startProxy(t *testing.T, mode mount.PrefixMode, mounts ...mount.Mount) *proxyEnv {
 	t.Helper()
 	return startProxyOn(t, viaSDK, mode, mounts...)
 }
@@ -125,10 +126,10 @@ func startProxy(t *testing.T, mode PrefixMode, mounts ...MountConfig) *proxyEnv 
 // startProxyOn serves an endpoint with the given mounts (prefixes resolved
 // by the contract) and connects a client by path; the endpoint runs until
 // the test ends, then every upstream must have stopped.
-func startProxyOn(t *testing.T, path servePath, mode PrefixMode, mounts ...MountConfig) *proxyEnv {
+func startProxyOn(t *testing.T, path servePath, mode mount.PrefixMode, mounts ...mount.Mount) *proxyEnv {
 	t.Helper()
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-	cfg.Mounts = resolveTestMounts(t, mode, mounts)
+	cfg.Mounts, cfg.PrefixMode = mounts, mode
 	logBuf, stderr := &syncBuffer{}, &syncBuffer{}
 	cfg.UpstreamLog = logBuf
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
@@ -194,24 +195,6 @@ func startProxyOn(t *testing.T, path servePath, mode PrefixMode, mounts ...Mount
 	return env
 }
 
-// resolveTestMounts resolves the mounts' prefixes by the contract, as
-// mcp serve does from the record.
-func resolveTestMounts(tb testing.TB, mode PrefixMode, mounts []MountConfig) []MountConfig {
-	tb.Helper()
-	specs := make([]MountSpec, len(mounts))
-	for i, m := range mounts {
-		specs[i] = m.MountSpec
-	}
-	rs, err := ResolveMounts("agentctl", mode, specs)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for i := range mounts {
-		mounts[i].ResolvedMount = rs[i]
-	}
-	return mounts
-}
-
 // laneCalls is how many calls the fast lane has forwarded (0 off stdio).
 func (p *proxyEnv) laneCalls() int64 {
 	if l := p.ep.lane.Load(); l != nil {
@@ -249,11 +232,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func mcpMount(name string, args ...string) MountConfig {
-	return MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: name}}, Command: "", Args: args}
+func mcpMount(name string, args ...string) mount.Mount {
+	return mount.Mount{Kind: mount.KindServer, Name: name, Command: "", Args: args}
 }
 
-func withBin(t *testing.T, m MountConfig) MountConfig {
+func withBin(t *testing.T, m mount.Mount) mount.Mount {
 	m.Command = upstreamBin(t)
 	return m
 }
@@ -265,8 +248,8 @@ func (p *proxyEnv) call(t *testing.T, name string, args map[string]any) (*mcp.Ca
 
 func TestProxyListsAndForwards(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
-		kb := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "kb", Name: "docs"}}, Path: t.TempDir()}
-		p := startProxyOn(t, path, PrefixModeMountName, kb, withBin(t, mcpMount("up", "-tools", "5", "-page2")))
+		kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
+		p := startProxyOn(t, path, mount.PrefixModeMountName, kb, withBin(t, mcpMount("up", "-tools", "5", "-page2")))
 		eventually(t, "the upstream's tools", func() bool { return p.ep.Registry().Has("up__tool_4") })
 
 		res, err := p.cs.ListTools(context.Background(), nil)
@@ -316,7 +299,7 @@ func TestProxyListsAndForwards(t *testing.T) {
 
 func TestProxyForwardsProgressAndCancellation(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
-		p := startProxyOn(t, path, PrefixModeMountName, withBin(t, mcpMount("up")))
+		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("up")))
 		eventually(t, "tools", func() bool { return p.ep.Registry().Has("slow") })
 
 		params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 300}}
@@ -348,7 +331,7 @@ func TestProxyForwardsProgressAndCancellation(t *testing.T) {
 func TestProxyCrashMidCallAndRestart(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
 		pidfile := filepath.Join(t.TempDir(), "pid")
-		p := startProxyOn(t, path, PrefixModeMountName, withBin(t, mcpMount("up", "-pidfile", pidfile, "-stderr", "hello from upstream")))
+		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-pidfile", pidfile, "-stderr", "hello from upstream")))
 		eventually(t, "tools", func() bool { return p.ep.Registry().Has("crash") })
 		firstPID := readPID(t, pidfile)
 
@@ -379,7 +362,7 @@ func TestProxyFaultsAtStart(t *testing.T) {
 	t.Run("missing binary", func(t *testing.T) {
 		m := mcpMount("gone")
 		m.Command = filepath.Join(t.TempDir(), "no-such-server")
-		p := startProxy(t, PrefixModeMountName, m)
+		p := startProxy(t, mount.PrefixModeMountName, m)
 		eventually(t, "the failure", func() bool { return p.ep.UpstreamStatuses()[0].State == UpstreamDown })
 		st := p.ep.UpstreamStatuses()[0]
 		if !strings.Contains(st.Error, "cannot start") {
@@ -396,7 +379,7 @@ func TestProxyFaultsAtStart(t *testing.T) {
 		if err := os.WriteFile(flag, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p := startProxy(t, PrefixModeMountName, withBin(t, mcpMount("up", "-flag-file", flag)))
+		p := startProxy(t, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-flag-file", flag)))
 		eventually(t, "the failure", func() bool {
 			st := p.ep.UpstreamStatuses()[0]
 			return st.State == UpstreamDown && st.Error != ""
@@ -422,8 +405,8 @@ func TestProxyFaultsAtStart(t *testing.T) {
 	t.Run("hangs past the timeout", func(t *testing.T) {
 		pidfile := filepath.Join(t.TempDir(), "pid")
 		m := withBin(t, mcpMount("up", "-hang-start", "-pidfile", pidfile))
-		m.Timeout = 300 * time.Millisecond
-		p := startProxy(t, PrefixModeMountName, m)
+		m.Timeout = mount.Duration(300 * time.Millisecond)
+		p := startProxy(t, mount.PrefixModeMountName, m)
 		eventually(t, "the timeout", func() bool {
 			return strings.Contains(p.ep.UpstreamStatuses()[0].Error, "no answer within 300ms")
 		})
@@ -438,7 +421,7 @@ func TestProxyFaultsAtStart(t *testing.T) {
 
 func TestProxyToolListChange(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
-		p := startProxyOn(t, path, PrefixModeMountName, withBin(t, mcpMount("up")))
+		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("up")))
 		// The lane lists once the first round is over (before, the SDK
 		// waits for it).
 		eventually(t, "tools", func() bool { return p.ep.Registry().Has("tool_0") && p.ep.firstRoundDone() })
@@ -469,7 +452,7 @@ func TestProxyCollisionsServeNeither(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
 		// Mode off: both servers' tools are unprefixed, so their names collide,
 		// except tool_3 and tool_4, which only b has.
-		p := startProxyOn(t, path, PrefixModeOff, withBin(t, mcpMount("a", "-tools", "3")), withBin(t, mcpMount("b", "-tools", "5")))
+		p := startProxyOn(t, path, mount.PrefixModeOff, withBin(t, mcpMount("a", "-tools", "3")), withBin(t, mcpMount("b", "-tools", "5")))
 		eventually(t, "both up", func() bool {
 			s := p.ep.UpstreamStatuses()
 			return s[0].State == UpstreamUp && s[1].State == UpstreamUp
@@ -545,8 +528,8 @@ func TestProxyStreamableHTTP(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	m := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "remote"}}, URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer s3cret"}}
-	p := startProxy(t, PrefixModeMountName, m)
+	m := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer s3cret"}}
+	p := startProxy(t, mount.PrefixModeMountName, m)
 	eventually(t, "the remote tools", func() bool { return p.ep.Registry().Has("shout") })
 	if r, err := p.call(t, "shout", map[string]any{"text": "hi"}); err != nil || resultText(r) != "HI" {
 		t.Fatalf("%v %+v", err, r)
@@ -554,8 +537,8 @@ func TestProxyStreamableHTTP(t *testing.T) {
 
 	// Without the header the server refuses; the endpoint reports why.
 	m.Headers = nil
-	m.Timeout = 5 * time.Second
-	p2 := startProxy(t, PrefixModeMountName, m)
+	m.Timeout = mount.Duration(5 * time.Second)
+	p2 := startProxy(t, mount.PrefixModeMountName, m)
 	eventually(t, "the refusal", func() bool { return p2.ep.UpstreamStatuses()[0].State == UpstreamDown })
 	if st := p2.ep.UpstreamStatuses()[0]; !strings.Contains(st.Error, "nauthorized") {
 		t.Fatalf("status %+v", st)
@@ -566,7 +549,7 @@ func TestProxyStreamableHTTP(t *testing.T) {
 // every tools/list_changed) must not take unchanged tools out of service,
 // not even for a moment: calls racing the relists all succeed.
 func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
-	p := startProxy(t, PrefixModeMountName, withBin(t, mcpMount("up")))
+	p := startProxy(t, mount.PrefixModeMountName, withBin(t, mcpMount("up")))
 	eventually(t, "tools", func() bool { return p.ep.Registry().Has("echo") })
 	u := p.ep.upstreams[0]
 	stop := make(chan struct{})
@@ -621,8 +604,8 @@ func httpUpstream(t *testing.T, tools ...string) (*mcp.Server, *httptest.Server)
 // result naming it, and agentctl stops calling it up.
 func TestProxyHTTPServerDies(t *testing.T) {
 	_, srv := httpUpstream(t, "hello")
-	m := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "remote"}}, URL: srv.URL, Timeout: 2 * time.Second}
-	p := startProxy(t, PrefixModeMountName, m)
+	m := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL, Timeout: mount.Duration(2 * time.Second)}
+	p := startProxy(t, mount.PrefixModeMountName, m)
 	eventually(t, "the remote tools", func() bool { return p.ep.Registry().Has("hello") })
 	srv.CloseClientConnections()
 	srv.Close()
@@ -639,9 +622,9 @@ func TestProxyHTTPServerDies(t *testing.T) {
 // out of service; when the server drops it, the knowledge base's returns.
 func TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool(t *testing.T) {
 	up, srv := httpUpstream(t, "concept_read", "other")
-	kb := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "kb", Name: "docs"}}, Path: t.TempDir()}
-	remote := MountConfig{ResolvedMount: ResolvedMount{MountSpec: MountSpec{Kind: "mcp", Name: "remote"}}, URL: srv.URL}
-	p := startProxy(t, PrefixModeOff, kb, remote)
+	kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
+	remote := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL}
+	p := startProxy(t, mount.PrefixModeOff, kb, remote)
 	eventually(t, "the collision", func() bool { return len(p.ep.Conflicts()) == 1 })
 	if p.ep.Registry().Has("concept_read") {
 		t.Fatal("concept_read is served although two sources want it")
@@ -675,7 +658,7 @@ func TestProxyStopsALaunchersChildren(t *testing.T) {
 	m := mcpMount("up")
 	m.Command = "/bin/sh"
 	m.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$2"`, "sh", childPID, upstreamBin(t)}
-	p := startProxy(t, PrefixModeMountName, m)
+	p := startProxy(t, mount.PrefixModeMountName, m)
 	eventually(t, "the server", func() bool { return p.ep.Registry().Has("echo") })
 	pid := readPID(t, childPID)
 	if !alive(pid) {

@@ -17,7 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 )
@@ -120,40 +120,10 @@ type fileConfig struct {
 	MCP             struct {
 		ToolPrefixMode string `toml:"tool_prefix_mode"`
 	} `toml:"mcp"`
-	KBs        []mountConf       `toml:"kbs"`
-	MCPServers []mcpServerConfig `toml:"mcp_servers"`
+	KBs        []mount.Mount `toml:"kbs"`
+	MCPServers []mount.Mount `toml:"mcp_servers"`
 
 	dir string // the config file's directory: relative paths resolve against it
-}
-
-// mountConf is a mount as configured: a [[kbs]] table, an [[mcp_servers]]
-// table, or a --kb / --mcp flag.
-type mountConf struct {
-	Kind       string `toml:"-"` // "kb" or "mcp"
-	Name       string `toml:"name"`
-	Path       string `toml:"path"`
-	ToolPrefix string `toml:"tool_prefix"`
-	ReadOnly   bool   `toml:"read_only"`
-	MaxBytes   int64  `toml:"max_bytes"`
-
-	Command string            `toml:"-"`
-	Args    []string          `toml:"-"`
-	Env     map[string]string `toml:"-"`
-	URL     string            `toml:"-"`
-	Headers map[string]string `toml:"-"`
-	Timeout time.Duration     `toml:"-"`
-}
-
-// mcpServerConfig is an [[mcp_servers]] table (and the --mcp-json value).
-type mcpServerConfig struct {
-	Name       string            `toml:"name" json:"name"`
-	Command    string            `toml:"command" json:"command"`
-	Args       []string          `toml:"args" json:"args"`
-	Env        map[string]string `toml:"env" json:"env"`
-	URL        string            `toml:"url" json:"url"`
-	Headers    map[string]string `toml:"headers" json:"headers"`
-	ToolPrefix string            `toml:"tool_prefix" json:"tool_prefix"`
-	Timeout    string            `toml:"timeout" json:"timeout"`
 }
 
 type configError struct{ error }
@@ -227,7 +197,7 @@ func (a *App) loadConfig(cmd *cobra.Command) error {
 			}
 		}
 	}
-	v.SetDefault(keyToolPrefixMode, string(mcpserver.PrefixModeMountName))
+	v.SetDefault(keyToolPrefixMode, string(mount.PrefixModeMountName))
 	if err := a.readConfigFile(); err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/cobra"
 )
 
@@ -149,7 +149,7 @@ works in scripts; -o json prints the whole record.`,
 				rec, err := st.CreateInstance(cmd.Context(), instance.CreateOptions{
 					Definition: def, Name: name, Workspace: workspace,
 					ServerName: server, QuestionTimeout: timeout, Executable: exe, NoTrust: noTrust,
-					ToolPrefixMode: string(mode), Mounts: recordMounts(planned),
+					ToolPrefixMode: string(mode), Mounts: planned,
 					Files: func(rec *instance.Record) (map[string][]byte, error) {
 						return renderFiles(rec, planned, tools, templates, origins)
 					},
@@ -158,7 +158,7 @@ works in scripts; -o json prints the whole record.`,
 					return err
 				}
 				for _, m := range planned {
-					if m.Origin == mcpserver.OriginDerived {
+					if m.PrefixOrigin == mount.OriginDerived {
 						a.IO.Narrate("%s", m.Announcement())
 					}
 				}
@@ -180,7 +180,7 @@ works in scripts; -o json prints the whole record.`,
 	f.String("question-timeout", instance.DefaultQuestionTimeout.String(), "how long ask_user_question waits for an answer (env AGENTCTL_QUESTION_TIMEOUT)")
 	f.BoolVar(&noTrust, "no-trust", false, `do not mark the server "trust": true for Gemini CLI and Qwen Code (their headless runs then ignore its tools)`)
 	mounts.register(f)
-	f.String("tool-prefix-mode", string(mcpserver.PrefixModeMountName), "how mounts without an explicit prefix get one: mount-name or off (env AGENTCTL_TOOL_PREFIX_MODE)")
+	f.String("tool-prefix-mode", string(mount.PrefixModeMountName), "how mounts without an explicit prefix get one: mount-name or off (env AGENTCTL_TOOL_PREFIX_MODE)")
 	f.StringVar(&instructions, "instructions", "", "instructions template written as instructions.md; {{tool:NAME}} and {{tool:MOUNT/NAME}} expand to this instance's tool names")
 	f.StringArrayVar(&skills, "skill", nil, "skill file written under skills/, with {{tool:...}} expanded (repeatable)")
 	_ = cmd.MarkFlagFilename("instructions")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/cobra"
 )
 
@@ -74,9 +75,9 @@ MCP SDK instead (for comparison, or to rule the lane out when troubleshooting).`
 					}
 				}
 				cfg := endpointConfig(rec, st, logger)
-				cfg.Mounts = mounts
+				cfg.Mounts, cfg.PrefixMode = unresolved(mounts), mount.PrefixMode(rec.ToolPrefixMode)
 				cfg.NoFastLane = !fastLane
-				if slices.ContainsFunc(mounts, func(m mcpserver.MountConfig) bool { return m.Kind == "mcp" }) {
+				if slices.ContainsFunc(mounts, func(m mount.Resolved) bool { return m.Kind == mount.KindServer }) {
 					// External servers' stderr goes to the instance's log file,
 					// never to stdout (the protocol) nor to our stderr.
 					f, err := os.OpenFile(filepath.Join(rec.Dir, upstreamLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -109,12 +110,8 @@ const upstreamLogFile = "upstreams.log"
 
 // endpointConfig builds the endpoint's configuration from the record alone.
 func endpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logger) mcpserver.Config {
-	mounts := make([]mcpserver.Mount, len(rec.Mounts))
-	for i, m := range rec.Mounts {
-		mounts[i] = mcpserver.Mount{Kind: m.Kind, Name: m.Name, EffectivePrefix: m.EffectivePrefix, PrefixOrigin: m.PrefixOrigin}
-	}
 	return mcpserver.Config{
-		Instance:        mcpserver.Instance{ID: rec.ID, Name: rec.Name, Agent: rec.Agent, Workspace: rec.Workspace, Mounts: mounts},
+		Instance:        mcpserver.Instance{ID: rec.ID, Name: rec.Name, Agent: rec.Agent, Workspace: rec.Workspace},
 		ServerName:      rec.ServerName,
 		Naming:          rec.Capabilities.ToolNames,
 		QuestionTimeout: time.Duration(rec.QuestionTimeout),

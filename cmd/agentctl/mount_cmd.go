@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/cobra"
 )
 
@@ -52,7 +53,7 @@ func (a *App) newMountAddCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.changeMounts(cmd.Context(), args[0], yes, output, func(cur []mountConf) ([]mountConf, error) {
+			return a.changeMounts(cmd.Context(), args[0], yes, output, func(cur []mount.Mount) ([]mount.Mount, error) {
 				return append(cur, added...), nil
 			})
 		},
@@ -79,8 +80,8 @@ func (a *App) newMountRemoveCmd() *cobra.Command {
 			if err := checkFormat(output); err != nil {
 				return err
 			}
-			return a.changeMounts(cmd.Context(), args[0], yes, output, func(cur []mountConf) ([]mountConf, error) {
-				i := slices.IndexFunc(cur, func(k mountConf) bool { return k.Name == args[1] })
+			return a.changeMounts(cmd.Context(), args[0], yes, output, func(cur []mount.Mount) ([]mount.Mount, error) {
+				i := slices.IndexFunc(cur, func(k mount.Mount) bool { return k.Name == args[1] })
 				if i < 0 {
 					var names []string
 					for _, k := range cur {
@@ -121,7 +122,7 @@ func renames(before, after []mcpserver.PlannedTool) []rename {
 
 // prefixRenames lists the external servers whose tools change names: their
 // tools are known only once connected, so the rename is by prefix.
-func prefixRenames(before, after []instance.Mount) []rename {
+func prefixRenames(before, after []mount.Resolved) []rename {
 	pattern := func(prefix string) string {
 		if prefix == "" {
 			return "<tool>"
@@ -144,22 +145,22 @@ func prefixRenames(before, after []instance.Mount) []rename {
 
 // changeMounts recomputes an instance's mounts, shows the renames, asks,
 // and stores the new mount set with its re-expanded files.
-func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output string, change func([]mountConf) ([]mountConf, error)) error {
+func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output string, change func([]mount.Mount) ([]mount.Mount, error)) error {
 	return a.withInstance(ctx, ref, func(st *instance.Store, rec *instance.Record) error {
 		_, before, err := recordPlan(rec)
 		if err != nil {
 			return err
 		}
-		next, err := change(mountConfs(rec.Mounts))
+		next, err := change(unresolved(rec.Mounts))
 		if err != nil {
 			return err
 		}
-		mode, _ := mcpserver.ParsePrefixMode(rec.ToolPrefixMode)
+		mode, _ := mount.ParsePrefixMode(rec.ToolPrefixMode)
 		mounts, after, err := planMounts(rec.ServerName, rec.Capabilities.ToolNames, mode, next)
 		if err != nil {
 			return err
 		}
-		rn := append(renames(before, after), prefixRenames(rec.Mounts, recordMounts(mounts))...)
+		rn := append(renames(before, after), prefixRenames(rec.Mounts, mounts)...)
 		for _, r := range rn {
 			a.IO.Narrate("rename: %s -> %s", r.Old, r.New)
 		}
@@ -177,7 +178,7 @@ func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output str
 		if err != nil {
 			return err
 		}
-		newMounts := recordMounts(mounts)
+		newMounts := mounts
 		updated, err := st.UpdateInstance(ctx, rec.ID, func(cur *instance.Record) (map[string][]byte, error) {
 			if !reflect.DeepEqual(cur.Mounts, rec.Mounts) {
 				return nil, &instance.InvalidError{Msg: "the instance's mounts changed while this command ran; run it again"}
@@ -189,7 +190,7 @@ func (a *App) changeMounts(ctx context.Context, ref string, yes bool, output str
 			return err
 		}
 		for _, m := range mounts {
-			if m.Origin == mcpserver.OriginDerived {
+			if m.PrefixOrigin == mount.OriginDerived {
 				a.IO.Narrate("%s", m.Announcement())
 			}
 		}

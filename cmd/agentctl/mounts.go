@@ -8,29 +8,29 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/pflag"
 )
 
 // parseKBFlag parses --kb NAME=DIR[,prefix=P][,ro][,max=BYTES].
-func parseKBFlag(s string) (mountConf, error) {
+func parseKBFlag(s string) (mount.Mount, error) {
 	const how = "use --kb NAME=DIR, optionally followed by ,prefix=P ,ro ,max=BYTES"
 	name, rest, ok := strings.Cut(s, "=")
 	if !ok || name == "" || rest == "" {
-		return mountConf{}, usageErrorf("invalid --kb %q: %s", s, how)
+		return mount.Mount{}, usageErrorf("invalid --kb %q: %s", s, how)
 	}
 	parts := strings.Split(rest, ",")
-	kb := mountConf{Name: name, Path: parts[0]}
+	kb := mount.Mount{Kind: mount.KindKB, Name: name, Path: parts[0]}
 	for _, opt := range parts[1:] {
 		k, v, _ := strings.Cut(opt, "=")
 		switch k {
 		case "prefix", "tool_prefix":
 			if v == "" {
-				return mountConf{}, usageErrorf("invalid --kb %q: prefix= needs a value (or leave it out to derive one)", s)
+				return mount.Mount{}, usageErrorf("invalid --kb %q: prefix= needs a value (or leave it out to derive one)", s)
 			}
 			kb.ToolPrefix = v
 		case "ro", "read_only", "readonly":
@@ -38,18 +38,18 @@ func parseKBFlag(s string) (mountConf, error) {
 			if v != "" {
 				b, err := strconv.ParseBool(v)
 				if err != nil {
-					return mountConf{}, usageErrorf("invalid --kb %q: ro takes true or false, not %q", s, v)
+					return mount.Mount{}, usageErrorf("invalid --kb %q: ro takes true or false, not %q", s, v)
 				}
 				kb.ReadOnly = b
 			}
 		case "max", "max_bytes":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n <= 0 {
-				return mountConf{}, usageErrorf("invalid --kb %q: max must be a positive number of bytes", s)
+				return mount.Mount{}, usageErrorf("invalid --kb %q: max must be a positive number of bytes", s)
 			}
 			kb.MaxBytes = n
 		default:
-			return mountConf{}, usageErrorf("invalid --kb %q: unknown option %q; %s", s, opt, how)
+			return mount.Mount{}, usageErrorf("invalid --kb %q: unknown option %q; %s", s, opt, how)
 		}
 	}
 	return kb, nil
@@ -74,20 +74,23 @@ func (f *mountFlags) empty() bool {
 // configuredMounts returns the mounts of the config file (when fromFile)
 // followed by those of the flags, checked: knowledge-base folders exist and
 // are absolute, each external server has a command or a URL.
-func (a *App) configuredMounts(f mountFlags, fromFile bool) ([]mountConf, error) {
-	var out []mountConf
+func (a *App) configuredMounts(f mountFlags, fromFile bool) ([]mount.Mount, error) {
+	var out []mount.Mount
 	if fromFile {
 		for _, kb := range a.file.KBs {
-			kb.Kind = "kb"
+			kb.Kind = mount.KindKB
 			if kb.Path != "" && !filepath.IsAbs(kb.Path) {
 				kb.Path = filepath.Join(a.file.dir, kb.Path)
 			}
+			if err := kb.Validate(); err != nil {
+				return nil, &configError{fmt.Errorf("%s: [[kbs]]: %w", a.v.ConfigFileUsed(), err)}
+			}
 			out = append(out, kb)
 		}
-		for _, sc := range a.file.MCPServers {
-			m, err := sc.mount()
-			if err != nil {
-				return nil, &configError{fmt.Errorf("%s: [[mcp_servers]] %q: %w", a.v.ConfigFileUsed(), sc.Name, err)}
+		for _, m := range a.file.MCPServers {
+			m.Kind = mount.KindServer
+			if err := m.Validate(); err != nil {
+				return nil, &configError{fmt.Errorf("%s: [[mcp_servers]]: %w", a.v.ConfigFileUsed(), err)}
 			}
 			out = append(out, m)
 		}
@@ -97,7 +100,6 @@ func (a *App) configuredMounts(f mountFlags, fromFile bool) ([]mountConf, error)
 		if err != nil {
 			return nil, err
 		}
-		kb.Kind = "kb"
 		out = append(out, kb)
 	}
 	for _, s := range f.mcps {
@@ -112,16 +114,18 @@ func (a *App) configuredMounts(f mountFlags, fromFile bool) ([]mountConf, error)
 		if !ok || name == "" {
 			return nil, usageErrorf(`invalid --mcp-json %q: use --mcp-json NAME='{"command":"...","args":[...]}'`, s)
 		}
-		var sc mcpServerConfig
+		var m mount.Mount
 		dec := json.NewDecoder(strings.NewReader(js))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&sc); err != nil {
+		if err := dec.Decode(&m); err != nil {
 			return nil, usageErrorf("invalid --mcp-json for %q: %v", name, err)
 		}
-		sc.Name = name
-		m, err := sc.mount()
-		if err != nil {
-			return nil, usageErrorf("invalid --mcp-json for %q: %v", name, err)
+		if m.Kind != "" && m.Kind != mount.KindServer {
+			return nil, usageErrorf("invalid --mcp-json for %q: --mcp-json mounts MCP servers; mount a knowledge base with --kb", name)
+		}
+		m.Kind, m.Name = mount.KindServer, name
+		if err := m.Validate(); err != nil {
+			return nil, usageErrorf("invalid --mcp-json: %v", err)
 		}
 		out = append(out, m)
 	}
@@ -131,7 +135,7 @@ func (a *App) configuredMounts(f mountFlags, fromFile bool) ([]mountConf, error)
 		if !ok1 || !ok2 || name == "" || key == "" {
 			return nil, usageErrorf("invalid --mcp-header %q: use NAME:Key=Value", h)
 		}
-		i := slices.IndexFunc(out, func(m mountConf) bool { return m.Kind == "mcp" && m.Name == name })
+		i := slices.IndexFunc(out, func(m mount.Mount) bool { return m.Kind == mount.KindServer && m.Name == name })
 		if i < 0 || out[i].URL == "" {
 			return nil, usageErrorf("invalid --mcp-header %q: no MCP server %q with a URL is mounted by this command", h, name)
 		}
@@ -141,7 +145,7 @@ func (a *App) configuredMounts(f mountFlags, fromFile bool) ([]mountConf, error)
 		out[i].Headers[key] = val
 	}
 	for i, m := range out {
-		if m.Kind != "kb" {
+		if m.Kind != mount.KindKB {
 			continue
 		}
 		if m.Path == "" {
@@ -159,49 +163,20 @@ func (a *App) configuredMounts(f mountFlags, fromFile bool) ([]mountConf, error)
 	return out, nil
 }
 
-// mount checks an [[mcp_servers]] table or --mcp-json value.
-func (sc mcpServerConfig) mount() (mountConf, error) {
-	m := mountConf{Kind: "mcp", Name: sc.Name, ToolPrefix: sc.ToolPrefix, Command: sc.Command, Args: sc.Args, Env: sc.Env, URL: sc.URL, Headers: sc.Headers}
-	switch {
-	case sc.Command == "" && sc.URL == "":
-		return m, fmt.Errorf("give a command (stdio) or a url (streamable HTTP)")
-	case sc.Command != "" && sc.URL != "":
-		return m, fmt.Errorf("give a command or a url, not both")
-	case sc.URL != "" && !isHTTPURL(sc.URL):
-		return m, fmt.Errorf("url %q is not an http(s) URL", sc.URL)
-	case sc.Command == "" && (len(sc.Args) > 0 || len(sc.Env) > 0):
-		return m, fmt.Errorf("args and env need a command")
-	case sc.URL == "" && len(sc.Headers) > 0:
-		return m, fmt.Errorf("headers need a url")
-	}
-	if sc.Timeout != "" {
-		d, err := time.ParseDuration(sc.Timeout)
-		if err != nil || d <= 0 {
-			return m, fmt.Errorf("timeout %q: use a positive duration such as 10s", sc.Timeout)
-		}
-		m.Timeout = d
-	}
-	return m, nil
-}
-
-func isHTTPURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
-}
-
 // parseMCPFlag parses --mcp NAME=COMMAND [ARGS...] or --mcp NAME=URL.
-func parseMCPFlag(s string) (mountConf, error) {
+func parseMCPFlag(s string) (mount.Mount, error) {
 	name, rest, ok := strings.Cut(s, "=")
 	if !ok || name == "" || strings.TrimSpace(rest) == "" {
-		return mountConf{}, usageErrorf("invalid --mcp %q: use --mcp NAME=COMMAND [ARGS...] or --mcp NAME=https://host/path", s)
+		return mount.Mount{}, usageErrorf("invalid --mcp %q: use --mcp NAME=COMMAND [ARGS...] or --mcp NAME=https://host/path", s)
 	}
-	if isHTTPURL(rest) {
-		return mountConf{Kind: "mcp", Name: name, URL: rest}, nil
+	if mount.IsHTTPURL(rest) {
+		return mount.Mount{Kind: mount.KindServer, Name: name, URL: rest}, nil
 	}
 	words, err := shellSplit(rest)
 	if err != nil {
-		return mountConf{}, usageErrorf("invalid --mcp %q: %v; --mcp-json takes the command and arguments as a JSON array", s, err)
+		return mount.Mount{}, usageErrorf("invalid --mcp %q: %v; --mcp-json takes the command and arguments as a JSON array", s, err)
 	}
-	return mountConf{Kind: "mcp", Name: name, Command: words[0], Args: words[1:]}, nil
+	return mount.Mount{Kind: mount.KindServer, Name: name, Command: words[0], Args: words[1:]}, nil
 }
 
 // shellSplit splits a command line into words like a POSIX shell does for
@@ -265,8 +240,8 @@ func shellSplit(s string) ([]string, error) {
 }
 
 // prefixMode reads the tool prefix mode from flag, env or config file.
-func (a *App) prefixMode(cmdFlags interface{ Changed(string) bool }) (mcpserver.PrefixMode, error) {
-	m, err := mcpserver.ParsePrefixMode(a.v.GetString(keyToolPrefixMode))
+func (a *App) prefixMode(cmdFlags interface{ Changed(string) bool }) (mount.PrefixMode, error) {
+	m, err := mount.ParsePrefixMode(a.v.GetString(keyToolPrefixMode))
 	if err != nil {
 		if cmdFlags != nil && cmdFlags.Changed("tool-prefix-mode") {
 			return "", &usageError{msg: err.Error()}
@@ -278,19 +253,10 @@ func (a *App) prefixMode(cmdFlags interface{ Changed(string) bool }) (mcpserver.
 
 // planMounts applies the prefix contract to the knowledge bases and checks
 // the instance's whole namespace.
-func planMounts(server string, naming agents.ToolNaming, mode mcpserver.PrefixMode, confs []mountConf) ([]mcpserver.MountConfig, []mcpserver.PlannedTool, error) {
-	specs := make([]mcpserver.MountSpec, len(confs))
-	for i, m := range confs {
-		specs[i] = mcpserver.MountSpec{Kind: m.Kind, Name: m.Name, ToolPrefix: m.ToolPrefix}
-	}
-	resolved, err := mcpserver.ResolveMounts(server, mode, specs)
+func planMounts(server string, naming agents.ToolNaming, mode mount.PrefixMode, confs []mount.Mount) ([]mount.Resolved, []mcpserver.PlannedTool, error) {
+	mounts, err := mount.Resolve(server, mode, confs)
 	if err != nil {
 		return nil, nil, &configError{err}
-	}
-	mounts := make([]mcpserver.MountConfig, len(confs))
-	for i, m := range confs {
-		mounts[i] = mcpserver.MountConfig{ResolvedMount: resolved[i], Path: m.Path, ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes,
-			Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, Timeout: m.Timeout}
 	}
 	tools, err := mcpserver.PlanTools(server, naming, mounts)
 	if err != nil {
@@ -299,21 +265,11 @@ func planMounts(server string, naming agents.ToolNaming, mode mcpserver.PrefixMo
 	return mounts, tools, nil
 }
 
-func recordMounts(ms []mcpserver.MountConfig) []instance.Mount {
-	out := make([]instance.Mount, len(ms))
-	for i, m := range ms {
-		out[i] = instance.Mount{Kind: m.Kind, Name: m.Name, Path: m.Path, ToolPrefix: m.ToolPrefix,
-			EffectivePrefix: m.Prefix, PrefixOrigin: string(m.Origin), ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes,
-			Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, Timeout: instance.Duration(m.Timeout)}
-	}
-	return out
-}
-
-func mountConfs(ms []instance.Mount) []mountConf {
-	out := make([]mountConf, len(ms))
-	for i, m := range ms {
-		out[i] = mountConf{Kind: m.Kind, Name: m.Name, Path: m.Path, ToolPrefix: m.ToolPrefix, ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes,
-			Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, Timeout: time.Duration(m.Timeout)}
+// unresolved is the configured part of resolved mounts.
+func unresolved(rs []mount.Resolved) []mount.Mount {
+	out := make([]mount.Mount, len(rs))
+	for i, r := range rs {
+		out[i] = r.Mount
 	}
 	return out
 }
@@ -321,20 +277,20 @@ func mountConfs(ms []instance.Mount) []mountConf {
 // recordPlan re-resolves an instance's mounts from its record, failing fast
 // if the record was edited into something the contract refuses or that no
 // longer matches what it says.
-func recordPlan(rec *instance.Record) ([]mcpserver.MountConfig, []mcpserver.PlannedTool, error) {
-	mode, err := mcpserver.ParsePrefixMode(rec.ToolPrefixMode)
+func recordPlan(rec *instance.Record) ([]mount.Resolved, []mcpserver.PlannedTool, error) {
+	mode, err := mount.ParsePrefixMode(rec.ToolPrefixMode)
 	if err != nil {
 		return nil, nil, &configError{fmt.Errorf("instance %s: %w", rec.ID, err)}
 	}
-	mounts, tools, err := planMounts(rec.ServerName, rec.Capabilities.ToolNames, mode, mountConfs(rec.Mounts))
+	mounts, tools, err := planMounts(rec.ServerName, rec.Capabilities.ToolNames, mode, unresolved(rec.Mounts))
 	if err != nil {
 		return nil, nil, fmt.Errorf("instance %s: %w", rec.ID, err)
 	}
 	for i, m := range mounts {
 		r := rec.Mounts[i]
-		if r.EffectivePrefix != m.Prefix || r.PrefixOrigin != string(m.Origin) {
+		if r.EffectivePrefix != m.EffectivePrefix || r.PrefixOrigin != m.PrefixOrigin {
 			return nil, nil, &configError{fmt.Errorf("instance %s: the record says mount %q has prefix %q (%s), but it resolves to %q (%s); was the record edited? recreate the instance or use `instance mount`",
-				rec.ID, m.Name, r.EffectivePrefix, r.PrefixOrigin, m.Prefix, m.Origin)}
+				rec.ID, m.Name, r.EffectivePrefix, r.PrefixOrigin, m.EffectivePrefix, m.PrefixOrigin)}
 		}
 	}
 	return mounts, tools, nil
@@ -346,7 +302,7 @@ const templatesDir = "templates"
 
 // renderFiles expands the instance's instruction and skill templates (or
 // generates instructions.md) for its current tools.
-func renderFiles(rec *instance.Record, mounts []mcpserver.MountConfig, tools []mcpserver.PlannedTool, templates, origins map[string]string) (map[string][]byte, error) {
+func renderFiles(rec *instance.Record, mounts []mount.Resolved, tools []mcpserver.PlannedTool, templates, origins map[string]string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	if _, ok := templates[mcpserver.InstructionsFile]; !ok {
 		files[mcpserver.InstructionsFile] = []byte(mcpserver.RenderInstructions(mcpserver.InstructionsInput{
@@ -420,10 +376,10 @@ func keptTemplates(rec *instance.Record) (map[string]string, error) {
 }
 
 // describeMount is a mount's one-line description.
-func describeMount(m instance.Mount) string {
+func describeMount(m mount.Resolved) string {
 	var src string
 	switch {
-	case m.Kind == "kb":
+	case m.Kind == mount.KindKB:
 		src = m.Path
 	case m.URL != "":
 		src = m.URL

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 )
 
 // runCLI runs agentctl in-process with an isolated environment.
@@ -63,16 +64,16 @@ func TestServeRevalidatesPrefixes(t *testing.T) {
 		{"an invalid explicit prefix", func(r *instance.Record) { r.Mounts[0].ToolPrefix = "a__b" },
 			`tool_prefix "a__b" contains "__"`},
 		{"an external server named like a knowledge base", func(r *instance.Record) {
-			r.Mounts[1] = instance.Mount{Kind: "mcp", Name: "docs", Command: "/bin/true", EffectivePrefix: "docs", PrefixOrigin: "derived"}
+			r.Mounts[1] = mount.Resolved{Mount: mount.Mount{Kind: mount.KindServer, Name: "docs", Command: "/bin/true"}, EffectivePrefix: "docs", PrefixOrigin: mount.OriginDerived}
 		}, `MCP server "docs": server name "docs" is reserved for a built-in service; choose a different name`},
 		{"an external server named like the server", func(r *instance.Record) {
-			r.Mounts[1] = instance.Mount{Kind: "mcp", Name: "agentctl", Command: "/bin/true", EffectivePrefix: "agentctl", PrefixOrigin: "derived"}
+			r.Mounts[1] = mount.Resolved{Mount: mount.Mount{Kind: mount.KindServer, Name: "agentctl", Command: "/bin/true"}, EffectivePrefix: "agentctl", PrefixOrigin: mount.OriginDerived}
 		}, `MCP server "agentctl": server name "agentctl" is reserved for a built-in service; choose a different name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			edit(func(r *instance.Record) {
 				r.Mounts[0].Name, r.Mounts[0].ToolPrefix = "docs", ""
-				r.Mounts[1] = instance.Mount{Kind: "kb", Name: "notes", Path: r.Mounts[0].Path, EffectivePrefix: "notes", PrefixOrigin: "derived"}
+				r.Mounts[1] = mount.Resolved{Mount: mount.Mount{Kind: mount.KindKB, Name: "notes", Path: r.Mounts[0].Path}, EffectivePrefix: "notes", PrefixOrigin: mount.OriginDerived}
 				tc.edit(r)
 			})
 			code, stdout, stderr := runCLI(t, env, "mcp", "serve", "--instance", id)

@@ -1,4 +1,4 @@
-package mcpserver
+package mount
 
 import (
 	"errors"
@@ -27,9 +27,9 @@ func TestSanitizePrefix(t *testing.T) {
 }
 
 func TestResolveToolPrefix(t *testing.T) {
-	kb := func(name, prefix string) MountSpec { return MountSpec{Kind: "kb", Name: name, ToolPrefix: prefix} }
+	kb := func(name, prefix string) Mount { return Mount{Kind: KindKB, Name: name, ToolPrefix: prefix} }
 	tests := []struct {
-		spec       MountSpec
+		spec       Mount
 		mode       PrefixMode
 		wantPrefix string
 		wantOrigin PrefixOrigin
@@ -67,23 +67,23 @@ func TestResolveToolPrefix(t *testing.T) {
 	}
 }
 
-func TestResolveMounts(t *testing.T) {
-	kb := func(name, prefix string) MountSpec { return MountSpec{Kind: "kb", Name: name, ToolPrefix: prefix} }
+func TestResolve(t *testing.T) {
+	kb := func(name, prefix string) Mount { return Mount{Kind: KindKB, Name: name, ToolPrefix: prefix} }
 	t.Run("single mount gets no prefix", func(t *testing.T) {
-		ms, err := ResolveMounts("agentctl", PrefixModeMountName, []MountSpec{kb("3D docs", "")})
-		if err != nil || ms[0].Prefix != "" || ms[0].Origin != OriginSingleMount {
+		ms, err := Resolve("agentctl", PrefixModeMountName, []Mount{kb("3D docs", "")})
+		if err != nil || ms[0].EffectivePrefix != "" || ms[0].PrefixOrigin != OriginSingleMount {
 			t.Fatalf("%+v %v", ms, err)
 		}
 	})
 	t.Run("single mount keeps an explicit prefix", func(t *testing.T) {
-		ms, err := ResolveMounts("agentctl", PrefixModeMountName, []MountSpec{kb("docs", "d")})
-		if err != nil || ms[0].Prefix != "d" || ms[0].Origin != OriginExplicit {
+		ms, err := Resolve("agentctl", PrefixModeMountName, []Mount{kb("docs", "d")})
+		if err != nil || ms[0].EffectivePrefix != "d" || ms[0].PrefixOrigin != OriginExplicit {
 			t.Fatalf("%+v %v", ms, err)
 		}
 	})
 	t.Run("two mounts derive", func(t *testing.T) {
-		ms, err := ResolveMounts("agentctl", PrefixModeMountName, []MountSpec{kb("docs", ""), kb("Notes", "")})
-		if err != nil || ms[0].Prefix != "docs" || ms[1].Prefix != "notes" || ms[1].Origin != OriginDerived {
+		ms, err := Resolve("agentctl", PrefixModeMountName, []Mount{kb("docs", ""), kb("Notes", "")})
+		if err != nil || ms[0].EffectivePrefix != "docs" || ms[1].EffectivePrefix != "notes" || ms[1].PrefixOrigin != OriginDerived {
 			t.Fatalf("%+v %v", ms, err)
 		}
 		if got := ms[0].Announcement(); got != "kb docs: tools prefixed docs__ (derived from the mount name; set tool_prefix or tool_prefix_mode=off to change)" {
@@ -94,28 +94,28 @@ func TestResolveMounts(t *testing.T) {
 		}
 	})
 	t.Run("mixed explicit and off", func(t *testing.T) {
-		ms, err := ResolveMounts("agentctl", PrefixModeOff, []MountSpec{kb("docs", "d"), kb("notes", "")})
-		if err != nil || ms[0].Prefix != "d" || ms[1].Prefix != "" || ms[1].Origin != OriginOff || ms[1].Announcement() != "" || ms[1].ToolName("x") != "x" {
+		ms, err := Resolve("agentctl", PrefixModeOff, []Mount{kb("docs", "d"), kb("notes", "")})
+		if err != nil || ms[0].EffectivePrefix != "d" || ms[1].EffectivePrefix != "" || ms[1].PrefixOrigin != OriginOff || ms[1].Announcement() != "" || ms[1].ToolName("x") != "x" {
 			t.Fatalf("%+v %v", ms, err)
 		}
 	})
 	for name, tc := range map[string]struct {
-		specs []MountSpec
+		specs []Mount
 		want  string
 	}{
-		"Docs and docs":                  {[]MountSpec{kb("Docs", ""), kb("docs", "")}, `knowledge base "Docs" and knowledge base "docs" both get the tool prefix "docs"`},
-		"same explicit prefix":           {[]MountSpec{kb("a", "p"), kb("b", "p")}, `both get the tool prefix "p"`},
-		"same name":                      {[]MountSpec{kb("a", "x"), kb("a", "y")}, `have the same name "a"`},
-		"named like the server":          {[]MountSpec{kb("agentctl", "")}, `knowledge base "agentctl": server name "agentctl" is reserved for a built-in service; choose a different name`},
-		"prefix like the server":         {[]MountSpec{kb("a", "agentctl"), kb("b", "")}, `server name "agentctl" is reserved`},
-		"prefix is another's name":       {[]MountSpec{kb("docs", ""), kb("other", "docs")}, `both get the tool prefix "docs"`},
-		"prefix is another's name (off)": {[]MountSpec{kb("docs", "x"), kb("other", "docs")}, `the tool prefix of the second is the name of the first ("docs")`},
-		"3D docs among two":              {[]MountSpec{kb("3D docs", ""), kb("b", "")}, `starts with a digit`},
-		"empty name":                     {[]MountSpec{kb(" ", "")}, `empty name`},
-		"slash in name":                  {[]MountSpec{kb("a/b", "")}, `may not contain '/'`},
+		"Docs and docs":                  {[]Mount{kb("Docs", ""), kb("docs", "")}, `knowledge base "Docs" and knowledge base "docs" both get the tool prefix "docs"`},
+		"same explicit prefix":           {[]Mount{kb("a", "p"), kb("b", "p")}, `both get the tool prefix "p"`},
+		"same name":                      {[]Mount{kb("a", "x"), kb("a", "y")}, `have the same name "a"`},
+		"named like the server":          {[]Mount{kb("agentctl", "")}, `knowledge base "agentctl": server name "agentctl" is reserved for a built-in service; choose a different name`},
+		"prefix like the server":         {[]Mount{kb("a", "agentctl"), kb("b", "")}, `server name "agentctl" is reserved`},
+		"prefix is another's name":       {[]Mount{kb("docs", ""), kb("other", "docs")}, `both get the tool prefix "docs"`},
+		"prefix is another's name (off)": {[]Mount{kb("docs", "x"), kb("other", "docs")}, `the tool prefix of the second is the name of the first ("docs")`},
+		"3D docs among two":              {[]Mount{kb("3D docs", ""), kb("b", "")}, `starts with a digit`},
+		"empty name":                     {[]Mount{kb(" ", "")}, `empty name`},
+		"slash in name":                  {[]Mount{kb("a/b", "")}, `may not contain '/'`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ResolveMounts("agentctl", PrefixModeMountName, tc.specs)
+			_, err := Resolve("agentctl", PrefixModeMountName, tc.specs)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %s", err, tc.want)
 			}
@@ -141,7 +141,7 @@ func FuzzResolveToolPrefix(f *testing.F) {
 		if s != "" && (!regexp.MustCompile(`^[a-z0-9_]+$`).MatchString(s) || strings.Contains(s, "__") || strings.HasPrefix(s, "_") || strings.HasSuffix(s, "_")) {
 			t.Fatalf("SanitizePrefix(%q) = %q", name, s)
 		}
-		p, origin, err := ResolveToolPrefix(MountSpec{Kind: "kb", Name: name, ToolPrefix: explicit}, mode, name)
+		p, origin, err := ResolveToolPrefix(Mount{Kind: KindKB, Name: name, ToolPrefix: explicit}, mode, name)
 		if err != nil {
 			return
 		}

@@ -1,0 +1,199 @@
+package mount
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Kind says what a mount is.
+type Kind string
+
+// Mount kinds, as written in records and configuration.
+const (
+	// KindKB is a knowledge base: a folder of Markdown concepts that the
+	// endpoint serves itself.
+	KindKB Kind = "kb"
+	// KindServer is an external MCP server that the endpoint proxies, over
+	// stdio (a command) or streamable HTTP (a URL).
+	KindServer Kind = "mcp"
+)
+
+// Label is how messages name the kind: "knowledge base" or "MCP server".
+func (k Kind) Label() string {
+	switch k {
+	case KindKB:
+		return "knowledge base"
+	case KindServer:
+		return "MCP server"
+	}
+	return "mount"
+}
+
+// InProcess reports whether mounts of this kind are served by agentctl
+// itself (knowledge bases). It is the one answer to "is this in-process?"
+// for the reserved-name checks; agentctl's built-ins hold the server name.
+func (k Kind) InProcess() bool { return k == KindKB }
+
+// DefaultKBMaxBytes bounds a knowledge base's concepts when MaxBytes is 0.
+const DefaultKBMaxBytes = 1 << 20
+
+// Mount is one mounted source as configured. The config file's [[kbs]] and
+// [[mcp_servers]] tables, the --mcp-json value and an instance record's
+// mounts decode into it; [Mount.Validate] says whether it makes sense.
+//
+// The JSON field names are part of the CLI contract (`instance show -o
+// json`): add fields, never rename.
+type Mount struct {
+	Kind Kind   `json:"kind" toml:"-"`
+	Name string `json:"name" toml:"name"`
+	// Path is a knowledge base's folder.
+	Path string `json:"path,omitempty" toml:"path"`
+	// ToolPrefix is the explicit tool prefix; empty for none (then the
+	// prefix mode decides).
+	ToolPrefix string `json:"tool_prefix" toml:"tool_prefix"`
+	// ReadOnly leaves concept_write out of a knowledge base's tools.
+	ReadOnly bool `json:"read_only" toml:"read_only"`
+	// MaxBytes bounds a knowledge base's concepts; 0 means DefaultKBMaxBytes.
+	MaxBytes int64 `json:"max_bytes,omitempty" toml:"max_bytes"`
+
+	// An external MCP server: Command and Args over stdio (with Env added to
+	// agentctl's environment), or URL over streamable HTTP with Headers.
+	Command string            `json:"command,omitempty" toml:"command"`
+	Args    []string          `json:"args,omitempty" toml:"args"`
+	Env     map[string]string `json:"env,omitempty" toml:"env"`
+	URL     string            `json:"url,omitempty" toml:"url"`
+	Headers map[string]string `json:"headers,omitempty" toml:"headers"`
+	// Timeout bounds connecting to an external server and listing its
+	// tools; 0 means the proxy's default.
+	Timeout Duration `json:"timeout,omitempty" toml:"timeout"`
+}
+
+// Source is how logs and tool descriptions name the mount: "kb docs",
+// "mcp browser".
+func (m Mount) Source() string { return string(m.Kind) + " " + m.Name }
+
+// label is how error messages name the mount: `knowledge base "docs"`.
+func (m Mount) label() string { return fmt.Sprintf("%s %q", m.Kind.Label(), m.Name) }
+
+// IsHTTPURL reports whether s is an http or https URL, the form of an
+// external server reached over streamable HTTP.
+func IsHTTPURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// Validate checks what can be checked without I/O: a usable name, and the
+// fields that belong to the mount's kind (a knowledge base has a path; an
+// external server has a command or a URL, not both). The message says which
+// field is wrong and what to write instead; it never repeats a header's or
+// an environment variable's value.
+func (m Mount) Validate() error {
+	if err := m.validateName(); err != nil {
+		return err
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %s", m.label(), fmt.Sprintf(format, args...))
+	}
+	switch m.Kind {
+	case KindKB:
+		switch {
+		case m.Path == "":
+			return bad("no path; give the knowledge base's folder")
+		case m.Command != "" || len(m.Args) > 0 || len(m.Env) > 0 || m.URL != "" || len(m.Headers) > 0 || m.Timeout != 0:
+			return bad("command, args, env, url, headers and timeout are for MCP servers, not knowledge bases")
+		case m.MaxBytes < 0:
+			return bad("max_bytes must be a positive number of bytes")
+		}
+	case KindServer:
+		switch {
+		case m.Command == "" && m.URL == "":
+			return bad("give a command (stdio) or a url (streamable HTTP)")
+		case m.Command != "" && m.URL != "":
+			return bad("give a command or a url, not both")
+		case m.URL != "" && !IsHTTPURL(m.URL):
+			return bad("url %q is not an http(s) URL", RedactURL(m.URL))
+		case m.Command == "" && (len(m.Args) > 0 || len(m.Env) > 0):
+			return bad("args and env need a command")
+		case m.URL == "" && len(m.Headers) > 0:
+			return bad("headers need a url")
+		case m.Path != "" || m.ReadOnly || m.MaxBytes != 0:
+			return bad("path, read_only and max_bytes are for knowledge bases, not MCP servers")
+		case m.Timeout < 0:
+			return bad("timeout must be a positive duration such as 10s")
+		}
+	default:
+		return fmt.Errorf("mount %q: unknown kind %q (use %q for a knowledge base or %q for an MCP server)", m.Name, m.Kind, KindKB, KindServer)
+	}
+	return nil
+}
+
+// RedactURL hides what a URL may carry of secrets (its user information and
+// its query), for messages, logs and anything a model reads.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<an unparsable URL>"
+	}
+	if u.User == nil && u.RawQuery == "" {
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "redacted"
+	}
+	return u.String()
+}
+
+// Redacted is a copy of the mount for printing: the values of an external
+// server's environment variables and headers, which often hold secrets,
+// become "<redacted>", and its URL goes through [RedactURL].
+func (m Mount) Redacted() Mount {
+	hide := func(in map[string]string) map[string]string {
+		if len(in) == 0 {
+			return in
+		}
+		out := make(map[string]string, len(in))
+		for k := range in {
+			out[k] = "<redacted>"
+		}
+		return out
+	}
+	m.Env, m.Headers = hide(m.Env), hide(m.Headers)
+	if m.URL != "" {
+		m.URL = RedactURL(m.URL)
+	}
+	return m
+}
+
+// validateName checks the mount's name, the part of it that names tools.
+func (m Mount) validateName() error {
+	switch {
+	case strings.TrimSpace(m.Name) == "":
+		return fmt.Errorf("a %s has an empty name; every mount needs a name", m.Kind.Label())
+	case strings.ContainsFunc(m.Name, func(r rune) bool { return r < 0x20 || r == 0x7f || strings.ContainsRune("/,=", r) }):
+		return fmt.Errorf("%s: a mount name may not contain '/', ',', '=' or control characters", m.label())
+	case len(m.Name) > 64:
+		return fmt.Errorf("%s: the name is longer than 64 characters", m.label())
+	}
+	return nil
+}
+
+// Duration is a time.Duration written as a Go duration string ("10s") in
+// JSON and TOML.
+type Duration time.Duration
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads a Go duration string such as "10s" or "2m".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: use a Go duration such as 10s or 2m", b)
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,117 @@
+package mount
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+func TestValidate(t *testing.T) {
+	kb := func(f func(*Mount)) Mount {
+		m := Mount{Kind: KindKB, Name: "docs", Path: "/kb"}
+		f(&m)
+		return m
+	}
+	srv := func(f func(*Mount)) Mount {
+		m := Mount{Kind: KindServer, Name: "web", Command: "web-mcp"}
+		f(&m)
+		return m
+	}
+	for name, tc := range map[string]struct {
+		m    Mount
+		want string // "" for valid
+	}{
+		"kb":                    {kb(func(*Mount) {}), ""},
+		"stdio server":          {srv(func(*Mount) {}), ""},
+		"http server":           {srv(func(m *Mount) { m.Command, m.URL, m.Headers = "", "https://h/mcp", map[string]string{"A": "b"} }), ""},
+		"kb without path":       {kb(func(m *Mount) { m.Path = "" }), `knowledge base "docs": no path`},
+		"kb with a command":     {kb(func(m *Mount) { m.Command = "x" }), "are for MCP servers"},
+		"kb negative max":       {kb(func(m *Mount) { m.MaxBytes = -1 }), "max_bytes must be"},
+		"server with neither":   {srv(func(m *Mount) { m.Command = "" }), `MCP server "web": give a command (stdio) or a url`},
+		"server with both":      {srv(func(m *Mount) { m.URL = "https://h" }), "not both"},
+		"server ftp url":        {srv(func(m *Mount) { m.Command, m.URL = "", "ftp://u:pw@h/?key=SECRET" }), `url "ftp://redacted@h/?redacted" is not an http(s) URL`},
+		"server args, no cmd":   {srv(func(m *Mount) { m.Command, m.URL, m.Args = "", "https://h", []string{"a"} }), "args and env need a command"},
+		"server headers, stdio": {srv(func(m *Mount) { m.Headers = map[string]string{"A": "b"} }), "headers need a url"},
+		"server with a path":    {srv(func(m *Mount) { m.Path = "/kb" }), "are for knowledge bases"},
+		"server neg timeout":    {srv(func(m *Mount) { m.Timeout = Duration(-time.Second) }), "timeout must be"},
+		"unknown kind":          {Mount{Kind: "disk", Name: "d"}, `unknown kind "disk"`},
+		"empty name":            {kb(func(m *Mount) { m.Name = " " }), "empty name"},
+		"control in name":       {kb(func(m *Mount) { m.Name = "a\tb" }), "control characters"},
+		"long name":             {kb(func(m *Mount) { m.Name = strings.Repeat("a", 65) }), "longer than 64"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := tc.m.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate() = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TOML (the config file), JSON (--mcp-json, the record) decode into one Mount.
+func TestMountDecodesFromTOMLAndJSON(t *testing.T) {
+	var file struct {
+		Servers []Mount `toml:"mcp_servers"`
+	}
+	md, err := toml.Decode(`[[mcp_servers]]
+name = "web"
+command = "web-mcp"
+args = ["--port", "0"]
+timeout = "2m"
+`, &file)
+	if err != nil || len(md.Undecoded()) > 0 {
+		t.Fatalf("toml: %v, undecoded %v", err, md.Undecoded())
+	}
+	var fromJSON Mount
+	if err := json.Unmarshal([]byte(`{"name":"web","command":"web-mcp","args":["--port","0"],"timeout":"2m"}`), &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	got := file.Servers[0]
+	if got.Timeout != Duration(2*time.Minute) || fromJSON.Timeout != got.Timeout || fromJSON.Command != got.Command || len(fromJSON.Args) != 2 {
+		t.Fatalf("toml %+v, json %+v", got, fromJSON)
+	}
+	if _, err := toml.Decode(`timeout = "soon"`, &struct{ Timeout Duration }{}); err == nil || !strings.Contains(err.Error(), "such as 10s") {
+		t.Fatalf("bad duration: %v", err)
+	}
+}
+
+// The record's JSON for a resolved mount: the mount's fields plus the
+// effective prefix and its origin; a duration as a Go duration string.
+func TestResolvedJSON(t *testing.T) {
+	r := Resolved{Mount: Mount{Kind: KindServer, Name: "web", URL: "https://h/mcp", Timeout: Duration(10 * time.Second)},
+		EffectivePrefix: "web", PrefixOrigin: OriginDerived}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"kind":"mcp","name":"web","tool_prefix":"","read_only":false,"url":"https://h/mcp","timeout":"10s","effective_prefix":"web","prefix_origin":"derived"}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	var back Resolved
+	if err := json.Unmarshal(b, &back); err != nil || back.Timeout != r.Timeout || back.EffectivePrefix != "web" || back.PrefixOrigin != OriginDerived {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	m := Mount{Kind: KindServer, Name: "api", URL: "https://user:pw@h/mcp?key=SECRET",
+		Headers: map[string]string{"Authorization": "Bearer SECRET"}}
+	r := m.Redacted()
+	b, _ := json.Marshal(r)
+	if strings.Contains(string(b), "SECRET") || strings.Contains(string(b), "pw") {
+		t.Fatalf("a secret survived: %s", b)
+	}
+	if r.Headers["Authorization"] != "<redacted>" || r.URL != "https://redacted@h/mcp?redacted" {
+		t.Fatalf("redacted: %+v", r)
+	}
+	if m.Headers["Authorization"] != "Bearer SECRET" {
+		t.Fatal("Redacted changed the original")
+	}
+}
