@@ -13,14 +13,14 @@ import (
 
 // PlannedTool is one tool of an instance with all its names.
 type PlannedTool struct {
-	Canonical    string       `json:"canonical"`
-	Transport    string       `json:"transport"`
-	ModelVisible string       `json:"model_visible"`
-	Source       string       `json:"source"`
-	Mount        string       `json:"mount,omitempty"`
-	Base         string       `json:"base"`
+	Canonical    string             `json:"canonical"`
+	Transport    string             `json:"transport"`
+	ModelVisible string             `json:"model_visible"`
+	Source       string             `json:"source"`
+	Mount        string             `json:"mount,omitempty"`
+	Base         string             `json:"base"`
 	PrefixOrigin mount.PrefixOrigin `json:"prefix_origin,omitempty"`
-	Problems     []string     `json:"problems,omitempty"`
+	Problems     []string           `json:"problems,omitempty"`
 }
 
 // PlanTools computes the tools an instance will serve from its configuration
