@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/kb"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -84,7 +85,7 @@ type Endpoint struct {
 	registry *Registry
 	log      *slog.Logger
 	sdkLog   *slog.Logger
-	kbs      []*KB
+	kbs      []*kb.Base
 
 	// External servers and the namespace they share with the rest.
 	upstreams []*upstream
@@ -180,7 +181,7 @@ func (e *Endpoint) addMounts() error {
 		if m.Kind != "kb" {
 			return fmt.Errorf("mount %q: unknown kind %q", m.Name, m.Kind)
 		}
-		kb, err := OpenKB(m.Name, m.Path, KBOptions{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
+		kb, err := kb.Open(m.Name, m.Path, kb.Options{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
 		if err != nil {
 			return &MountError{Mount: m.Name, Err: err}
 		}
