@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/kb"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,7 +79,7 @@ type Endpoint struct {
 	registry *Registry
 	log      *slog.Logger
 	sdkLog   *slog.Logger
-	kbs      []*KB
+	kbs      []*kb.Base
 	// mounts are cfg.Mounts with their prefixes resolved.
 	mounts []mount.Resolved
 
@@ -184,12 +185,12 @@ func (e *Endpoint) addMounts() error {
 			e.upstreams = append(e.upstreams, &upstream{e: e, mount: m, state: UpstreamConnecting, relist: make(chan struct{}, 1)})
 			continue
 		}
-		kb, err := OpenKB(m.Name, m.Path, KBOptions{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
+		base, err := kb.Open(m.Name, m.Path, kb.Options{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
 		if err != nil {
 			return &MountError{Mount: m.Name, Err: err}
 		}
-		e.kbs = append(e.kbs, kb)
-		if err := RegisterKBTools(e.registry, kb, m.EffectivePrefix, m.ToolName); err != nil {
+		e.kbs = append(e.kbs, base)
+		if err := RegisterKBTools(e.registry, base, m.EffectivePrefix, m.ToolName); err != nil {
 			return err
 		}
 	}

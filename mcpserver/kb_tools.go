@@ -5,8 +5,17 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentctl/agentctl/mcpserver/kb"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Base names of a knowledge base's tools.
+const (
+	BaseConceptList   = "concept_list"
+	BaseConceptRead   = "concept_read"
+	BaseConceptSearch = "concept_search"
+	BaseConceptWrite  = "concept_write"
 )
 
 // ConceptListInput is the input of concept_list.
@@ -43,16 +52,16 @@ func KBToolBases(readOnly bool) []string {
 	return []string{BaseConceptList, BaseConceptRead, BaseConceptSearch, BaseConceptWrite}
 }
 
-// RegisterKBTools registers kb's tools in r. name(base) returns the canonical
-// name for a base name: the caller applies the mount prefix
+// RegisterKBTools registers kbase's tools in r. name(base) returns the
+// canonical name for a base name: the caller applies the mount prefix
 // ("docs__concept_read", or the bare "concept_read"). Each [Entry] has
-// Source "kb <name>", Kind [KindKB], Mount kb.Name(), Prefix prefix and Base
-// base. Nothing is registered when any name is invalid or taken.
-func RegisterKBTools(r *Registry, kb *KB, prefix string, name func(base string) string) error {
-	bases := KBToolBases(kb.opts.ReadOnly)
-	source := "kb " + kb.Name()
+// Source "kb <name>", Kind [KindKB], Mount kbase.Name(), Prefix prefix and
+// Base base. Nothing is registered when any name is invalid or taken.
+func RegisterKBTools(r *Registry, kbase *kb.Base, prefix string, name func(base string) string) error {
+	bases := KBToolBases(kbase.Options().ReadOnly)
+	source := "kb " + kbase.Name()
 	entry := func(base string) Entry {
-		return Entry{Name: name(base), Source: source, Kind: KindKB, Mount: kb.Name(), Prefix: prefix, Base: base}
+		return Entry{Name: name(base), Source: source, Kind: KindKB, Mount: kbase.Name(), Prefix: prefix, Base: base}
 	}
 	for _, b := range bases {
 		e := entry(b)
@@ -63,23 +72,23 @@ func RegisterKBTools(r *Registry, kb *KB, prefix string, name func(base string) 
 			return &CollisionError{Name: e.Name, First: prev.Source, Second: source}
 		}
 	}
-	t, err := kbTools(kb, name)
+	t, err := kbTools(kbase, name)
 	if err != nil {
 		return err
 	}
-	if err := AddTool(r, entry(BaseConceptList), t.list, kbList(kb)); err != nil {
+	if err := AddTool(r, entry(BaseConceptList), t.list, kbList(kbase)); err != nil {
 		return err
 	}
-	if err := AddTool(r, entry(BaseConceptRead), t.read, kbRead(kb)); err != nil {
+	if err := AddTool(r, entry(BaseConceptRead), t.read, kbRead(kbase)); err != nil {
 		return err
 	}
-	if err := AddTool(r, entry(BaseConceptSearch), t.search, kbSearch(kb)); err != nil {
+	if err := AddTool(r, entry(BaseConceptSearch), t.search, kbSearch(kbase)); err != nil {
 		return err
 	}
 	if t.write == nil {
 		return nil
 	}
-	return AddTool(r, entry(BaseConceptWrite), t.write, kbWrite(kb))
+	return AddTool(r, entry(BaseConceptWrite), t.write, kbWrite(kbase))
 }
 
 type kbToolDefs struct {
@@ -89,10 +98,10 @@ type kbToolDefs struct {
 // kbTools defines a knowledge base's tools; write is nil for a read-only
 // mount. Descriptions name the knowledge base and the sibling tools by their
 // canonical names.
-func kbTools(kb *KB, name func(string) string) (kbToolDefs, error) {
+func kbTools(kbase *kb.Base, name func(string) string) (kbToolDefs, error) {
 	list, read, search, write := name(BaseConceptList), name(BaseConceptRead), name(BaseConceptSearch), name(BaseConceptWrite)
 	const idIs = `A concept id is the concept's path in the knowledge base without ".md", with "/" between folders, e.g. "guides/setup".`
-	q := fmt.Sprintf("%q", kb.Name())
+	q := fmt.Sprintf("%q", kbase.Name())
 
 	listSchema, err := jsonschema.For[ConceptListInput](nil)
 	if err != nil {
@@ -101,19 +110,19 @@ func kbTools(kb *KB, name func(string) string) (kbToolDefs, error) {
 	// No "default" keywords: go-sdk v1.8.0 panics applying defaults to
 	// arguments sent as JSON null. The descriptions give the defaults.
 	lim := listSchema.Properties["limit"]
-	lim.Minimum, lim.Maximum = ptr(1.0), ptr(float64(kbListMax))
+	lim.Minimum, lim.Maximum = ptr(1.0), ptr(float64(kb.MaxListLimit))
 
 	searchSchema, err := jsonschema.For[ConceptSearchInput](nil)
 	if err != nil {
 		return kbToolDefs{}, err
 	}
 	lim = searchSchema.Properties["limit"]
-	lim.Minimum, lim.Maximum = ptr(1.0), ptr(float64(kbSearchMax))
+	lim.Minimum, lim.Maximum = ptr(1.0), ptr(float64(kb.MaxSearchLimit))
 
 	d := kbToolDefs{
 		list: &mcp.Tool{
 			Name:  list,
-			Title: "List concepts in " + kb.Name(),
+			Title: "List concepts in " + kbase.Name(),
 			Description: "List the concepts (Markdown documents) in the knowledge base " + q + ", sorted by id, with their titles, " +
 				"a page at a time. " + idIs + " Narrow the listing with prefix (\"guides/\" lists that folder); when the result has " +
 				"next_cursor, pass it as cursor for the next page. To find concepts about a topic, " + search + " is faster; read one with " + read + ".",
@@ -122,14 +131,14 @@ func kbTools(kb *KB, name func(string) string) (kbToolDefs, error) {
 		},
 		read: &mcp.Tool{
 			Name:  read,
-			Title: "Read a concept in " + kb.Name(),
+			Title: "Read a concept in " + kbase.Name(),
 			Description: "Read one concept (a Markdown document) of the knowledge base " + q + ": its complete Markdown and its title. " +
 				idIs + " Get ids from " + list + " or " + search + ".",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		},
 		search: &mcp.Tool{
 			Name:  search,
-			Title: "Search concepts in " + kb.Name(),
+			Title: "Search concepts in " + kbase.Name(),
 			Description: "Search the knowledge base " + q + " for concepts (Markdown documents) by keywords. Results are ranked by relevance " +
 				"(matches in a title count more) and give each concept's id, title and a short snippet around the best match; read a " +
 				"result in full with " + read + ". Use a few distinctive words rather than a sentence; every word is optional, " +
@@ -138,15 +147,15 @@ func kbTools(kb *KB, name func(string) string) (kbToolDefs, error) {
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		},
 	}
-	if !kb.opts.ReadOnly {
+	if !kbase.Options().ReadOnly {
 		d.write = &mcp.Tool{
 			Name:  write,
-			Title: "Write a concept in " + kb.Name(),
+			Title: "Write a concept in " + kbase.Name(),
 			Description: "Create or replace a concept (a Markdown document) in the knowledge base " + q + ". " + idIs +
 				" Missing folders are created. content replaces the whole concept: to change one, read it with " + read +
 				" first and write back the complete edited Markdown. Give a new concept a title in YAML front matter " +
 				"(\"---\\ntitle: Setup\\n---\\n\") or a first \"# \" heading. " +
-				fmt.Sprintf("At most %d bytes.", kb.opts.MaxBytes),
+				fmt.Sprintf("At most %d bytes.", kbase.Options().MaxBytes),
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}
 	}
@@ -162,23 +171,23 @@ func kbToolResult(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 	return toolError(err.Error()), nil
 }
 
-func kbList(kb *KB) mcp.ToolHandlerFor[ConceptListInput, ListOutput] {
-	return func(ctx context.Context, _ *mcp.CallToolRequest, in ConceptListInput) (*mcp.CallToolResult, ListOutput, error) {
-		out, err := kb.List(ctx, in.Prefix, in.Cursor, in.Limit)
+func kbList(kbase *kb.Base) mcp.ToolHandlerFor[ConceptListInput, kb.ListOutput] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in ConceptListInput) (*mcp.CallToolResult, kb.ListOutput, error) {
+		out, err := kbase.List(ctx, in.Prefix, in.Cursor, in.Limit)
 		if err != nil {
 			res, err := kbToolResult(ctx, err)
-			return res, ListOutput{Concepts: []ConceptSummary{}}, err
+			return res, kb.ListOutput{Concepts: []kb.ConceptSummary{}}, err
 		}
 		return nil, out, nil
 	}
 }
 
-func kbRead(kb *KB) mcp.ToolHandlerFor[ConceptReadInput, ReadOutput] {
-	return func(ctx context.Context, _ *mcp.CallToolRequest, in ConceptReadInput) (*mcp.CallToolResult, ReadOutput, error) {
-		out, err := kb.Read(ctx, in.ID)
+func kbRead(kbase *kb.Base) mcp.ToolHandlerFor[ConceptReadInput, kb.ReadOutput] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in ConceptReadInput) (*mcp.CallToolResult, kb.ReadOutput, error) {
+		out, err := kbase.Read(ctx, in.ID)
 		if err != nil {
 			res, err := kbToolResult(ctx, err)
-			return res, ReadOutput{}, err
+			return res, kb.ReadOutput{}, err
 		}
 		// The Markdown itself is the text a model reads best; the structured
 		// result carries id and title too.
@@ -186,28 +195,28 @@ func kbRead(kb *KB) mcp.ToolHandlerFor[ConceptReadInput, ReadOutput] {
 	}
 }
 
-func kbSearch(kb *KB) mcp.ToolHandlerFor[ConceptSearchInput, SearchOutput] {
-	return func(ctx context.Context, _ *mcp.CallToolRequest, in ConceptSearchInput) (*mcp.CallToolResult, SearchOutput, error) {
-		out, err := kb.Search(ctx, in.Query, in.Limit)
+func kbSearch(kbase *kb.Base) mcp.ToolHandlerFor[ConceptSearchInput, kb.SearchOutput] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in ConceptSearchInput) (*mcp.CallToolResult, kb.SearchOutput, error) {
+		out, err := kbase.Search(ctx, in.Query, in.Limit)
 		if err != nil {
 			res, err := kbToolResult(ctx, err)
-			return res, SearchOutput{Results: []SearchResult{}}, err
+			return res, kb.SearchOutput{Results: []kb.SearchResult{}}, err
 		}
 		return nil, out, nil
 	}
 }
 
-func kbWrite(kb *KB) mcp.ToolHandlerFor[ConceptWriteInput, WriteOutput] {
-	return func(ctx context.Context, _ *mcp.CallToolRequest, in ConceptWriteInput) (*mcp.CallToolResult, WriteOutput, error) {
-		out, err := kb.Write(ctx, in.ID, in.Content)
+func kbWrite(kbase *kb.Base) mcp.ToolHandlerFor[ConceptWriteInput, kb.WriteOutput] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in ConceptWriteInput) (*mcp.CallToolResult, kb.WriteOutput, error) {
+		out, err := kbase.Write(ctx, in.ID, in.Content)
 		if err != nil {
 			res, err := kbToolResult(ctx, err)
-			return res, WriteOutput{}, err
+			return res, kb.WriteOutput{}, err
 		}
 		verb := "Updated"
 		if out.Created {
 			verb = "Created"
 		}
-		return textResult(fmt.Sprintf("%s concept %q in knowledge base %q (%d bytes).", verb, out.ID, kb.Name(), out.Bytes)), out, nil
+		return textResult(fmt.Sprintf("%s concept %q in knowledge base %q (%d bytes).", verb, out.ID, kbase.Name(), out.Bytes)), out, nil
 	}
 }

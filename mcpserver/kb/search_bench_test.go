@@ -1,4 +1,4 @@
-package mcpserver
+package kb
 
 import (
 	"context"
@@ -172,7 +172,7 @@ func linearScanSearch(dir, query string, limit int) ([]string, error) {
 // that notices outside edits, and, as the baseline, a linear scan that reads
 // every file per query.
 //
-//	go test -run '^$' -bench KBSearch -benchmem ./mcpserver/
+//	go test -run '^$' -bench KBSearch -benchmem ./mcpserver/kb
 func BenchmarkKBSearch(b *testing.B) {
 	dir := b.TempDir()
 	vocab := benchKBVocabulary()
@@ -187,7 +187,7 @@ func BenchmarkKBSearch(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			before := heapAlloc()
-			kb, err := OpenKB("bench", dir, KBOptions{})
+			kb, err := Open("bench", dir, Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -214,7 +214,7 @@ func BenchmarkKBSearch(b *testing.B) {
 	})
 
 	b.Run("steady_state", func(b *testing.B) {
-		kb, err := OpenKB("bench", dir, KBOptions{})
+		kb, err := Open("bench", dir, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -238,7 +238,7 @@ func BenchmarkKBSearch(b *testing.B) {
 	})
 
 	b.Run("stat_walk_refresh", func(b *testing.B) {
-		kb, err := OpenKB("bench", dir, KBOptions{})
+		kb, err := Open("bench", dir, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,0 +1,165 @@
+package kb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultMaxBytes is the default limit on the size of a concept read or
+// written: 1 MiB.
+const DefaultMaxBytes = 1 << 20
+
+const (
+	defaultRefreshInterval = 2 * time.Second
+	// defaultStaleTempAge is how old a leftover temporary file of a write
+	// must be before a directory walk removes it. A younger one may belong
+	// to a write in flight in another process sharing the folder.
+	defaultStaleTempAge = time.Minute
+)
+
+// Options configures a mounted knowledge base.
+type Options struct {
+	// ReadOnly refuses writes: [Base.Write] fails with [ErrReadOnly].
+	ReadOnly bool
+	// MaxBytes is the largest concept read or written; 0 means
+	// [DefaultMaxBytes].
+	MaxBytes int64
+	// RefreshInterval is how stale the search index may get with respect to
+	// edits made outside agentctl; 0 means 2s. Writes through [Base.Write]
+	// are searchable at once.
+	RefreshInterval time.Duration
+}
+
+// Errors an [Error] wraps, for [errors.Is].
+var (
+	ErrInvalidConceptID = errors.New("invalid concept id")
+	ErrConceptNotFound  = errors.New("concept not found")
+	ErrConceptTooLarge  = errors.New("concept too large")
+	ErrOutside          = errors.New("path leads outside the knowledge base")
+	ErrNotAConcept      = errors.New("not a concept")
+	ErrReadOnly         = errors.New("knowledge base is read-only")
+	ErrInvalidRequest   = errors.New("invalid request")
+)
+
+// Error is a knowledge-base operation refused for a reason the caller can
+// act on. Its message says what is wrong and what to do instead, in words
+// meant to be shown to a model as they are.
+type Error struct {
+	// Kind is one of the Err* values above.
+	Kind error
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+func (e *Error) Unwrap() error { return e.Kind }
+
+func errorf(kind error, format string, args ...any) *Error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Base is a mounted knowledge base: a folder of Markdown files, "concepts".
+// A concept's id is its path relative to the folder
+// without ".md", with "/" between folders: "guides/setup" is
+// guides/setup.md (see [CleanConceptID]). Hidden files and folders (a
+// leading ".") and files other than *.md are not concepts.
+//
+// Every file access goes through an [os.Root] opened on the folder, so
+// nothing outside it is read or written, also not through symbolic links.
+// Writes are atomic (temporary file, fsync, rename; see [Base.Write]). Search
+// uses an in-memory inverted index built on the first search and kept fresh
+// (see [Base.Search]). Its methods are safe for concurrent use.
+type Base struct {
+	name string
+	dir  string
+	opts Options
+	root *os.Root
+	// staleTempAge is defaultStaleTempAge; tests shorten it.
+	staleTempAge time.Duration
+
+	// mu orders the changes to the index against the files: a refresh
+	// (walk, read, apply) and a write's rename and index update never
+	// interleave, so the index never loses a write.
+	mu sync.Mutex
+	// lastRefresh is when the last complete refresh started (UnixNano).
+	lastRefresh atomic.Int64
+	// lastSearch is when the last search started (UnixNano).
+	lastSearch atomic.Int64
+	// The background refresher (see backgroundRefresh) runs on bgCtx;
+	// bgStarted is guarded by mu.
+	bgCtx     context.Context
+	bgCancel  context.CancelFunc
+	bgStarted bool
+	bgDone    sync.WaitGroup
+
+	// idxMu guards idx; searches hold it for reading.
+	idxMu sync.RWMutex
+	idx   *index // nil until the first search
+
+	closed atomic.Bool
+}
+
+// Open mounts the folder dir as the knowledge base name. The folder must
+// exist; every later access to it goes through an [os.Root].
+func Open(name, dir string, opts Options) (*Base, error) {
+	if name == "" {
+		return nil, errors.New("knowledge base: empty name")
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge base %q: %w", name, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("knowledge base %q: %s is not a directory", name, dir)
+	}
+	if opts.MaxBytes < 0 {
+		return nil, fmt.Errorf("knowledge base %q: negative MaxBytes %d", name, opts.MaxBytes)
+	}
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = defaultRefreshInterval
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge base %q: %w", name, err)
+	}
+	kb := &Base{name: name, dir: dir, opts: opts, root: root, staleTempAge: defaultStaleTempAge}
+	kb.bgCtx, kb.bgCancel = context.WithCancel(context.Background())
+	return kb, nil
+}
+
+// Close releases the folder. The knowledge base is unusable afterwards.
+func (kb *Base) Close() error {
+	if kb.closed.Swap(true) {
+		return nil
+	}
+	kb.bgCancel()
+	// Once we hold mu, no refresh can start the background refresher, and
+	// none rebuilds the index (they check closed).
+	kb.mu.Lock()
+	kb.idxMu.Lock()
+	kb.idx = nil
+	kb.idxMu.Unlock()
+	kb.mu.Unlock()
+	kb.bgDone.Wait()
+	return kb.root.Close()
+}
+
+// Name returns the knowledge base's name.
+func (kb *Base) Name() string { return kb.name }
+
+// Options returns the options in effect, defaults applied.
+func (kb *Base) Options() Options { return kb.opts }
+
+func (kb *Base) usable(ctx context.Context) error {
+	if kb.closed.Load() {
+		return fmt.Errorf("knowledge base %q is closed", kb.name)
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,365 @@
+package kb
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	// tempMarker marks the temporary files of writes:
+	// ".<name>.md.agentctl-tmp-<random>". They are hidden (leading dot), so
+	// list and search never see them.
+	tempMarker = ".agentctl-tmp-"
+	// titleScanBytes is how much of a file list reads to find its title
+	// when the search index does not already know it.
+	titleScanBytes = 64 << 10
+)
+
+// Page sizes of [Base.List]: a limit of 0 or less gets listDefault, one
+// above MaxListLimit gets MaxListLimit.
+const (
+	listDefault  = 100
+	MaxListLimit = 1000
+)
+
+// ConceptSummary is one concept in a listing.
+type ConceptSummary struct {
+	ID    string `json:"id" jsonschema:"The concept's id, to pass to concept_read."`
+	Title string `json:"title,omitempty" jsonschema:"Its title (front matter title, else first # heading)."`
+}
+
+// ListOutput is the result of [Base.List] and concept_list.
+type ListOutput struct {
+	Concepts   []ConceptSummary `json:"concepts" jsonschema:"The concepts of this page, sorted by id."`
+	NextCursor string           `json:"next_cursor,omitempty" jsonschema:"Pass as cursor to get the next page; absent on the last page."`
+}
+
+// ReadOutput is the result of [Base.Read] and concept_read.
+type ReadOutput struct {
+	ID      string `json:"id" jsonschema:"The concept's id."`
+	Title   string `json:"title,omitempty" jsonschema:"The title from the concept's YAML front matter, if it has one."`
+	Content string `json:"content" jsonschema:"The concept's complete Markdown, front matter included."`
+}
+
+// WriteOutput is the result of [Base.Write] and concept_write.
+type WriteOutput struct {
+	ID      string `json:"id" jsonschema:"The concept's id."`
+	Bytes   int    `json:"bytes" jsonschema:"Bytes written."`
+	Created bool   `json:"created" jsonschema:"True when the concept did not exist before."`
+}
+
+// List returns a page of concept ids (and titles) sorted by id, those
+// starting with prefix when it is not empty. cursor is the next_cursor of
+// the previous page ("" for the first); limit defaults to 100, at most 1000.
+// The listing walks the folder on every call, so it is always current.
+func (kb *Base) List(ctx context.Context, prefix, cursor string, limit int) (ListOutput, error) {
+	out := ListOutput{Concepts: []ConceptSummary{}}
+	if err := kb.usable(ctx); err != nil {
+		return out, err
+	}
+	if limit <= 0 {
+		limit = listDefault
+	}
+	limit = min(limit, MaxListLimit)
+	after := ""
+	if cursor != "" {
+		b, err := base64.RawURLEncoding.DecodeString(cursor)
+		if err != nil || len(b) == 0 {
+			return out, errorf(ErrInvalidRequest, "invalid cursor %q; pass the next_cursor of the previous concept_list result unchanged, or leave cursor out for the first page", cursor)
+		}
+		after = string(b)
+	}
+	files, err := kb.scan(ctx, prefixDir(prefix))
+	if err != nil {
+		return out, err
+	}
+	start, _ := slices.BinarySearchFunc(files, after, func(f file, id string) int { return strings.Compare(f.id, id) })
+	if after != "" && start < len(files) && files[start].id == after {
+		start++
+	}
+	var page []file
+	i := start
+	for ; i < len(files) && len(page) < limit; i++ {
+		if strings.HasPrefix(files[i].id, prefix) {
+			page = append(page, files[i])
+		}
+	}
+	for ; i < len(files); i++ {
+		if strings.HasPrefix(files[i].id, prefix) {
+			out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(page[len(page)-1].id))
+			break
+		}
+	}
+	out.Concepts = make([]ConceptSummary, len(page))
+	kb.idxMu.RLock()
+	idx := kb.idx
+	var missing []int
+	for i, f := range page {
+		out.Concepts[i].ID = f.id
+		if idx != nil {
+			if d, ok := idx.byID[f.id]; ok && idx.docs[d].size == f.size && idx.docs[d].mtime == f.mtime {
+				out.Concepts[i].Title = idx.docs[d].title
+				continue
+			}
+		}
+		missing = append(missing, i)
+	}
+	kb.idxMu.RUnlock()
+	err = forEach(ctx, len(missing), func(_, j int) {
+		c := &out.Concepts[missing[j]]
+		if head, err := kb.readHead(c.ID+".md", min(kb.opts.MaxBytes, titleScanBytes)); err == nil {
+			c.Title = conceptTitle(head)
+		}
+	})
+	return out, err
+}
+
+// prefixDir is the folder to walk for a list prefix: the part up to its last
+// "/" ("guides/se" walks guides), or the whole knowledge base.
+func prefixDir(prefix string) string {
+	i := strings.LastIndexByte(prefix, '/')
+	if i <= 0 {
+		return ""
+	}
+	return prefix[:i]
+}
+
+// Read returns a concept's Markdown and its front-matter title. A file larger
+// than MaxBytes is refused.
+func (kb *Base) Read(ctx context.Context, id string) (ReadOutput, error) {
+	if err := kb.usable(ctx); err != nil {
+		return ReadOutput{}, err
+	}
+	cid, err := CleanConceptID(id)
+	if err != nil {
+		return ReadOutput{}, err
+	}
+	data, _, err := kb.readConcept(cid)
+	if err != nil {
+		return ReadOutput{}, err
+	}
+	title, _, _ := splitFrontMatter(data)
+	return ReadOutput{ID: cid, Title: title, Content: string(data)}, nil
+}
+
+// readConcept reads a concept's file and returns it with the file's
+// information, taken before the read.
+func (kb *Base) readConcept(cid string) ([]byte, fs.FileInfo, error) {
+	rel := cid + ".md"
+	fi, err := kb.root.Stat(rel)
+	if err != nil {
+		return nil, nil, kb.pathError(cid, err)
+	}
+	if err := kb.checkConceptFile(cid, fi); err != nil {
+		return nil, nil, err
+	}
+	f, err := kb.root.Open(rel)
+	if err != nil {
+		return nil, nil, kb.pathError(cid, err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, nil, kb.pathError(cid, err)
+	}
+	if err := kb.checkConceptFile(cid, fi); err != nil {
+		return nil, nil, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + 1)
+	if _, err := buf.ReadFrom(io.LimitReader(f, kb.opts.MaxBytes+1)); err != nil {
+		return nil, nil, kb.pathError(cid, err)
+	}
+	if int64(buf.Len()) > kb.opts.MaxBytes {
+		return nil, nil, kb.tooLargeToRead(cid, int64(buf.Len()))
+	}
+	return buf.Bytes(), fi, nil
+}
+
+func (kb *Base) checkConceptFile(cid string, fi fs.FileInfo) error {
+	switch {
+	case fi.IsDir():
+		return errorf(ErrNotAConcept, "%s.md in knowledge base %q is a folder, not a concept", cid, kb.name)
+	case !fi.Mode().IsRegular():
+		return errorf(ErrNotAConcept, "%s.md in knowledge base %q is not a regular file, so it is not a concept", cid, kb.name)
+	case fi.Size() > kb.opts.MaxBytes:
+		return kb.tooLargeToRead(cid, fi.Size())
+	}
+	return nil
+}
+
+func (kb *Base) tooLargeToRead(cid string, size int64) error {
+	return errorf(ErrConceptTooLarge, "concept %q is %d bytes, larger than the %d-byte limit (MaxBytes) for concepts in knowledge base %q; it cannot be read through agentctl",
+		cid, size, kb.opts.MaxBytes, kb.name)
+}
+
+// readHead reads up to n bytes of a file inside the root.
+func (kb *Base) readHead(rel string, n int64) ([]byte, error) {
+	f, err := kb.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
+}
+
+// pathError turns an error of the os.Root into a message for the model.
+func (kb *Base) pathError(cid string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		if fi, serr := kb.root.Lstat(cid); serr == nil && fi.IsDir() {
+			return errorf(ErrConceptNotFound, "concept %q not found in knowledge base %q: %q is a folder; list its concepts with concept_list and prefix %q", cid, kb.name, cid, cid+"/")
+		}
+		return errorf(ErrConceptNotFound, "concept %q not found in knowledge base %q; use concept_list or concept_search", cid, kb.name)
+	case isRootEscape(err):
+		return errorf(ErrOutside, "concept %q cannot be used: its path goes through a symbolic link that points outside knowledge base %q, and agentctl only reads and writes files inside the knowledge base's folder", cid, kb.name)
+	case errors.Is(err, syscall.ELOOP):
+		return errorf(ErrNotAConcept, "concept %q cannot be used: its path has a loop of symbolic links", cid)
+	}
+	return fmt.Errorf("knowledge base %q: concept %q: %w", kb.name, cid, err)
+}
+
+// isRootEscape reports whether err is an os.Root refusing a path that leaves
+// the root (the os package does not export that error).
+func isRootEscape(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
+	}
+	return false
+}
+
+// Write creates or replaces a concept atomically: the content goes to a
+// temporary file in the same folder, which is synced and then renamed over
+// the concept, so a crash leaves either the old or the new content. Missing
+// folders are created. The index is updated before Write returns.
+func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, error) {
+	if err := kb.usable(ctx); err != nil {
+		return WriteOutput{}, err
+	}
+	if kb.opts.ReadOnly {
+		return WriteOutput{}, errorf(ErrReadOnly, "knowledge base %q is mounted read-only; concepts cannot be written", kb.name)
+	}
+	cid, err := CleanConceptID(id)
+	if err != nil {
+		return WriteOutput{}, err
+	}
+	if int64(len(content)) > kb.opts.MaxBytes {
+		return WriteOutput{}, errorf(ErrConceptTooLarge, "content is %d bytes, larger than the %d-byte limit (MaxBytes) for a concept in knowledge base %q; split it into smaller concepts",
+			len(content), kb.opts.MaxBytes, kb.name)
+	}
+	rel := cid + ".md"
+	dir, base := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir != "" {
+		if err := kb.root.MkdirAll(dir, 0o755); err != nil {
+			// MkdirAll reports an existing link that leaves the root as
+			// "file exists"; Stat says why.
+			if _, serr := kb.root.Stat(dir); isRootEscape(serr) || errors.Is(serr, syscall.ELOOP) {
+				return WriteOutput{}, kb.pathError(cid, serr)
+			}
+			if isRootEscape(err) || errors.Is(err, syscall.ELOOP) {
+				return WriteOutput{}, kb.pathError(cid, err)
+			}
+			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+				return WriteOutput{}, errorf(ErrInvalidConceptID, "cannot write concept %q: a part of its folder %q exists in knowledge base %q and is not a folder", cid, dir, kb.name)
+			}
+			return WriteOutput{}, fmt.Errorf("knowledge base %q: create folder %q: %w", kb.name, dir, err)
+		}
+	}
+	perm, created := fs.FileMode(0o644), false
+	switch fi, err := kb.root.Lstat(rel); {
+	case errors.Is(err, fs.ErrNotExist):
+		created = true
+	case err != nil:
+		return WriteOutput{}, kb.pathError(cid, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		if _, serr := kb.root.Stat(rel); serr != nil && !errors.Is(serr, fs.ErrNotExist) {
+			return WriteOutput{}, kb.pathError(cid, serr)
+		}
+		return WriteOutput{}, errorf(ErrNotAConcept, "concept %q is a symbolic link in knowledge base %q; agentctl does not replace links: write to the concept it points to instead", cid, kb.name)
+	case fi.IsDir() || !fi.Mode().IsRegular():
+		return WriteOutput{}, kb.checkConceptFile(cid, fi)
+	default:
+		perm = fi.Mode().Perm()
+	}
+
+	tmp := path.Join(dir, tempName(base))
+	if err := kb.writeTemp(tmp, content, perm); err != nil {
+		return WriteOutput{}, kb.pathError(cid, err)
+	}
+	kb.mu.Lock()
+	if err := kb.root.Rename(tmp, rel); err != nil {
+		kb.mu.Unlock()
+		_ = kb.root.Remove(tmp)
+		return WriteOutput{}, kb.pathError(cid, err)
+	}
+	// kb.mu is held: only refresh (also under kb.mu) sets kb.idx.
+	if fi, err := kb.root.Lstat(rel); err == nil && kb.idx != nil {
+		doc := newAnalyzer().analyze([]byte(content))
+		kb.idxMu.Lock()
+		kb.idx.add(cid, fi.Size(), indexMtime(fi, time.Now()), doc)
+		kb.idx.maybeCompact()
+		kb.idxMu.Unlock()
+	}
+	kb.mu.Unlock()
+	kb.syncDir(dir)
+	return WriteOutput{ID: cid, Bytes: len(content), Created: created}, nil
+}
+
+// tempName names the temporary file of a write of base.
+func tempName(base string) string {
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	return "." + base + tempMarker + hex.EncodeToString(r[:])
+}
+
+func isTempName(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMarker)
+}
+
+func (kb *Base) writeTemp(tmp, content string, perm fs.FileMode) (err error) {
+	f, err := kb.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = kb.root.Remove(tmp)
+		}
+	}()
+	if _, err = io.WriteString(f, content); err != nil {
+		f.Close()
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncDir makes a rename in dir durable; best effort (not every system can
+// sync a directory).
+func (kb *Base) syncDir(dir string) {
+	if dir == "" {
+		dir = "."
+	}
+	if d, err := kb.root.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}

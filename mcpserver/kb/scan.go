@@ -1,0 +1,148 @@
+package kb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// file is a concept found by a walk.
+type file struct {
+	id    string
+	size  int64
+	mtime int64
+}
+
+// scan walks the folder dir (relative, "" for the whole knowledge base) and
+// returns its concepts sorted by id. Hidden entries and files other than
+// *.md are skipped; so are symbolic links to folders (no cycles) and links
+// that leave the root. Temporary files of writes older than staleTempAge are
+// removed on the way unless the mount is read-only.
+func (kb *Base) scan(ctx context.Context, dir string) ([]file, error) {
+	if dir != "" {
+		// Start below the root only through real, visible folders, as a
+		// full walk would.
+		if !isConceptID(dir) {
+			return nil, nil
+		}
+		p := ""
+		for c := range strings.SplitSeq(dir, "/") {
+			p = path.Join(p, c)
+			fi, err := kb.root.Lstat(p)
+			if err != nil || !fi.IsDir() {
+				return nil, nil
+			}
+		}
+	}
+	// Directories are a work queue for a few goroutines: a walk is mostly
+	// system calls (getdents, fstatat), which run in parallel.
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		queue   = []string{dir}
+		pending = 1 // directories queued or being read
+		files   []file
+		walkErr error
+	)
+	now := time.Now()
+	worker := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for {
+			for len(queue) == 0 && pending > 0 && walkErr == nil {
+				cond.Wait()
+			}
+			if pending == 0 || walkErr != nil {
+				cond.Broadcast()
+				return
+			}
+			d := queue[len(queue)-1]
+			queue = queue[:len(queue)-1]
+			mu.Unlock()
+			subdirs, found, err := kb.scanDir(ctx, d, now)
+			mu.Lock()
+			files = append(files, found...)
+			queue = append(queue, subdirs...)
+			pending += len(subdirs) - 1
+			if err != nil && walkErr == nil {
+				walkErr = err
+			}
+			cond.Broadcast()
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(4, max(2, runtime.GOMAXPROCS(0))) {
+		wg.Go(worker)
+	}
+	wg.Wait()
+	if walkErr != nil {
+		return nil, walkErr
+	}
+	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.id, b.id) })
+	return files, nil
+}
+
+// scanDir reads one folder of a walk: its visible subfolders and concepts.
+func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs []string, files []file, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	name := dir
+	if name == "" {
+		name = "."
+	}
+	d, err := kb.root.Open(name)
+	if err != nil {
+		if dir != "" && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)) {
+			return nil, nil, nil // vanished or unreadable: not part of the knowledge base
+		}
+		return nil, nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
+	}
+	// Entries of a directory opened in a Root carry their information, read
+	// with fstatat relative to the directory.
+	ents, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil && !(dir != "" && errors.Is(err, fs.ErrPermission)) {
+		return nil, nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
+	}
+	for _, e := range ents {
+		n := e.Name()
+		rel := path.Join(dir, n)
+		if n[0] == '.' {
+			if !kb.opts.ReadOnly && e.Type().IsRegular() && isTempName(n) {
+				if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > kb.staleTempAge {
+					_ = kb.root.Remove(rel)
+				}
+			}
+			continue
+		}
+		switch t := e.Type(); {
+		case t.IsDir():
+			subdirs = append(subdirs, rel)
+		case t.IsRegular(), t&fs.ModeSymlink != 0:
+			id, ok := strings.CutSuffix(rel, ".md")
+			if !ok || !isConceptID(id) {
+				continue
+			}
+			fi, err := e.Info()
+			if t&fs.ModeSymlink != 0 {
+				fi, err = kb.root.Stat(rel) // follows links inside the root only
+				if err != nil || !fi.Mode().IsRegular() {
+					continue
+				}
+			}
+			if err != nil {
+				continue
+			}
+			files = append(files, file{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano()})
+		}
+	}
+	return subdirs, files, nil
+}
