@@ -1,0 +1,920 @@
+package main
+
+// The conformance corpus: testdata/conformance/*.txtar, each a client's
+// messages written as the bytes to send, run through the real binary twice,
+// with the fast lane (the default) and with --fast-lane=false (every message
+// through go-sdk), and compared with one golden: what the SDK path answers.
+// The lane must answer exactly as the SDK does; where it does not today, the
+// file says so message by message (@known-difference), and that list is the
+// work list for making the lane hand such messages to the SDK.
+//
+// # File format
+//
+// The archive's comment says what the case checks. Its files:
+//
+//	-- upstream --
+//	    The flags of the test upstream (testdata/upstream), split at spaces,
+//	    e.g. "-tools 0 -crash-after 2". The instance is created for codex
+//	    with that server mounted as "up", prefix "up", so its tools are
+//	    up__echo, up__fail, up__crash, up__slow, up__change_tools, up__tool_i.
+//	-- client --
+//	    One message per line, sent exactly as written plus a newline (so odd
+//	    encodings can be written: escapes, duplicate keys, batches, broken
+//	    JSON). Blank lines and lines starting with # are not sent; lines
+//	    starting with @ are directives for the next message:
+//	      @answers N     the message gets N answers (lines from the endpoint
+//	                     that are not its own requests or notifications); the
+//	                     runner waits for them before sending the next. The
+//	                     default is 1 for a JSON object with a "method" and a
+//	                     non-null "id" (as encoding/json reads it, the last of
+//	                     duplicate keys), else 0: a notification is not waited
+//	                     for, and a message expected to get no answer says so
+//	                     with @answers 0.
+//	      @await progress TOKEN
+//	                     before sending the message, wait until a
+//	                     notifications/progress with this progressToken (JSON;
+//	                     numbers compared as float64, so that a path that
+//	                     rounds the token ends the wait too) has arrived: the
+//	                     call with that token is running upstream.
+//	      @lane          the fast lane must take the message (a tools/call of
+//	                     an external tool): the lane path's stderr must hold
+//	                     exactly as many "lane=fast" debug lines as the file has
+//	                     @lane messages, and the SDK path's none. (The lane's
+//	                     tools/list answers log nothing; they are compared but
+//	                     not counted.)
+//	      @ends          the message ends the endpoint by itself: the runner
+//	                     waits for its output to end, input still open; no
+//	                     message may follow.
+//	      @known-difference [lane-answers=N] TEXT
+//	                     the lane answers the message differently today (TEXT
+//	                     says how): its answers to this message are logged, not
+//	                     compared, and the runner waits for N of them on the
+//	                     lane path (default: as many as the SDK's). On a message
+//	                     marked @ends it also means the lane path does not end
+//	                     there: after its N answers the input is closed, and
+//	                     the lane's exit is logged, not compared.
+//	      @known-difference-notifications TEXT
+//	                     (anywhere) the lane's notifications differ today: they
+//	                     are logged, not compared.
+//	      @eof           the end of input (optional; implicit at the end):
+//	                     directives before it apply to what arrives after the
+//	                     runner closes the endpoint's input.
+//	-- answers --, -- notifications --, -- exit --
+//	    The golden, written by -update from the SDK path: each message's
+//	    answers under a "# N ..." header (N counts the client's messages from
+//	    1; "# eof" for what came after the input ended), the distinct
+//	    notifications sorted, and the exit code with the "agentctl: " error
+//	    lines of stderr.
+//
+// A file that marks @lane messages first sends a tools/list: the first one
+// waits for the external server's first start, and until the server is up
+// the lane leaves its calls to the SDK (which waits too), so which path took
+// an early call would be timing. Nothing that needs the server may follow a
+// crash: when it is back is timing too.
+//
+// Every wait (an answer, a progress notification, the end of the output, the
+// process's exit) is bounded by confWait; a wait that runs out fails the case
+// with what had arrived, and the endpoint is killed. A known difference that
+// no longer differs is logged, not failed: some (what the lane writes while
+// stopping) differ only some of the time.
+//
+// # What is normalised, and why
+//
+// Only what must differ between two runs or between the two paths:
+//
+//   - Values are compared as JSON values, not bytes: object key order,
+//     white space, string escapes ("a\u0062c" is "abc") and the spelling of
+//     numbers (1e3 is 1000; numbers compare exactly, as decimals, so 1.5 is
+//     not 1 and 12345678901234567890 is not -9223372036854775808). The lane
+//     relays the bytes it got; go-sdk decodes and encodes again.
+//   - The instance id (a fresh ULID per run) reads $INSTANCE, and the test's
+//     temporary directories $WORK and $BIN, in answers and notifications.
+//   - Notifications are compared apart from answers, as a set of distinct
+//     messages: when they arrive relative to the answers, and how many, is
+//     timing. In notifications/progress the fields "progress" and "message"
+//     are dropped (they count the upstream's 50 ms ticks; the token and total
+//     stay). notifications/tools/list_changed is dropped: the endpoint sends
+//     it when an external server (re)connects, timed by that server's start
+//     and go-sdk's debouncing, not by the client's messages.
+//
+// The server's version is not normalised: realBinary builds without
+// -ldflags, so it is "dev" on both paths and in every run.
+//
+// Run with -update to rewrite the goldens from the SDK path; the lane is
+// then compared with the new golden as usual.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+var updateConformance = flag.Bool("update", false, "rewrite testdata/conformance goldens from the SDK path (--fast-lane=false)")
+
+// confWait bounds each wait for an answer, a notification or the end of the
+// output: far beyond what any machine needs, so only a real hang fails.
+const confWait = 30 * time.Second
+
+// confDir holds the corpus.
+var confDir = filepath.Join("..", "..", "testdata", "conformance")
+
+// confStep is one client message, or the end of input.
+type confStep struct {
+	n       int    // message number from 1; 0 for the end of input
+	line    []byte // the bytes to send, without the newline
+	answers int    // answers the SDK path gives it
+	lane    bool   // the lane must take it
+	ends    bool   // it ends the endpoint
+	// await: before sending it, wait for progress with this token (nil: no wait).
+	await any
+	// known describes a known difference of the lane's answers; laneAnswers
+	// is how many the lane gives (-1: as many as the SDK).
+	known       string
+	laneAnswers int
+}
+
+func (s confStep) label() string {
+	if s.n == 0 {
+		return "eof"
+	}
+	return strconv.Itoa(s.n)
+}
+
+// confCase is one txtar file.
+type confCase struct {
+	name, path string
+	archive    *txtar.Archive
+	upstream   []string
+	steps      []confStep // the messages, then the end of input
+	laneCount  int        // @lane messages
+	// knownNotes describes a known difference of the lane's notifications.
+	knownNotes string
+	// The golden, if the file has one.
+	golden      map[string][][]byte // answers by step label
+	goldenNotes [][]byte
+	goldenExit  string
+	hasGolden   bool
+}
+
+func TestConformance(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(confDir, "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no testdata/conformance/*.txtar")
+	}
+	bin := realBinary(t)
+	up := fakeUpstream(t)
+	for _, file := range files {
+		c, err := loadConfCase(file)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runConfCase(t, c, bin, up)
+		})
+	}
+}
+
+// loadConfCase parses a corpus file.
+func loadConfCase(path string) (*confCase, error) {
+	ar, err := txtar.ParseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &confCase{name: strings.TrimSuffix(filepath.Base(path), ".txtar"), path: path, archive: ar}
+	var client []byte
+	seen := map[string]bool{}
+	for _, f := range ar.Files {
+		if seen[f.Name] {
+			return nil, fmt.Errorf("two sections %q", f.Name)
+		}
+		seen[f.Name] = true
+		switch f.Name {
+		case "upstream":
+			c.upstream = strings.Fields(string(f.Data))
+		case "client":
+			client = f.Data
+		case "answers", "notifications", "exit":
+			c.hasGolden = true
+		default:
+			return nil, fmt.Errorf("unknown section %q", f.Name)
+		}
+	}
+	if client == nil {
+		return nil, errors.New("no client section")
+	}
+	if err := c.parseClient(client); err != nil {
+		return nil, err
+	}
+	if c.hasGolden {
+		if err := c.parseGolden(); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// parseClient reads the client section's messages and directives.
+func (c *confCase) parseClient(data []byte) error {
+	next := confStep{answers: -1, laneAnswers: -1}
+	pending := false // directives wait for their message
+	eof := false
+	n := 0
+	lines := strings.Split(string(data), "\n")
+	for i, raw := range lines {
+		where := fmt.Sprintf("client line %d", i+1)
+		trimmed := strings.TrimSpace(raw)
+		switch {
+		case trimmed == "" || strings.HasPrefix(trimmed, "#"):
+			continue
+		case eof:
+			return fmt.Errorf("%s: nothing may follow @eof", where)
+		case len(c.steps) > 0 && c.steps[len(c.steps)-1].ends:
+			return fmt.Errorf("%s: nothing may follow a message marked @ends", where)
+		case strings.HasPrefix(raw, "@"):
+			verb, arg, _ := strings.Cut(strings.TrimSpace(raw[1:]), " ")
+			arg = strings.TrimSpace(arg)
+			switch verb {
+			case "answers":
+				v, err := strconv.Atoi(arg)
+				if err != nil || v < 0 {
+					return fmt.Errorf("%s: @answers wants a count, got %q", where, arg)
+				}
+				next.answers = v
+			case "await":
+				tok, ok := strings.CutPrefix(arg, "progress ")
+				v, err := decodeJSON([]byte(tok))
+				if !ok || err != nil || v == nil {
+					return fmt.Errorf("%s: want @await progress TOKEN (a JSON string or number), got %q", where, arg)
+				}
+				next.await = v
+			case "lane":
+				next.lane = true
+			case "ends":
+				next.ends = true
+			case "known-difference":
+				if rest, ok := strings.CutPrefix(arg, "lane-answers="); ok {
+					num, text, _ := strings.Cut(rest, " ")
+					v, err := strconv.Atoi(num)
+					if err != nil || v < 0 {
+						return fmt.Errorf("%s: lane-answers wants a count, got %q", where, num)
+					}
+					next.laneAnswers, arg = v, strings.TrimSpace(text)
+				}
+				if arg == "" {
+					return fmt.Errorf("%s: @known-difference must say what differs", where)
+				}
+				next.known = arg
+			case "known-difference-notifications":
+				if arg == "" {
+					return fmt.Errorf("%s: @known-difference-notifications must say what differs", where)
+				}
+				c.knownNotes = arg
+				continue
+			case "eof":
+				if next.lane || next.ends || next.answers >= 0 {
+					return fmt.Errorf("%s: @lane, @ends and @answers are for messages, not for the end of input", where)
+				}
+				eof = true
+				continue
+			default:
+				return fmt.Errorf("%s: unknown directive @%s", where, verb)
+			}
+			pending = true
+		default:
+			n++
+			next.n = n
+			next.line = []byte(raw)
+			if next.answers < 0 {
+				next.answers = 0
+				if isCall([]byte(raw)) {
+					next.answers = 1
+				}
+			}
+			if next.lane {
+				c.laneCount++
+			}
+			c.steps = append(c.steps, next)
+			next = confStep{answers: -1, laneAnswers: -1}
+			pending = false
+		}
+	}
+	if pending && !eof {
+		return errors.New("client: directives at the end name no message (use @eof for the end of input)")
+	}
+	if n == 0 {
+		return errors.New("client: no messages")
+	}
+	if !c.steps[len(c.steps)-1].ends {
+		next.n, next.answers = 0, 0
+		c.steps = append(c.steps, next)
+	} else if next.known != "" || next.await != nil {
+		return errors.New("client: @eof directives after a message marked @ends")
+	}
+	return nil
+}
+
+// isCall reports whether line is a JSON object with a method and a non-null
+// id: a request, which gets one answer.
+func isCall(line []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil {
+		return false
+	}
+	id, hasID := m["id"]
+	_, hasMethod := m["method"]
+	return hasMethod && hasID && string(id) != "null"
+}
+
+// parseGolden reads the answers, notifications and exit sections.
+func (c *confCase) parseGolden() error {
+	c.golden = map[string][][]byte{}
+	for _, f := range c.archive.Files {
+		switch f.Name {
+		case "answers":
+			group := ""
+			for _, l := range bytes.Split(f.Data, []byte("\n")) {
+				if len(bytes.TrimSpace(l)) == 0 {
+					continue
+				}
+				if rest, ok := bytes.CutPrefix(l, []byte("# ")); ok {
+					label, _, _ := bytes.Cut(rest, []byte(" "))
+					group = string(label)
+					if _, dup := c.golden[group]; dup {
+						return fmt.Errorf("answers: two groups # %s", group)
+					}
+					c.golden[group] = nil
+					continue
+				}
+				if group == "" {
+					return fmt.Errorf("answers: %q before any # N header", l)
+				}
+				c.golden[group] = append(c.golden[group], l)
+			}
+		case "notifications":
+			for _, l := range bytes.Split(f.Data, []byte("\n")) {
+				if len(bytes.TrimSpace(l)) > 0 {
+					c.goldenNotes = append(c.goldenNotes, l)
+				}
+			}
+		case "exit":
+			c.goldenExit = strings.TrimSpace(string(f.Data))
+		}
+	}
+	for label := range c.golden {
+		if !slices.ContainsFunc(c.steps, func(s confStep) bool { return s.label() == label }) {
+			return fmt.Errorf("answers: group # %s names no message", label)
+		}
+	}
+	return nil
+}
+
+// confResult is what one path did.
+type confResult struct {
+	path     string              // "lane" or "sdk"
+	answers  map[string][][]byte // by step label, normalised
+	notes    [][]byte            // distinct, normalised, sorted
+	exit     string
+	stderr   string
+	failures []string // the run itself went wrong (a hang, a write error)
+}
+
+// runConfCase creates the case's instance and runs both paths against it.
+func runConfCase(t *testing.T, c *confCase, bin, up string) {
+	e := newRCEnv(t)
+	spec, err := json.Marshal(map[string]any{"command": up, "args": c.upstream, "tool_prefix": "up", "timeout": "5m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := exec.Command(bin, "instance", "create", "--agent", "codex", "--workspace", e.work, "--mcp-json", "up="+string(spec))
+	create.Env, create.Dir = e.cliEnv(), e.work
+	out, err := create.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("instance create: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("instance create: %v", err)
+	}
+	id := strings.TrimSpace(string(out))
+	norm := strings.NewReplacer(id, "$INSTANCE", e.root, "$WORK", filepath.Dir(bin), "$BIN")
+
+	results := make(chan *confResult, 2)
+	for _, lane := range []bool{true, false} {
+		go func() { results <- runConfPath(c, bin, e.cliEnv(), e.work, id, lane, norm) }()
+	}
+	var laneRes, sdkRes *confResult
+	for range 2 {
+		r := <-results
+		if r.path == "lane" {
+			laneRes = r
+		} else {
+			sdkRes = r
+		}
+	}
+	for _, r := range []*confResult{sdkRes, laneRes} {
+		for _, f := range r.failures {
+			t.Errorf("%s path: %s\nstderr:\n%s", r.path, f, tail(r.stderr, 4000))
+		}
+	}
+	if len(sdkRes.failures) > 0 || len(laneRes.failures) > 0 {
+		return
+	}
+	if *updateConformance {
+		if err := c.writeGolden(sdkRes); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if c, err = loadConfCase(c.path); err != nil {
+			t.Fatalf("reading back %s: %v", c.path, err)
+		}
+	}
+	if !c.hasGolden {
+		t.Fatalf("%s has no golden: run go test -run 'Conformance/%s$' -update", c.path, c.name)
+	}
+	c.compare(t, sdkRes)
+	c.compare(t, laneRes)
+}
+
+// runConfPath runs `agentctl mcp serve` once, sends the case's messages and
+// collects everything the endpoint writes.
+func runConfPath(c *confCase, bin string, env []string, dir, id string, lane bool, norm *strings.Replacer) *confResult {
+	r := &confResult{path: "sdk", answers: map[string][][]byte{}}
+	args := []string{"mcp", "serve", "--instance", id, "--log-level", "debug"}
+	if lane {
+		r.path = "lane"
+	} else {
+		args = append(args, "--fast-lane=false")
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env, cmd.Dir = env, dir
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		r.failures = append(r.failures, err.Error())
+		return r
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		r.failures = append(r.failures, err.Error())
+		return r
+	}
+	if err := cmd.Start(); err != nil {
+		r.failures = append(r.failures, err.Error())
+		return r
+	}
+	// Everything on stdout, line by line; the channel closes at its end.
+	lines := make(chan []byte, 256)
+	go func() {
+		defer close(lines)
+		br := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			l, err := br.ReadBytes('\n')
+			if len(bytes.TrimSpace(l)) > 0 {
+				lines <- bytes.TrimRight(l, "\r\n")
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// Wait closes stdout: only once it has been read to its end.
+	readDone := make(chan struct{})
+	closeRead := sync.OnceFunc(func() { close(readDone) })
+	exited := make(chan struct{})
+	go func() {
+		<-readDone
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			_ = cmd.Process.Kill()
+			for range lines { // what is left, up to the end the kill brings
+			}
+			closeRead()
+			<-exited
+		}
+		r.stderr = stderr.String()
+		r.exit = "exit " + strconv.Itoa(cmd.ProcessState.ExitCode())
+		for l := range strings.Lines(r.stderr) {
+			if strings.HasPrefix(l, "agentctl: ") {
+				r.exit += "\n" + strings.TrimSpace(norm.Replace(l))
+			}
+		}
+	}()
+	var (
+		answers [][]byte
+		notes   [][]byte
+		tokens  []any // progress tokens seen
+		ended   bool
+	)
+	take := func(l []byte) {
+		if isServerMessage(l) {
+			notes = append(notes, l)
+			var p struct {
+				Method string `json:"method"`
+				Params struct {
+					Token json.RawMessage `json:"progressToken"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(l, &p) == nil && p.Method == "notifications/progress" {
+				if tok, err := decodeJSON(p.Params.Token); err == nil {
+					tokens = append(tokens, tok)
+				}
+			}
+			return
+		}
+		answers = append(answers, l)
+	}
+	// wait reads stdout until done() holds or the output ends; false after
+	// confWait.
+	wait := func(done func() bool) bool {
+		timer := time.NewTimer(confWait)
+		defer timer.Stop()
+		for !done() && !ended {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					ended = true
+					closeRead()
+					continue
+				}
+				take(l)
+			case <-timer.C:
+				return false
+			}
+		}
+		return true
+	}
+	// write sends a line; a write that blocks for confWait (an endpoint
+	// that stopped reading) is a failure.
+	write := func(b []byte) error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := stdin.Write(b)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(confWait):
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("the write did not complete within %s", confWait)
+		}
+	}
+
+	want := 0        // answers expected so far
+	var counts []int // answers attributed to each step
+	for _, s := range c.steps {
+		if s.await != nil {
+			if !wait(func() bool { return slices.ContainsFunc(tokens, func(t any) bool { return sameToken(t, s.await) }) }) {
+				r.failures = append(r.failures, fmt.Sprintf("before message %s: no progress with token %s within %s", s.label(), encodeJSON(s.await), confWait))
+				return r
+			}
+			if ended {
+				r.failures = append(r.failures, fmt.Sprintf("before message %s: the output ended while waiting for progress", s.label()))
+				return r
+			}
+		}
+		if s.n == 0 { // the end of input: everything else, until the output ends
+			counts = append(counts, -1)
+			break
+		}
+		if ended {
+			r.failures = append(r.failures, fmt.Sprintf("the endpoint's output ended before message %d (mark the message that ends it @ends)", s.n))
+			return r
+		}
+		if err := write(append(slices.Clip(s.line), '\n')); err != nil {
+			r.failures = append(r.failures, fmt.Sprintf("message %d: write: %v", s.n, err))
+			return r
+		}
+		if s.ends && !(lane && s.known != "") {
+			counts = append(counts, -1)
+			if !wait(func() bool { return false }) {
+				r.failures = append(r.failures, fmt.Sprintf("message %d is marked @ends, but the endpoint's output did not end within %s", s.n, confWait))
+				return r
+			}
+			break
+		}
+		n := s.answers
+		if lane && s.known != "" && s.laneAnswers >= 0 {
+			n = s.laneAnswers
+		}
+		counts = append(counts, n)
+		want += n
+		if !wait(func() bool { return len(answers) >= want }) {
+			r.failures = append(r.failures, fmt.Sprintf("message %d: %d of %d answers within %s; answers so far:\n%s", s.n, len(answers), want, confWait, bytes.Join(answers, []byte("\n"))))
+			return r
+		}
+		if ended && len(answers) < want {
+			r.failures = append(r.failures, fmt.Sprintf("message %d: the output ended after %d of %d answers (mark the message that ends the endpoint @ends)", s.n, len(answers), want))
+			return r
+		}
+	}
+	// The end of input: the endpoint must end by itself.
+	_ = stdin.Close()
+	if !wait(func() bool { return false }) {
+		r.failures = append(r.failures, fmt.Sprintf("the output did not end within %s of the input's end", confWait))
+		return r
+	}
+	select {
+	case <-exited:
+	case <-time.After(confWait):
+		r.failures = append(r.failures, fmt.Sprintf("the endpoint did not exit within %s after its output ended", confWait))
+		return r
+	}
+
+	// Attribute the answers to their messages, in order; the last takes
+	// whatever is left (the end of input, or a message marked @ends).
+	i := 0
+	for k, s := range c.steps[:len(counts)] {
+		n := counts[k]
+		if n < 0 || i+n > len(answers) || k == len(counts)-1 {
+			n = len(answers) - i
+		}
+		for _, a := range answers[i : i+n] {
+			r.answers[s.label()] = append(r.answers[s.label()], []byte(norm.Replace(string(a))))
+		}
+		i += n
+	}
+	r.notes = normaliseNotes(notes, norm)
+	return r
+}
+
+// sameToken compares progress tokens, numbers as float64.
+func sameToken(a, b any) bool {
+	na, oka := a.(json.Number)
+	nb, okb := b.(json.Number)
+	if oka && okb {
+		fa, erra := na.Float64()
+		fb, errb := nb.Float64()
+		return erra == nil && errb == nil && fa == fb
+	}
+	return equalJSON(a, b)
+}
+
+// isServerMessage reports whether a line from the endpoint is its own
+// notification or request (it has a method) rather than an answer.
+func isServerMessage(line []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil {
+		return false
+	}
+	_, ok := m["method"]
+	return ok
+}
+
+// normaliseNotes returns the distinct notifications, normalised (see the
+// file comment), sorted by their encoding.
+func normaliseNotes(notes [][]byte, norm *strings.Replacer) [][]byte {
+	var out [][]byte
+	var vals []any
+	for _, l := range notes {
+		v, err := decodeJSON([]byte(norm.Replace(string(l))))
+		if err != nil {
+			out = append(out, l)
+			continue
+		}
+		m, _ := v.(map[string]any)
+		switch m["method"] {
+		case "notifications/tools/list_changed":
+			continue
+		case "notifications/progress":
+			if p, ok := m["params"].(map[string]any); ok {
+				delete(p, "progress")
+				delete(p, "message")
+			}
+		}
+		if slices.ContainsFunc(vals, func(w any) bool { return equalJSON(v, w) }) {
+			continue
+		}
+		vals = append(vals, v)
+		out = append(out, encodeJSON(v))
+	}
+	slices.SortFunc(out, bytes.Compare)
+	return out
+}
+
+// decodeJSON decodes one JSON value, numbers kept as written.
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+// encodeJSON encodes a decoded value with sorted keys, numbers as written.
+func encodeJSON(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err)
+	}
+	return bytes.TrimSpace(b.Bytes())
+}
+
+// equalJSON compares decoded values; numbers by their exact value.
+func equalJSON(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, va := range a {
+			vb, ok := b[k]
+			if !ok || !equalJSON(va, vb) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !equalJSON(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		b, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		ra, oka := new(big.Rat).SetString(string(a))
+		rb, okb := new(big.Rat).SetString(string(b))
+		return oka && okb && ra.Cmp(rb) == 0
+	default:
+		return a == b
+	}
+}
+
+// sameMessages compares two lists of lines by JSON value (lines that are
+// not JSON, byte for byte).
+func sameMessages(want, got [][]byte) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for i := range want {
+		w, werr := decodeJSON(want[i])
+		g, gerr := decodeJSON(got[i])
+		if werr != nil || gerr != nil {
+			if !bytes.Equal(want[i], got[i]) {
+				return false
+			}
+			continue
+		}
+		if !equalJSON(w, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// compare checks one path's result against the golden.
+func (c *confCase) compare(t *testing.T, r *confResult) {
+	t.Helper()
+	for _, s := range c.steps {
+		label := s.label()
+		want, got := c.golden[label], r.answers[label]
+		same := sameMessages(want, got)
+		if r.path == "lane" && s.known != "" {
+			if same {
+				t.Logf("message %s: known difference (%s), but the lane answered as the SDK this time", label, s.known)
+			} else {
+				t.Logf("message %s: known difference: %s\n lane: %s\n  sdk: %s", label, s.known, showLines(got), showLines(want))
+			}
+			continue
+		}
+		if !same {
+			t.Errorf("%s path, message %s %s:\n got: %s\nwant: %s", r.path, label, preview(s.line), showLines(got), showLines(want))
+		}
+	}
+	if !sameMessages(c.goldenNotes, r.notes) {
+		if r.path == "lane" && c.knownNotes != "" {
+			t.Logf("notifications: known difference: %s\n lane: %s\n  sdk: %s", c.knownNotes, showLines(r.notes), showLines(c.goldenNotes))
+		} else {
+			t.Errorf("%s path, notifications (distinct, normalised):\n got: %s\nwant: %s", r.path, showLines(r.notes), showLines(c.goldenNotes))
+		}
+	} else if r.path == "lane" && c.knownNotes != "" {
+		t.Logf("notifications: known difference (%s), but the lane's were as the SDK's this time", c.knownNotes)
+	}
+	ender := c.steps[len(c.steps)-1]
+	if r.path == "lane" && ender.ends && ender.known != "" {
+		t.Logf("exit: known difference at message %d: lane: %q; sdk: %q", ender.n, r.exit, c.goldenExit)
+	} else if r.exit != c.goldenExit {
+		t.Errorf("%s path: the endpoint ended with\n%s\nwant\n%s", r.path, r.exit, c.goldenExit)
+	}
+	laneLines := strings.Count(r.stderr, "lane=fast")
+	switch {
+	case r.path == "lane" && laneLines != c.laneCount:
+		t.Errorf("lane path: the lane took %d tools/call (lane=fast in its debug log), the file marks %d @lane\nstderr:\n%s", laneLines, c.laneCount, tail(r.stderr, 4000))
+	case r.path == "sdk" && laneLines != 0:
+		t.Errorf("sdk path: --fast-lane=false, yet the lane took %d tools/call", laneLines)
+	}
+}
+
+// writeGolden rewrites the case's file with res as its golden.
+func (c *confCase) writeGolden(res *confResult) error {
+	var answers bytes.Buffer
+	for _, s := range c.steps {
+		if s.n == 0 {
+			answers.WriteString("# eof\n")
+		} else {
+			fmt.Fprintf(&answers, "# %d %s\n", s.n, preview(s.line))
+		}
+		for _, a := range res.answers[s.label()] {
+			answers.Write(a)
+			answers.WriteByte('\n')
+		}
+	}
+	var notes bytes.Buffer
+	for _, n := range res.notes {
+		notes.Write(n)
+		notes.WriteByte('\n')
+	}
+	ar := &txtar.Archive{Comment: c.archive.Comment}
+	for _, f := range c.archive.Files {
+		switch f.Name {
+		case "answers", "notifications", "exit":
+		default:
+			ar.Files = append(ar.Files, f)
+		}
+	}
+	ar.Files = append(ar.Files,
+		txtar.File{Name: "answers", Data: answers.Bytes()},
+		txtar.File{Name: "notifications", Data: notes.Bytes()},
+		txtar.File{Name: "exit", Data: []byte(res.exit + "\n")},
+	)
+	return os.WriteFile(c.path, txtar.Format(ar), 0o644)
+}
+
+// preview is the start of a message, for headers and errors.
+func preview(line []byte) string {
+	n := 100
+	if len(line) <= n {
+		return string(line)
+	}
+	for n > 0 && !utf8.RuneStart(line[n]) {
+		n--
+	}
+	return string(line[:n]) + "…"
+}
+
+func showLines(ls [][]byte) string {
+	if len(ls) == 0 {
+		return "(nothing)"
+	}
+	var b strings.Builder
+	for i, l := range ls {
+		if i > 0 {
+			b.WriteString("\n      ")
+		}
+		if len(l) > 1500 {
+			l = append(slices.Clip(l[:1500]), "…"...)
+		}
+		b.Write(l)
+	}
+	return b.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
