@@ -143,3 +143,31 @@ func TestEndpointOfADeletedInstance(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentDeletesDeleteOnce: of two deletes of one instance, the one
+// that loses the race says not found instead of claiming the delete.
+func TestConcurrentDeletesDeleteOnce(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	rec := create(t, st, "claude-code", nil)
+	other, err := instance.Open(ctx, st.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	resolved, proceed := make(chan struct{}), make(chan struct{})
+	other.SetAfterResolve(func() { close(resolved); <-proceed })
+	got := make(chan error, 1)
+	go func() {
+		_, err := other.Delete(ctx, rec.ID)
+		got <- err
+	}()
+	<-resolved
+	if _, err := st.Delete(ctx, rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	close(proceed)
+	if err := <-got; !errors.Is(err, instance.ErrNotFound) {
+		t.Fatalf("the second delete: want ErrNotFound, got %v", err)
+	}
+}

@@ -55,6 +55,16 @@ func deletedError(id string) error {
 	return &NotFoundError{What: "instance", Ref: id, Deleted: true, Hint: "it no longer exists, so nothing more can be recorded for it"}
 }
 
+// ServedError is a delete refused because an endpoint is serving the instance.
+type ServedError struct{ ID string }
+
+func (e *ServedError) Error() string {
+	return fmt.Sprintf("instance %s is in use: an endpoint (agentctl mcp serve) is serving it; "+
+		"stop the client that runs it first, or pass --force to delete it anyway", e.ID)
+}
+
+func (e *ServedError) Unwrap() error { return ErrConflict }
+
 // AmbiguousError is a reference that matches several instances or questions.
 type AmbiguousError struct {
 	What    string

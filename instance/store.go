@@ -70,6 +70,9 @@ type Store struct {
 	// beforeCommit, when set (tests only), runs inside CreateInstance after the
 	// files are staged and the row inserted, before anything is committed.
 	beforeCommit func() error
+	// afterResolve, when set (tests only), runs in DeleteInstance after it
+	// has resolved the reference.
+	afterResolve func()
 }
 
 // Option configures a [Store].
@@ -270,11 +273,41 @@ func (s *Store) IDs(ctx context.Context) (map[string]string, error) {
 	return out, rows.Err()
 }
 
-// Delete removes the instance ref names, its questions, events and directory.
+// DeleteOptions are the options of [Store.DeleteInstance].
+type DeleteOptions struct {
+	// Force deletes the instance even while an endpoint serves it (see
+	// [Store.ServeLock]); that endpoint's built-in tools then answer that
+	// the instance was deleted.
+	Force bool
+}
+
+// Delete is [Store.DeleteInstance] without options: it refuses an instance
+// that an endpoint is serving.
 func (s *Store) Delete(ctx context.Context, ref string) (*Record, error) {
+	return s.DeleteInstance(ctx, ref, DeleteOptions{})
+}
+
+// DeleteInstance removes the instance ref names, its questions, events and
+// directory. Unless o.Force is set, it refuses with a [*ServedError]
+// (matching [ErrConflict]) an instance that an endpoint is serving, and
+// holds off endpoints starting to serve it until it is done.
+func (s *Store) DeleteInstance(ctx context.Context, ref string, o DeleteOptions) (*Record, error) {
 	r, err := s.Get(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	if s.afterResolve != nil {
+		s.afterResolve()
+	}
+	if !o.Force {
+		unlock, live, err := s.probeServed(r.ID, true)
+		if err != nil {
+			return nil, fmt.Errorf("delete instance %s: %w", r.ID, err)
+		}
+		defer unlock()
+		if live {
+			return nil, &ServedError{ID: r.ID}
+		}
 	}
 	// Move the directory aside first so that a failure leaves the record and
 	// its files together; the rename is atomic. The directory is derived
@@ -287,16 +320,24 @@ func (s *Store) Delete(ctx context.Context, ref string) (*Record, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("delete instance %s: %w", r.ID, err)
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, r.ID); err != nil {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, r.ID)
+	if err != nil {
 		if moved {
 			_ = os.Rename(trash, dir)
 		}
 		return nil, err
 	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		// Another delete won the race since Get.
+		err = &NotFoundError{What: "instance", Ref: ref, Hint: "it was deleted by someone else just now"}
+	}
 	if moved {
 		if err := os.RemoveAll(trash); err != nil {
 			return r, fmt.Errorf("instance %s deleted, but its directory %s could not be removed: %w", r.ID, trash, err)
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
 }
