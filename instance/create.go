@@ -98,6 +98,54 @@ func firstBadRune(s string) string {
 
 var labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
+// idLength is the length of an instance id (a ULID).
+const idLength = ulid.EncodedSize
+
+// crockford is the alphabet of ids: Crockford's base32, lower-case.
+const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
+
+// couldBeID reports whether ref could be an instance id or a prefix of one,
+// now or later, in either case ([Store.Get] accepts upper-case ids): 1 to 26
+// characters of Crockford's base32, the first 0-7 (a ULID's 48-bit
+// timestamp leaves the first character at most 7 until the year 10889).
+func couldBeID(ref string) bool {
+	if ref == "" || len(ref) > idLength || ref[0] < '0' || ref[0] > '7' {
+		return false
+	}
+	for _, c := range strings.ToLower(ref) {
+		if !strings.ContainsRune(crockford, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// isID reports whether id is an instance id exactly as stored (lower-case).
+func isID(id string) bool {
+	return len(id) == idLength && id == strings.ToLower(id) && couldBeID(id)
+}
+
+// ValidateLabel checks an instance label (--name): letters, digits, '.', '_'
+// and '-', starting with a letter or digit, and never something that could
+// be read as an instance id or id prefix. [Store.Get] looks a reference up as
+// an id, then a label, then an id prefix; a label like "01jq3" would shadow
+// (or, deleted, hand over to) the instance whose id starts so.
+//
+// The rule depends on no other instance, so a label valid today stays valid:
+// a label is refused when it is 1 to 26 characters of Crockford's base32
+// (digits and letters but i, l, o and u, in either case) starting with a
+// digit from 0 to 7, as every id does.
+func ValidateLabel(label string) error {
+	if !labelRE.MatchString(label) {
+		return invalidf("label %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", label)
+	}
+	if couldBeID(label) {
+		return invalidf("label %q could be read as an instance id or id prefix (ids are %d characters of 0-9 and a-z but i, l, o, u, starting with 0-7); "+
+			"start the label with a letter, or include a '-' or one of i, l, o, u, for example \"run-%s\"", label, idLength, label)
+	}
+	return nil
+}
+
 // CreateInstance resolves nothing and guesses nothing: it snapshots the
 // definition's capabilities into a new record, writes the client's native MCP
 // configuration into the instance's directory and stores the record. It is
@@ -112,8 +160,10 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 	if err := ValidateServerName(o.ServerName); err != nil {
 		return nil, err
 	}
-	if o.Name != "" && !labelRE.MatchString(o.Name) {
-		return nil, invalidf("label %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", o.Name)
+	if o.Name != "" {
+		if err := ValidateLabel(o.Name); err != nil {
+			return nil, err
+		}
 	}
 	if o.QuestionTimeout == 0 {
 		o.QuestionTimeout = DefaultQuestionTimeout

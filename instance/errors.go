@@ -11,6 +11,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
 	ErrInvalid  = errors.New("invalid")
+	// ErrDeleted marks a [NotFoundError] for an instance that existed and was
+	// deleted under its caller, typically an endpoint still serving it.
+	ErrDeleted = errors.New("deleted")
 )
 
 // NotFoundError says which instance or question was not found.
@@ -18,17 +21,49 @@ type NotFoundError struct {
 	What string // "instance", "question"
 	Ref  string
 	Hint string
+	// Deleted is set when the instance existed and was deleted while its
+	// caller worked on it; the error then also matches [ErrDeleted].
+	Deleted bool
 }
 
 func (e *NotFoundError) Error() string {
 	s := fmt.Sprintf("%s %q not found", e.What, e.Ref)
+	if e.Deleted {
+		s = fmt.Sprintf("%s %q was deleted", e.What, e.Ref)
+	}
 	if e.Hint != "" {
 		s += "; " + e.Hint
 	}
 	return s
 }
 
-func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+func (e *NotFoundError) Unwrap() []error {
+	if e.Deleted {
+		return []error{ErrNotFound, ErrDeleted}
+	}
+	return []error{ErrNotFound}
+}
+
+// InstanceDeleted reports whether the error is an instance deleted under its
+// caller. The endpoint recognises a deletion by this method (see
+// [github.com/agentctl/agentctl/mcpserver.IsInstanceDeleted]) without
+// importing this package.
+func (e *NotFoundError) InstanceDeleted() bool { return e.Deleted && e.What == "instance" }
+
+// deletedError is the error for instance id, deleted while in use.
+func deletedError(id string) error {
+	return &NotFoundError{What: "instance", Ref: id, Deleted: true, Hint: "it no longer exists, so nothing more can be recorded for it"}
+}
+
+// ServedError is a delete refused because an endpoint is serving the instance.
+type ServedError struct{ ID string }
+
+func (e *ServedError) Error() string {
+	return fmt.Sprintf("instance %s is in use: an endpoint (agentctl mcp serve) is serving it; "+
+		"stop the client that runs it first, or pass --force to delete it anyway", e.ID)
+}
+
+func (e *ServedError) Unwrap() error { return ErrConflict }
 
 // AmbiguousError is a reference that matches several instances or questions.
 type AmbiguousError struct {

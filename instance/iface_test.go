@@ -5,5 +5,9 @@ import (
 	"github.com/agentctl/agentctl/mcpserver"
 )
 
-// The endpoint's store is the instance store.
-var _ mcpserver.Store = (*instance.Store)(nil)
+// The endpoint's store is the instance store, which can also tell the
+// endpoint that its instance was deleted.
+var (
+	_ mcpserver.Store           = (*instance.Store)(nil)
+	_ mcpserver.InstanceChecker = (*instance.Store)(nil)
+)

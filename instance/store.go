@@ -70,6 +70,9 @@ type Store struct {
 	// beforeCommit, when set (tests only), runs inside CreateInstance after the
 	// files are staged and the row inserted, before anything is committed.
 	beforeCommit func() error
+	// afterResolve, when set (tests only), runs in DeleteInstance after it
+	// has resolved the reference.
+	afterResolve func()
 }
 
 // Option configures a [Store].
@@ -270,11 +273,41 @@ func (s *Store) IDs(ctx context.Context) (map[string]string, error) {
 	return out, rows.Err()
 }
 
-// Delete removes the instance ref names, its questions, events and directory.
+// DeleteOptions are the options of [Store.DeleteInstance].
+type DeleteOptions struct {
+	// Force deletes the instance even while an endpoint serves it (see
+	// [Store.ServeLock]); that endpoint's built-in tools then answer that
+	// the instance was deleted.
+	Force bool
+}
+
+// Delete is [Store.DeleteInstance] without options: it refuses an instance
+// that an endpoint is serving.
 func (s *Store) Delete(ctx context.Context, ref string) (*Record, error) {
+	return s.DeleteInstance(ctx, ref, DeleteOptions{})
+}
+
+// DeleteInstance removes the instance ref names, its questions, events and
+// directory. Unless o.Force is set, it refuses with a [*ServedError]
+// (matching [ErrConflict]) an instance that an endpoint is serving, and
+// holds off endpoints starting to serve it until it is done.
+func (s *Store) DeleteInstance(ctx context.Context, ref string, o DeleteOptions) (*Record, error) {
 	r, err := s.Get(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	if s.afterResolve != nil {
+		s.afterResolve()
+	}
+	if !o.Force {
+		unlock, live, err := s.probeServed(r.ID, true)
+		if err != nil {
+			return nil, fmt.Errorf("delete instance %s: %w", r.ID, err)
+		}
+		defer unlock()
+		if live {
+			return nil, &ServedError{ID: r.ID}
+		}
 	}
 	// Move the directory aside first so that a failure leaves the record and
 	// its files together; the rename is atomic. The directory is derived
@@ -287,16 +320,24 @@ func (s *Store) Delete(ctx context.Context, ref string) (*Record, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("delete instance %s: %w", r.ID, err)
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, r.ID); err != nil {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, r.ID)
+	if err != nil {
 		if moved {
 			_ = os.Rename(trash, dir)
 		}
 		return nil, err
 	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		// Another delete won the race since Get.
+		err = &NotFoundError{What: "instance", Ref: ref, Hint: "it was deleted by someone else just now"}
+	}
 	if moved {
 		if err := os.RemoveAll(trash); err != nil {
 			return r, fmt.Errorf("instance %s deleted, but its directory %s could not be removed: %w", r.ID, trash, err)
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -311,7 +352,7 @@ func (s *Store) AddQuestion(ctx context.Context, instanceID, text string, choice
 	_, err := s.db.ExecContext(ctx, `INSERT INTO questions (id, instance_id, question, choices, status, asked_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		q.ID, instanceID, text, string(cj), q.Status, q.AskedAt.Format(timeFormat))
 	if err != nil {
-		return nil, err
+		return nil, s.orDeleted(ctx, instanceID, err)
 	}
 	return q, nil
 }
@@ -407,14 +448,17 @@ func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer strin
 }
 
 // CloseQuestion marks an open question as expired or cancelled. It reports
-// false if the question was no longer open (an answer won the race).
+// false if the question was no longer open (an answer won the race), and an
+// error matching [ErrDeleted] if the instance was deleted.
 func (s *Store) CloseQuestion(ctx context.Context, instanceID, questionID, status string) (bool, error) {
 	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = ? WHERE instance_id = ? AND id = ? AND status = 'open'`, status, instanceID, questionID)
 	if err != nil {
-		return false, err
+		return false, s.orDeleted(ctx, instanceID, err)
 	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	if n, _ := res.RowsAffected(); n == 1 {
+		return true, nil
+	}
+	return false, s.orDeleted(ctx, instanceID, nil)
 }
 
 // AddEvent records a progress event and returns it with its sequence number.
@@ -423,7 +467,7 @@ func (s *Store) AddEvent(ctx context.Context, e Event) (*Event, error) {
 	res, err := s.db.ExecContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent) VALUES (?, ?, ?, ?, ?, ?)`,
 		e.InstanceID, e.At.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent)
 	if err != nil {
-		return nil, err
+		return nil, s.orDeleted(ctx, e.InstanceID, err)
 	}
 	e.Seq, _ = res.LastInsertId()
 	return &e, nil
@@ -462,7 +506,20 @@ func (s *Store) Exists(ctx context.Context, id string) (bool, error) {
 	return n == 1, err
 }
 
+// orDeleted explains a failed write or an empty read for instance id: if
+// the instance no longer exists (a foreign key failed, or its questions went
+// with it) it returns an error matching [ErrDeleted], else err as it is. The
+// happy path never pays for the look.
+func (s *Store) orDeleted(ctx context.Context, id string, err error) error {
+	if ok, xerr := s.Exists(ctx, id); xerr == nil && !ok {
+		return deletedError(id)
+	}
+	return err
+}
+
 // AskQuestion stores an open question and returns its id (for the endpoint).
+// Like [Store.PollAnswer], [Store.CloseQuestion] and [Store.RecordProgress]
+// it returns an error matching [ErrDeleted] once the instance is deleted.
 func (s *Store) AskQuestion(ctx context.Context, instanceID, text string, choices []string) (string, error) {
 	q, err := s.AddQuestion(ctx, instanceID, text, choices)
 	if err != nil {
@@ -476,7 +533,8 @@ func (s *Store) PollAnswer(ctx context.Context, instanceID, questionID string) (
 	var status, answer string
 	err := s.db.QueryRowContext(ctx, `SELECT status, coalesce(answer, '') FROM questions WHERE instance_id = ? AND id = ?`, instanceID, questionID).Scan(&status, &answer)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, &NotFoundError{What: "question", Ref: questionID, Hint: "was the instance deleted?"}
+		// Deleting an instance deletes its questions.
+		return "", false, s.orDeleted(ctx, instanceID, &NotFoundError{What: "question", Ref: questionID, Hint: "see `agentctl instance questions " + instanceID + "`"})
 	}
 	if err != nil {
 		return "", false, err

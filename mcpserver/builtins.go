@@ -88,6 +88,30 @@ type InstanceOutput struct {
 
 var progressStatuses = []string{"running", "blocked", "done", "failed"}
 
+// InstanceChecker is implemented by a [Store] that can tell whether the
+// endpoint's instance still exists; get_instance then says when it was
+// deleted. The instance package's Store implements it.
+type InstanceChecker interface {
+	Exists(ctx context.Context, instanceID string) (bool, error)
+}
+
+// IsInstanceDeleted reports whether err, from a [Store], says that the
+// endpoint's instance was deleted while the endpoint runs: a store says so
+// with an error (anywhere in the chain) that has a method InstanceDeleted()
+// bool returning true, as the instance package's NotFoundError does.
+func IsInstanceDeleted(err error) bool {
+	var d interface{ InstanceDeleted() bool }
+	return errors.As(err, &d) && d.InstanceDeleted()
+}
+
+// deleted is the answer of a built-in tool whose instance was deleted: a
+// tool error (not a protocol error) that tells the model what happened,
+// what it meant for this call, and to stop.
+func (e *Endpoint) deleted(tool, consequence string) *mcp.CallToolResult {
+	e.log.Warn("the instance was deleted; the endpoint records nothing more", "tool", BuiltinName(tool, e.cfg.ServerName), "instance", e.cfg.Instance.ID)
+	return toolError(fmt.Sprintf("instance %s was deleted (agentctl instance delete); %s. Stop and tell the person.", e.cfg.Instance.ID, consequence))
+}
+
 // builtinTools returns the definitions of the built-in tools for server S.
 func builtinTools(s string) (ask, prog, get *mcp.Tool, err error) {
 	ask = &mcp.Tool{
@@ -208,9 +232,13 @@ func (e *Endpoint) askByElicitation(_ context.Context, req *mcp.CallToolRequest,
 func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {
 	id := e.cfg.Instance.ID
 	qid, err := e.cfg.Store.AskQuestion(ctx, id, in.Question, in.Choices)
+	if IsInstanceDeleted(err) {
+		return e.deleted(BaseAskUserQuestion, "the question was not asked"), AskOutput{}, nil
+	}
 	if err != nil {
 		return nil, AskOutput{}, fmt.Errorf("store the question: %w", err)
 	}
+	const withdrawn = "the question was withdrawn and nobody can answer it"
 	how := fmt.Sprintf("agentctl instance answer %s %s TEXT", id, qid)
 	e.log.Info("waiting for an answer", "tool", BuiltinName(BaseAskUserQuestion, e.cfg.ServerName), "question", qid, "answer_with", how)
 
@@ -230,6 +258,9 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			return nil, AskOutput{}, ctx.Err()
 		case <-deadline.C:
 			closed, err := e.cfg.Store.CloseQuestion(ctx, id, qid, "expired")
+			if IsInstanceDeleted(err) {
+				return e.deleted(BaseAskUserQuestion, withdrawn), AskOutput{}, nil
+			}
 			if err != nil {
 				return nil, AskOutput{}, err
 			}
@@ -249,6 +280,9 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 		case <-poll.C:
 		}
 		answer, ok, err := e.cfg.Store.PollAnswer(ctx, id, qid)
+		if IsInstanceDeleted(err) {
+			return e.deleted(BaseAskUserQuestion, withdrawn), AskOutput{}, nil
+		}
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				continue
@@ -271,6 +305,9 @@ func (e *Endpoint) reportProgress(ctx context.Context, req *mcp.CallToolRequest,
 	}
 	// req.Params.Name is the canonical name: the middleware routed it.
 	seq, err := e.cfg.Store.RecordProgress(ctx, e.cfg.Instance.ID, req.Params.Name, in.Status, in.Message, in.Percent)
+	if IsInstanceDeleted(err) {
+		return e.deleted(BaseReportProgress, "nothing was recorded"), ProgressOutput{}, nil
+	}
 	if err != nil {
 		return nil, ProgressOutput{}, fmt.Errorf("record progress: %w", err)
 	}
@@ -279,6 +316,12 @@ func (e *Endpoint) reportProgress(ctx context.Context, req *mcp.CallToolRequest,
 }
 
 func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, InstanceOutput, error) {
+	if c, ok := e.cfg.Store.(InstanceChecker); ok {
+		// A store that cannot answer now does not stop the description.
+		if exists, err := c.Exists(ctx, e.cfg.Instance.ID); err == nil && !exists {
+			return e.deleted(BaseGetInstance, "nothing this endpoint does is recorded any more"), InstanceOutput{}, nil
+		}
+	}
 	out := InstanceOutput{
 		Instance:    e.cfg.Instance,
 		Mounts:      e.mountInfo(),

@@ -1,0 +1,117 @@
+package mcpserver
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// deletingStore is a fakeStore whose instance can be deleted: from then on
+// every call fails as the instance store's do.
+type deletingStore struct {
+	*fakeStore
+	deleted atomic.Bool
+}
+
+// errDeleted is what a store returns for a deleted instance.
+type errDeleted struct{}
+
+func (errDeleted) Error() string         { return `instance "inst1" was deleted` }
+func (errDeleted) InstanceDeleted() bool { return true }
+
+func (s *deletingStore) AskQuestion(ctx context.Context, id, text string, choices []string) (string, error) {
+	if s.deleted.Load() {
+		return "", errDeleted{}
+	}
+	return s.fakeStore.AskQuestion(ctx, id, text, choices)
+}
+
+func (s *deletingStore) PollAnswer(ctx context.Context, id, qid string) (string, bool, error) {
+	if s.deleted.Load() {
+		return "", false, errDeleted{}
+	}
+	return s.fakeStore.PollAnswer(ctx, id, qid)
+}
+
+func (s *deletingStore) CloseQuestion(ctx context.Context, id, qid, status string) (bool, error) {
+	if s.deleted.Load() {
+		return false, errDeleted{}
+	}
+	return s.fakeStore.CloseQuestion(ctx, id, qid, status)
+}
+
+func (s *deletingStore) RecordProgress(ctx context.Context, id, tool, status, message string, percent *float64) (int64, error) {
+	if s.deleted.Load() {
+		return 0, errDeleted{}
+	}
+	return s.fakeStore.RecordProgress(ctx, id, tool, status, message, percent)
+}
+
+func (s *deletingStore) Exists(context.Context, string) (bool, error) { return !s.deleted.Load(), nil }
+
+// callDeleted calls a tool and checks that the answer is a tool error (not a
+// protocol error) saying the instance was deleted, what that meant, and to stop.
+func callDeleted(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, consequence string) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: a deleted instance is a tool error, not a protocol error: %v", name, err)
+	}
+	if !res.IsError || len(res.Content) != 1 {
+		t.Fatalf("%s: want one text with isError, got %+v", name, res)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	for _, want := range []string{"instance inst1 was deleted", consequence, "Stop and tell the person."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s: %q does not say %q", name, text, want)
+		}
+	}
+}
+
+func TestBuiltinsSayTheInstanceWasDeleted(t *testing.T) {
+	st := &deletingStore{fakeStore: newFakeStore()}
+	_, cs := connect(t, testConfig(agents.NamespacingSuffix, st), nil)
+	ctx := context.Background()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_instance"}); err != nil || res.IsError {
+		t.Fatalf("before the delete: %v %+v", err, res)
+	}
+	st.deleted.Store(true)
+	callDeleted(t, cs, "report_progress", map[string]any{"message": "step 2"}, "nothing was recorded")
+	callDeleted(t, cs, "ask_user_question", map[string]any{"question": "Which DB?"}, "the question was not asked")
+	callDeleted(t, cs, "get_instance", nil, "nothing this endpoint does is recorded")
+}
+
+// TestAskUserQuestionEndsWhenTheInstanceIsDeleted: a question waiting for
+// an answer ends with the deletion, not with the timeout.
+func TestAskUserQuestionEndsWhenTheInstanceIsDeleted(t *testing.T) {
+	st := &deletingStore{fakeStore: newFakeStore()}
+	_, cs := connect(t, testConfig(agents.NamespacingPrefix, st), nil) // QuestionTimeout: the default 10 minutes
+	go func() {
+		<-st.asked
+		st.deleted.Store(true)
+	}()
+	callDeleted(t, cs, "ask_user_question_agentctl", map[string]any{"question": "Which DB?"}, "the question was withdrawn")
+}
+
+// TestAskUserQuestionDeletedAtTheDeadline: the instance goes while the
+// question expires: the close at the deadline says so too.
+func TestAskUserQuestionDeletedAtTheDeadline(t *testing.T) {
+	st := &closeDeletes{deletingStore{fakeStore: newFakeStore()}}
+	cfg := testConfig(agents.NamespacingPrefix, st)
+	cfg.QuestionTimeout = 1 // the deadline fires at the first select
+	cfg.PollInterval = 1 << 62
+	_, cs := connect(t, cfg, nil)
+	callDeleted(t, cs, "ask_user_question_agentctl", map[string]any{"question": "Which DB?"}, "the question was withdrawn")
+}
+
+// closeDeletes deletes the instance just before the question is closed.
+type closeDeletes struct{ deletingStore }
+
+func (s *closeDeletes) CloseQuestion(ctx context.Context, id, qid, status string) (bool, error) {
+	s.deleted.Store(true)
+	return s.deletingStore.CloseQuestion(ctx, id, qid, status)
+}
