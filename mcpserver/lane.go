@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -262,23 +263,23 @@ func readMessage(line []byte) (m message, ok bool) {
 		return m, false
 	}
 	version := false
-	ok = eachMember(line, func(k, v []byte) bool {
+	ok = jsonscan.EachMember(line, func(k, v []byte) bool {
 		switch {
-		case keyIs(k, "jsonrpc"):
+		case jsonscan.KeyIs(k, "jsonrpc"):
 			version = string(v) == `"2.0"`
-		case keyIs(k, "id"):
+		case jsonscan.KeyIs(k, "id"):
 			m.id = v
-		case keyIs(k, "method"):
-			s, plain := plainString(v)
+		case jsonscan.KeyIs(k, "method"):
+			s, plain := jsonscan.PlainString(v)
 			if !plain {
 				return false
 			}
 			m.method = string(s)
-		case keyIs(k, "params"):
+		case jsonscan.KeyIs(k, "params"):
 			m.params = v
-		case keyIs(k, "result"):
+		case jsonscan.KeyIs(k, "result"):
 			m.result = v
-		case keyIs(k, "error"):
+		case jsonscan.KeyIs(k, "error"):
 			m.rpcErr = v
 		default:
 			return false
@@ -298,14 +299,14 @@ func (l *lane) call(m message) bool {
 		name, args, meta []byte
 		ok               bool
 	)
-	known := eachMember(m.params, func(k, v []byte) bool {
+	known := jsonscan.EachMember(m.params, func(k, v []byte) bool {
 		switch {
-		case keyIs(k, "name"):
-			name, ok = plainString(v)
+		case jsonscan.KeyIs(k, "name"):
+			name, ok = jsonscan.PlainString(v)
 			return ok
-		case keyIs(k, "arguments"):
+		case jsonscan.KeyIs(k, "arguments"):
 			args = v
-		case keyIs(k, "_meta"):
+		case jsonscan.KeyIs(k, "_meta"):
 			meta = v
 		default:
 			return false // a field the lane does not know (MRTR, tasks): the SDK's
@@ -344,7 +345,7 @@ func (l *lane) call(m message) bool {
 	msg = append(msg, `{"jsonrpc":"2.0","id":"`...)
 	msg = append(msg, c.upID...)
 	msg = append(msg, `","method":"tools/call","params":{"name":`...)
-	msg = appendJSONString(msg, base)
+	msg = jsonscan.AppendString(msg, base)
 	msg = append(msg, `,"arguments":`...)
 	msg = append(msg, args...)
 	if meta != nil {
@@ -359,8 +360,8 @@ func (l *lane) call(m message) bool {
 			}
 			first = false
 		}
-		eachMember(meta, func(k, v []byte) bool {
-			if keyIs(k, "progressToken") || bytes.HasPrefix(k, []byte(`"io.modelcontextprotocol/`)) {
+		jsonscan.EachMember(meta, func(k, v []byte) bool {
+			if jsonscan.KeyIs(k, "progressToken") || bytes.HasPrefix(k, []byte(`"io.modelcontextprotocol/`)) {
 				return true
 			}
 			sep()
@@ -372,7 +373,7 @@ func (l *lane) call(m message) bool {
 			c.upTok = laneTokenPrefix + strconv.FormatInt(n, 10)
 			sep()
 			msg = append(msg, `"progressToken":`...)
-			msg = appendJSONString(msg, c.upTok)
+			msg = jsonscan.AppendString(msg, c.upTok)
 		}
 		msg = append(msg, '}')
 	}
@@ -403,17 +404,17 @@ func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
 	}
 	var version, caps, info []byte
 	protocolKeys := false
-	if !eachMember(meta, func(k, v []byte) bool {
+	if !jsonscan.EachMember(meta, func(k, v []byte) bool {
 		switch {
-		case keyIs(k, "progressToken"):
+		case jsonscan.KeyIs(k, "progressToken"):
 			if string(v) != "null" { // null asks for no progress
 				tok = v
 			}
-		case keyIs(k, "io.modelcontextprotocol/protocolVersion"):
+		case jsonscan.KeyIs(k, "io.modelcontextprotocol/protocolVersion"):
 			version = v
-		case keyIs(k, "io.modelcontextprotocol/clientCapabilities"):
+		case jsonscan.KeyIs(k, "io.modelcontextprotocol/clientCapabilities"):
 			caps = v
-		case keyIs(k, "io.modelcontextprotocol/clientInfo"):
+		case jsonscan.KeyIs(k, "io.modelcontextprotocol/clientInfo"):
 			info = v
 		case bytes.HasPrefix(k, []byte(`"io.modelcontextprotocol/`)):
 			protocolKeys = true
@@ -455,8 +456,8 @@ func (l *lane) list(m message) bool {
 		return false
 	}
 	var meta []byte
-	if m.params != nil && string(m.params) != "null" && !eachMember(m.params, func(k, v []byte) bool {
-		if keyIs(k, "_meta") {
+	if m.params != nil && string(m.params) != "null" && !jsonscan.EachMember(m.params, func(k, v []byte) bool {
+		if jsonscan.KeyIs(k, "_meta") {
 			meta = v
 			return true
 		}
@@ -540,17 +541,6 @@ func (e *Endpoint) firstRoundDone() bool {
 	}
 }
 
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	return append(append(append(b, '"'), s...), '"')
-}
-
 // statelessVersion is the first protocol version without initialize: each
 // request carries the client's version and capabilities in _meta.
 const statelessVersion = "2026-07-28"
@@ -600,11 +590,11 @@ func (l *lane) removeLocked(c *laneCall) {
 // cancel forwards the client's cancellation of a lane call.
 func (l *lane) cancel(m message) bool {
 	var requestID, reason []byte
-	eachMember(m.params, func(k, v []byte) bool {
+	jsonscan.EachMember(m.params, func(k, v []byte) bool {
 		switch {
-		case keyIs(k, "requestId"):
+		case jsonscan.KeyIs(k, "requestId"):
 			requestID = v
-		case keyIs(k, "reason"):
+		case jsonscan.KeyIs(k, "reason"):
 			reason = v
 		}
 		return true
@@ -621,7 +611,7 @@ func (l *lane) cancel(m message) bool {
 	if c == nil {
 		return false
 	}
-	msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), appendJSONString(nil, c.upID)...)
+	msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), jsonscan.AppendString(nil, c.upID)...)
 	if reason != nil {
 		msg = append(append(msg, `,"reason":`...), reason...)
 	}
@@ -641,7 +631,7 @@ func (l *lane) fromServer(line []byte) bool {
 		return l.oddAnswer(line)
 	}
 	if m.method == "" && m.id != nil {
-		id, plain := plainString(m.id)
+		id, plain := jsonscan.PlainString(m.id)
 		if !plain || !bytes.HasPrefix(id, []byte(laneIDPrefix)) {
 			return false
 		}
@@ -654,9 +644,9 @@ func (l *lane) fromServer(line []byte) bool {
 		return false
 	}
 	var tok []byte
-	eachMember(m.params, func(k, v []byte) bool {
-		if keyIs(k, "progressToken") {
-			tok, _ = plainString(v)
+	jsonscan.EachMember(m.params, func(k, v []byte) bool {
+		if jsonscan.KeyIs(k, "progressToken") {
+			tok, _ = jsonscan.PlainString(v)
 			return false
 		}
 		return true
@@ -672,12 +662,12 @@ func (l *lane) fromServer(line []byte) bool {
 	}
 	msg := append(make([]byte, 0, len(m.params)+64), `{"jsonrpc":"2.0","method":"notifications/progress","params":{`...)
 	first := true
-	eachMember(m.params, func(k, v []byte) bool {
+	jsonscan.EachMember(m.params, func(k, v []byte) bool {
 		if !first {
 			msg = append(msg, ',')
 		}
 		first = false
-		if keyIs(k, "progressToken") {
+		if jsonscan.KeyIs(k, "progressToken") {
 			v = c.clientToken
 		}
 		msg = append(append(append(msg, k...), ':'), v...)
@@ -695,7 +685,7 @@ func withMember(result []byte, key, value string) []byte {
 	}
 	has := false
 	if bytes.Contains(result, []byte(key)) {
-		eachMember(result, func(k, _ []byte) bool {
+		jsonscan.EachMember(result, func(k, _ []byte) bool {
 			has = string(k) == key
 			return !has
 		})
