@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -297,22 +298,23 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 // stdio servers' tools take the fast lane (lane.go); everything else goes
 // through the SDK as with [Endpoint.Run].
 func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	w := &lockedWriter{w: out}
-	pr, pw := io.Pipe()
-	handle := func([]byte) bool { return false }
+	g := guard.New(out, guard.Options{})
+	defer g.Close()
+	var take func([]byte) bool
 	if !e.cfg.NoFastLane {
-		l := newLane(e, w)
+		l := newLane(e, g)
 		e.lane.Store(l)
-		handle = l.fromClient
+		take = l.fromClient
 		defer l.closed.Store(true)
 	}
-	defer w.close()
 	var inputEnded atomic.Bool
 	go func() {
-		pump(in, pw, handle)
+		if err := g.Serve(ctx, in, take); err != nil {
+			e.log.Debug("the client's input ended", "error", err)
+		}
 		inputEnded.Store(true)
 	}()
-	err := e.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopClose{w}})
+	err := e.Run(ctx, g.Transport())
 	if err != nil && (inputEnded.Load() || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)) {
 		// The client hung up; what failed after that (a write to its
 		// closed output) is part of a clean end.

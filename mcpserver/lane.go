@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,9 +46,6 @@ import (
 // TestLaneAnswersAsTheSDKDoes; a server's result passes byte for byte), and
 // the proxy scenarios run through both paths.
 
-// maxLine bounds a message the lane buffers, as go-sdk does (16 MiB).
-const maxLine = mcp.DefaultMaxLineLength
-
 // Ids and progress tokens the lane sends upstream. They cannot collide with
 // the SDK's own ids (numbers) or the SDK path's tokens ("agentctl-N").
 const (
@@ -60,7 +57,7 @@ const (
 // and the external servers' connections, and answers tools/list.
 type lane struct {
 	e      *Endpoint
-	client *lockedWriter
+	client io.Writer // the client's output: one whole message per Write
 	// serverInfo is agentctl's implementation, as 2026-07-28 results name it.
 	serverInfo json.RawMessage
 	// session is the SDK's session with the client, once connected: the
@@ -91,98 +88,9 @@ type laneCall struct {
 	proto       protocol
 }
 
-func newLane(e *Endpoint, client *lockedWriter) *lane {
+func newLane(e *Endpoint, client io.Writer) *lane {
 	info, _ := json.Marshal(implementation(e.cfg))
 	return &lane{e: e, client: client, serverInfo: info, calls: map[string]*laneCall{}, tokens: map[string]*laneCall{}, byClient: map[string]*laneCall{}}
-}
-
-// lockedWriter makes each Write one uninterrupted message among concurrent
-// writers (go-sdk writes a whole line per Write call, and so does the lane).
-type lockedWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	closed bool
-}
-
-var errWriterClosed = errors.New("the connection is closed")
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return 0, errWriterClosed
-	}
-	return l.w.Write(p)
-}
-
-// close makes further writes fail: nothing reaches the client's output
-// once the endpoint has returned.
-func (l *lockedWriter) close() {
-	l.mu.Lock()
-	l.closed = true
-	l.mu.Unlock()
-}
-
-// nopClose is the client side's writer as the SDK holds it: closing the
-// session must not close stdout under the lane.
-type nopClose struct{ io.Writer }
-
-func (nopClose) Close() error { return nil }
-
-// lineReader reads newline-delimited messages into a reused buffer.
-type lineReader struct {
-	br  *bufio.Reader
-	buf []byte
-}
-
-var errLineTooLong = fmt.Errorf("a message longer than %d bytes", maxLine)
-
-func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
-}
-
-// next returns the next line with its newline (the last one may lack it),
-// valid until the following call.
-func (r *lineReader) next() ([]byte, error) {
-	r.buf = r.buf[:0]
-	for {
-		chunk, err := r.br.ReadSlice('\n')
-		if len(r.buf) == 0 && err == nil {
-			return chunk, nil // the whole line was in the buffer: no copy
-		}
-		r.buf = append(r.buf, chunk...)
-		if len(r.buf) > maxLine {
-			return nil, errLineTooLong
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		return r.buf, err
-	}
-}
-
-// pump reads the peer's lines: the ones handle takes are the lane's, the
-// rest go to the SDK through sdk. It returns when the input ends.
-func pump(in io.Reader, sdk *io.PipeWriter, handle func([]byte) bool) error {
-	lr := newLineReader(in)
-	for {
-		line, err := lr.next()
-		if len(bytes.TrimSpace(line)) > 0 && !handle(line) {
-			if line[len(line)-1] != '\n' {
-				line = append(line, '\n')
-			}
-			if _, werr := sdk.Write(line); werr != nil {
-				return werr
-			}
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-			sdk.CloseWithError(err)
-			return err
-		}
-	}
 }
 
 var (
@@ -1059,7 +967,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		err := pump(stdout, pw, func(line []byte) bool {
+		err := guard.Pump(stdout, 0, pw, func(line []byte) bool {
 			if l := t.lane(); l != nil {
 				return l.fromServer(line)
 			}

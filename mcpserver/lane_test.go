@@ -398,7 +398,7 @@ func laneWithTool(tb testing.TB, w io.Writer, client io.Writer) (*lane, *laneLin
 		link: link, tools: []*mcp.Tool{{Name: "echo", InputSchema: map[string]any{"type": "object"}}}}
 	ep.upstreams = append(ep.upstreams, u)
 	ep.reconcile()
-	l := newLane(ep, &lockedWriter{w: client})
+	l := newLane(ep, client)
 	l.session.Store(&sessionRef{initializedAs("2025-11-25")})
 	return l, link
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"fmt"
+	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"io"
 	"os"
@@ -74,9 +75,9 @@ func relayTo(b *testing.B, server *rawPeer) *rawPeer {
 	}
 	b.Cleanup(func() { inW.Close(); outR.Close() })
 	copyLines := func(dst io.Writer, src io.Reader) {
-		lr := newLineReader(src)
+		lr := guard.NewLines(src, 0)
 		for {
-			line, err := lr.next()
+			line, err := lr.Next()
 			if err != nil {
 				return
 			}
