@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -90,7 +90,7 @@ type Endpoint struct {
 	external  map[string]*servedTool // served external names
 	reported  map[string][]string    // collisions already logged
 	conflicts []Conflict
-	progress  progressRoutes
+	progress  *proxy.ProgressRoutes[progressTarget]
 	logMu     sync.Mutex
 	running   sync.WaitGroup
 	// firstRound is closed once every external server has had its first
@@ -148,7 +148,8 @@ func New(cfg Config) (*Endpoint, error) {
 	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
 		mounts: mounts,
-		static: map[string]bool{}, external: map[string]*servedTool{}, firstRound: make(chan struct{})}
+		static: map[string]bool{}, external: map[string]*servedTool{}, firstRound: make(chan struct{}),
+		progress: proxy.NewProgressRoutes[progressTarget]("agentctl-")}
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
 	}
@@ -350,11 +351,7 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok || cr.Params == nil {
 				return next(ctx, method, req)
 			}
-			// go-sdk panics applying schema defaults to "arguments": null;
-			// a call without arguments means no arguments.
-			if a := cr.Params.Arguments; len(a) == 0 || string(a) == "null" {
-				cr.Params.Arguments = json.RawMessage("{}")
-			}
+			cr.Params.Arguments = proxy.Arguments(cr.Params.Arguments)
 			if !e.registry.Has(cr.Params.Name) {
 				e.awaitFirstRound(ctx)
 			}

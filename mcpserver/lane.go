@@ -20,6 +20,7 @@ import (
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -73,9 +74,11 @@ type lane struct {
 	// tools/list it has answered.
 	forwarded, listed atomic.Int64
 
+	// progress maps the lane's progress tokens to their calls.
+	progress *proxy.ProgressRoutes[*laneCall]
+
 	mu       sync.Mutex
 	calls    map[string]*laneCall // by upstream id
-	tokens   map[string]*laneCall // by upstream progress token
 	byClient map[string]*laneCall // by the client's request id
 }
 
@@ -90,7 +93,8 @@ type laneCall struct {
 
 func newLane(e *Endpoint, client io.Writer) *lane {
 	info, _ := json.Marshal(implementation(e.cfg))
-	return &lane{e: e, client: client, serverInfo: info, calls: map[string]*laneCall{}, tokens: map[string]*laneCall{}, byClient: map[string]*laneCall{}}
+	return &lane{e: e, client: client, serverInfo: info, calls: map[string]*laneCall{}, byClient: map[string]*laneCall{},
+		progress: proxy.NewProgressRoutes[*laneCall](laneTokenPrefix)}
 }
 
 var (
@@ -224,9 +228,7 @@ func (l *lane) call(m message) bool {
 	if !known || name == nil {
 		return false
 	}
-	if len(args) == 0 || string(args) == "null" {
-		args = []byte("{}")
-	} else if args[0] != '{' {
+	if args = proxy.Arguments(args); args[0] != '{' {
 		return false // the SDK says what is wrong with it
 	}
 	tok, proto, ok := l.protocolOf(meta)
@@ -257,9 +259,8 @@ func (l *lane) call(m message) bool {
 	msg = append(msg, `,"arguments":`...)
 	msg = append(msg, args...)
 	if meta != nil {
-		// The client's own keys pass; the protocol's describe the client to
-		// agentctl, not to the server (which speaks its own version with
-		// agentctl); the progress token becomes the lane's.
+		// The keys proxy.ForwardsMeta passes; the progress token becomes
+		// the lane's.
 		msg = append(msg, `,"_meta":{`...)
 		first := true
 		sep := func() {
@@ -269,7 +270,7 @@ func (l *lane) call(m message) bool {
 			first = false
 		}
 		jsonscan.EachMember(meta, func(k, v []byte) bool {
-			if jsonscan.KeyIs(k, "progressToken") || bytes.HasPrefix(k, []byte(`"io.modelcontextprotocol/`)) {
+			if !forwardsMeta(k) {
 				return true
 			}
 			sep()
@@ -278,7 +279,7 @@ func (l *lane) call(m message) bool {
 		})
 		if tok != nil {
 			c.clientToken = bytes.Clone(tok)
-			c.upTok = laneTokenPrefix + strconv.FormatInt(n, 10)
+			c.upTok = l.progress.Add(c)
 			sep()
 			msg = append(msg, `"progressToken":`...)
 			msg = jsonscan.AppendString(msg, c.upTok)
@@ -300,6 +301,15 @@ func (l *lane) call(m message) bool {
 		}
 	}
 	return true
+}
+
+// forwardsMeta is [proxy.ForwardsMeta] of a key as jsonscan gives it.
+func forwardsMeta(key []byte) bool {
+	if k, ok := jsonscan.PlainString(key); ok {
+		return proxy.ForwardsMeta(string(k))
+	}
+	k, ok := jsonscan.String(key)
+	return !ok || proxy.ForwardsMeta(k)
 }
 
 // readMeta reads a request's _meta: the progress token, and whether it is a
@@ -465,9 +475,6 @@ func idKey(raw []byte) string { return string(raw) }
 func (l *lane) add(c *laneCall) {
 	l.mu.Lock()
 	l.calls[c.upID] = c
-	if c.upTok != "" {
-		l.tokens[c.upTok] = c
-	}
 	l.byClient[idKey(c.clientID)] = c
 	l.mu.Unlock()
 	l.inflight.Add(1)
@@ -488,7 +495,9 @@ func (l *lane) take(upID string) *laneCall {
 
 func (l *lane) removeLocked(c *laneCall) {
 	delete(l.calls, c.upID)
-	delete(l.tokens, c.upTok)
+	if c.upTok != "" {
+		l.progress.Remove(c.upTok)
+	}
 	if l.byClient[idKey(c.clientID)] == c {
 		delete(l.byClient, idKey(c.clientID))
 	}
@@ -562,10 +571,8 @@ func (l *lane) fromServer(line []byte) bool {
 	if !bytes.HasPrefix(tok, []byte(laneTokenPrefix)) {
 		return false
 	}
-	l.mu.Lock()
-	c := l.tokens[string(tok)]
-	l.mu.Unlock()
-	if c == nil {
+	c, ok := l.progress.Lookup(string(tok))
+	if !ok {
 		return true // progress of a call that is over
 	}
 	msg := append(make([]byte, 0, len(m.params)+64), `{"jsonrpc":"2.0","method":"notifications/progress","params":{`...)
@@ -636,7 +643,7 @@ func (l *lane) oddAnswer(line []byte) bool {
 // or, when the server failed (failure != nil), a tool error naming it.
 func (l *lane) reply(c *laneCall, result, rpcErr []byte, failure error) {
 	if failure != nil {
-		l.replyError(c, fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", c.link.server, failure))
+		l.replyError(c, proxy.FailedDuringCall(c.link.server, failure))
 		return
 	}
 	if string(rpcErr) == "null" {
@@ -716,7 +723,7 @@ func withServerInfo(result json.RawMessage, info json.RawMessage) json.RawMessag
 // replyError answers the client's call with a tool error (isError): the
 // model reads it, where a protocol error would only reach the client.
 func (l *lane) replyError(c *laneCall, text string) {
-	b, err := json.Marshal(toolError(text))
+	b, err := json.Marshal(proxy.ToolError(text))
 	if err != nil {
 		return
 	}

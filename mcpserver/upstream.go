@@ -15,10 +15,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -329,12 +329,12 @@ func (u *upstream) forward(base string) mcp.ToolHandler {
 		cs, _ := u.current()
 		if cs == nil {
 			st := u.status()
-			return toolError(fmt.Sprintf("MCP server %q is not connected (%s): %s; try again shortly", u.mount.Name, st.State, st.Error)), nil
+			return proxy.ToolError(fmt.Sprintf("MCP server %q is not connected (%s): %s; try again shortly", u.mount.Name, st.State, st.Error)), nil
 		}
-		params := &mcp.CallToolParams{Name: base, Arguments: req.Params.Arguments, Meta: forwardedMeta(req.Params.Meta)}
+		params := &mcp.CallToolParams{Name: base, Arguments: req.Params.Arguments, Meta: proxy.ForwardedMeta(req.Params.Meta)}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-			ours := u.e.progress.add(req.Session, tok)
-			defer u.e.progress.remove(ours)
+			ours := u.e.progress.Add(progressTarget{req.Session, tok})
+			defer u.e.progress.Remove(ours)
 			params.SetProgressToken(ours)
 		}
 		res, err := cs.CallTool(ctx, params)
@@ -351,7 +351,7 @@ func (u *upstream) forward(base string) mcp.ToolHandler {
 		// The connection is broken (a crashed process, a dead HTTP server):
 		// close the session so the run loop restarts the server.
 		cs.Close()
-		return toolError(fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", u.mount.Name, err)), nil
+		return proxy.ToolError(proxy.FailedDuringCall(u.mount.Name, err)), nil
 	}
 }
 
@@ -365,59 +365,15 @@ func isTransportFailure(e *jsonrpc.Error) bool {
 	return false
 }
 
-// forwardedMeta is the client's _meta as sent upstream: the client's own
-// keys, without the protocol's ("io.modelcontextprotocol/...": the
-// downstream protocol version is not the upstream's) and without the
-// progress token (agentctl sends its own).
-func forwardedMeta(m mcp.Meta) mcp.Meta {
-	var out mcp.Meta
-	for k, v := range m {
-		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			continue
-		}
-		if out == nil {
-			out = mcp.Meta{}
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// progressRoutes maps the progress tokens agentctl sends upstream to the
-// client's session and token.
-type progressRoutes struct {
-	next   atomic.Int64
-	mu     sync.Mutex
-	routes map[string]progressRoute
-}
-
-type progressRoute struct {
+// progressTarget is where progress of a call forwarded by the SDK path goes.
+type progressTarget struct {
 	session *mcp.ServerSession
 	token   any
 }
 
-func (p *progressRoutes) add(ss *mcp.ServerSession, tok any) string {
-	id := fmt.Sprintf("agentctl-%d", p.next.Add(1))
-	p.mu.Lock()
-	if p.routes == nil {
-		p.routes = map[string]progressRoute{}
-	}
-	p.routes[id] = progressRoute{ss, tok}
-	p.mu.Unlock()
-	return id
-}
-
-func (p *progressRoutes) remove(id string) {
-	p.mu.Lock()
-	delete(p.routes, id)
-	p.mu.Unlock()
-}
-
 func (e *Endpoint) forwardProgress(ctx context.Context, params *mcp.ProgressNotificationParams) {
 	id, _ := params.ProgressToken.(string)
-	e.progress.mu.Lock()
-	r, ok := e.progress.routes[id]
-	e.progress.mu.Unlock()
+	r, ok := e.progress.Lookup(id)
 	if !ok {
 		return
 	}
