@@ -8,13 +8,12 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
-	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
+	"github.com/agentctl/agentctl/mcpserver/proxy/lane"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -98,8 +97,8 @@ type Endpoint struct {
 	firstRound chan struct{}
 	pending    sync.WaitGroup
 	// lane forwards external stdio servers' tool calls raw, when serving
-	// on stdio (see lane.go).
-	lane atomic.Pointer[lane]
+	// on stdio (see stdio.go).
+	lane atomic.Pointer[lane.Lane]
 	// listing is tools/list's encoding for the lane.
 	listing listing
 }
@@ -232,6 +231,20 @@ func (e *Endpoint) awaitFirstRound(ctx context.Context) {
 	}
 }
 
+// firstRoundDone reports whether every external server has had its first
+// connection attempt.
+func (e *Endpoint) firstRoundDone() bool {
+	if len(e.upstreams) == 0 {
+		return true
+	}
+	select {
+	case <-e.firstRound:
+		return true
+	default:
+		return false
+	}
+}
+
 // Wait waits until the external servers started by Start have stopped.
 func (e *Endpoint) Wait() { e.running.Wait() }
 
@@ -276,7 +289,7 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 		return err
 	}
 	if l := e.lane.Load(); l != nil {
-		l.session.Store(&sessionRef{ss})
+		l.SetSession(ss)
 	}
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()
@@ -292,37 +305,6 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 		}
 		return nil
 	}
-}
-
-// ServeStdio serves the endpoint on in and out (the process's stdin and
-// stdout) until the client disconnects or ctx is done. Calls of external
-// stdio servers' tools take the fast lane (lane.go); everything else goes
-// through the SDK as with [Endpoint.Run].
-func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	g := guard.New(out, guard.Options{})
-	defer g.Close()
-	var take func([]byte) bool
-	if !e.cfg.NoFastLane {
-		l := newLane(e, g)
-		e.lane.Store(l)
-		take = l.fromClient
-		defer l.closed.Store(true)
-	}
-	var inputEnded atomic.Bool
-	go func() {
-		if err := g.Serve(ctx, in, take); err != nil {
-			e.log.Debug("the client's input ended", "error", err)
-		}
-		inputEnded.Store(true)
-	}()
-	err := e.Run(ctx, g.Transport())
-	if err != nil && (inputEnded.Load() || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)) {
-		// The client hung up; what failed after that (a write to its
-		// closed output) is part of a clean end.
-		e.log.Debug("client gone", "error", err)
-		return nil
-	}
-	return err
 }
 
 // presentation is the receiving middleware of the naming contract: it shows

@@ -10,13 +10,11 @@ import (
 	"io"
 	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // rawPeer speaks newline-delimited JSON-RPC by hand: the tests' and
@@ -212,13 +210,13 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 		}
 		var forwarded int64
 		if l := ep.lane.Load(); l != nil {
-			forwarded = l.forwarded.Load()
+			forwarded = l.Stats().Forwarded
 		}
 		if noLane && forwarded != 0 || !noLane && forwarded != 10 {
 			t.Fatalf("noLane=%v: the lane forwarded %d calls", noLane, forwarded)
 		}
-		if l := ep.lane.Load(); !noLane && l.listed.Load() != int64(len(lists)) {
-			t.Fatalf("the lane answered %d of %d tools/list", l.listed.Load(), len(lists))
+		if l := ep.lane.Load(); !noLane && l.Stats().Listed != int64(len(lists)) {
+			t.Fatalf("the lane answered %d of %d tools/list", l.Stats().Listed, len(lists))
 		}
 	}
 	calls = append(calls, lists...)
@@ -260,8 +258,8 @@ func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
 			ans, _ := p.request(t, r.method, r.params)
 			answers[noLane] = append(answers[noLane], ans)
 		}
-		if l := ep.lane.Load(); !noLane && (l.forwarded.Load() != 3 || l.listed.Load() != 2) {
-			t.Fatalf("the lane forwarded %d calls and answered %d lists, want 3 and 2", l.forwarded.Load(), l.listed.Load())
+		if l := ep.lane.Load(); !noLane && (l.Stats().Forwarded != 3 || l.Stats().Listed != 2) {
+			t.Fatalf("the lane forwarded %d calls and answered %d lists, want 3 and 2", l.Stats().Forwarded, l.Stats().Listed)
 		}
 	}
 	for i, r := range requests {
@@ -348,7 +346,7 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 	if !bytes.Contains(ans, []byte(`"isError":true`)) || !bytes.Contains(ans, []byte(`MCP server \"up\" failed during the call`)) {
 		t.Fatalf("crash: %s", ans)
 	}
-	if n := ep.lane.Load().inflight.Load(); n != 0 {
+	if n := ep.lane.Load().Stats().InFlight; n != 0 {
 		t.Fatalf("%d calls still in flight", n)
 	}
 }
@@ -374,183 +372,11 @@ func TestLaneLeavesTheRestToTheSDK(t *testing.T) {
 	if !bytes.Contains(ans, []byte(`"text":"via the SDK"`)) {
 		t.Fatalf("with a task: %s", ans)
 	}
-	if n := ep.lane.Load().forwarded.Load(); n != 0 {
+	if n := ep.lane.Load().Stats().Forwarded; n != 0 {
 		t.Fatalf("the lane took %d calls that were not its own", n)
 	}
 	// And then a plain call is the lane's.
-	if ans, _ = p.request(t, "tools/call", `{"name":"echo","arguments":{"text":"lane"}}`); !bytes.Contains(ans, []byte(`"text":"lane"`)) || ep.lane.Load().forwarded.Load() != 1 {
+	if ans, _ = p.request(t, "tools/call", `{"name":"echo","arguments":{"text":"lane"}}`); !bytes.Contains(ans, []byte(`"text":"lane"`)) || ep.lane.Load().Stats().Forwarded != 1 {
 		t.Fatalf("plain call: %s", ans)
-	}
-}
-
-// laneWithTool sets up a lane in front of one external tool "echo" whose
-// server writes to w, without processes or pipes.
-func laneWithTool(tb testing.TB, w io.Writer, client io.Writer) (*lane, *laneLink) {
-	tb.Helper()
-	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-	ep, err := New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	link := newLaneLink("up", w)
-	tb.Cleanup(link.close)
-	u := &upstream{e: ep, mount: mount.Resolved{Mount: mount.Mount{Kind: mount.KindServer, Name: "up"}}, state: UpstreamUp,
-		link: link, tools: []*mcp.Tool{{Name: "echo", InputSchema: map[string]any{"type": "object"}}}}
-	ep.upstreams = append(ep.upstreams, u)
-	ep.reconcile()
-	l := newLane(ep, client)
-	l.session.Store(&sessionRef{initializedAs("2025-11-25")})
-	return l, link
-}
-
-// initializedAs is a session the SDK has initialized with version v.
-type initializedAs string
-
-func (v initializedAs) InitializeParams() *mcp.InitializeParams {
-	return &mcp.InitializeParams{ProtocolVersion: string(v)}
-}
-
-// TestLaneStuckServer: a server that stops reading its input stalls
-// neither the client's other messages nor the lane: once its pipe and
-// agentctl's queue to it are full, further calls get a tool error at once.
-func TestLaneStuckServer(t *testing.T) {
-	stuckR, stuck, err := os.Pipe() // nobody reads: the pipe fills up
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stuckR.Close(); stuck.Close() })
-	var client syncBuffer
-	l, link := laneWithTool(t, stuck, &client)
-	link.max = 64 << 10
-	done := make(chan struct{})
-	calls := 0
-	go func() {
-		defer close(done)
-		// Far more than the pipe (64 KiB on Linux) and the queue hold.
-		for ; calls < 5000; calls++ {
-			if !l.fromClient([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(calls) + `,"method":"tools/call","params":{"name":"echo","arguments":{"padding":"` + strings.Repeat("x", 100) + `"}}}` + "\n")) {
-				t.Error("the lane did not take the call")
-				return
-			}
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("the lane blocked on a server that does not read")
-	}
-	refused := strings.Count(client.String(), `MCP server \"up\" did not get the call: it is not reading its input`)
-	if refused == 0 || refused == calls {
-		t.Fatalf("%d of %d calls refused: the pipe and the queue should have taken some, then refused the rest", refused, calls)
-	}
-	if !strings.Contains(client.String(), `"isError":true`) {
-		t.Fatal("refusals must be tool errors")
-	}
-	// The SDK's own writes wait for the queue; closing the link ends them.
-	werr := make(chan error, 1)
-	go func() { werr <- link.write([]byte("{}\n"), true) }()
-	eventually(t, "the write to wait in the queue", func() bool {
-		link.mu.Lock()
-		defer link.mu.Unlock()
-		return len(link.queue) > 0 && link.queue[len(link.queue)-1].done != nil
-	})
-	link.close()
-	stuckR.Close() // the blocked flusher's write fails
-	select {
-	case err := <-werr:
-		if err == nil {
-			t.Fatal("a write queued behind a closed link succeeded")
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("a waiting write outlived the link")
-	}
-}
-
-// TestLaneOddAnswers: answers the lane does not read with its scanner (a
-// member it does not know), or that carry "error": null, still answer the
-// client's call, as the SDK path would. (An id with escapes is not looked
-// for: no JSON encoder escapes the ASCII the lane's ids are made of.)
-func TestLaneOddAnswers(t *testing.T) {
-	var client syncBuffer
-	l, _ := laneWithTool(t, io.Discard, &client)
-	call := func(id string) {
-		t.Helper()
-		if !l.fromClient([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
-			t.Fatal("the lane did not take the call")
-		}
-	}
-	for i, answer := range []string{
-		`{"jsonrpc":"2.0","id":"agentctl-call-1","result":{"content":[{"type":"text","text":"one"}]},"error":null}`,
-		`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]},"x-extra":true}`,
-	} {
-		call(fmt.Sprint("c", i+1))
-		if !l.fromServer([]byte(answer)) {
-			t.Fatalf("answer %d went to the SDK, which would drop it", i+1)
-		}
-	}
-	out := client.String()
-	for _, want := range []string{
-		`{"jsonrpc":"2.0","id":"c1","result":{"content":[{"type":"text","text":"one"}]}}`,
-		`{"jsonrpc":"2.0","id":"c2","result":{"content":[{"type":"text","text":"two"}]}}`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("client got:\n%s\nwant a line %s", out, want)
-		}
-	}
-	if l.inflight.Load() != 0 {
-		t.Fatal("calls left in flight")
-	}
-}
-
-// TestLaneLinkTakesALargeMessageBehindASmallQueue: the queue's bound is on
-// what is already waiting, so one message larger than the bound still goes
-// to a server that is reading, just slowly.
-func TestLaneLinkTakesALargeMessageBehindASmallQueue(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close(); w.Close() })
-	link := newLaneLink("up", w)
-	link.max = 1 << 20
-	// More than the pipe holds: the rest waits in the queue.
-	if err := link.send(bytes.Repeat([]byte("a"), 1<<17)); err != nil {
-		t.Fatal(err)
-	}
-	if err := link.send(bytes.Repeat([]byte("b"), 2<<20)); err != nil {
-		t.Fatalf("a 2 MiB message behind %d queued bytes: %v", link.queued, err)
-	}
-	// Past the bound, the next one is refused; a reader drains it all.
-	if err := link.send([]byte("c")); err != errNotReading {
-		t.Fatalf("over the bound: %v", err)
-	}
-	n, err := io.Copy(io.Discard, io.LimitReader(r, 1<<17+2<<20))
-	if err != nil || n != 1<<17+2<<20 {
-		t.Fatalf("read %d: %v", n, err)
-	}
-}
-
-// BenchmarkLaneWork is the lane's own work for one call, without any I/O:
-// reading and rewriting the client's request, then the server's answer.
-// It is the part of the proxy hop that agentctl's code decides; the rest is
-// the operating system moving bytes (see BenchmarkProxyCall/relay).
-func BenchmarkLaneWork(b *testing.B) {
-	l, _ := laneWithTool(b, io.Discard, io.Discard)
-	req := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"progressToken":"p-17"}}}` + "\n")
-	var resp []byte
-	b.ReportAllocs()
-	for i := int64(1); b.Loop(); i++ {
-		if !l.fromClient(req) {
-			b.Fatal("the lane did not take the call")
-		}
-		resp = append(resp[:0], `{"jsonrpc":"2.0","id":"agentctl-call-`...)
-		resp = strconv.AppendInt(resp, l.next.Load(), 10)
-		resp = append(resp, `","result":{"content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}}`+"\n"...)
-		if !l.fromServer(resp) {
-			b.Fatal("the lane did not take the answer")
-		}
-	}
-	if l.inflight.Load() != 0 {
-		b.Fatal("calls left in flight")
 	}
 }

@@ -60,8 +60,6 @@ type upstream struct {
 
 	// proc is the running stdio server's process.
 	proc *os.Process
-	// link is the fast lane's way to the stdio server; nil unless up.
-	link *laneLink
 
 	// relist asks the relist worker to list the tools again (coalescing:
 	// several tools/list_changed in a row make one relist).
@@ -85,14 +83,18 @@ func (u *upstream) status() UpstreamStatus {
 func (u *upstream) set(state string, cs *mcp.ClientSession, tools []*mcp.Tool, err error) {
 	u.mu.Lock()
 	u.state, u.session, u.tools = state, cs, tools
-	if state != UpstreamUp {
-		u.link = nil
-	}
 	u.lastErr = ""
 	if err != nil {
 		u.lastErr = err.Error()
 	}
 	u.mu.Unlock()
+}
+
+// up reports whether the server is connected.
+func (u *upstream) up() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.state == UpstreamUp
 }
 
 func (u *upstream) current() (*mcp.ClientSession, []*mcp.Tool) {
@@ -196,9 +198,8 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
-		t    mcp.Transport
-		cmd  *exec.Cmd
-		link *laneLink
+		t   mcp.Transport
+		cmd *exec.Cmd
 	)
 	if u.mount.URL != "" {
 		t = &mcp.StreamableClientTransport{Endpoint: u.mount.URL, HTTPClient: &http.Client{Transport: headerTransport{u.mount.Headers}}}
@@ -213,8 +214,12 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 			cmd.Stderr = &linePrefixer{mu: &u.e.logMu, w: u.e.cfg.UpstreamLog, prefix: "[" + u.mount.Name + "] "}
 		}
 		stopWithParent(cmd)
-		t = &commandTransport{cmd: cmd, terminate: 2 * time.Second, server: u.mount.Name,
-			lane: u.e.lane.Load, onLink: func(l *laneLink) { link = l }}
+		if l := u.e.lane.Load(); l != nil {
+			t = l.Transport(cmd, u.mount.Name)
+		} else {
+			// Without the fast lane, go-sdk's own transport and close sequence.
+			t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		}
 	}
 	var keepAlive time.Duration
 	if u.mount.URL != "" {
@@ -260,7 +265,7 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool
 	}
 	if cmd != nil {
 		u.mu.Lock()
-		u.proc, u.link = cmd.Process, link
+		u.proc = cmd.Process
 		u.mu.Unlock()
 	}
 	return cs, tools, nil

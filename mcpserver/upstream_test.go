@@ -198,7 +198,7 @@ func startProxyOn(t *testing.T, path servePath, mode mount.PrefixMode, mounts ..
 // laneCalls is how many calls the fast lane has forwarded (0 off stdio).
 func (p *proxyEnv) laneCalls() int64 {
 	if l := p.ep.lane.Load(); l != nil {
-		return l.forwarded.Load()
+		return l.Stats().Forwarded
 	}
 	return 0
 }
@@ -442,8 +442,8 @@ func TestProxyToolListChange(t *testing.T) {
 			t.Fatal("tools/list does not show the change")
 		}
 		p.checkPath(t, path, 1)
-		if l := p.ep.lane.Load(); path != viaSDK && l.listed.Load() != 2 {
-			t.Fatalf("the lane answered %d of the 2 tools/list", l.listed.Load())
+		if l := p.ep.lane.Load(); path != viaSDK && l.Stats().Listed != 2 {
+			t.Fatalf("the lane answered %d of the 2 tools/list", l.Stats().Listed)
 		}
 	})
 }
