@@ -51,9 +51,9 @@ type Config struct {
 	// [New] checks them and resolves their prefixes with PrefixMode.
 	Mounts     []mount.Mount
 	PrefixMode mount.PrefixMode
-	// UpstreamLog receives external servers' stderr, each line prefixed
+	// ServerStderr receives external servers' stderr, each line prefixed
 	// with the server's name; nil discards it. Never the protocol's stdout.
-	UpstreamLog io.Writer
+	ServerStderr io.Writer
 	// QuestionTimeout bounds ask_user_question's wait for an answer.
 	QuestionTimeout time.Duration
 	Store           Store
@@ -82,20 +82,14 @@ type Endpoint struct {
 	// mounts are cfg.Mounts with their prefixes resolved.
 	mounts []mount.Resolved
 
-	// External servers and the namespace they share with the rest.
-	upstreams []*upstream
+	// External servers (package proxy) and the namespace they share with
+	// the rest (servers.go).
+	pool      *proxy.Pool
 	nsMu      sync.RWMutex           // held by reconcile; tools/list and routing read under it
 	static    map[string]bool        // built-in and knowledge-base names
 	external  map[string]*servedTool // served external names
 	reported  map[string][]string    // collisions already logged
 	conflicts []Conflict
-	progress  *proxy.ProgressRoutes[progressTarget]
-	logMu     sync.Mutex
-	running   sync.WaitGroup
-	// firstRound is closed once every external server has had its first
-	// connection attempt (up, or failed within its timeout).
-	firstRound chan struct{}
-	pending    sync.WaitGroup
 	// lane forwards external stdio servers' tool calls raw, when serving
 	// on stdio (see stdio.go).
 	lane atomic.Pointer[lane.Lane]
@@ -147,8 +141,9 @@ func New(cfg Config) (*Endpoint, error) {
 	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
 		mounts: mounts,
-		static: map[string]bool{}, external: map[string]*servedTool{}, firstRound: make(chan struct{}),
-		progress: proxy.NewProgressRoutes[progressTarget]("agentctl-")}
+		static: map[string]bool{}, external: map[string]*servedTool{}}
+	e.pool = proxy.NewPool(mounts, namespace{e}, proxy.Options{Version: cfg.Version, Logger: cfg.Logger, SDKLogger: sdkLog,
+		Stderr: cfg.ServerStderr, Stdio: e.stdioTransport})
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
 	}
@@ -178,11 +173,11 @@ func instructions(cfg Config) string {
 		cfg.Instance.ID, cfg.Instance.Agent, name(BaseAskUserQuestion), name(BaseReportProgress), name(BaseGetInstance))
 }
 
-// addMounts opens each knowledge base and registers its tools.
+// addMounts opens each knowledge base and registers its tools (external
+// servers are the pool's).
 func (e *Endpoint) addMounts() error {
 	for _, m := range e.mounts {
 		if m.Kind == mount.KindServer {
-			e.upstreams = append(e.upstreams, &upstream{e: e, mount: m, state: UpstreamConnecting, relist: make(chan struct{}, 1)})
 			continue
 		}
 		kb, err := OpenKB(m.Name, m.Path, KBOptions{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
@@ -199,34 +194,13 @@ func (e *Endpoint) addMounts() error {
 
 // Start connects the external servers in the background, until ctx is
 // done; their tools appear as each comes up. Run calls it.
-func (e *Endpoint) Start(ctx context.Context) {
-	e.pending.Add(len(e.upstreams))
-	for _, u := range e.upstreams {
-		e.running.Add(2)
-		go func() {
-			defer e.running.Done()
-			u.run(ctx)
-		}()
-		go func() {
-			defer e.running.Done()
-			u.relistLoop(ctx)
-		}()
-	}
-	go func() {
-		e.pending.Wait()
-		close(e.firstRound)
-	}()
-}
+func (e *Endpoint) Start(ctx context.Context) { e.pool.Start(ctx) }
 
 // awaitFirstRound lets a client's first tools/list see the external
-// servers that come up within their timeout, rather than an empty start
-// followed by tools/list_changed, which not every client follows.
+// servers that come up within their timeout ([proxy.Pool.FirstRound]).
 func (e *Endpoint) awaitFirstRound(ctx context.Context) {
-	if len(e.upstreams) == 0 {
-		return
-	}
 	select {
-	case <-e.firstRound:
+	case <-e.pool.FirstRound():
 	case <-ctx.Done():
 	}
 }
@@ -234,11 +208,8 @@ func (e *Endpoint) awaitFirstRound(ctx context.Context) {
 // firstRoundDone reports whether every external server has had its first
 // connection attempt.
 func (e *Endpoint) firstRoundDone() bool {
-	if len(e.upstreams) == 0 {
-		return true
-	}
 	select {
-	case <-e.firstRound:
+	case <-e.pool.FirstRound():
 		return true
 	default:
 		return false
@@ -246,7 +217,7 @@ func (e *Endpoint) firstRoundDone() bool {
 }
 
 // Wait waits until the external servers started by Start have stopped.
-func (e *Endpoint) Wait() { e.running.Wait() }
+func (e *Endpoint) Wait() { e.pool.Wait() }
 
 // MountError is a mount the endpoint cannot serve (a knowledge base's
 // folder gone, say): invalid configuration, not a crash.
@@ -280,7 +251,7 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
-		e.running.Wait() // every external server stopped: no orphans
+		e.pool.Wait() // every external server stopped: no orphans
 		e.Close()
 	}()
 	e.Start(ctx)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"io"
 	"os"
 	"reflect"
@@ -147,8 +148,8 @@ func stdioEndpointOpening(tb testing.TB, noLane bool, open func(*rawPeer, testin
 	p := startStdio(tb, ep)
 	open(p, tb)
 	p.request(tb, "tools/list", `{`+statelessMeta+`}`) // waits for the first round
-	for _, st := range ep.UpstreamStatuses() {
-		if st.State != UpstreamUp {
+	for _, st := range ep.ServerStatuses() {
+		if st.State != proxy.StateUp {
 			tb.Fatalf("upstream %s: %s %s", st.Name, st.State, st.Error)
 		}
 	}
@@ -283,7 +284,7 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 	log := &syncBuffer{}
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
 	cfg.Mounts = []mount.Mount{{Kind: mount.KindServer, Name: "up", Command: bin}}
-	cfg.UpstreamLog = log
+	cfg.ServerStderr = log
 	ep, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -48,6 +49,15 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 	return err
 }
 
+// stdioTransport runs a stdio server through the fast lane when serving on
+// stdio with it; nil (go-sdk's own transport) otherwise.
+func (e *Endpoint) stdioTransport(cmd *exec.Cmd, server string) mcp.Transport {
+	if l := e.lane.Load(); l != nil {
+		return l.Transport(cmd, server)
+	}
+	return nil
+}
+
 // laneRoutes is the endpoint as the fast lane sees it ([lane.Endpoint]).
 type laneRoutes struct{ e *Endpoint }
 
@@ -62,10 +72,10 @@ func (r laneRoutes) Route(name string) (lane.Route, bool) {
 		return lane.Route{}, false
 	}
 	st := e.external[route.Canonical]
-	if st == nil || !st.u.up() {
+	if st == nil || !st.s.Up() {
 		return lane.Route{}, false
 	}
-	return lane.Route{Server: st.u.mount.Name, Tool: st.tool.Name, Canonical: route.Canonical}, true
+	return lane.Route{Server: st.s.Name(), Tool: st.tool.Name, Canonical: route.Canonical}, true
 }
 
 // ToolsList is tools/list's result, encoded once per generation of the

@@ -1,13 +1,16 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -100,4 +103,48 @@ func (p *ProgressRoutes[T]) Remove(tok string) {
 	p.mu.Lock()
 	delete(p.routes, tok)
 	p.mu.Unlock()
+}
+
+// Handler returns the SDK path's handler of the server's tool named tool
+// (its own name): the call goes to the server with its arguments and the
+// _meta [ForwardedMeta] passes, and its result comes back unchanged.
+func (s *Server) Handler(tool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		cs := s.current()
+		if cs == nil {
+			st := s.Status()
+			return ToolError(fmt.Sprintf("MCP server %q is not connected (%s): %s; try again shortly", s.mount.Name, st.State, st.Error)), nil
+		}
+		params := &mcp.CallToolParams{Name: tool, Arguments: req.Params.Arguments, Meta: ForwardedMeta(req.Params.Meta)}
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			ours := s.pool.progress.Add(progressTarget{req.Session, tok})
+			defer s.pool.progress.Remove(ours)
+			params.SetProgressToken(ours)
+		}
+		res, err := cs.CallTool(ctx, params)
+		if err == nil {
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) && !isTransportFailure(rpcErr) {
+			return nil, rpcErr // the server's own protocol error, unchanged
+		}
+		// The connection is broken (a crashed process, a dead HTTP server):
+		// close the session so the run loop restarts the server.
+		cs.Close()
+		return ToolError(FailedDuringCall(s.mount.Name, err)), nil
+	}
+}
+
+// isTransportFailure tells go-sdk's own transport errors (which it reports
+// as JSON-RPC errors with its implementation codes) from a server's answer.
+func isTransportFailure(e *jsonrpc.Error) bool {
+	switch e.Code {
+	case -32001, -32003, -32004, -32005: // unknown, client closing, server closing, rejected by transport
+		return true
+	}
+	return false
 }

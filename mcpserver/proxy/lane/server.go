@@ -20,10 +20,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// terminate is how long a stdio server has to exit once its input is
-// closed, and again after SIGTERM, before it is killed.
-const terminate = 2 * time.Second
-
 // Transport runs a stdio server's command, as go-sdk's
 // [mcp.CommandTransport] does, and reads the server's output through the
 // lane: answers to the lane's calls go to the client directly, the rest to
@@ -31,7 +27,7 @@ const terminate = 2 * time.Second
 // and process attributes set); server is the server's name, which
 // [Endpoint.Route] gives for its tools.
 func (l *Lane) Transport(cmd *exec.Cmd, server string) mcp.Transport {
-	return &commandTransport{lane: l, cmd: cmd, server: server, terminate: terminate}
+	return &commandTransport{lane: l, cmd: cmd, server: server, terminate: proxy.StopGrace}
 }
 
 // link returns the connection to the server named server, if it has one.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -131,7 +134,7 @@ func startProxyOn(t *testing.T, path servePath, mode mount.PrefixMode, mounts ..
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
 	cfg.Mounts, cfg.PrefixMode = mounts, mode
 	logBuf, stderr := &syncBuffer{}, &syncBuffer{}
-	cfg.UpstreamLog = logBuf
+	cfg.ServerStderr = logBuf
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	ep, err := New(cfg)
 	if err != nil {
@@ -363,8 +366,8 @@ func TestProxyFaultsAtStart(t *testing.T) {
 		m := mcpMount("gone")
 		m.Command = filepath.Join(t.TempDir(), "no-such-server")
 		p := startProxy(t, mount.PrefixModeMountName, m)
-		eventually(t, "the failure", func() bool { return p.ep.UpstreamStatuses()[0].State == UpstreamDown })
-		st := p.ep.UpstreamStatuses()[0]
+		eventually(t, "the failure", func() bool { return p.ep.ServerStatuses()[0].State == proxy.StateDown })
+		st := p.ep.ServerStatuses()[0]
 		if !strings.Contains(st.Error, "cannot start") {
 			t.Fatalf("status %+v", st)
 		}
@@ -381,8 +384,8 @@ func TestProxyFaultsAtStart(t *testing.T) {
 		}
 		p := startProxy(t, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-flag-file", flag)))
 		eventually(t, "the failure", func() bool {
-			st := p.ep.UpstreamStatuses()[0]
-			return st.State == UpstreamDown && st.Error != ""
+			st := p.ep.ServerStatuses()[0]
+			return st.State == proxy.StateDown && st.Error != ""
 		})
 		if p.ep.Registry().Has("echo") {
 			t.Fatal("tools of a failed server are served")
@@ -408,7 +411,7 @@ func TestProxyFaultsAtStart(t *testing.T) {
 		m.Timeout = mount.Duration(300 * time.Millisecond)
 		p := startProxy(t, mount.PrefixModeMountName, m)
 		eventually(t, "the timeout", func() bool {
-			return strings.Contains(p.ep.UpstreamStatuses()[0].Error, "no answer within 300ms")
+			return strings.Contains(p.ep.ServerStatuses()[0].Error, "no answer within 300ms")
 		})
 		pid := readPID(t, pidfile)
 		eventually(t, "the hung server to be stopped", func() bool { return !alive(pid) })
@@ -454,8 +457,8 @@ func TestProxyCollisionsServeNeither(t *testing.T) {
 		// except tool_3 and tool_4, which only b has.
 		p := startProxyOn(t, path, mount.PrefixModeOff, withBin(t, mcpMount("a", "-tools", "3")), withBin(t, mcpMount("b", "-tools", "5")))
 		eventually(t, "both up", func() bool {
-			s := p.ep.UpstreamStatuses()
-			return s[0].State == UpstreamUp && s[1].State == UpstreamUp
+			s := p.ep.ServerStatuses()
+			return s[0].State == proxy.StateUp && s[1].State == proxy.StateUp
 		})
 		// A server is marked up just before its tools are reconciled: wait for
 		// the collision to be seen.
@@ -539,52 +542,70 @@ func TestProxyStreamableHTTP(t *testing.T) {
 	m.Headers = nil
 	m.Timeout = mount.Duration(5 * time.Second)
 	p2 := startProxy(t, mount.PrefixModeMountName, m)
-	eventually(t, "the refusal", func() bool { return p2.ep.UpstreamStatuses()[0].State == UpstreamDown })
-	if st := p2.ep.UpstreamStatuses()[0]; !strings.Contains(st.Error, "nauthorized") {
+	eventually(t, "the refusal", func() bool { return p2.ep.ServerStatuses()[0].State == proxy.StateDown })
+	if st := p2.ep.ServerStatuses()[0]; !strings.Contains(st.Error, "nauthorized") {
 		t.Fatalf("status %+v", st)
 	}
 }
 
 // TestProxyRelistKeepsUnchangedTools: listing a server's tools again (as on
 // every tools/list_changed) must not take unchanged tools out of service,
-// not even for a moment: calls racing the relists all succeed.
+// not even for a moment. Each relist here is a real one: the server
+// announces a change and agentctl lists its tools again, getting new
+// definitions equal in value. Across all of them the registry must not
+// change at all (no tool removed and added back, however briefly), and
+// calls racing the relists all succeed.
 func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
-	p := startProxy(t, mount.PrefixModeMountName, withBin(t, mcpMount("up")))
-	eventually(t, "tools", func() bool { return p.ep.Registry().Has("echo") })
-	u := p.ep.upstreams[0]
+	up, srv := httpUpstream(t, "hello")
+	var lists atomic.Int64
+	up.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				lists.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	p := startProxy(t, mount.PrefixModeMountName, mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL})
+	eventually(t, "tools", func() bool { return p.ep.Registry().Has("hello") })
+	gen, _ := p.ep.Registry().Listed()
+
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
+	calls := make(chan error, 1)
 	go func() {
-		defer wg.Done()
-		for {
+		for i := 0; ; i++ {
 			select {
 			case <-stop:
+				calls <- nil
 				return
 			default:
 			}
-			// What a relist does: a new listing, equal in value.
-			u.mu.Lock()
-			fresh := make([]*mcp.Tool, len(u.tools))
-			for i, tl := range u.tools {
-				c := *tl
-				fresh[i] = &c
+			if r, err := p.call(t, "hello", nil); err != nil || r.IsError {
+				calls <- fmt.Errorf("call %d during relists: %v %+v", i, err, r)
+				return
 			}
-			u.tools = fresh
-			u.mu.Unlock()
-			p.ep.reconcile()
 		}
 	}()
-	for i := range 800 {
-		r, err := p.call(t, "echo", map[string]any{"text": "x"})
-		if err != nil || r.IsError {
-			close(stop)
-			wg.Wait()
-			t.Fatalf("call %d during relists: %v %+v", i, err, r)
-		}
+	hello := func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "remote hello"}}}, nil, nil
 	}
+	for range 20 {
+		before := lists.Load()
+		// The same definition again: the server announces a change.
+		mcp.AddTool(up, &mcp.Tool{Name: "hello", Description: "Says its name."}, hello)
+		eventually(t, "a relist", func() bool { return lists.Load() > before })
+	}
+	// A real change last: once it is served, every relist before it has
+	// been reconciled (one relist worker per server, in order).
+	mcp.AddTool(up, &mcp.Tool{Name: "marker", Description: "Says its name."}, hello)
+	eventually(t, "the last relist", func() bool { return p.ep.Registry().Has("marker") })
 	close(stop)
-	wg.Wait()
+	if err := <-calls; err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := p.ep.Registry().Listed(); now != gen+1 {
+		t.Fatalf("the registry changed %d times over 20 relists of unchanged tools and one new tool; want once", now-gen)
+	}
 }
 
 // httpUpstream serves a go-sdk server over streamable HTTP.
@@ -613,7 +634,7 @@ func TestProxyHTTPServerDies(t *testing.T) {
 	if err != nil || !r.IsError || !strings.Contains(resultText(r), `MCP server "remote" failed during the call`) {
 		t.Fatalf("got %v %+v", err, r)
 	}
-	eventually(t, "the server to be marked not up", func() bool { return p.ep.UpstreamStatuses()[0].State != UpstreamUp })
+	eventually(t, "the server to be marked not up", func() bool { return p.ep.ServerStatuses()[0].State != proxy.StateUp })
 	eventually(t, "its tools to be withdrawn", func() bool { return !p.ep.Registry().Has("hello") })
 }
 
