@@ -69,6 +69,11 @@ type Config struct {
 	// NoFastLane makes [Endpoint.ServeStdio] hand every message to the SDK,
 	// external tools' calls too (for comparison and troubleshooting).
 	NoFastLane bool
+	// DrainTimeout bounds how long [Endpoint.ServeStdio] waits, once the
+	// client's input has ended, for the answers to the requests it has
+	// read; those still unanswered then get a JSON-RPC error. Default:
+	// [github.com/agentctl/agentctl/mcpserver/guard.DefaultDrain], 10s.
+	DrainTimeout time.Duration
 }
 
 // Endpoint is one instance's MCP server.

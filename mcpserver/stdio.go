@@ -17,14 +17,22 @@ import (
 )
 
 // ServeStdio serves the endpoint on in and out (the process's stdin and
-// stdout) until the client disconnects or ctx is done. The input guard
+// stdout) until the client's input ends or ctx is done. The input guard
 // (package guard) reads the client's lines; calls of external stdio
 // servers' tools take the fast lane (package lane) unless
 // [Config.NoFastLane]; everything else goes through the SDK as with
 // [Endpoint.Run].
+//
+// Every request read gets an answer before ServeStdio returns: at the end
+// of the input it waits for the answers still being worked on, for at most
+// [Config.DrainTimeout]; what is unanswered then, or when ctx is done, is
+// answered with a JSON-RPC error (code -32004, "server is closing: ...").
 func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	g := guard.New(out, guard.Options{})
+	g := guard.New(out, guard.Options{Drain: e.cfg.DrainTimeout})
 	defer g.Close()
+	// Stopped (a signal): answer what is pending now, before the servers
+	// are stopped under the calls.
+	defer context.AfterFunc(ctx, g.Close)()
 	var take func([]byte) bool
 	if !e.cfg.NoFastLane {
 		l := lane.New(lane.Options{Endpoint: laneRoutes{e}, Client: g, Implementation: implementation(e.cfg), Logger: e.log})

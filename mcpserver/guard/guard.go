@@ -5,7 +5,22 @@
 // A [Guard] frames the client's input into lines and bounds their size; it
 // offers each line to a taker (the fast lane) and hands the rest to the
 // SDK through [Guard.Transport]. Everything the endpoint writes to the
-// client goes through the Guard too, one message per Write.
+// client goes through the Guard too, one message per Write ([Guard.Write]).
+//
+// So the Guard sees every request the client sends and every answer it
+// gets, whoever answers, and keeps the requests still unanswered. When the
+// client's input ends it does not end the SDK's input at once (go-sdk
+// stops writing answers the moment its input ends, and drops those still
+// being worked on): it waits until every request it has read is answered,
+// for at most [Options.Drain] ([DefaultDrain], 10 s, so that a hung
+// external server cannot hold the endpoint forever), answers the rest with
+// an error, and only then ends the SDK's input. [Guard.Close] answers
+// whatever is still unanswered the same way, so that an endpoint answers
+// every request it has read before it exits, also when it is stopped.
+//
+// Being the one place that reads every message in both directions, the
+// Guard is also where answers to malformed input and a mapping of the
+// client's request ids would go.
 //
 // The shortest use:
 //
@@ -16,18 +31,30 @@
 package guard
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// DefaultDrain bounds how long a Guard waits, once the client's input has
+// ended, for the answers to the requests it has read.
+const DefaultDrain = 10 * time.Second
 
 // Options configure a [Guard].
 type Options struct {
 	// MaxLine bounds one message of the client's (0: [MaxLine], go-sdk's).
 	MaxLine int
+	// Drain bounds how long [Guard.Serve] waits, once the input has ended,
+	// for the answers to the requests it has read (0: [DefaultDrain]).
+	// Those still unanswered then get a JSON-RPC error.
+	Drain time.Duration
 }
 
 // Guard stands between a stdio client and the endpoint. See the package
@@ -39,13 +66,28 @@ type Guard struct {
 	sdkR *io.PipeReader
 	sdkW *io.PipeWriter
 
-	mu     sync.Mutex // one message at a time to out
+	mu     sync.Mutex // one message at a time to out; the fields below
 	closed bool
+	// pending are the requests read and not yet answered, by id.
+	pending map[string]request
+	seq     uint64
+	// idle, while Serve drains, is closed once nothing is pending.
+	idle chan struct{}
+}
+
+// request is an unanswered request: its id as the client wrote it, and
+// when it came (answers to leftovers go in that order).
+type request struct {
+	id  []byte
+	seq uint64
 }
 
 // New returns a guard that writes to the client's output out.
 func New(out io.Writer, opts Options) *Guard {
-	g := &Guard{opts: opts, out: out}
+	if opts.Drain <= 0 {
+		opts.Drain = DefaultDrain
+	}
+	g := &Guard{opts: opts, out: out, pending: map[string]request{}}
 	g.sdkR, g.sdkW = io.Pipe()
 	return g
 }
@@ -54,15 +96,22 @@ func New(out io.Writer, opts Options) *Guard {
 var ErrClosed = errors.New("the connection is closed")
 
 // Write writes one whole message to the client; concurrent writers'
-// messages never interleave. It fails once the guard is closed: nothing
-// reaches the client's output after the endpoint has returned.
+// messages never interleave. An answer settles its request. Write fails
+// once the guard is closed: nothing reaches the client's output after the
+// endpoint has returned.
 func (g *Guard) Write(p []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
 		return 0, ErrClosed
 	}
-	return g.out.Write(p)
+	n, err := g.out.Write(p)
+	if len(g.pending) > 0 {
+		// Answered, even if the client can no longer read it: there is
+		// nothing more to wait for.
+		eachAnswer(p, g.settleLocked)
+	}
+	return n, err
 }
 
 // Transport is the SDK's side of the connection: it reads the lines no
@@ -74,19 +123,107 @@ func (g *Guard) Transport() mcp.Transport {
 
 // Serve reads the client's input until it ends: each line goes to take
 // first (nil takes nothing), and to the SDK if take refuses it. Then it
-// ends the SDK's input. It returns why the input ended: nil at its end, or
-// a line over the bound.
-func (g *Guard) Serve(_ context.Context, in io.Reader, take func(line []byte) bool) error {
-	return Pump(in, g.opts.MaxLine, g.sdkW, take)
+// waits for the answers to the requests read (see the package
+// documentation), or until ctx is done, and ends the SDK's input. It
+// returns why the input ended: nil at its end, or a line over the bound.
+func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) bool) error {
+	err, sdkGone := pump(NewLines(in, g.opts.MaxLine), g.sdkW, take, g.read)
+	if sdkGone {
+		return err
+	}
+	if !g.drain(ctx) {
+		g.finish(fmt.Sprintf("no answer within %s after the client's input ended", g.opts.Drain))
+	}
+	g.sdkW.CloseWithError(err)
+	return err
 }
 
-// Close makes further writes fail and ends the SDK's input if Serve has
-// not.
-func (g *Guard) Close() {
+// read notes a request of the client's, or its cancellation.
+func (g *Guard) read(line []byte) {
+	eachRequest(line, func(key string, id []byte) {
+		g.mu.Lock()
+		if !g.closed {
+			g.seq++
+			g.pending[key] = request{id: id, seq: g.seq}
+		}
+		g.mu.Unlock()
+	}, func(key string) {
+		// A cancelled request gets no answer (the lane sends none).
+		g.mu.Lock()
+		g.settleLocked(key)
+		g.mu.Unlock()
+	})
+}
+
+func (g *Guard) settleLocked(key string) {
+	delete(g.pending, key)
+	if len(g.pending) == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+// drain waits until nothing is pending (true), the bound passes or ctx is
+// done (false).
+func (g *Guard) drain(ctx context.Context) bool {
 	g.mu.Lock()
-	g.closed = true
+	if g.closed || len(g.pending) == 0 {
+		g.mu.Unlock()
+		return true
+	}
+	idle := make(chan struct{})
+	g.idle = idle
 	g.mu.Unlock()
+	t := time.NewTimer(g.opts.Drain)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// Close answers every request still unanswered with an error, makes further
+// writes fail, and ends the SDK's input if Serve has not.
+func (g *Guard) Close() {
+	g.finish("agentctl stopped before answering")
 	g.sdkW.CloseWithError(io.EOF)
+}
+
+// codeServerClosing is go-sdk's code for a call that a closing server will
+// not answer (jsonrpc2.ErrServerClosing).
+const codeServerClosing = -32004
+
+// finish answers every pending request with an error saying why, in the
+// order they came, and closes the guard.
+func (g *Guard) finish(why string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	g.closed = true
+	left := slices.SortedFunc(func(yield func(request) bool) {
+		for _, r := range g.pending {
+			if !yield(r) {
+				return
+			}
+		}
+	}, func(a, b request) int { return cmp.Compare(a.seq, b.seq) })
+	msg := jsonString("server is closing: " + why)
+	for _, r := range left {
+		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", r.id, codeServerClosing, msg)
+		if _, err := g.out.Write(line); err != nil {
+			break
+		}
+	}
+	clear(g.pending)
+	if g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
 }
 
 // nopClose is the client's output as the SDK holds it: closing the

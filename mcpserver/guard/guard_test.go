@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // lockedBuffer is a client's output that tests read while the guard writes.
@@ -67,5 +69,171 @@ func TestGuardServesTheSDKsSide(t *testing.T) {
 	got, err := io.ReadAll(g.sdkR)
 	if err != nil || string(got) != "{\"a\":1}\n" {
 		t.Fatalf("the SDK read %q, %v", got, err)
+	}
+}
+
+// pendingIDs are the guard's unanswered requests' ids as written.
+func (g *Guard) pendingIDs() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var ids []string
+	for _, r := range g.pending {
+		ids = append(ids, string(r.id))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// eventually polls cond; a minute is far beyond any machine's slowness.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestGuardHoldsTheSDKsInputUntilAnswered: when the client's input ends,
+// the SDK's goes on until every request read is answered (by the SDK or by
+// the taker, through the guard), then ends.
+func TestGuardHoldsTheSDKsInputUntilAnswered(t *testing.T) {
+	t.Parallel()
+	var out lockedBuffer
+	g := New(&out, Options{Drain: time.Hour})
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":"two","method":"tools/list"}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lane's"}}` + "\n"
+	served := make(chan error, 1)
+	go func() {
+		served <- g.Serve(context.Background(), strings.NewReader(in), func(line []byte) bool { return bytes.Contains(line, []byte("lane's")) })
+	}()
+	sdk := NewLines(g.sdkR, 0)
+	for range 3 { // initialize, initialized, tools/list
+		if _, err := sdk.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the input to be read", func() bool { return len(g.pendingIDs()) == 3 })
+	for _, answer := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":3,"result":{"content":[]}}`} {
+		if _, err := g.Write([]byte(answer + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids := g.pendingIDs(); !slices.Equal(ids, []string{`"two"`}) {
+		t.Fatalf("pending %v, want the tools/list's", ids)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned (%v) with a request unanswered", err)
+	default:
+	}
+	// A notification is no answer.
+	g.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"id":"two"}}` + "\n"))
+	g.Write([]byte(`{"jsonrpc":"2.0","id":"two","result":{"tools":[]}}` + "\n"))
+	if _, err := sdk.Next(); err != io.EOF {
+		t.Fatalf("the SDK's input after the last answer: %v, want EOF", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), `"error"`) {
+		t.Fatalf("an error answer: %s", out.String())
+	}
+}
+
+// TestGuardAnswersWhatIsLeft: what is unanswered at the drain bound, or at
+// Close, gets an error with the id as the client wrote it, in the order
+// the requests came; then nothing more is written.
+func TestGuardAnswersWhatIsLeft(t *testing.T) {
+	t.Parallel()
+	const requests = `{"jsonrpc":"2.0","id":"a\u0062","method":"tools/call"}` + "\n" + `{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n"
+	t.Run("at the drain bound", func(t *testing.T) {
+		t.Parallel()
+		var out lockedBuffer
+		g := New(&out, Options{Drain: 20 * time.Millisecond})
+		go io.Copy(io.Discard, g.sdkR)
+		if err := g.Serve(context.Background(), strings.NewReader(requests), nil); err != nil {
+			t.Fatal(err)
+		}
+		want := `{"jsonrpc":"2.0","id":"a\u0062","error":{"code":-32004,"message":"server is closing: no answer within 20ms after the client's input ended"}}` + "\n" +
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32004,"message":"server is closing: no answer within 20ms after the client's input ended"}}` + "\n"
+		if out.String() != want {
+			t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+		}
+		if _, err := g.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")); !errors.Is(err, ErrClosed) {
+			t.Fatalf("a late answer: %v", err)
+		}
+	})
+	t.Run("at Close", func(t *testing.T) {
+		t.Parallel()
+		var out lockedBuffer
+		g := New(&out, Options{})
+		inR, inW := io.Pipe() // the client never ends its input
+		defer inW.Close()
+		go g.Serve(context.Background(), inR, nil)
+		go io.WriteString(inW, requests)
+		sdk := NewLines(g.sdkR, 0)
+		sdk.Next()
+		sdk.Next()
+		eventually(t, "the requests to be read", func() bool { return len(g.pendingIDs()) == 2 })
+		g.Close()
+		if got := out.String(); strings.Count(got, `"message":"server is closing: agentctl stopped before answering"`) != 2 ||
+			strings.Index(got, `"a\u0062"`) > strings.Index(got, `"id":7`) {
+			t.Fatalf("got %s", got)
+		}
+		if _, err := sdk.Next(); err != io.EOF {
+			t.Fatalf("the SDK's input after Close: %v", err)
+		}
+	})
+}
+
+// TestGuardReadsEnvelopes: which messages are requests to wait for, which
+// settle them, and which are neither.
+func TestGuardReadsEnvelopes(t *testing.T) {
+	t.Parallel()
+	requests := map[string][]string{ // a line of the client's: the ids it waits for
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`:                                           {"n1"},
+		`{"method":"tools/call","params":{"name":"x"},"jsonrpc":"2.0","id":"s"}`:                                         {"ss"},
+		`{"jsonrpc":"2.0","id":"a\u0062","method":"x"}`:                                                                  {"sab"},
+		`{"jsonrpc":"2.0","id":2.0,"method":"x"}`:                                                                        {"n2"},
+		`{"jsonrpc":"2.0","id":-3,"method":"x"}`:                                                                         {"n-3"},
+		`{"jsonrpc":"2.0","id":null,"method":"x"}`:                                                                       nil, // a notification, for go-sdk
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:                                                         nil,
+		`{"jsonrpc":"2.0","id":4,"result":{}}`:                                                                           nil, // the client answering the server
+		`{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{}}`:                                           nil,
+		`[{"jsonrpc":"2.0","id":6,"method":"a"},{"jsonrpc":"2.0","method":"b"},{"jsonrpc":"2.0","id":"7","method":"c"}]`: {"n6", "s7"},
+		`not json`: nil,
+	}
+	for line, want := range requests {
+		var got []string
+		eachRequest([]byte(line), func(key string, _ []byte) { got = append(got, key) }, func(string) { t.Errorf("%s cancels", line) })
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: requests %q, want %q", line, got, want)
+		}
+	}
+	var cancelled []string
+	eachRequest([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c","reason":"x"}}`),
+		func(key string, _ []byte) { t.Error("a cancellation is no request") }, func(key string) { cancelled = append(cancelled, key) })
+	if !slices.Equal(cancelled, []string{"sc"}) {
+		t.Errorf("cancelled %q", cancelled)
+	}
+	answers := map[string][]string{ // a message of the endpoint's: the ids it answers
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}` + "\n":                         {"n1"},
+		`{"jsonrpc":"2.0","id":"a\u0062","error":{"code":1,"message":"m"}}`:             {"sab"},
+		`{"jsonrpc":"2.0","result":{"id":9},"id":2}`:                                    {"n2"},
+		`{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{}}`:            nil, // the server asking the client
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":1}}`:         nil,
+		`[{"jsonrpc":"2.0","id":6,"result":{}},{"jsonrpc":"2.0","id":"7","result":{}}]`: {"n6", "s7"},
+	}
+	for msg, want := range answers {
+		var got []string
+		eachAnswer([]byte(msg), func(key string) { got = append(got, key) })
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: answers %q, want %q", msg, got, want)
+		}
 	}
 }

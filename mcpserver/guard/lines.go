@@ -60,20 +60,34 @@ func (r *Lines) Next() ([]byte, error) {
 // closes sdk with the reason (none at end of input) and returns it; a
 // failed write to sdk (the reader is gone) ends it too.
 func Pump(in io.Reader, max int, sdk *io.PipeWriter, take func([]byte) bool) error {
-	lr := NewLines(in, max)
+	err, sdkGone := pump(NewLines(in, max), sdk, take, nil)
+	if !sdkGone {
+		sdk.CloseWithError(err)
+	}
+	return err
+}
+
+// pump hands each non-blank line to seen (if any), then to take, then, if
+// take refuses it, to sdk, until the input ends (err: nil at its end) or
+// sdk fails (sdkGone).
+func pump(lr *Lines, sdk io.Writer, take func([]byte) bool, seen func([]byte)) (err error, sdkGone bool) {
 	for {
 		line, err := lr.Next()
-		if len(bytes.TrimSpace(line)) > 0 && (take == nil || !take(line)) {
-			if werr := writeLine(sdk, line); werr != nil {
-				return werr
+		if len(bytes.TrimSpace(line)) > 0 {
+			if seen != nil {
+				seen(line)
+			}
+			if take == nil || !take(line) {
+				if werr := writeLine(sdk, line); werr != nil {
+					return werr, true
+				}
 			}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = nil
 			}
-			sdk.CloseWithError(err)
-			return err
+			return err, false
 		}
 	}
 }
