@@ -168,10 +168,31 @@ func canonicalJSON(tb testing.TB, line []byte) map[string]any {
 	return m
 }
 
+// bothPaths runs serve with the fast lane and without it (every message
+// through the SDK), in parallel, and returns what each gave.
+func bothPaths[T any](t *testing.T, serve func(t *testing.T, noLane bool) T) (lane, sdk T) {
+	t.Helper()
+	t.Run("serve", func(t *testing.T) {
+		t.Run("lane", func(t *testing.T) {
+			t.Parallel()
+			lane = serve(t, false)
+		})
+		t.Run("sdk", func(t *testing.T) {
+			t.Parallel()
+			sdk = serve(t, true)
+		})
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	return lane, sdk
+}
+
 // TestLaneAnswersAsTheSDKDoes sends the same requests through the fast lane
 // and through the SDK, and compares what comes back by value: results,
 // errors, isError, structured content, and the 2026-07-28 server info.
 func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
+	t.Parallel()
 	bin := upstreamBin(t)
 	stateless := statelessMeta
 	calls := []struct{ what, params string }{
@@ -198,16 +219,16 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 		{"tools/list, stateless", `{` + stateless + `}`},
 	}
 	answers := map[bool][][]byte{}
-	for _, noLane := range []bool{false, true} {
+	answers[false], answers[true] = bothPaths(t, func(t *testing.T, noLane bool) (out [][]byte) {
 		ep, p := stdioEndpoint(t, noLane, mount.Mount{Kind: mount.KindServer, Name: "up", Command: bin},
 			mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()})
 		for _, c := range calls {
 			ans, _ := p.request(t, "tools/call", c.params)
-			answers[noLane] = append(answers[noLane], ans)
+			out = append(out, ans)
 		}
 		for _, c := range lists {
 			ans, _ := p.request(t, "tools/list", c.params)
-			answers[noLane] = append(answers[noLane], ans)
+			out = append(out, ans)
 		}
 		var forwarded int64
 		if l := ep.lane.Load(); l != nil {
@@ -219,7 +240,8 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 		if l := ep.lane.Load(); !noLane && l.Stats().Listed != int64(len(lists)) {
 			t.Fatalf("the lane answered %d of %d tools/list", l.Stats().Listed, len(lists))
 		}
-	}
+		return out
+	})
 	calls = append(calls, lists...)
 	for i, c := range calls {
 		lane, sdk := canonicalJSON(t, answers[false][i]), canonicalJSON(t, answers[true][i])
@@ -243,6 +265,7 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 // that only speaks 2026-07-28 (no initialize: its first request opens the
 // session in the SDK), whose tools/call results also say resultType.
 func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
+	t.Parallel()
 	bin := upstreamBin(t)
 	requests := []struct{ what, method, params string }{
 		{"call", "tools/call", `{"name":"up__echo","arguments":{"text":"s"},` + statelessMeta + `}`},
@@ -252,17 +275,18 @@ func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
 		{"list without the protocol _meta", "tools/list", `{}`},
 	}
 	answers := map[bool][][]byte{}
-	for _, noLane := range []bool{false, true} {
+	answers[false], answers[true] = bothPaths(t, func(t *testing.T, noLane bool) (out [][]byte) {
 		ep, p := stdioEndpointOpening(t, noLane, openStateless, mount.Mount{Kind: mount.KindServer, Name: "up", Command: bin},
 			mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()})
 		for _, r := range requests {
 			ans, _ := p.request(t, r.method, r.params)
-			answers[noLane] = append(answers[noLane], ans)
+			out = append(out, ans)
 		}
 		if l := ep.lane.Load(); !noLane && (l.Stats().Forwarded != 3 || l.Stats().Listed != 2) {
 			t.Fatalf("the lane forwarded %d calls and answered %d lists, want 3 and 2", l.Stats().Forwarded, l.Stats().Listed)
 		}
-	}
+		return out
+	})
 	for i, r := range requests {
 		lane, sdk := canonicalJSON(t, answers[false][i]), canonicalJSON(t, answers[true][i])
 		if !reflect.DeepEqual(lane, sdk) {
@@ -280,6 +304,7 @@ func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
 // the wire: progress with the client's token, a cancellation forwarded
 // upstream (no answer follows), and a server dying mid-call.
 func TestLaneProgressCancellationAndCrash(t *testing.T) {
+	t.Parallel()
 	bin := upstreamBin(t)
 	log := &syncBuffer{}
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
@@ -355,6 +380,7 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 // TestLaneLeavesTheRestToTheSDK: calls the lane does not fully understand
 // reach the SDK unchanged.
 func TestLaneLeavesTheRestToTheSDK(t *testing.T) {
+	t.Parallel()
 	// One mount: its tools are unprefixed.
 	ep, p := stdioEndpoint(t, false, mount.Mount{Kind: mount.KindServer, Name: "up", Command: upstreamBin(t)})
 	// A built-in is the SDK's.

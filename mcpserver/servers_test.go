@@ -29,41 +29,52 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// upBin is testdata/upstream, a small MCP server that can be told to
+// crash, hang or change its tools. TestMain builds it once for the
+// package's tests and benchmarks, while the first tests run; upstreamBin
+// waits for it.
 var (
-	upOnce sync.Once
-	upDir  string
-	upBin  string
-	upErr  error
+	upBin   string
+	upBuilt = make(chan struct{})
+	upErr   error
 )
 
-// TestMain removes the upstream server upstreamBin built.
+// upstreamEnv hands upBin to the test binary's own subprocesses (a crash
+// test's writer), which then build nothing.
+const upstreamEnv = "AGENTCTL_TEST_UPSTREAM"
+
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if upDir != "" {
-		os.RemoveAll(upDir)
+	if bin := os.Getenv(upstreamEnv); bin != "" {
+		upBin = bin
+		close(upBuilt)
+		os.Exit(m.Run())
 	}
+	dir, err := os.MkdirTemp("", "agentctl-upstream-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	upBin = filepath.Join(dir, "upstream")
+	os.Setenv(upstreamEnv, upBin)
+	go func() {
+		defer close(upBuilt)
+		cmd := exec.Command("go", "build", "-o", upBin, "./testdata/upstream")
+		cmd.Dir = ".." // the module's root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			upErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	}()
+	code := m.Run()
+	<-upBuilt
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// upstreamBin builds testdata/upstream, a small MCP server that can be told
-// to crash, hang or change its tools.
-func upstreamBin(t testing.TB) string {
-	t.Helper()
-	upOnce.Do(func() {
-		upDir, upErr = os.MkdirTemp("", "agentctl-upstream-")
-		if upErr != nil {
-			return
-		}
-		upBin = filepath.Join(upDir, "upstream")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", upBin, "./testdata/upstream")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			upErr = errors.New(string(out))
-		}
-	})
+// upstreamBin is the path of testdata/upstream, once TestMain has built it.
+func upstreamBin(tb testing.TB) string {
+	<-upBuilt
 	if upErr != nil {
-		t.Fatalf("build testdata/upstream: %v", upErr)
+		tb.Fatalf("build testdata/upstream: %v", upErr)
 	}
 	return upBin
 }
@@ -111,11 +122,15 @@ const (
 	viaLaneInit servePath = "lane-2025-11-25"
 )
 
-// forEachPath runs a scenario through both paths: what the client sees must
-// not depend on which one carried it.
+// forEachPath runs a scenario through both paths, in parallel: what the
+// client sees must not depend on which one carried it.
 func forEachPath(t *testing.T, f func(t *testing.T, path servePath)) {
+	t.Parallel()
 	for _, path := range []servePath{viaSDK, viaLane, viaLaneInit} {
-		t.Run(string(path), func(t *testing.T) { f(t, path) })
+		t.Run(string(path), func(t *testing.T) {
+			t.Parallel()
+			f(t, path)
+		})
 	}
 }
 
@@ -362,7 +377,9 @@ func TestProxyCrashMidCallAndRestart(t *testing.T) {
 }
 
 func TestProxyFaultsAtStart(t *testing.T) {
+	t.Parallel()
 	t.Run("missing binary", func(t *testing.T) {
+		t.Parallel()
 		m := mcpMount("gone")
 		m.Command = filepath.Join(t.TempDir(), "no-such-server")
 		p := startProxy(t, mount.PrefixModeMountName, m)
@@ -378,6 +395,7 @@ func TestProxyFaultsAtStart(t *testing.T) {
 		}
 	})
 	t.Run("exits at start, then comes up", func(t *testing.T) {
+		t.Parallel()
 		flag := filepath.Join(t.TempDir(), "fail")
 		if err := os.WriteFile(flag, nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -406,6 +424,7 @@ func TestProxyFaultsAtStart(t *testing.T) {
 		})
 	})
 	t.Run("hangs past the timeout", func(t *testing.T) {
+		t.Parallel()
 		pidfile := filepath.Join(t.TempDir(), "pid")
 		m := withBin(t, mcpMount("up", "-hang-start", "-pidfile", pidfile))
 		m.Timeout = mount.Duration(300 * time.Millisecond)
@@ -514,6 +533,7 @@ func fileExists(p string) bool {
 // TestProxyStreamableHTTP mounts an upstream served over streamable HTTP,
 // with a header it requires.
 func TestProxyStreamableHTTP(t *testing.T) {
+	t.Parallel()
 	up := mcp.NewServer(&mcp.Implementation{Name: "http-upstream", Version: "1"}, nil)
 	type in struct {
 		Text string `json:"text"`
@@ -556,6 +576,7 @@ func TestProxyStreamableHTTP(t *testing.T) {
 // change at all (no tool removed and added back, however briefly), and
 // calls racing the relists all succeed.
 func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
+	t.Parallel()
 	up, srv := httpUpstream(t, "hello")
 	var lists atomic.Int64
 	up.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -624,6 +645,7 @@ func httpUpstream(t *testing.T, tools ...string) (*mcp.Server, *httptest.Server)
 // TestProxyHTTPServerDies: a call to a server that went away is an isError
 // result naming it, and agentctl stops calling it up.
 func TestProxyHTTPServerDies(t *testing.T) {
+	t.Parallel()
 	_, srv := httpUpstream(t, "hello")
 	m := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL, Timeout: mount.Duration(2 * time.Second)}
 	p := startProxy(t, mount.PrefixModeMountName, m)
@@ -642,6 +664,7 @@ func TestProxyHTTPServerDies(t *testing.T) {
 // tool named like a knowledge base's (both unprefixed, mode off) takes both
 // out of service; when the server drops it, the knowledge base's returns.
 func TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool(t *testing.T) {
+	t.Parallel()
 	up, srv := httpUpstream(t, "concept_read", "other")
 	kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
 	remote := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL}
@@ -671,6 +694,7 @@ func TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool(t *testing.T) {
 // server's stdin; when the endpoint stops, they go too, with the server's
 // process group.
 func TestProxyStopsALaunchersChildren(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("process groups of stdio servers are a Linux feature here")
 	}

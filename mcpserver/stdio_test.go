@@ -97,7 +97,7 @@ func TestServeStdioAnswersEveryRequestReadBeforeEOF(t *testing.T) {
 			requestLine(2, "tools/list", `{}`), requestLine(3, "tools/call", `{"name":"get_instance","arguments":{}}`)}, 20},
 		{"an external server's calls", []mount.Mount{server}, []string{initializeLine, initializedLine,
 			requestLine(2, "tools/list", `{}`), requestLine(3, "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`),
-			requestLine(4, "tools/call", `{"name":"slow","arguments":{"ms":200}}`)}, 5},
+			requestLine(4, "tools/call", `{"name":"slow","arguments":{"ms":50}}`)}, 5},
 	}
 	for _, noLane := range []bool{false, true} {
 		for _, c := range cases {
@@ -105,7 +105,8 @@ func TestServeStdioAnswersEveryRequestReadBeforeEOF(t *testing.T) {
 				t.Parallel()
 				for run := range c.runs {
 					cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-					cfg.Mounts, cfg.NoFastLane = c.mounts, noLane
+					// A backstop: every answer here comes at once.
+					cfg.Mounts, cfg.NoFastLane, cfg.DrainTimeout = c.mounts, noLane, time.Minute
 					ep, err := New(cfg)
 					if err != nil {
 						t.Fatal(err)
@@ -120,7 +121,7 @@ func TestServeStdioAnswersEveryRequestReadBeforeEOF(t *testing.T) {
 					if len(missing) > 0 {
 						t.Fatalf("run %d of %d: no answer to request %s; answered %v", run+1, c.runs, strings.Join(missing, ", "), slices.Sorted(maps.Keys(got)))
 					}
-					if c.mounts != nil && !strings.Contains(got["4"], `slow: done after 200ms`) {
+					if c.mounts != nil && !strings.Contains(got["4"], `slow: done after 50ms`) {
 						t.Fatalf("run %d: the call running at the end of the input: %s", run+1, got["4"])
 					}
 				}
@@ -141,7 +142,8 @@ func requestID(line string) string {
 // TestServeStdioBoundsTheWaitAtEOF: a call that is still unanswered
 // [Config.DrainTimeout] after the input ended (a hung server) is answered
 // with an error, not dropped, and the endpoint ends; with the fast lane
-// and without.
+// and without. (The other calls are answered before the input ends, so
+// that only the hung one waits for the bound.)
 func TestServeStdioBoundsTheWaitAtEOF(t *testing.T) {
 	t.Parallel()
 	server := mount.Mount{Kind: mount.KindServer, Name: "up", Command: upstreamBin(t)}
@@ -154,15 +156,49 @@ func TestServeStdioBoundsTheWaitAtEOF(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := answers(t, serveInput(t, ep, initializeLine, initializedLine,
-				requestLine(2, "tools/call", `{"name":"slow","arguments":{"ms":600000}}`),
-				requestLine(3, "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`)))
-			if !strings.Contains(got["3"], `"text":"hi"`) {
-				t.Fatalf("the call that was answered: %s", got["3"])
+			inR, inW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
 			}
-			want := `{"jsonrpc":"2.0","id":2,"error":{"code":-32004,"message":"server is closing: no answer within 300ms after the client's input ended"}}` + "\n"
-			if got["2"] != want {
-				t.Fatalf("the hung call:\n got %s\nwant %s", got["2"], want)
+			outR, outW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inR.Close()
+			defer outR.Close()
+			done := make(chan error, 1)
+			go func() {
+				done <- ep.ServeStdio(context.Background(), inR, outW)
+				outW.Close()
+			}()
+			p := newRawPeer(inW, outR)
+			p.initialize(t)
+			if ans, _ := p.request(t, "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`); !bytes.Contains(ans, []byte(`"text":"hi"`)) {
+				t.Fatalf("echo: %s", ans)
+			}
+			p.send(t, requestLine(99, "tools/call", `{"name":"slow","arguments":{"ms":600000}}`))
+			inW.Close()
+			var hung []byte
+			for {
+				line, err := p.r.ReadBytes('\n')
+				if err != nil {
+					break
+				}
+				if bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":99,`)) {
+					hung = line
+				}
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("ServeStdio: %v", err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("ServeStdio did not return")
+			}
+			want := `{"jsonrpc":"2.0","id":99,"error":{"code":-32004,"message":"server is closing: no answer within 300ms after the client's input ended"}}` + "\n"
+			if string(hung) != want {
+				t.Fatalf("the hung call:\n got %s\nwant %s", hung, want)
 			}
 		})
 	}

@@ -87,6 +87,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // neither the client's other messages nor the lane: once its pipe and
 // agentctl's queue to it are full, further calls get a tool error at once.
 func TestLaneStuckServer(t *testing.T) {
+	t.Parallel()
 	stuckR, stuck, err := os.Pipe() // nobody reads: the pipe fills up
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +145,7 @@ func TestLaneStuckServer(t *testing.T) {
 // client's call, as the SDK path would. (An id with escapes is not looked
 // for: no JSON encoder escapes the ASCII the lane's ids are made of.)
 func TestLaneOddAnswers(t *testing.T) {
+	t.Parallel()
 	var client syncBuffer
 	l, _ := laneWithTool(t, io.Discard, &client)
 	call := func(id string) {
@@ -179,6 +181,7 @@ func TestLaneOddAnswers(t *testing.T) {
 // what is already waiting, so one message larger than the bound still goes
 // to a server that is reading, just slowly.
 func TestLaneLinkTakesALargeMessageBehindASmallQueue(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +236,7 @@ func BenchmarkLaneWork(b *testing.B) {
 // proxy.ForwardsMeta does for the SDK path, also for keys written with
 // escapes.
 func TestLaneForwardsTheMetaTheSDKPathDoes(t *testing.T) {
+	t.Parallel()
 	var up syncBuffer
 	l, _ := laneWithTool(t, &up, io.Discard)
 	meta := `{"trace":"a","progress\u0054oken":"x","io.model\u0063ontextprotocol/clientInfo":{},"x\u002dmine":1,"progressToken":"p"}`
