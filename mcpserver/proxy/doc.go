@@ -17,14 +17,18 @@
 // calls instead, raw; what both do to a call is defined here once:
 // [Arguments], [ForwardsMeta], [ProgressRoutes], [FailedDuringCall].
 //
-// The shortest use:
+// The shortest use, with ns an endpoint's [Namespace]:
 //
-//	pool := proxy.NewPool(mounts, endpointNamespace, proxy.Options{Version: "1.0"})
-//	pool.Start(ctx)
-//	<-pool.FirstRound()
+//	pool := proxy.NewPool(mounts, ns, proxy.Options{Version: version})
+//	pool.Start(ctx) // ns.Reconcile runs as the servers come up
+//
+// and in ns.Reconcile, each tool under its canonical name:
+//
 //	for _, s := range pool.Servers() {
 //		for _, t := range s.Tools() {
-//			server.AddTool(t, s.Handler(t.Name)) // under the tool's canonical name
+//			c := *t
+//			c.Name = s.Mount().ToolName(t.Name)
+//			server.AddTool(&c, s.Handler(t.Name))
 //		}
 //	}
 package proxy

@@ -32,5 +32,7 @@
 //
 //	l := lane.New(lane.Options{Endpoint: routes, Client: g, Implementation: impl})
 //	go g.Serve(ctx, stdin, l.FromClient)
+//	ss, err := server.Connect(ctx, g.Transport(), nil)
+//	l.SetSession(ss)
 //	// and each stdio server started with l.Transport(cmd, name)
 package lane
