@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/agentctl/agentctl/mcpserver/mount"
-	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"io"
 	"os"
 	"reflect"
@@ -16,6 +14,8 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 )
 
 // rawPeer speaks newline-delimited JSON-RPC by hand: the tests' and

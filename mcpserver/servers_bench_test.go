@@ -3,14 +3,15 @@ package mcpserver
 import (
 	"bytes"
 	"fmt"
-	"github.com/agentctl/agentctl/mcpserver/guard"
-	"github.com/agentctl/agentctl/mcpserver/mount"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/mcpserver/guard"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 )
 
 // BenchmarkProxyCall: a tools/call through agentctl's stdio endpoint to a
