@@ -7,7 +7,6 @@ import (
 	"io"
 	"os/exec"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/agentctl/agentctl/agents"
@@ -40,15 +39,13 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 		take = l.FromClient
 		defer l.Close()
 	}
-	var inputEnded atomic.Bool
 	go func() {
 		if err := g.Serve(ctx, in, take); err != nil {
 			e.log.Debug("the client's input ended", "error", err)
 		}
-		inputEnded.Store(true)
 	}()
 	err := e.Run(ctx, g.Transport())
-	if err != nil && (inputEnded.Load() || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)) {
+	if err != nil && (g.InputEnded() || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)) {
 		// The client hung up; what failed after that (a write to its
 		// closed output) is part of a clean end.
 		e.log.Debug("client gone", "error", err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +36,9 @@ type Guard struct {
 	// sdkR and sdkW carry the lines nobody took to the SDK.
 	sdkR *io.PipeReader
 	sdkW *io.PipeWriter
+
+	// inputEnded: Serve has read the client's input to its end.
+	inputEnded atomic.Bool
 
 	mu     sync.Mutex // one message at a time to out; the fields below
 	closed bool
@@ -101,12 +105,17 @@ func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) 
 	if sdkGone {
 		return err
 	}
+	g.inputEnded.Store(true)
 	if !g.drain(ctx) {
 		g.finish(fmt.Sprintf("no answer within %s after the client's input ended", g.opts.Drain))
 	}
 	g.sdkW.CloseWithError(err)
 	return err
 }
+
+// InputEnded reports whether Serve has read the client's input to its end
+// (or to a line over the bound): from then on, the SDK's input ends too.
+func (g *Guard) InputEnded() bool { return g.inputEnded.Load() }
 
 // read notes a request of the client's, or its cancellation.
 func (g *Guard) read(line []byte) {
