@@ -172,7 +172,7 @@ func (g *Guard) Close() {
 }
 
 // codeServerClosing is go-sdk's code for a call that a closing server will
-// not answer (jsonrpc2.ErrServerClosing).
+// not answer (go-sdk v1.8.0 internal/jsonrpc2/wire.go, ErrServerClosing).
 const codeServerClosing = -32004
 
 // finish answers every pending request with an error saying why, in the
