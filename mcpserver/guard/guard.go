@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,18 +43,12 @@ type Guard struct {
 
 	mu     sync.Mutex // one message at a time to out; the fields below
 	closed bool
-	// pending are the requests read and not yet answered, by id.
-	pending map[string]request
+	// pending are the requests read and not yet answered: by id (see
+	// appendIDKey), when each came.
+	pending map[string]uint64
 	seq     uint64
 	// idle, while Serve drains, is closed once nothing is pending.
 	idle chan struct{}
-}
-
-// request is an unanswered request: its id as the client wrote it, and
-// when it came (answers to leftovers go in that order).
-type request struct {
-	id  []byte
-	seq uint64
 }
 
 // New returns a guard that writes to the client's output out.
@@ -61,7 +56,7 @@ func New(out io.Writer, opts Options) *Guard {
 	if opts.Drain <= 0 {
 		opts.Drain = DefaultDrain
 	}
-	g := &Guard{opts: opts, out: out, pending: map[string]request{}}
+	g := &Guard{opts: opts, out: out, pending: map[string]uint64{}}
 	g.sdkR, g.sdkW = io.Pipe()
 	return g
 }
@@ -83,7 +78,7 @@ func (g *Guard) Write(p []byte) (int, error) {
 	if len(g.pending) > 0 {
 		// Answered, even if the client can no longer read it: there is
 		// nothing more to wait for.
-		eachAnswer(p, g.settleLocked)
+		eachMessage(p, g.answered)
 	}
 	return n, err
 }
@@ -117,25 +112,38 @@ func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) 
 // (or to a line over the bound): from then on, the SDK's input ends too.
 func (g *Guard) InputEnded() bool { return g.inputEnded.Load() }
 
-// read notes a request of the client's, or its cancellation.
+// read notes the client's requests in a line, and their cancellations.
 func (g *Guard) read(line []byte) {
-	eachRequest(line, func(key string, id []byte) {
-		g.mu.Lock()
-		if !g.closed {
-			g.seq++
-			g.pending[key] = request{id: id, seq: g.seq}
-		}
-		g.mu.Unlock()
-	}, func(key string) {
-		// A cancelled request gets no answer (the lane sends none).
-		g.mu.Lock()
-		g.settleLocked(key)
-		g.mu.Unlock()
-	})
+	eachMessage(line, g.readOne)
 }
 
-func (g *Guard) settleLocked(key string) {
-	delete(g.pending, key)
+func (g *Guard) readOne(msg []byte) {
+	var buf [32]byte
+	key, k := readRequest(buf[:0], msg)
+	if k == otherMessage {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case k == cancellation:
+		g.settleLocked(key) // it gets no answer (the lane sends none)
+	case !g.closed:
+		g.seq++
+		g.pending[string(key)] = g.seq
+	}
+}
+
+// answered settles the requests a message of the endpoint's answers.
+func (g *Guard) answered(msg []byte) {
+	var buf [32]byte
+	if key, ok := readAnswer(buf[:0], msg); ok {
+		g.settleLocked(key)
+	}
+}
+
+func (g *Guard) settleLocked(key []byte) {
+	delete(g.pending, string(key))
 	if len(g.pending) == 0 && g.idle != nil {
 		close(g.idle)
 		g.idle = nil
@@ -176,7 +184,8 @@ func (g *Guard) Close() {
 const codeServerClosing = -32004
 
 // finish answers every pending request with an error saying why, in the
-// order they came, and closes the guard.
+// order they came (with the id as go-sdk writes it in its answers), and
+// closes the guard.
 func (g *Guard) finish(why string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -184,16 +193,10 @@ func (g *Guard) finish(why string) {
 		return
 	}
 	g.closed = true
-	left := slices.SortedFunc(func(yield func(request) bool) {
-		for _, r := range g.pending {
-			if !yield(r) {
-				return
-			}
-		}
-	}, func(a, b request) int { return cmp.Compare(a.seq, b.seq) })
+	left := slices.SortedFunc(maps.Keys(g.pending), func(a, b string) int { return cmp.Compare(g.pending[a], g.pending[b]) })
 	msg := jsonString("server is closing: " + why)
-	for _, r := range left {
-		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", r.id, codeServerClosing, msg)
+	for _, key := range left {
+		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", appendID(nil, key), codeServerClosing, msg)
 		if _, err := g.out.Write(line); err != nil {
 			break
 		}

@@ -72,13 +72,13 @@ func TestGuardServesTheSDKsSide(t *testing.T) {
 	}
 }
 
-// pendingIDs are the guard's unanswered requests' ids as written.
+// pendingIDs are the guard's unanswered requests' ids.
 func (g *Guard) pendingIDs() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var ids []string
-	for _, r := range g.pending {
-		ids = append(ids, string(r.id))
+	for key := range g.pending {
+		ids = append(ids, string(appendID(nil, key)))
 	}
 	slices.Sort(ids)
 	return ids
@@ -146,8 +146,8 @@ func TestGuardHoldsTheSDKsInputUntilAnswered(t *testing.T) {
 }
 
 // TestGuardAnswersWhatIsLeft: what is unanswered at the drain bound, or at
-// Close, gets an error with the id as the client wrote it, in the order
-// the requests came; then nothing more is written.
+// Close, gets an error with the request's id (as go-sdk writes ids), in
+// the order the requests came; then nothing more is written.
 func TestGuardAnswersWhatIsLeft(t *testing.T) {
 	t.Parallel()
 	const requests = `{"jsonrpc":"2.0","id":"a\u0062","method":"tools/call"}` + "\n" + `{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n"
@@ -159,7 +159,7 @@ func TestGuardAnswersWhatIsLeft(t *testing.T) {
 		if err := g.Serve(context.Background(), strings.NewReader(requests), nil); err != nil {
 			t.Fatal(err)
 		}
-		want := `{"jsonrpc":"2.0","id":"a\u0062","error":{"code":-32004,"message":"server is closing: no answer within 20ms after the client's input ended"}}` + "\n" +
+		want := `{"jsonrpc":"2.0","id":"ab","error":{"code":-32004,"message":"server is closing: no answer within 20ms after the client's input ended"}}` + "\n" +
 			`{"jsonrpc":"2.0","id":7,"error":{"code":-32004,"message":"server is closing: no answer within 20ms after the client's input ended"}}` + "\n"
 		if out.String() != want {
 			t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
@@ -182,7 +182,7 @@ func TestGuardAnswersWhatIsLeft(t *testing.T) {
 		eventually(t, "the requests to be read", func() bool { return len(g.pendingIDs()) == 2 })
 		g.Close()
 		if got := out.String(); strings.Count(got, `"message":"server is closing: agentctl stopped before answering"`) != 2 ||
-			strings.Index(got, `"a\u0062"`) > strings.Index(got, `"id":7`) {
+			strings.Index(got, `"ab"`) > strings.Index(got, `"id":7`) {
 			t.Fatalf("got %s", got)
 		}
 		if _, err := sdk.Next(); err != io.EOF {
@@ -201,6 +201,11 @@ func TestGuardReadsEnvelopes(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"a\u0062","method":"x"}`:                                                                  {"sab"},
 		`{"jsonrpc":"2.0","id":2.0,"method":"x"}`:                                                                        {"n2"},
 		`{"jsonrpc":"2.0","id":-3,"method":"x"}`:                                                                         {"n-3"},
+		`{"jsonrpc":"2.0","id":1e2,"method":"x"}`:                                                                        {"n100"},
+		`{"jsonrpc":"2.0","id":1.9,"method":"x"}`:                                                                        {"n1"},
+		`{"jsonrpc":"2.0","id":-,"method":"x"}`:                                                                          nil,
+		`{"jsonrpc":"2.0","id":"x","method":"tools\/list"}`:                                                              {"sx"},
+		`{"jsonrpc":"2.0","id":"y","method":"subscriptions\/listen"}`:                                                    nil,
 		`{"jsonrpc":"2.0","id":null,"method":"x"}`:                                                                       nil, // a notification, for go-sdk
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:                                                         nil,
 		`{"jsonrpc":"2.0","id":4,"result":{}}`:                                                                           nil, // the client answering the server
@@ -210,16 +215,20 @@ func TestGuardReadsEnvelopes(t *testing.T) {
 	}
 	for line, want := range requests {
 		var got []string
-		eachRequest([]byte(line), func(key string, _ []byte) { got = append(got, key) }, func(string) { t.Errorf("%s cancels", line) })
+		eachMessage([]byte(line), func(msg []byte) {
+			switch key, k := readRequest(nil, msg); k {
+			case request:
+				got = append(got, string(key))
+			case cancellation:
+				t.Errorf("%s cancels", line)
+			}
+		})
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: requests %q, want %q", line, got, want)
 		}
 	}
-	var cancelled []string
-	eachRequest([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c","reason":"x"}}`),
-		func(key string, _ []byte) { t.Error("a cancellation is no request") }, func(key string) { cancelled = append(cancelled, key) })
-	if !slices.Equal(cancelled, []string{"sc"}) {
-		t.Errorf("cancelled %q", cancelled)
+	if key, k := readRequest(nil, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"x","requestId":"c"}}`)); k != cancellation || string(key) != "sc" {
+		t.Errorf("a cancellation: %q, %v", key, k)
 	}
 	answers := map[string][]string{ // a message of the endpoint's: the ids it answers
 		`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}` + "\n":                         {"n1"},
@@ -231,7 +240,11 @@ func TestGuardReadsEnvelopes(t *testing.T) {
 	}
 	for msg, want := range answers {
 		var got []string
-		eachAnswer([]byte(msg), func(key string) { got = append(got, key) })
+		eachMessage([]byte(msg), func(m []byte) {
+			if key, ok := readAnswer(nil, m); ok {
+				got = append(got, string(key))
+			}
+		})
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: answers %q, want %q", msg, got, want)
 		}
