@@ -250,3 +250,23 @@ func TestGuardReadsEnvelopes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGuardWork is the guard's own work for one request and its
+// answer, without I/O: reading the request's envelope and noting it, then
+// reading the answer's and settling it. The answer is a tools/list of 60 KB,
+// whose result the guard must not scan.
+func BenchmarkGuardWork(b *testing.B) {
+	g := New(io.Discard, Options{})
+	req := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/list","params":{"_meta":{"progressToken":"p-17"}}}` + "\n")
+	answer := []byte(`{"jsonrpc":"2.0","id":17,"result":{"tools":[` + strings.Repeat(`{"name":"tool","inputSchema":{"type":"object"}},`, 1200) + `{}]}}` + "\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		g.read(req)
+		if _, err := g.Write(answer); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(g.pending) != 0 {
+		b.Fatal("requests left pending")
+	}
+}
