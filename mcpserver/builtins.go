@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -81,7 +82,7 @@ type InstanceOutput struct {
 	Namespacing string        `json:"namespacing"`
 	Tools       []PlannedTool `json:"tools"`
 	// MCPServers are the external servers' states (why one's tools are absent).
-	MCPServers []UpstreamStatus `json:"mcp_servers"`
+	MCPServers []proxy.ServerStatus `json:"mcp_servers"`
 	// Conflicts are tool names that several sources want: none is served.
 	Conflicts []Conflict `json:"conflicts"`
 }
@@ -328,7 +329,7 @@ func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ 
 		ServerName:  e.cfg.ServerName,
 		Namespacing: string(e.cfg.Naming.Namespacing),
 		Tools:       e.ToolNames(),
-		MCPServers:  e.UpstreamStatuses(),
+		MCPServers:  e.ServerStatuses(),
 		Conflicts:   e.Conflicts(),
 	}
 	if out.Conflicts == nil {

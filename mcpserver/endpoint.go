@@ -2,19 +2,19 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver/kb"
 	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
+	"github.com/agentctl/agentctl/mcpserver/proxy/lane"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -52,9 +52,9 @@ type Config struct {
 	// [New] checks them and resolves their prefixes with PrefixMode.
 	Mounts     []mount.Mount
 	PrefixMode mount.PrefixMode
-	// UpstreamLog receives external servers' stderr, each line prefixed
+	// ServerStderr receives external servers' stderr, each line prefixed
 	// with the server's name; nil discards it. Never the protocol's stdout.
-	UpstreamLog io.Writer
+	ServerStderr io.Writer
 	// QuestionTimeout bounds ask_user_question's wait for an answer.
 	QuestionTimeout time.Duration
 	Store           Store
@@ -70,6 +70,11 @@ type Config struct {
 	// NoFastLane makes [Endpoint.ServeStdio] hand every message to the SDK,
 	// external tools' calls too (for comparison and troubleshooting).
 	NoFastLane bool
+	// DrainTimeout bounds how long [Endpoint.ServeStdio] waits, once the
+	// client's input has ended, for the answers to the requests it has
+	// read; those still unanswered then get a JSON-RPC error. Default:
+	// [github.com/agentctl/agentctl/mcpserver/guard.DefaultDrain], 10s.
+	DrainTimeout time.Duration
 }
 
 // Endpoint is one instance's MCP server.
@@ -83,23 +88,17 @@ type Endpoint struct {
 	// mounts are cfg.Mounts with their prefixes resolved.
 	mounts []mount.Resolved
 
-	// External servers and the namespace they share with the rest.
-	upstreams []*upstream
+	// External servers (package proxy) and the namespace they share with
+	// the rest (servers.go).
+	pool      *proxy.Pool
 	nsMu      sync.RWMutex           // held by reconcile; tools/list and routing read under it
 	static    map[string]bool        // built-in and knowledge-base names
 	external  map[string]*servedTool // served external names
 	reported  map[string][]string    // collisions already logged
 	conflicts []Conflict
-	progress  progressRoutes
-	logMu     sync.Mutex
-	running   sync.WaitGroup
-	// firstRound is closed once every external server has had its first
-	// connection attempt (up, or failed within its timeout).
-	firstRound chan struct{}
-	pending    sync.WaitGroup
 	// lane forwards external stdio servers' tool calls raw, when serving
-	// on stdio (see lane.go).
-	lane atomic.Pointer[lane]
+	// on stdio (see stdio.go).
+	lane atomic.Pointer[lane.Lane]
 	// listing is tools/list's encoding for the lane.
 	listing listing
 }
@@ -148,7 +147,9 @@ func New(cfg Config) (*Endpoint, error) {
 	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
 		mounts: mounts,
-		static: map[string]bool{}, external: map[string]*servedTool{}, firstRound: make(chan struct{})}
+		static: map[string]bool{}, external: map[string]*servedTool{}}
+	e.pool = proxy.NewPool(mounts, namespace{e}, proxy.Options{Version: cfg.Version, Logger: cfg.Logger, SDKLogger: sdkLog,
+		Stderr: cfg.ServerStderr, Stdio: e.stdioTransport})
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
 	}
@@ -178,11 +179,11 @@ func instructions(cfg Config) string {
 		cfg.Instance.ID, cfg.Instance.Agent, name(BaseAskUserQuestion), name(BaseReportProgress), name(BaseGetInstance))
 }
 
-// addMounts opens each knowledge base and registers its tools.
+// addMounts opens each knowledge base and registers its tools (external
+// servers are the pool's).
 func (e *Endpoint) addMounts() error {
 	for _, m := range e.mounts {
 		if m.Kind == mount.KindServer {
-			e.upstreams = append(e.upstreams, &upstream{e: e, mount: m, state: UpstreamConnecting, relist: make(chan struct{}, 1)})
 			continue
 		}
 		base, err := kb.Open(m.Name, m.Path, kb.Options{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
@@ -199,40 +200,30 @@ func (e *Endpoint) addMounts() error {
 
 // Start connects the external servers in the background, until ctx is
 // done; their tools appear as each comes up. Run calls it.
-func (e *Endpoint) Start(ctx context.Context) {
-	e.pending.Add(len(e.upstreams))
-	for _, u := range e.upstreams {
-		e.running.Add(2)
-		go func() {
-			defer e.running.Done()
-			u.run(ctx)
-		}()
-		go func() {
-			defer e.running.Done()
-			u.relistLoop(ctx)
-		}()
-	}
-	go func() {
-		e.pending.Wait()
-		close(e.firstRound)
-	}()
-}
+func (e *Endpoint) Start(ctx context.Context) { e.pool.Start(ctx) }
 
 // awaitFirstRound lets a client's first tools/list see the external
-// servers that come up within their timeout, rather than an empty start
-// followed by tools/list_changed, which not every client follows.
+// servers that come up within their timeout ([proxy.Pool.FirstRound]).
 func (e *Endpoint) awaitFirstRound(ctx context.Context) {
-	if len(e.upstreams) == 0 {
-		return
-	}
 	select {
-	case <-e.firstRound:
+	case <-e.pool.FirstRound():
 	case <-ctx.Done():
 	}
 }
 
+// firstRoundDone reports whether every external server has had its first
+// connection attempt.
+func (e *Endpoint) firstRoundDone() bool {
+	select {
+	case <-e.pool.FirstRound():
+		return true
+	default:
+		return false
+	}
+}
+
 // Wait waits until the external servers started by Start have stopped.
-func (e *Endpoint) Wait() { e.running.Wait() }
+func (e *Endpoint) Wait() { e.pool.Wait() }
 
 // MountError is a mount the endpoint cannot serve (a knowledge base's
 // folder gone, say): invalid configuration, not a crash.
@@ -266,7 +257,7 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
-		e.running.Wait() // every external server stopped: no orphans
+		e.pool.Wait() // every external server stopped: no orphans
 		e.Close()
 	}()
 	e.Start(ctx)
@@ -275,7 +266,7 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 		return err
 	}
 	if l := e.lane.Load(); l != nil {
-		l.session.Store(&sessionRef{ss})
+		l.SetSession(ss)
 	}
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()
@@ -291,36 +282,6 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 		}
 		return nil
 	}
-}
-
-// ServeStdio serves the endpoint on in and out (the process's stdin and
-// stdout) until the client disconnects or ctx is done. Calls of external
-// stdio servers' tools take the fast lane (lane.go); everything else goes
-// through the SDK as with [Endpoint.Run].
-func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	w := &lockedWriter{w: out}
-	pr, pw := io.Pipe()
-	handle := func([]byte) bool { return false }
-	if !e.cfg.NoFastLane {
-		l := newLane(e, w)
-		e.lane.Store(l)
-		handle = l.fromClient
-		defer l.closed.Store(true)
-	}
-	defer w.close()
-	var inputEnded atomic.Bool
-	go func() {
-		pump(in, pw, handle)
-		inputEnded.Store(true)
-	}()
-	err := e.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopClose{w}})
-	if err != nil && (inputEnded.Load() || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)) {
-		// The client hung up; what failed after that (a write to its
-		// closed output) is part of a clean end.
-		e.log.Debug("client gone", "error", err)
-		return nil
-	}
-	return err
 }
 
 // presentation is the receiving middleware of the naming contract: it shows
@@ -349,11 +310,7 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok || cr.Params == nil {
 				return next(ctx, method, req)
 			}
-			// go-sdk panics applying schema defaults to "arguments": null;
-			// a call without arguments means no arguments.
-			if a := cr.Params.Arguments; len(a) == 0 || string(a) == "null" {
-				cr.Params.Arguments = json.RawMessage("{}")
-			}
+			cr.Params.Arguments = proxy.Arguments(cr.Params.Arguments)
 			if !e.registry.Has(cr.Params.Name) {
 				e.awaitFirstRound(ctx)
 			}

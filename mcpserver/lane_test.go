@@ -6,17 +6,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/agentctl/agentctl/mcpserver/mount"
 	"io"
 	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 )
 
 // rawPeer speaks newline-delimited JSON-RPC by hand: the tests' and
@@ -149,8 +148,8 @@ func stdioEndpointOpening(tb testing.TB, noLane bool, open func(*rawPeer, testin
 	p := startStdio(tb, ep)
 	open(p, tb)
 	p.request(tb, "tools/list", `{`+statelessMeta+`}`) // waits for the first round
-	for _, st := range ep.UpstreamStatuses() {
-		if st.State != UpstreamUp {
+	for _, st := range ep.ServerStatuses() {
+		if st.State != proxy.StateUp {
 			tb.Fatalf("upstream %s: %s %s", st.Name, st.State, st.Error)
 		}
 	}
@@ -169,10 +168,31 @@ func canonicalJSON(tb testing.TB, line []byte) map[string]any {
 	return m
 }
 
+// bothPaths runs serve with the fast lane and without it (every message
+// through the SDK), in parallel, and returns what each gave.
+func bothPaths[T any](t *testing.T, serve func(t *testing.T, noLane bool) T) (lane, sdk T) {
+	t.Helper()
+	t.Run("serve", func(t *testing.T) {
+		t.Run("lane", func(t *testing.T) {
+			t.Parallel()
+			lane = serve(t, false)
+		})
+		t.Run("sdk", func(t *testing.T) {
+			t.Parallel()
+			sdk = serve(t, true)
+		})
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	return lane, sdk
+}
+
 // TestLaneAnswersAsTheSDKDoes sends the same requests through the fast lane
 // and through the SDK, and compares what comes back by value: results,
 // errors, isError, structured content, and the 2026-07-28 server info.
 func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
+	t.Parallel()
 	bin := upstreamBin(t)
 	stateless := statelessMeta
 	calls := []struct{ what, params string }{
@@ -199,28 +219,29 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 		{"tools/list, stateless", `{` + stateless + `}`},
 	}
 	answers := map[bool][][]byte{}
-	for _, noLane := range []bool{false, true} {
+	answers[false], answers[true] = bothPaths(t, func(t *testing.T, noLane bool) (out [][]byte) {
 		ep, p := stdioEndpoint(t, noLane, mount.Mount{Kind: mount.KindServer, Name: "up", Command: bin},
 			mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()})
 		for _, c := range calls {
 			ans, _ := p.request(t, "tools/call", c.params)
-			answers[noLane] = append(answers[noLane], ans)
+			out = append(out, ans)
 		}
 		for _, c := range lists {
 			ans, _ := p.request(t, "tools/list", c.params)
-			answers[noLane] = append(answers[noLane], ans)
+			out = append(out, ans)
 		}
 		var forwarded int64
 		if l := ep.lane.Load(); l != nil {
-			forwarded = l.forwarded.Load()
+			forwarded = l.Stats().Forwarded
 		}
 		if noLane && forwarded != 0 || !noLane && forwarded != 10 {
 			t.Fatalf("noLane=%v: the lane forwarded %d calls", noLane, forwarded)
 		}
-		if l := ep.lane.Load(); !noLane && l.listed.Load() != int64(len(lists)) {
-			t.Fatalf("the lane answered %d of %d tools/list", l.listed.Load(), len(lists))
+		if l := ep.lane.Load(); !noLane && l.Stats().Listed != int64(len(lists)) {
+			t.Fatalf("the lane answered %d of %d tools/list", l.Stats().Listed, len(lists))
 		}
-	}
+		return out
+	})
 	calls = append(calls, lists...)
 	for i, c := range calls {
 		lane, sdk := canonicalJSON(t, answers[false][i]), canonicalJSON(t, answers[true][i])
@@ -244,6 +265,7 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 // that only speaks 2026-07-28 (no initialize: its first request opens the
 // session in the SDK), whose tools/call results also say resultType.
 func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
+	t.Parallel()
 	bin := upstreamBin(t)
 	requests := []struct{ what, method, params string }{
 		{"call", "tools/call", `{"name":"up__echo","arguments":{"text":"s"},` + statelessMeta + `}`},
@@ -253,17 +275,18 @@ func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
 		{"list without the protocol _meta", "tools/list", `{}`},
 	}
 	answers := map[bool][][]byte{}
-	for _, noLane := range []bool{false, true} {
+	answers[false], answers[true] = bothPaths(t, func(t *testing.T, noLane bool) (out [][]byte) {
 		ep, p := stdioEndpointOpening(t, noLane, openStateless, mount.Mount{Kind: mount.KindServer, Name: "up", Command: bin},
 			mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()})
 		for _, r := range requests {
 			ans, _ := p.request(t, r.method, r.params)
-			answers[noLane] = append(answers[noLane], ans)
+			out = append(out, ans)
 		}
-		if l := ep.lane.Load(); !noLane && (l.forwarded.Load() != 3 || l.listed.Load() != 2) {
-			t.Fatalf("the lane forwarded %d calls and answered %d lists, want 3 and 2", l.forwarded.Load(), l.listed.Load())
+		if l := ep.lane.Load(); !noLane && (l.Stats().Forwarded != 3 || l.Stats().Listed != 2) {
+			t.Fatalf("the lane forwarded %d calls and answered %d lists, want 3 and 2", l.Stats().Forwarded, l.Stats().Listed)
 		}
-	}
+		return out
+	})
 	for i, r := range requests {
 		lane, sdk := canonicalJSON(t, answers[false][i]), canonicalJSON(t, answers[true][i])
 		if !reflect.DeepEqual(lane, sdk) {
@@ -281,11 +304,12 @@ func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
 // the wire: progress with the client's token, a cancellation forwarded
 // upstream (no answer follows), and a server dying mid-call.
 func TestLaneProgressCancellationAndCrash(t *testing.T) {
+	t.Parallel()
 	bin := upstreamBin(t)
 	log := &syncBuffer{}
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
 	cfg.Mounts = []mount.Mount{{Kind: mount.KindServer, Name: "up", Command: bin}}
-	cfg.UpstreamLog = log
+	cfg.ServerStderr = log
 	ep, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -348,7 +372,7 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 	if !bytes.Contains(ans, []byte(`"isError":true`)) || !bytes.Contains(ans, []byte(`MCP server \"up\" failed during the call`)) {
 		t.Fatalf("crash: %s", ans)
 	}
-	if n := ep.lane.Load().inflight.Load(); n != 0 {
+	if n := ep.lane.Load().Stats().InFlight; n != 0 {
 		t.Fatalf("%d calls still in flight", n)
 	}
 }
@@ -356,6 +380,7 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 // TestLaneLeavesTheRestToTheSDK: calls the lane does not fully understand
 // reach the SDK unchanged.
 func TestLaneLeavesTheRestToTheSDK(t *testing.T) {
+	t.Parallel()
 	// One mount: its tools are unprefixed.
 	ep, p := stdioEndpoint(t, false, mount.Mount{Kind: mount.KindServer, Name: "up", Command: upstreamBin(t)})
 	// A built-in is the SDK's.
@@ -374,183 +399,11 @@ func TestLaneLeavesTheRestToTheSDK(t *testing.T) {
 	if !bytes.Contains(ans, []byte(`"text":"via the SDK"`)) {
 		t.Fatalf("with a task: %s", ans)
 	}
-	if n := ep.lane.Load().forwarded.Load(); n != 0 {
+	if n := ep.lane.Load().Stats().Forwarded; n != 0 {
 		t.Fatalf("the lane took %d calls that were not its own", n)
 	}
 	// And then a plain call is the lane's.
-	if ans, _ = p.request(t, "tools/call", `{"name":"echo","arguments":{"text":"lane"}}`); !bytes.Contains(ans, []byte(`"text":"lane"`)) || ep.lane.Load().forwarded.Load() != 1 {
+	if ans, _ = p.request(t, "tools/call", `{"name":"echo","arguments":{"text":"lane"}}`); !bytes.Contains(ans, []byte(`"text":"lane"`)) || ep.lane.Load().Stats().Forwarded != 1 {
 		t.Fatalf("plain call: %s", ans)
-	}
-}
-
-// laneWithTool sets up a lane in front of one external tool "echo" whose
-// server writes to w, without processes or pipes.
-func laneWithTool(tb testing.TB, w io.Writer, client io.Writer) (*lane, *laneLink) {
-	tb.Helper()
-	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-	ep, err := New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	link := newLaneLink("up", w)
-	tb.Cleanup(link.close)
-	u := &upstream{e: ep, mount: mount.Resolved{Mount: mount.Mount{Kind: mount.KindServer, Name: "up"}}, state: UpstreamUp,
-		link: link, tools: []*mcp.Tool{{Name: "echo", InputSchema: map[string]any{"type": "object"}}}}
-	ep.upstreams = append(ep.upstreams, u)
-	ep.reconcile()
-	l := newLane(ep, &lockedWriter{w: client})
-	l.session.Store(&sessionRef{initializedAs("2025-11-25")})
-	return l, link
-}
-
-// initializedAs is a session the SDK has initialized with version v.
-type initializedAs string
-
-func (v initializedAs) InitializeParams() *mcp.InitializeParams {
-	return &mcp.InitializeParams{ProtocolVersion: string(v)}
-}
-
-// TestLaneStuckServer: a server that stops reading its input stalls
-// neither the client's other messages nor the lane: once its pipe and
-// agentctl's queue to it are full, further calls get a tool error at once.
-func TestLaneStuckServer(t *testing.T) {
-	stuckR, stuck, err := os.Pipe() // nobody reads: the pipe fills up
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stuckR.Close(); stuck.Close() })
-	var client syncBuffer
-	l, link := laneWithTool(t, stuck, &client)
-	link.max = 64 << 10
-	done := make(chan struct{})
-	calls := 0
-	go func() {
-		defer close(done)
-		// Far more than the pipe (64 KiB on Linux) and the queue hold.
-		for ; calls < 5000; calls++ {
-			if !l.fromClient([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(calls) + `,"method":"tools/call","params":{"name":"echo","arguments":{"padding":"` + strings.Repeat("x", 100) + `"}}}` + "\n")) {
-				t.Error("the lane did not take the call")
-				return
-			}
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("the lane blocked on a server that does not read")
-	}
-	refused := strings.Count(client.String(), `MCP server \"up\" did not get the call: it is not reading its input`)
-	if refused == 0 || refused == calls {
-		t.Fatalf("%d of %d calls refused: the pipe and the queue should have taken some, then refused the rest", refused, calls)
-	}
-	if !strings.Contains(client.String(), `"isError":true`) {
-		t.Fatal("refusals must be tool errors")
-	}
-	// The SDK's own writes wait for the queue; closing the link ends them.
-	werr := make(chan error, 1)
-	go func() { werr <- link.write([]byte("{}\n"), true) }()
-	eventually(t, "the write to wait in the queue", func() bool {
-		link.mu.Lock()
-		defer link.mu.Unlock()
-		return len(link.queue) > 0 && link.queue[len(link.queue)-1].done != nil
-	})
-	link.close()
-	stuckR.Close() // the blocked flusher's write fails
-	select {
-	case err := <-werr:
-		if err == nil {
-			t.Fatal("a write queued behind a closed link succeeded")
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("a waiting write outlived the link")
-	}
-}
-
-// TestLaneOddAnswers: answers the lane does not read with its scanner (a
-// member it does not know), or that carry "error": null, still answer the
-// client's call, as the SDK path would. (An id with escapes is not looked
-// for: no JSON encoder escapes the ASCII the lane's ids are made of.)
-func TestLaneOddAnswers(t *testing.T) {
-	var client syncBuffer
-	l, _ := laneWithTool(t, io.Discard, &client)
-	call := func(id string) {
-		t.Helper()
-		if !l.fromClient([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
-			t.Fatal("the lane did not take the call")
-		}
-	}
-	for i, answer := range []string{
-		`{"jsonrpc":"2.0","id":"agentctl-call-1","result":{"content":[{"type":"text","text":"one"}]},"error":null}`,
-		`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]},"x-extra":true}`,
-	} {
-		call(fmt.Sprint("c", i+1))
-		if !l.fromServer([]byte(answer)) {
-			t.Fatalf("answer %d went to the SDK, which would drop it", i+1)
-		}
-	}
-	out := client.String()
-	for _, want := range []string{
-		`{"jsonrpc":"2.0","id":"c1","result":{"content":[{"type":"text","text":"one"}]}}`,
-		`{"jsonrpc":"2.0","id":"c2","result":{"content":[{"type":"text","text":"two"}]}}`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("client got:\n%s\nwant a line %s", out, want)
-		}
-	}
-	if l.inflight.Load() != 0 {
-		t.Fatal("calls left in flight")
-	}
-}
-
-// TestLaneLinkTakesALargeMessageBehindASmallQueue: the queue's bound is on
-// what is already waiting, so one message larger than the bound still goes
-// to a server that is reading, just slowly.
-func TestLaneLinkTakesALargeMessageBehindASmallQueue(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close(); w.Close() })
-	link := newLaneLink("up", w)
-	link.max = 1 << 20
-	// More than the pipe holds: the rest waits in the queue.
-	if err := link.send(bytes.Repeat([]byte("a"), 1<<17)); err != nil {
-		t.Fatal(err)
-	}
-	if err := link.send(bytes.Repeat([]byte("b"), 2<<20)); err != nil {
-		t.Fatalf("a 2 MiB message behind %d queued bytes: %v", link.queued, err)
-	}
-	// Past the bound, the next one is refused; a reader drains it all.
-	if err := link.send([]byte("c")); err != errNotReading {
-		t.Fatalf("over the bound: %v", err)
-	}
-	n, err := io.Copy(io.Discard, io.LimitReader(r, 1<<17+2<<20))
-	if err != nil || n != 1<<17+2<<20 {
-		t.Fatalf("read %d: %v", n, err)
-	}
-}
-
-// BenchmarkLaneWork is the lane's own work for one call, without any I/O:
-// reading and rewriting the client's request, then the server's answer.
-// It is the part of the proxy hop that agentctl's code decides; the rest is
-// the operating system moving bytes (see BenchmarkProxyCall/relay).
-func BenchmarkLaneWork(b *testing.B) {
-	l, _ := laneWithTool(b, io.Discard, io.Discard)
-	req := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"progressToken":"p-17"}}}` + "\n")
-	var resp []byte
-	b.ReportAllocs()
-	for i := int64(1); b.Loop(); i++ {
-		if !l.fromClient(req) {
-			b.Fatal("the lane did not take the call")
-		}
-		resp = append(resp[:0], `{"jsonrpc":"2.0","id":"agentctl-call-`...)
-		resp = strconv.AppendInt(resp, l.next.Load(), 10)
-		resp = append(resp, `","result":{"content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}}`+"\n"...)
-		if !l.fromServer(resp) {
-			b.Fatal("the lane did not take the answer")
-		}
-	}
-	if l.inflight.Load() != 0 {
-		b.Fatal("calls left in flight")
 	}
 }

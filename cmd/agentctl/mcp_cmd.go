@@ -85,7 +85,7 @@ MCP SDK instead (for comparison, or to rule the lane out when troubleshooting).`
 						return fmt.Errorf("open the instance's log file: %w", err)
 					}
 					defer f.Close()
-					cfg.UpstreamLog = f
+					cfg.ServerStderr = f
 				}
 				ep, err := mcpserver.New(cfg)
 				if err != nil {

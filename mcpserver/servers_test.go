@@ -1,250 +1,25 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"github.com/agentctl/agentctl/mcpserver/mount"
-	"io"
-	"log/slog"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-var (
-	upOnce sync.Once
-	upDir  string
-	upBin  string
-	upErr  error
-)
-
-// TestMain removes the upstream server upstreamBin built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if upDir != "" {
-		os.RemoveAll(upDir)
-	}
-	os.Exit(code)
-}
-
-// upstreamBin builds testdata/upstream, a small MCP server that can be told
-// to crash, hang or change its tools.
-func upstreamBin(t testing.TB) string {
-	t.Helper()
-	upOnce.Do(func() {
-		upDir, upErr = os.MkdirTemp("", "agentctl-upstream-")
-		if upErr != nil {
-			return
-		}
-		upBin = filepath.Join(upDir, "upstream")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", upBin, "./testdata/upstream")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			upErr = errors.New(string(out))
-		}
-	})
-	if upErr != nil {
-		t.Fatalf("build testdata/upstream: %v", upErr)
-	}
-	return upBin
-}
-
-// syncBuffer is a log sink safe for the upstreams' stderr goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-type proxyEnv struct {
-	ep     *Endpoint
-	cs     *mcp.ClientSession
-	log    *syncBuffer // the upstreams' stderr
-	stderr *syncBuffer // the endpoint's own log
-	cancel context.CancelFunc
-	done   chan struct{}
-	notes  chan string // tools/list_changed and progress seen by the client
-}
-
-// servePath is how a test's client reaches the endpoint.
-type servePath string
-
-const (
-	// viaSDK: the SDK server, in memory; every message through go-sdk.
-	viaSDK servePath = "sdk"
-	// viaLane: ServeStdio over pipes, where external tools' calls take the
-	// fast lane; the client speaks go-sdk's default protocol (2026-07-28,
-	// stateless: no initialize, the client's details in each request).
-	viaLane servePath = "lane"
-	// viaLaneInit: the same with a client on 2025-11-25 (initialize, then
-	// notifications/initialized), as today's agents speak.
-	viaLaneInit servePath = "lane-2025-11-25"
-)
-
-// forEachPath runs a scenario through both paths: what the client sees must
-// not depend on which one carried it.
-func forEachPath(t *testing.T, f func(t *testing.T, path servePath)) {
-	for _, path := range []servePath{viaSDK, viaLane, viaLaneInit} {
-		t.Run(string(path), func(t *testing.T) { f(t, path) })
-	}
-}
-
-// startProxy serves an endpoint with the given mounts through the SDK; see
-// startProxyOn.
-func startProxy(t *testing.T, mode mount.PrefixMode, mounts ...mount.Mount) *proxyEnv {
-	t.Helper()
-	return startProxyOn(t, viaSDK, mode, mounts...)
-}
-
-// startProxyOn serves an endpoint with the given mounts (prefixes resolved
-// by the contract) and connects a client by path; the endpoint runs until
-// the test ends, then every upstream must have stopped.
-func startProxyOn(t *testing.T, path servePath, mode mount.PrefixMode, mounts ...mount.Mount) *proxyEnv {
-	t.Helper()
-	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
-	cfg.Mounts, cfg.PrefixMode = mounts, mode
-	logBuf, stderr := &syncBuffer{}, &syncBuffer{}
-	cfg.UpstreamLog = logBuf
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
-	ep, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	env := &proxyEnv{ep: ep, log: logBuf, stderr: stderr, cancel: cancel, done: make(chan struct{}), notes: make(chan string, 100)}
-	var (
-		ct         mcp.Transport
-		serverDone func()
-	)
-	switch path {
-	case viaSDK:
-		ep.Start(ctx)
-		go func() { ep.Wait(); close(env.done) }()
-		st, c := mcp.NewInMemoryTransports()
-		ss, err := ep.Server().Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ct, serverDone = c, func() { ss.Wait() }
-	case viaLane, viaLaneInit:
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		served := make(chan error, 1)
-		go func() {
-			served <- ep.ServeStdio(ctx, inR, outW)
-			close(env.done)
-		}()
-		ct = &mcp.IOTransport{Reader: outR, Writer: inW}
-		serverDone = func() {
-			if err := <-served; err != nil {
-				t.Errorf("ServeStdio: %v", err)
-			}
-		}
-	}
-	note := func(s string) {
-		select {
-		case env.notes <- s:
-		default:
-		}
-	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { note("list_changed") },
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { note("progress") },
-	})
-	var opts *mcp.ClientSessionOptions
-	if path == viaLaneInit {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
-	}
-	env.cs, err = client.Connect(context.Background(), ct, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		env.cs.Close()
-		serverDone()
-		env.stop(t)
-		ep.Close()
-	})
-	return env
-}
-
-// laneCalls is how many calls the fast lane has forwarded (0 off stdio).
-func (p *proxyEnv) laneCalls() int64 {
-	if l := p.ep.lane.Load(); l != nil {
-		return l.forwarded.Load()
-	}
-	return 0
-}
-
-// checkPath fails unless the external calls so far took the path's way.
-func (p *proxyEnv) checkPath(t *testing.T, path servePath, min int64) {
-	t.Helper()
-	if n := p.laneCalls(); (path != viaSDK) != (n >= min && n > 0) {
-		t.Fatalf("path %s: the fast lane forwarded %d calls (want at least %d on the lane, none otherwise)", path, n, min)
-	}
-}
-
-func (p *proxyEnv) stop(t *testing.T) {
-	p.cancel()
-	select {
-	case <-p.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("upstreams did not stop")
-	}
-}
-
-// eventually polls cond; a minute is far beyond any machine's slowness.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func mcpMount(name string, args ...string) mount.Mount {
-	return mount.Mount{Kind: mount.KindServer, Name: name, Command: "", Args: args}
-}
-
-func withBin(t *testing.T, m mount.Mount) mount.Mount {
-	m.Command = upstreamBin(t)
-	return m
-}
-
-func (p *proxyEnv) call(t *testing.T, name string, args map[string]any) (*mcp.CallToolResult, error) {
-	t.Helper()
-	return p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-}
 
 func TestProxyListsAndForwards(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
@@ -359,12 +134,14 @@ func TestProxyCrashMidCallAndRestart(t *testing.T) {
 }
 
 func TestProxyFaultsAtStart(t *testing.T) {
+	t.Parallel()
 	t.Run("missing binary", func(t *testing.T) {
+		t.Parallel()
 		m := mcpMount("gone")
 		m.Command = filepath.Join(t.TempDir(), "no-such-server")
 		p := startProxy(t, mount.PrefixModeMountName, m)
-		eventually(t, "the failure", func() bool { return p.ep.UpstreamStatuses()[0].State == UpstreamDown })
-		st := p.ep.UpstreamStatuses()[0]
+		eventually(t, "the failure", func() bool { return p.ep.ServerStatuses()[0].State == proxy.StateDown })
+		st := p.ep.ServerStatuses()[0]
 		if !strings.Contains(st.Error, "cannot start") {
 			t.Fatalf("status %+v", st)
 		}
@@ -375,14 +152,15 @@ func TestProxyFaultsAtStart(t *testing.T) {
 		}
 	})
 	t.Run("exits at start, then comes up", func(t *testing.T) {
+		t.Parallel()
 		flag := filepath.Join(t.TempDir(), "fail")
 		if err := os.WriteFile(flag, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		p := startProxy(t, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-flag-file", flag)))
 		eventually(t, "the failure", func() bool {
-			st := p.ep.UpstreamStatuses()[0]
-			return st.State == UpstreamDown && st.Error != ""
+			st := p.ep.ServerStatuses()[0]
+			return st.State == proxy.StateDown && st.Error != ""
 		})
 		if p.ep.Registry().Has("echo") {
 			t.Fatal("tools of a failed server are served")
@@ -403,12 +181,13 @@ func TestProxyFaultsAtStart(t *testing.T) {
 		})
 	})
 	t.Run("hangs past the timeout", func(t *testing.T) {
+		t.Parallel()
 		pidfile := filepath.Join(t.TempDir(), "pid")
 		m := withBin(t, mcpMount("up", "-hang-start", "-pidfile", pidfile))
 		m.Timeout = mount.Duration(300 * time.Millisecond)
 		p := startProxy(t, mount.PrefixModeMountName, m)
 		eventually(t, "the timeout", func() bool {
-			return strings.Contains(p.ep.UpstreamStatuses()[0].Error, "no answer within 300ms")
+			return strings.Contains(p.ep.ServerStatuses()[0].Error, "no answer within 300ms")
 		})
 		pid := readPID(t, pidfile)
 		eventually(t, "the hung server to be stopped", func() bool { return !alive(pid) })
@@ -442,8 +221,8 @@ func TestProxyToolListChange(t *testing.T) {
 			t.Fatal("tools/list does not show the change")
 		}
 		p.checkPath(t, path, 1)
-		if l := p.ep.lane.Load(); path != viaSDK && l.listed.Load() != 2 {
-			t.Fatalf("the lane answered %d of the 2 tools/list", l.listed.Load())
+		if l := p.ep.lane.Load(); path != viaSDK && l.Stats().Listed != 2 {
+			t.Fatalf("the lane answered %d of the 2 tools/list", l.Stats().Listed)
 		}
 	})
 }
@@ -454,8 +233,8 @@ func TestProxyCollisionsServeNeither(t *testing.T) {
 		// except tool_3 and tool_4, which only b has.
 		p := startProxyOn(t, path, mount.PrefixModeOff, withBin(t, mcpMount("a", "-tools", "3")), withBin(t, mcpMount("b", "-tools", "5")))
 		eventually(t, "both up", func() bool {
-			s := p.ep.UpstreamStatuses()
-			return s[0].State == UpstreamUp && s[1].State == UpstreamUp
+			s := p.ep.ServerStatuses()
+			return s[0].State == proxy.StateUp && s[1].State == proxy.StateUp
 		})
 		// A server is marked up just before its tools are reconciled: wait for
 		// the collision to be seen.
@@ -480,37 +259,10 @@ func TestProxyCollisionsServeNeither(t *testing.T) {
 	})
 }
 
-func readPID(t *testing.T, file string) int {
-	t.Helper()
-	var pid int
-	eventually(t, "the pid file", func() bool {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
-	})
-	return pid
-}
-
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	// A zombie not yet reaped counts as gone.
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	return err == nil && !strings.Contains(string(b), ") Z ")
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 // TestProxyStreamableHTTP mounts an upstream served over streamable HTTP,
 // with a header it requires.
 func TestProxyStreamableHTTP(t *testing.T) {
+	t.Parallel()
 	up := mcp.NewServer(&mcp.Implementation{Name: "http-upstream", Version: "1"}, nil)
 	type in struct {
 		Text string `json:"text"`
@@ -539,70 +291,77 @@ func TestProxyStreamableHTTP(t *testing.T) {
 	m.Headers = nil
 	m.Timeout = mount.Duration(5 * time.Second)
 	p2 := startProxy(t, mount.PrefixModeMountName, m)
-	eventually(t, "the refusal", func() bool { return p2.ep.UpstreamStatuses()[0].State == UpstreamDown })
-	if st := p2.ep.UpstreamStatuses()[0]; !strings.Contains(st.Error, "nauthorized") {
+	eventually(t, "the refusal", func() bool { return p2.ep.ServerStatuses()[0].State == proxy.StateDown })
+	if st := p2.ep.ServerStatuses()[0]; !strings.Contains(st.Error, "nauthorized") {
 		t.Fatalf("status %+v", st)
 	}
 }
 
 // TestProxyRelistKeepsUnchangedTools: listing a server's tools again (as on
 // every tools/list_changed) must not take unchanged tools out of service,
-// not even for a moment: calls racing the relists all succeed.
+// not even for a moment. Each relist here is a real one: the server
+// announces a change and agentctl lists its tools again, getting new
+// definitions equal in value. Across all of them the registry must not
+// change at all (no tool removed and added back, however briefly), and
+// calls racing the relists all succeed.
 func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
-	p := startProxy(t, mount.PrefixModeMountName, withBin(t, mcpMount("up")))
-	eventually(t, "tools", func() bool { return p.ep.Registry().Has("echo") })
-	u := p.ep.upstreams[0]
+	t.Parallel()
+	up, srv := httpUpstream(t, "hello")
+	var lists atomic.Int64
+	up.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				lists.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	p := startProxy(t, mount.PrefixModeMountName, mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL})
+	eventually(t, "tools", func() bool { return p.ep.Registry().Has("hello") })
+	gen, _ := p.ep.Registry().Listed()
+
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
+	calls := make(chan error, 1)
 	go func() {
-		defer wg.Done()
-		for {
+		for i := 0; ; i++ {
 			select {
 			case <-stop:
+				calls <- nil
 				return
 			default:
 			}
-			// What a relist does: a new listing, equal in value.
-			u.mu.Lock()
-			fresh := make([]*mcp.Tool, len(u.tools))
-			for i, tl := range u.tools {
-				c := *tl
-				fresh[i] = &c
+			if r, err := p.call(t, "hello", nil); err != nil || r.IsError {
+				calls <- fmt.Errorf("call %d during relists: %v %+v", i, err, r)
+				return
 			}
-			u.tools = fresh
-			u.mu.Unlock()
-			p.ep.reconcile()
 		}
 	}()
-	for i := range 800 {
-		r, err := p.call(t, "echo", map[string]any{"text": "x"})
-		if err != nil || r.IsError {
-			close(stop)
-			wg.Wait()
-			t.Fatalf("call %d during relists: %v %+v", i, err, r)
-		}
+	hello := func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "remote hello"}}}, nil, nil
 	}
+	for range 20 {
+		before := lists.Load()
+		// The same definition again: the server announces a change.
+		mcp.AddTool(up, &mcp.Tool{Name: "hello", Description: "Says its name."}, hello)
+		eventually(t, "a relist", func() bool { return lists.Load() > before })
+	}
+	// A real change last: once it is served, every relist before it has
+	// been reconciled (one relist worker per server, in order).
+	mcp.AddTool(up, &mcp.Tool{Name: "marker", Description: "Says its name."}, hello)
+	eventually(t, "the last relist", func() bool { return p.ep.Registry().Has("marker") })
 	close(stop)
-	wg.Wait()
-}
-
-// httpUpstream serves a go-sdk server over streamable HTTP.
-func httpUpstream(t *testing.T, tools ...string) (*mcp.Server, *httptest.Server) {
-	up := mcp.NewServer(&mcp.Implementation{Name: "http-upstream", Version: "1"}, nil)
-	for _, name := range tools {
-		mcp.AddTool(up, &mcp.Tool{Name: name, Description: "Says its name."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "remote " + name}}}, nil, nil
-		})
+	if err := <-calls; err != nil {
+		t.Fatal(err)
 	}
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
-	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
-	return up, srv
+	if now, _ := p.ep.Registry().Listed(); now != gen+1 {
+		t.Fatalf("the registry changed %d times over 20 relists of unchanged tools and one new tool; want once", now-gen)
+	}
 }
 
 // TestProxyHTTPServerDies: a call to a server that went away is an isError
 // result naming it, and agentctl stops calling it up.
 func TestProxyHTTPServerDies(t *testing.T) {
+	t.Parallel()
 	_, srv := httpUpstream(t, "hello")
 	m := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL, Timeout: mount.Duration(2 * time.Second)}
 	p := startProxy(t, mount.PrefixModeMountName, m)
@@ -613,7 +372,7 @@ func TestProxyHTTPServerDies(t *testing.T) {
 	if err != nil || !r.IsError || !strings.Contains(resultText(r), `MCP server "remote" failed during the call`) {
 		t.Fatalf("got %v %+v", err, r)
 	}
-	eventually(t, "the server to be marked not up", func() bool { return p.ep.UpstreamStatuses()[0].State != UpstreamUp })
+	eventually(t, "the server to be marked not up", func() bool { return p.ep.ServerStatuses()[0].State != proxy.StateUp })
 	eventually(t, "its tools to be withdrawn", func() bool { return !p.ep.Registry().Has("hello") })
 }
 
@@ -621,6 +380,7 @@ func TestProxyHTTPServerDies(t *testing.T) {
 // tool named like a knowledge base's (both unprefixed, mode off) takes both
 // out of service; when the server drops it, the knowledge base's returns.
 func TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool(t *testing.T) {
+	t.Parallel()
 	up, srv := httpUpstream(t, "concept_read", "other")
 	kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
 	remote := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL}
@@ -650,6 +410,7 @@ func TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool(t *testing.T) {
 // server's stdin; when the endpoint stops, they go too, with the server's
 // process group.
 func TestProxyStopsALaunchersChildren(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("process groups of stdio servers are a Linux feature here")
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package mcpserver
+package lane
 
 // canTryWrite: elsewhere every lane message goes through the link's queue.
 const canTryWrite = false

@@ -3,13 +3,15 @@ package mcpserver
 import (
 	"bytes"
 	"fmt"
-	"github.com/agentctl/agentctl/mcpserver/mount"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/mcpserver/guard"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 )
 
 // BenchmarkProxyCall: a tools/call through agentctl's stdio endpoint to a
@@ -74,9 +76,9 @@ func relayTo(b *testing.B, server *rawPeer) *rawPeer {
 	}
 	b.Cleanup(func() { inW.Close(); outR.Close() })
 	copyLines := func(dst io.Writer, src io.Reader) {
-		lr := newLineReader(src)
+		lr := guard.NewLines(src, 0)
 		for {
-			line, err := lr.next()
+			line, err := lr.Next()
 			if err != nil {
 				return
 			}

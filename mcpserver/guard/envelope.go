@@ -1,0 +1,185 @@
+package guard
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+)
+
+// Reading JSON-RPC envelopes: which line is a request, which write an
+// answer, and to what. Only the members before the ones needed are read:
+// params and results are not scanned (the writers put "id" first). A
+// request is known by a key ([appendIDKey]), built in the caller's buffer:
+// nothing is allocated to read a message.
+
+// Methods the guard knows: a cancellation settles a request (it gets no
+// answer); a 2026-07-28 client's subscriptions/listen is a stream of
+// notifications, answered only when it is torn down, so it is not waited
+// for.
+var (
+	cancelledMethod = []byte("notifications/cancelled")
+	listenMethod    = []byte("subscriptions/listen")
+)
+
+// kind is what a message of the client's is to the guard.
+type kind int
+
+const (
+	otherMessage kind = iota // nothing to wait for: a notification, an answer, not JSON-RPC
+	request                  // a request to be answered
+	cancellation             // the cancellation of a request, which then gets no answer
+)
+
+// eachMessage calls f with each message of a line (a batch holds several).
+func eachMessage(line []byte, f func(msg []byte)) {
+	if b := bytes.TrimSpace(line); len(b) > 0 && b[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(b, &batch) == nil {
+			for _, m := range batch {
+				f(m)
+			}
+		}
+		return
+	}
+	f(line)
+}
+
+// readRequest reads one message of the client's: whether it is a request
+// or a cancellation, and the key of the request (appended to buf).
+func readRequest(buf, msg []byte) ([]byte, kind) {
+	var id, method, params []byte
+	o := jsonscan.NewObject(msg)
+	for o.Next() {
+		switch k := o.Key(); {
+		case jsonscan.KeyIs(k, "id"):
+			id = o.Value()
+		case jsonscan.KeyIs(k, "method"):
+			method = o.Value()
+		case jsonscan.KeyIs(k, "params"):
+			params = o.Value()
+		}
+		if id != nil && method != nil {
+			break // a request: its params are not the guard's business
+		}
+	}
+	name, ok := methodName(method)
+	switch {
+	case !ok:
+		// An answer of the client's to the server, or not JSON-RPC: the
+		// SDK's to judge.
+	case id != nil:
+		if key, ok := appendIDKey(buf, id); ok && !bytes.Equal(name, listenMethod) {
+			return key, request
+		}
+	case bytes.Equal(name, cancelledMethod):
+		o := jsonscan.NewObject(params)
+		for o.Next() {
+			if jsonscan.KeyIs(o.Key(), "requestId") {
+				if key, ok := appendIDKey(buf, o.Value()); ok {
+					return key, cancellation
+				}
+				break
+			}
+		}
+	}
+	return buf, otherMessage
+}
+
+// methodName is a method's name, decoded if it has escapes.
+func methodName(v []byte) ([]byte, bool) {
+	if s, ok := jsonscan.PlainString(v); ok {
+		return s, true
+	}
+	s, ok := jsonscan.String(v)
+	return []byte(s), ok
+}
+
+// readAnswer reads one message the endpoint writes: if it is an answer,
+// the key of the request it answers (appended to buf).
+func readAnswer(buf, msg []byte) ([]byte, bool) {
+	var id []byte
+	isAnswer := false
+	o := jsonscan.NewObject(msg)
+	for o.Next() {
+		switch k := o.Key(); {
+		case jsonscan.KeyIs(k, "id"):
+			id = o.Value()
+		case jsonscan.KeyIs(k, "method"):
+			return buf, false // a request or notification of the endpoint's
+		case jsonscan.KeyIs(k, "result"), jsonscan.KeyIs(k, "error"):
+			isAnswer = true
+		}
+		if isAnswer && id != nil {
+			break
+		}
+	}
+	if !isAnswer {
+		return buf, false
+	}
+	return appendIDKey(buf, id)
+}
+
+// appendIDKey appends the key of the request id raw to dst: the id as
+// go-sdk v1.8.0 tells ids apart (jsonrpc2.MakeID, which also gives the
+// answer's id), a string by its value ("s" and the value), a number by its
+// integer part ("n" and the digits). false for anything else (null, an
+// object), which is no request id.
+func appendIDKey(dst, raw []byte) ([]byte, bool) {
+	if len(raw) == 0 {
+		return dst, false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		if s, ok := jsonscan.PlainString(raw); ok {
+			return append(append(dst, 's'), s...), true
+		}
+		s, ok := jsonscan.String(raw)
+		return append(append(dst, 's'), s...), ok
+	case c == '-' || c >= '0' && c <= '9':
+		if n, ok := smallInt(raw); ok {
+			return strconv.AppendInt(append(dst, 'n'), n, 10), true
+		}
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return dst, false
+		}
+		return strconv.AppendInt(append(dst, 'n'), int64(f), 10), true
+	}
+	return dst, false
+}
+
+// smallInt reads an integer of at most 18 digits (the ids clients use)
+// without allocating; false for anything else.
+func smallInt(raw []byte) (int64, bool) {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if raw[0] == '-' {
+		n = -n
+	}
+	return n, true
+}
+
+// appendID appends the id whose key is key, as go-sdk writes it.
+func appendID(dst []byte, key string) []byte {
+	if key[0] == 's' {
+		return jsonscan.AppendString(dst, key[1:])
+	}
+	return append(dst, key[1:]...)
+}
+
+// jsonString is s as a JSON string.
+func jsonString(s string) []byte { return jsonscan.AppendString(nil, s) }

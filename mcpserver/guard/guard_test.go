@@ -1,0 +1,272 @@
+package guard
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a client's output that tests read while the guard writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestGuardWritesWholeMessagesUntilClosed: concurrent writers' messages
+// never interleave, and nothing is written after Close.
+func TestGuardWritesWholeMessagesUntilClosed(t *testing.T) {
+	var out lockedBuffer
+	g := New(&out, Options{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg := strings.Repeat(string(rune('a'+i)), 1000) + "\n"
+			for range 50 {
+				if _, err := g.Write([]byte(msg)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		if len(line) != 1000 || strings.Trim(line, line[:1]) != "" {
+			t.Fatalf("interleaved: %.60q", line)
+		}
+	}
+	g.Close()
+	if _, err := g.Write([]byte("late\n")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a write after Close: %v", err)
+	}
+}
+
+// TestGuardServesTheSDKsSide: lines nobody takes reach the SDK's side of
+// the connection, which ends with the input.
+func TestGuardServesTheSDKsSide(t *testing.T) {
+	g := New(io.Discard, Options{})
+	go g.Serve(context.Background(), strings.NewReader("{\"a\":1}\n{\"b\":2}\n"), func(line []byte) bool { return bytes.Contains(line, []byte(`"b"`)) })
+	got, err := io.ReadAll(g.sdkR)
+	if err != nil || string(got) != "{\"a\":1}\n" {
+		t.Fatalf("the SDK read %q, %v", got, err)
+	}
+}
+
+// pendingIDs are the guard's unanswered requests' ids.
+func (g *Guard) pendingIDs() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var ids []string
+	for key := range g.pending {
+		ids = append(ids, string(appendID(nil, key)))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// eventually polls cond; a minute is far beyond any machine's slowness.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestGuardHoldsTheSDKsInputUntilAnswered: when the client's input ends,
+// the SDK's goes on until every request read is answered (by the SDK or by
+// the taker, through the guard), then ends.
+func TestGuardHoldsTheSDKsInputUntilAnswered(t *testing.T) {
+	t.Parallel()
+	var out lockedBuffer
+	g := New(&out, Options{Drain: time.Hour})
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":"two","method":"tools/list"}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lane's"}}` + "\n"
+	served := make(chan error, 1)
+	go func() {
+		served <- g.Serve(context.Background(), strings.NewReader(in), func(line []byte) bool { return bytes.Contains(line, []byte("lane's")) })
+	}()
+	sdk := NewLines(g.sdkR, 0)
+	for range 3 { // initialize, initialized, tools/list
+		if _, err := sdk.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the input to be read", func() bool { return len(g.pendingIDs()) == 3 })
+	for _, answer := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":3,"result":{"content":[]}}`} {
+		if _, err := g.Write([]byte(answer + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids := g.pendingIDs(); !slices.Equal(ids, []string{`"two"`}) {
+		t.Fatalf("pending %v, want the tools/list's", ids)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned (%v) with a request unanswered", err)
+	default:
+	}
+	// A notification is no answer.
+	g.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"id":"two"}}` + "\n"))
+	g.Write([]byte(`{"jsonrpc":"2.0","id":"two","result":{"tools":[]}}` + "\n"))
+	if _, err := sdk.Next(); err != io.EOF {
+		t.Fatalf("the SDK's input after the last answer: %v, want EOF", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), `"error"`) {
+		t.Fatalf("an error answer: %s", out.String())
+	}
+}
+
+// TestGuardAnswersWhatIsLeft: what is unanswered at the drain bound, or at
+// Close, gets an error with the request's id (as go-sdk writes ids), in
+// the order the requests came; then nothing more is written.
+func TestGuardAnswersWhatIsLeft(t *testing.T) {
+	t.Parallel()
+	const requests = `{"jsonrpc":"2.0","id":"a\u0062","method":"tools/call"}` + "\n" + `{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n"
+	t.Run("at the drain bound", func(t *testing.T) {
+		t.Parallel()
+		var out lockedBuffer
+		g := New(&out, Options{Drain: 20 * time.Millisecond})
+		go io.Copy(io.Discard, g.sdkR)
+		if err := g.Serve(context.Background(), strings.NewReader(requests), nil); err != nil {
+			t.Fatal(err)
+		}
+		want := `{"jsonrpc":"2.0","id":"ab","error":{"code":-32004,"message":"server is closing: no answer within 20ms after the client's input ended"}}` + "\n" +
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32004,"message":"server is closing: no answer within 20ms after the client's input ended"}}` + "\n"
+		if out.String() != want {
+			t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+		}
+		if _, err := g.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")); !errors.Is(err, ErrClosed) {
+			t.Fatalf("a late answer: %v", err)
+		}
+	})
+	t.Run("at Close", func(t *testing.T) {
+		t.Parallel()
+		var out lockedBuffer
+		g := New(&out, Options{})
+		inR, inW := io.Pipe() // the client never ends its input
+		defer inW.Close()
+		go g.Serve(context.Background(), inR, nil)
+		go io.WriteString(inW, requests)
+		sdk := NewLines(g.sdkR, 0)
+		sdk.Next()
+		sdk.Next()
+		eventually(t, "the requests to be read", func() bool { return len(g.pendingIDs()) == 2 })
+		g.Close()
+		if got := out.String(); strings.Count(got, `"message":"server is closing: agentctl stopped before answering"`) != 2 ||
+			strings.Index(got, `"ab"`) > strings.Index(got, `"id":7`) {
+			t.Fatalf("got %s", got)
+		}
+		if _, err := sdk.Next(); err != io.EOF {
+			t.Fatalf("the SDK's input after Close: %v", err)
+		}
+	})
+}
+
+// TestGuardReadsEnvelopes: which messages are requests to wait for, which
+// settle them, and which are neither.
+func TestGuardReadsEnvelopes(t *testing.T) {
+	t.Parallel()
+	requests := map[string][]string{ // a line of the client's: the ids it waits for
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`:                                           {"n1"},
+		`{"method":"tools/call","params":{"name":"x"},"jsonrpc":"2.0","id":"s"}`:                                         {"ss"},
+		`{"jsonrpc":"2.0","id":"a\u0062","method":"x"}`:                                                                  {"sab"},
+		`{"jsonrpc":"2.0","id":2.0,"method":"x"}`:                                                                        {"n2"},
+		`{"jsonrpc":"2.0","id":-3,"method":"x"}`:                                                                         {"n-3"},
+		`{"jsonrpc":"2.0","id":1e2,"method":"x"}`:                                                                        {"n100"},
+		`{"jsonrpc":"2.0","id":1.9,"method":"x"}`:                                                                        {"n1"},
+		`{"jsonrpc":"2.0","id":-,"method":"x"}`:                                                                          nil,
+		`{"jsonrpc":"2.0","id":"x","method":"tools\/list"}`:                                                              {"sx"},
+		`{"jsonrpc":"2.0","id":"y","method":"subscriptions\/listen"}`:                                                    nil,
+		`{"jsonrpc":"2.0","id":null,"method":"x"}`:                                                                       nil, // a notification, for go-sdk
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:                                                         nil,
+		`{"jsonrpc":"2.0","id":4,"result":{}}`:                                                                           nil, // the client answering the server
+		`{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{}}`:                                           nil,
+		`[{"jsonrpc":"2.0","id":6,"method":"a"},{"jsonrpc":"2.0","method":"b"},{"jsonrpc":"2.0","id":"7","method":"c"}]`: {"n6", "s7"},
+		`not json`: nil,
+	}
+	for line, want := range requests {
+		var got []string
+		eachMessage([]byte(line), func(msg []byte) {
+			switch key, k := readRequest(nil, msg); k {
+			case request:
+				got = append(got, string(key))
+			case cancellation:
+				t.Errorf("%s cancels", line)
+			}
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: requests %q, want %q", line, got, want)
+		}
+	}
+	if key, k := readRequest(nil, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"x","requestId":"c"}}`)); k != cancellation || string(key) != "sc" {
+		t.Errorf("a cancellation: %q, %v", key, k)
+	}
+	answers := map[string][]string{ // a message of the endpoint's: the ids it answers
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}` + "\n":                         {"n1"},
+		`{"jsonrpc":"2.0","id":"a\u0062","error":{"code":1,"message":"m"}}`:             {"sab"},
+		`{"jsonrpc":"2.0","result":{"id":9},"id":2}`:                                    {"n2"},
+		`{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{}}`:            nil, // the server asking the client
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":1}}`:         nil,
+		`[{"jsonrpc":"2.0","id":6,"result":{}},{"jsonrpc":"2.0","id":"7","result":{}}]`: {"n6", "s7"},
+	}
+	for msg, want := range answers {
+		var got []string
+		eachMessage([]byte(msg), func(m []byte) {
+			if key, ok := readAnswer(nil, m); ok {
+				got = append(got, string(key))
+			}
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: answers %q, want %q", msg, got, want)
+		}
+	}
+}
+
+// BenchmarkGuardWork is the guard's own work for one request and its
+// answer, without I/O: reading the request's envelope and noting it, then
+// reading the answer's and settling it. The answer is a tools/list of 60 KB,
+// whose result the guard must not scan.
+func BenchmarkGuardWork(b *testing.B) {
+	g := New(io.Discard, Options{})
+	req := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/list","params":{"_meta":{"progressToken":"p-17"}}}` + "\n")
+	answer := []byte(`{"jsonrpc":"2.0","id":17,"result":{"tools":[` + strings.Repeat(`{"name":"tool","inputSchema":{"type":"object"}},`, 1200) + `{}]}}` + "\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		g.read(req)
+		if _, err := g.Write(answer); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(g.pending) != 0 {
+		b.Fatal("requests left pending")
+	}
+}

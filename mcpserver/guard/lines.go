@@ -1,0 +1,102 @@
+package guard
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxLine is the default bound of one message: go-sdk's own
+// ([mcp.DefaultMaxLineLength], 16 MiB).
+const MaxLine = mcp.DefaultMaxLineLength
+
+// ErrLineTooLong is a message longer than the bound of its [Lines].
+var ErrLineTooLong = errors.New("a message longer than the limit")
+
+// Lines reads newline-delimited messages into a reused buffer, each at
+// most a bound long.
+type Lines struct {
+	br  *bufio.Reader
+	buf []byte
+	max int
+}
+
+// NewLines reads r's messages of at most max bytes (0: [MaxLine]).
+func NewLines(r io.Reader, max int) *Lines {
+	if max <= 0 {
+		max = MaxLine
+	}
+	return &Lines{br: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// Next returns the next line with its newline (the last one may lack it),
+// valid until the following call. At the end of the input it returns what
+// is left with [io.EOF]; a line over the bound is an error wrapping
+// [ErrLineTooLong].
+func (r *Lines) Next() ([]byte, error) {
+	r.buf = r.buf[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if len(r.buf) == 0 && err == nil && len(chunk) <= r.max {
+			return chunk, nil // the whole line was in the buffer: no copy
+		}
+		r.buf = append(r.buf, chunk...)
+		if len(r.buf) > r.max {
+			return nil, fmt.Errorf("%w of %d bytes", ErrLineTooLong, r.max)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return r.buf, err
+	}
+}
+
+// Pump reads in's lines: those take takes are its own, the rest go to
+// sdk, each ending in a newline. When in ends (or a line is too long) it
+// closes sdk with the reason (none at end of input) and returns it; a
+// failed write to sdk (the reader is gone) ends it too.
+func Pump(in io.Reader, max int, sdk *io.PipeWriter, take func([]byte) bool) error {
+	err, sdkGone := pump(NewLines(in, max), sdk, take, nil)
+	if !sdkGone {
+		sdk.CloseWithError(err)
+	}
+	return err
+}
+
+// pump hands each non-blank line to seen (if any), then to take, then, if
+// take refuses it, to sdk, until the input ends (err: nil at its end) or
+// sdk fails (sdkGone).
+func pump(lr *Lines, sdk io.Writer, take func([]byte) bool, seen func([]byte)) (err error, sdkGone bool) {
+	for {
+		line, err := lr.Next()
+		if len(bytes.TrimSpace(line)) > 0 {
+			if seen != nil {
+				seen(line)
+			}
+			if take == nil || !take(line) {
+				if werr := writeLine(sdk, line); werr != nil {
+					return werr, true
+				}
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return err, false
+		}
+	}
+}
+
+// writeLine writes line to w with its newline.
+func writeLine(w io.Writer, line []byte) error {
+	if line[len(line)-1] != '\n' {
+		line = append(line, '\n')
+	}
+	_, err := w.Write(line)
+	return err
+}

@@ -1,0 +1,87 @@
+package guard
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestLinesFramesMessages(t *testing.T) {
+	long := strings.Repeat("x", 200<<10) // several of the reader's buffers
+	in := "one\n\n" + long + "\nlast without newline"
+	lr := NewLines(strings.NewReader(in), 0)
+	var got []string
+	for {
+		line, err := lr.Next()
+		if len(line) > 0 {
+			got = append(got, string(line))
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"one\n", "\n", long + "\n", "last without newline"}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d: %.40q, want %.40q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestLinesBoundsAMessage(t *testing.T) {
+	for _, n := range []int{100, 100 << 10} { // within one buffer, and across several
+		lr := NewLines(strings.NewReader(strings.Repeat("a", n)+"\nnext\n"), n-1)
+		if _, err := lr.Next(); !errors.Is(err, ErrLineTooLong) {
+			t.Fatalf("a %d-byte line under a bound of %d: %v", n, n-1, err)
+		}
+	}
+	lr := NewLines(strings.NewReader(strings.Repeat("a", 99)+"\n"), 100)
+	if line, err := lr.Next(); err != nil || len(line) != 100 {
+		t.Fatalf("a line of exactly the bound: %d bytes, %v", len(line), err)
+	}
+}
+
+// TestPumpOffersEachLineThenForwards: the taker sees every non-blank line
+// first; the rest reach the SDK's side whole, each with its newline, and
+// the end of the input ends the SDK's.
+func TestPumpOffersEachLineThenForwards(t *testing.T) {
+	pr, pw := io.Pipe()
+	var offered []string
+	take := func(line []byte) bool {
+		offered = append(offered, string(line))
+		return bytes.Contains(line, []byte("mine"))
+	}
+	done := make(chan error, 1)
+	go func() { done <- Pump(strings.NewReader("a\nmine\n  \nb"), 0, pw, take) }()
+	rest, err := io.ReadAll(pr)
+	if err != nil || string(rest) != "a\nb\n" {
+		t.Fatalf("the SDK read %q, %v", rest, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(offered) != 3 {
+		t.Fatalf("offered %q: blank lines are nobody's", offered)
+	}
+}
+
+func TestPumpEndsTheSDKsInputOnATooLongLine(t *testing.T) {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- Pump(strings.NewReader("ok\n"+strings.Repeat("z", 50)+"\n"), 10, pw, nil) }()
+	rest, err := io.ReadAll(pr)
+	if string(rest) != "ok\n" || !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("the SDK read %q, %v", rest, err)
+	}
+	if err := <-done; !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("Pump: %v", err)
+	}
+}

@@ -1,0 +1,59 @@
+package proxy
+
+import (
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestArguments(t *testing.T) {
+	for in, want := range map[string]string{"": "{}", "null": "{}", `{"a":1}`: `{"a":1}`, `"text"`: `"text"`} {
+		if got := string(Arguments([]byte(in))); got != want {
+			t.Errorf("Arguments(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestForwardedMeta: the client's own _meta goes upstream; the protocol's
+// keys and the progress token do not.
+func TestForwardedMeta(t *testing.T) {
+	in := mcp.Meta{"trace": "abc", "x-client/id": 7, "progressToken": "p", "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+	if got := ForwardedMeta(in); !maps.Equal(got, mcp.Meta{"trace": "abc", "x-client/id": 7}) {
+		t.Fatalf("forwarded %v", got)
+	}
+	if got := ForwardedMeta(mcp.Meta{"progressToken": 1}); got != nil {
+		t.Fatalf("nothing to forward: %v, want nil", got)
+	}
+}
+
+func TestProgressRoutes(t *testing.T) {
+	p := NewProgressRoutes[string]("agentctl-test-")
+	a, b := p.Add("first"), p.Add("second")
+	if a == b || !strings.HasPrefix(a, "agentctl-test-") {
+		t.Fatalf("tokens %q and %q", a, b)
+	}
+	if to, ok := p.Lookup(b); !ok || to != "second" {
+		t.Fatalf("Lookup(%q) = %q, %v", b, to, ok)
+	}
+	p.Remove(b)
+	if _, ok := p.Lookup(b); ok {
+		t.Fatal("a removed token still routes")
+	}
+	if _, ok := p.Lookup("agentctl-test-99"); ok {
+		t.Fatal("an unknown token routes")
+	}
+}
+
+func TestFailedDuringCall(t *testing.T) {
+	r := ToolError(FailedDuringCall("up", errEOF{}))
+	if !r.IsError || r.Content[0].(*mcp.TextContent).Text != `MCP server "up" failed during the call: EOF; agentctl is restarting it` {
+		t.Fatalf("%+v", r)
+	}
+}
+
+type errEOF struct{}
+
+func (errEOF) Error() string { return "EOF" }

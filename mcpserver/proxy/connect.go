@@ -1,0 +1,186 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// protocolVersion is the MCP version agentctl asks servers for: what
+// external servers speak today, with sessions, so that their
+// tools/list_changed reaches agentctl.
+const protocolVersion = "2025-11-25"
+
+// httpKeepAlive is how often agentctl pings a streamable HTTP server.
+const httpKeepAlive = 15 * time.Second
+
+// StopGrace is how long a stdio server has to exit once its input is
+// closed, and again after SIGTERM, before it is killed, whichever
+// transport runs it.
+const StopGrace = 2 * time.Second
+
+// connect starts (or dials) the server, initializes and lists all its tools,
+// within the mount's timeout.
+func (s *Server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, error) {
+	timeout := s.timeout()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var (
+		t   mcp.Transport
+		cmd *exec.Cmd
+	)
+	if s.mount.URL != "" {
+		t = &mcp.StreamableClientTransport{Endpoint: s.mount.URL, HTTPClient: &http.Client{Transport: headerTransport{s.mount.Headers}}}
+	} else {
+		cmd = s.command()
+		t = s.stdioTransport(cmd)
+	}
+	var keepAlive time.Duration
+	if s.mount.URL != "" {
+		// A stdio server's death ends its pipe; an HTTP server's is only seen
+		// by asking. The SDK closes the session after a failed ping.
+		keepAlive = httpKeepAlive
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentctl", Version: s.pool.opts.Version}, &mcp.ClientOptions{
+		Logger:    s.pool.opts.SDKLogger,
+		KeepAlive: keepAlive,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case s.relist <- struct{}{}:
+			default: // a relist is already pending
+			}
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			s.pool.forwardProgress(ctx, req.Params)
+		},
+	})
+	fail := func(cs *mcp.ClientSession, err error) (*mcp.ClientSession, []*mcp.Tool, error) {
+		if cs != nil {
+			cs.Close()
+		}
+		if cmd != nil && cmd.Process != nil {
+			cmd.Process.Kill() // a server that hung at start may ignore its closed stdin
+			killGroup(cmd.Process)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, fmt.Errorf("no answer within %s", timeout)
+		}
+		return nil, nil, err
+	}
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		return fail(nil, explainStart(err, s.mount))
+	}
+	tools, err := listAll(cctx, cs)
+	if err != nil {
+		return fail(cs, fmt.Errorf("list its tools: %w", err))
+	}
+	if cmd != nil {
+		s.mu.Lock()
+		s.proc = cmd.Process
+		s.mu.Unlock()
+	}
+	return cs, tools, nil
+}
+
+// command is the stdio server's command, ready to start: its environment,
+// its stderr to the pool's log, and, where the system allows, its own
+// process group and a parent-death signal (see stopWithParent).
+func (s *Server) command() *exec.Cmd {
+	cmd := exec.Command(s.mount.Command, s.mount.Args...)
+	cmd.Env = os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(s.mount.Env)) {
+		cmd.Env = append(cmd.Env, k+"="+s.mount.Env[k])
+	}
+	cmd.Stderr = io.Discard
+	if s.pool.opts.Stderr != nil {
+		cmd.Stderr = &linePrefixer{mu: &s.pool.logMu, w: s.pool.opts.Stderr, prefix: "[" + s.mount.Name + "] "}
+	}
+	stopWithParent(cmd)
+	return cmd
+}
+
+// stdioTransport runs cmd: through the fast lane when there is one, else
+// with go-sdk's own transport and close sequence.
+func (s *Server) stdioTransport(cmd *exec.Cmd) mcp.Transport {
+	if f := s.pool.opts.Stdio; f != nil {
+		if t := f(cmd, s.mount.Name); t != nil {
+			return t
+		}
+	}
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: StopGrace}
+}
+
+func explainStart(err error, m mount.Resolved) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return fmt.Errorf("cannot start %q: %v", m.Command, ee.Err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && strings.Contains(pe.Op, "exec") {
+		return fmt.Errorf("cannot start %q: %v", m.Command, pe.Err)
+	}
+	return err
+}
+
+func listAll(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// headerTransport adds configured headers to every request.
+type headerTransport struct{ headers map[string]string }
+
+func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range h.headers {
+		req.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// linePrefixer writes each line with a prefix, so several servers' stderr
+// can share one log file.
+type linePrefixer struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    bytes.Buffer
+}
+
+func (p *linePrefixer) Write(b []byte) (int, error) {
+	p.buf.Write(b)
+	for {
+		line, err := p.buf.ReadBytes('\n')
+		if err != nil {
+			p.buf.Write(line) // keep the partial line for the next write
+			return len(b), nil
+		}
+		p.mu.Lock()
+		_, werr := io.WriteString(p.w, p.prefix+string(line))
+		p.mu.Unlock()
+		if werr != nil {
+			return len(b), werr
+		}
+	}
+}

@@ -1,0 +1,38 @@
+// Package lane is the fast lane of agentctl's stdio endpoint: it forwards
+// calls of external stdio servers' tools, and answers tools/list, without
+// the MCP SDK.
+//
+// A tools/call of an external stdio server's tool does not need the SDK at
+// all: the request's bytes can go upstream with only the tool's name, id and
+// progress token rewritten, and the answer's bytes can come back with only
+// the id put back. go-sdk decodes every message with a fresh streaming
+// decoder and validates it (about 0.4 ms of CPU per message on one core),
+// which is what a hop through agentctl used to cost.
+//
+// So on stdio the input guard (package guard) offers each of the client's
+// lines to [Lane.FromClient] first. A line the lane fully understands (a
+// tools/call of an external tool whose server is up, or a tools/list
+// without a cursor, from a client that initialized or speaks 2026-07-28) is
+// answered or forwarded raw; every other line goes to the SDK unchanged,
+// which keeps its own behaviour for them (errors, waiting for the first
+// round, batches, unknown fields). Each external stdio server runs through
+// [Lane.Transport], which reads the server's lines the same way: answers and
+// progress of the lane's calls go straight back to the client; everything
+// else goes to the SDK client session.
+//
+// What both paths do to a call (null arguments, which _meta goes upstream,
+// progress tokens, the crash message) is package proxy's, called by both.
+// Where the lane answers as go-sdk would (2026-07-28 requests and results,
+// a stdio server's shutdown) it mirrors go-sdk v1.8.0, as the comments
+// there say; the endpoint's tests compare the two paths' answers by value
+// (TestLaneAnswersAsTheSDKDoes in package mcpserver), and a server's result
+// passes byte for byte.
+//
+// The shortest use (the endpoint's, in mcpserver's Endpoint.ServeStdio):
+//
+//	l := lane.New(lane.Options{Endpoint: routes, Client: g, Implementation: impl})
+//	go g.Serve(ctx, stdin, l.FromClient)
+//	ss, err := server.Connect(ctx, g.Transport(), nil)
+//	l.SetSession(ss)
+//	// and each stdio server started with l.Transport(cmd, name)
+package lane

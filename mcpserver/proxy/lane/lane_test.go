@@ -1,0 +1,250 @@
+package lane
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// routes is an Endpoint with a fixed table of external tools, looked up as
+// the endpoint does (under a read lock, in a map).
+type routes struct {
+	mu     sync.RWMutex
+	byName map[string]Route
+	list   []byte
+}
+
+func (r *routes) Route(name string) (Route, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	rt, ok := r.byName[name]
+	return rt, ok
+}
+
+func (r *routes) ToolsList() (uint64, []byte, bool) {
+	return 1, r.list, r.list != nil
+}
+
+// laneWithTool sets up a lane in front of one external tool "echo" whose
+// server writes to w, without processes or pipes.
+func laneWithTool(tb testing.TB, w io.Writer, client io.Writer) (*Lane, *serverLink) {
+	tb.Helper()
+	ep := &routes{byName: map[string]Route{"echo": {Server: "up", Tool: "echo", Canonical: "echo"}}}
+	l := New(Options{Endpoint: ep, Client: client, Implementation: &mcp.Implementation{Name: "agentctl", Version: "test"}})
+	link := newServerLink("up", w)
+	tb.Cleanup(link.close)
+	l.links["up"] = link
+	l.SetSession(initializedAs("2025-11-25"))
+	return l, link
+}
+
+// initializedAs is a session the SDK has initialized with version v.
+type initializedAs string
+
+func (v initializedAs) InitializeParams() *mcp.InitializeParams {
+	return &mcp.InitializeParams{ProtocolVersion: string(v)}
+}
+
+// syncBuffer is a client's output that tests read while the lane writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// eventually polls cond; a minute is far beyond any machine's slowness.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestLaneStuckServer: a server that stops reading its input stalls
+// neither the client's other messages nor the lane: once its pipe and
+// agentctl's queue to it are full, further calls get a tool error at once.
+func TestLaneStuckServer(t *testing.T) {
+	t.Parallel()
+	stuckR, stuck, err := os.Pipe() // nobody reads: the pipe fills up
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stuckR.Close(); stuck.Close() })
+	var client syncBuffer
+	l, link := laneWithTool(t, stuck, &client)
+	link.max = 64 << 10
+	done := make(chan struct{})
+	calls := 0
+	go func() {
+		defer close(done)
+		// Far more than the pipe (64 KiB on Linux) and the queue hold.
+		for ; calls < 5000; calls++ {
+			if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(calls) + `,"method":"tools/call","params":{"name":"echo","arguments":{"padding":"` + strings.Repeat("x", 100) + `"}}}` + "\n")) {
+				t.Error("the lane did not take the call")
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the lane blocked on a server that does not read")
+	}
+	refused := strings.Count(client.String(), `MCP server \"up\" did not get the call: it is not reading its input`)
+	if refused == 0 || refused == calls {
+		t.Fatalf("%d of %d calls refused: the pipe and the queue should have taken some, then refused the rest", refused, calls)
+	}
+	if !strings.Contains(client.String(), `"isError":true`) {
+		t.Fatal("refusals must be tool errors")
+	}
+	// The SDK's own writes wait for the queue; closing the link ends them.
+	werr := make(chan error, 1)
+	go func() { werr <- link.write([]byte("{}\n"), true) }()
+	eventually(t, "the write to wait in the queue", func() bool {
+		link.mu.Lock()
+		defer link.mu.Unlock()
+		return len(link.queue) > 0 && link.queue[len(link.queue)-1].done != nil
+	})
+	link.close()
+	stuckR.Close() // the blocked flusher's write fails
+	select {
+	case err := <-werr:
+		if err == nil {
+			t.Fatal("a write queued behind a closed link succeeded")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a waiting write outlived the link")
+	}
+}
+
+// TestLaneOddAnswers: answers the lane does not read with its scanner (a
+// member it does not know), or that carry "error": null, still answer the
+// client's call, as the SDK path would. (An id with escapes is not looked
+// for: no JSON encoder escapes the ASCII the lane's ids are made of.)
+func TestLaneOddAnswers(t *testing.T) {
+	t.Parallel()
+	var client syncBuffer
+	l, _ := laneWithTool(t, io.Discard, &client)
+	call := func(id string) {
+		t.Helper()
+		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+			t.Fatal("the lane did not take the call")
+		}
+	}
+	for i, answer := range []string{
+		`{"jsonrpc":"2.0","id":"agentctl-call-1","result":{"content":[{"type":"text","text":"one"}]},"error":null}`,
+		`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]},"x-extra":true}`,
+	} {
+		call(fmt.Sprint("c", i+1))
+		if !l.fromServer([]byte(answer)) {
+			t.Fatalf("answer %d went to the SDK, which would drop it", i+1)
+		}
+	}
+	out := client.String()
+	for _, want := range []string{
+		`{"jsonrpc":"2.0","id":"c1","result":{"content":[{"type":"text","text":"one"}]}}`,
+		`{"jsonrpc":"2.0","id":"c2","result":{"content":[{"type":"text","text":"two"}]}}`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("client got:\n%s\nwant a line %s", out, want)
+		}
+	}
+	if l.inflight.Load() != 0 {
+		t.Fatal("calls left in flight")
+	}
+}
+
+// TestLaneLinkTakesALargeMessageBehindASmallQueue: the queue's bound is on
+// what is already waiting, so one message larger than the bound still goes
+// to a server that is reading, just slowly.
+func TestLaneLinkTakesALargeMessageBehindASmallQueue(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	link := newServerLink("up", w)
+	link.max = 1 << 20
+	// More than the pipe holds: the rest waits in the queue.
+	if err := link.send(bytes.Repeat([]byte("a"), 1<<17)); err != nil {
+		t.Fatal(err)
+	}
+	if err := link.send(bytes.Repeat([]byte("b"), 2<<20)); err != nil {
+		t.Fatalf("a 2 MiB message behind %d queued bytes: %v", link.queued, err)
+	}
+	// Past the bound, the next one is refused; a reader drains it all.
+	if err := link.send([]byte("c")); err != errNotReading {
+		t.Fatalf("over the bound: %v", err)
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(r, 1<<17+2<<20))
+	if err != nil || n != 1<<17+2<<20 {
+		t.Fatalf("read %d: %v", n, err)
+	}
+}
+
+// BenchmarkLaneWork is the lane's own work for one call, without any I/O:
+// reading and rewriting the client's request, then the server's answer.
+// It is the part of the proxy hop that agentctl's code decides; the rest is
+// the operating system moving bytes (see BenchmarkProxyCall/relay in
+// package mcpserver).
+func BenchmarkLaneWork(b *testing.B) {
+	l, _ := laneWithTool(b, io.Discard, io.Discard)
+	req := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"progressToken":"p-17"}}}` + "\n")
+	var resp []byte
+	b.ReportAllocs()
+	for i := int64(1); b.Loop(); i++ {
+		if !l.FromClient(req) {
+			b.Fatal("the lane did not take the call")
+		}
+		resp = append(resp[:0], `{"jsonrpc":"2.0","id":"agentctl-call-`...)
+		resp = strconv.AppendInt(resp, l.next.Load(), 10)
+		resp = append(resp, `","result":{"content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}}`+"\n"...)
+		if !l.fromServer(resp) {
+			b.Fatal("the lane did not take the answer")
+		}
+	}
+	if l.inflight.Load() != 0 {
+		b.Fatal("calls left in flight")
+	}
+}
+
+// TestLaneForwardsTheMetaTheSDKPathDoes: the lane decides on _meta keys as
+// proxy.ForwardsMeta does for the SDK path, also for keys written with
+// escapes.
+func TestLaneForwardsTheMetaTheSDKPathDoes(t *testing.T) {
+	t.Parallel()
+	var up syncBuffer
+	l, _ := laneWithTool(t, &up, io.Discard)
+	meta := `{"trace":"a","progress\u0054oken":"x","io.model\u0063ontextprotocol/clientInfo":{},"x\u002dmine":1,"progressToken":"p"}`
+	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":` + meta + `}}`)) {
+		t.Fatal("the lane did not take the call")
+	}
+	want := `"_meta":{"trace":"a","x\u002dmine":1,"progressToken":"agentctl-progress-1"}`
+	if !strings.Contains(up.String(), want) {
+		t.Fatalf("sent upstream:\n%s\nwant %s", up.String(), want)
+	}
+}

@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os/exec"
+	"sync"
+
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Namespace is what the servers need from the endpoint that serves their
+// tools.
+type Namespace interface {
+	// Reconcile serves the tools of the servers that are up (each
+	// [Server.Tools]) and withdraws the others'. The pool calls it
+	// whenever a server's tools change: it came up, went away, or listed
+	// them again.
+	Reconcile()
+}
+
+// Options configure a [Pool].
+type Options struct {
+	// Version is agentctl's version, as the servers see it.
+	Version string
+	// Logger receives the pool's logs; SDKLogger, those of go-sdk's client
+	// sessions. nil discards them.
+	Logger, SDKLogger *slog.Logger
+	// Stderr receives the stdio servers' stderr, each line prefixed with
+	// the server's name; nil discards it. Never the protocol's stdout.
+	Stderr io.Writer
+	// Stdio returns the transport that runs a stdio server's command, which
+	// is ready to start (the fast lane's: see package lane). nil, or a nil
+	// result, runs it with go-sdk's own [mcp.CommandTransport].
+	Stdio func(cmd *exec.Cmd, server string) mcp.Transport
+}
+
+// Pool is an endpoint's external servers: it keeps each connected, from
+// [Pool.Start] until its context is done.
+type Pool struct {
+	servers []*Server
+	ns      Namespace
+	opts    Options
+	logMu   sync.Mutex // one line at a time into opts.Stderr
+
+	running, pending sync.WaitGroup
+	// firstRound is closed once every server has had its first connection
+	// attempt (up, or failed within its timeout).
+	firstRound chan struct{}
+	// progress routes the SDK path's progress tokens (see Server.Handler).
+	progress *ProgressRoutes[progressTarget]
+}
+
+// NewPool returns the pool of the external servers among mounts (the
+// other kinds are not its business), in mount order. Nothing runs until
+// [Pool.Start].
+func NewPool(mounts []mount.Resolved, ns Namespace, opts Options) *Pool {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.SDKLogger == nil {
+		opts.SDKLogger = opts.Logger
+	}
+	p := &Pool{ns: ns, opts: opts, firstRound: make(chan struct{}), progress: NewProgressRoutes[progressTarget]("agentctl-")}
+	for _, m := range mounts {
+		if m.Kind == mount.KindServer {
+			p.servers = append(p.servers, &Server{pool: p, mount: m, state: StateConnecting, relist: make(chan struct{}, 1),
+				log: opts.Logger.With("mcp_server", m.Name)})
+		}
+	}
+	if len(p.servers) == 0 {
+		close(p.firstRound)
+	}
+	return p
+}
+
+// Servers returns the servers, in mount order.
+func (p *Pool) Servers() []*Server { return p.servers }
+
+// Start connects the servers in the background, until ctx is done; each
+// one's tools reach the [Namespace] as it comes up.
+func (p *Pool) Start(ctx context.Context) {
+	p.pending.Add(len(p.servers))
+	for _, s := range p.servers {
+		p.running.Add(2)
+		go func() {
+			defer p.running.Done()
+			s.run(ctx)
+		}()
+		go func() {
+			defer p.running.Done()
+			s.relistLoop(ctx)
+		}()
+	}
+	if len(p.servers) > 0 {
+		go func() {
+			p.pending.Wait()
+			close(p.firstRound)
+		}()
+	}
+}
+
+// Wait waits until the servers started by Start have stopped (their
+// processes too: no orphans).
+func (p *Pool) Wait() { p.running.Wait() }
+
+// FirstRound is closed once every server has had its first connection
+// attempt: up, or failed within its timeout. Both paths wait for it before
+// a client's first tools/list, so that it shows the servers that come up
+// in time rather than an empty start followed by tools/list_changed, which
+// not every client follows.
+func (p *Pool) FirstRound() <-chan struct{} { return p.firstRound }
+
+// Statuses returns the servers' states, in mount order.
+func (p *Pool) Statuses() []ServerStatus {
+	out := make([]ServerStatus, len(p.servers))
+	for i, s := range p.servers {
+		out[i] = s.Status()
+	}
+	return out
+}
+
+// progressTarget is where progress of a call forwarded by the SDK path goes.
+type progressTarget struct {
+	session *mcp.ServerSession
+	token   any
+}
+
+// forwardProgress sends a server's progress to the client whose call it is.
+func (p *Pool) forwardProgress(ctx context.Context, params *mcp.ProgressNotificationParams) {
+	tok, _ := params.ProgressToken.(string)
+	to, ok := p.progress.Lookup(tok)
+	if !ok {
+		return
+	}
+	fwd := *params
+	fwd.ProgressToken = to.token
+	_ = to.session.NotifyProgress(ctx, &fwd)
+}

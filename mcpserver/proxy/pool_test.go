@@ -1,0 +1,92 @@
+package proxy
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// reconciles is a Namespace that counts the pool's calls.
+type reconciles struct{ n atomic.Int64 }
+
+func (r *reconciles) Reconcile() { r.n.Add(1) }
+
+func server(name, command string) mount.Resolved {
+	return mount.Resolved{Mount: mount.Mount{Kind: mount.KindServer, Name: name, Command: command}}
+}
+
+func TestPoolWithoutServersHasNoFirstRoundToWaitFor(t *testing.T) {
+	t.Parallel()
+	p := NewPool([]mount.Resolved{{Mount: mount.Mount{Kind: mount.KindKB, Name: "docs"}}}, &reconciles{}, Options{})
+	select {
+	case <-p.FirstRound():
+	default:
+		t.Fatal("no servers, yet a first round to wait for")
+	}
+	if len(p.Servers()) != 0 || len(p.Statuses()) != 0 {
+		t.Fatal("a knowledge base is not the pool's")
+	}
+}
+
+// TestPoolFirstRoundEndsOnAFailedStart: a server that cannot start ends
+// its first attempt (down, saying why) without touching the namespace.
+func TestPoolFirstRoundEndsOnAFailedStart(t *testing.T) {
+	t.Parallel()
+	ns := &reconciles{}
+	p := NewPool([]mount.Resolved{server("gone", filepath.Join(t.TempDir(), "no-such-server"))}, ns, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	p.Start(ctx)
+	select {
+	case <-p.FirstRound():
+	case <-time.After(time.Minute):
+		t.Fatal("the first round never ended")
+	}
+	st := p.Statuses()[0]
+	if st.Name != "gone" || st.State != StateDown || !strings.Contains(st.Error, "cannot start") {
+		t.Fatalf("status %+v", st)
+	}
+	cancel()
+	p.Wait()
+	if ns.n.Load() != 0 || len(p.Servers()[0].Tools()) != 0 {
+		t.Fatal("a server that never came up changed the namespace")
+	}
+}
+
+// TestStdioTransport: without the fast lane a stdio server runs under
+// go-sdk's own CommandTransport, in its own process group, with a
+// parent-death signal on Linux.
+func TestStdioTransport(t *testing.T) {
+	t.Parallel()
+	lane := &mcp.InMemoryTransport{}
+	for what, stdio := range map[string]func(*exec.Cmd, string) mcp.Transport{
+		"no lane":           nil,
+		"the lane declines": func(*exec.Cmd, string) mcp.Transport { return nil },
+		"the lane takes it": func(*exec.Cmd, string) mcp.Transport { return lane },
+	} {
+		p := NewPool([]mount.Resolved{server("up", "/bin/true")}, &reconciles{}, Options{Stdio: stdio})
+		s := p.Servers()[0]
+		cmd := s.command()
+		tr := s.stdioTransport(cmd)
+		if what == "the lane takes it" {
+			if tr != lane {
+				t.Fatalf("%s: %T", what, tr)
+			}
+			continue
+		}
+		ct, ok := tr.(*mcp.CommandTransport)
+		if !ok || ct.Command != cmd || ct.TerminateDuration != StopGrace {
+			t.Fatalf("%s: %T %+v", what, tr, tr)
+		}
+		if runtime.GOOS == "linux" && (cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid || cmd.SysProcAttr.Pdeathsig == 0) {
+			t.Fatalf("%s: process attributes %+v", what, cmd.SysProcAttr)
+		}
+	}
+}

@@ -1,0 +1,226 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultTimeout bounds connecting to an external MCP server and listing
+// its tools, unless its mount says otherwise.
+const DefaultTimeout = 10 * time.Second
+
+// A server's states, as get_instance shows them.
+const (
+	StateConnecting = "connecting"
+	StateUp         = "up"
+	StateDown       = "down"
+)
+
+// Restart backoff of a failed server.
+const (
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 30 * time.Second
+)
+
+// Server is one mounted external MCP server: its connection, its tools,
+// and the loop that keeps it connected.
+type Server struct {
+	pool  *Pool
+	mount mount.Resolved
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	session *mcp.ClientSession
+	tools   []*mcp.Tool // as listed by the server, by their own names
+	state   string
+	lastErr string
+	// proc is the running stdio server's process.
+	proc *os.Process
+
+	// relist asks the relist worker to list the tools again (coalescing:
+	// several tools/list_changed in a row make one relist).
+	relist chan struct{}
+}
+
+// ServerStatus is a server's state, as get_instance shows it.
+type ServerStatus struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	Tools int    `json:"tools"`
+}
+
+// Name is the server's name: its mount's.
+func (s *Server) Name() string { return s.mount.Name }
+
+// Mount is the server's mount, its prefix resolved.
+func (s *Server) Mount() mount.Resolved { return s.mount }
+
+// Status returns the server's state.
+func (s *Server) Status() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ServerStatus{Name: s.mount.Name, State: s.state, Error: s.lastErr, Tools: len(s.tools)}
+}
+
+// Up reports whether the server is connected.
+func (s *Server) Up() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == StateUp
+}
+
+// Tools returns the server's tools as it lists them, by their own names;
+// none unless it is up. The definitions are the server's: copy one before
+// changing it.
+func (s *Server) Tools() []*mcp.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools
+}
+
+func (s *Server) set(state string, cs *mcp.ClientSession, tools []*mcp.Tool, err error) {
+	s.mu.Lock()
+	s.state, s.session, s.tools = state, cs, tools
+	s.lastErr = ""
+	if err != nil {
+		s.lastErr = err.Error()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Server) current() *mcp.ClientSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.session
+}
+
+// run keeps the server connected until ctx is done: connect, publish its
+// tools, wait for it to go away, withdraw them, back off, again.
+func (s *Server) run(ctx context.Context) {
+	backoff := minBackoff
+	first := true
+	firstDone := func() {
+		if first {
+			first = false
+			s.pool.pending.Done()
+		}
+	}
+	defer firstDone()
+	for {
+		s.set(StateConnecting, nil, nil, nil)
+		cs, tools, err := s.connect(ctx)
+		if ctx.Err() != nil {
+			if cs != nil {
+				cs.Close()
+			}
+			s.stopProcess()
+			return
+		}
+		if err != nil {
+			s.set(StateDown, nil, nil, err)
+			s.log.Warn("MCP server unavailable; its tools are absent until it is up", "error", err, "retry_in", backoff)
+			firstDone()
+		} else {
+			backoff = minBackoff
+			s.set(StateUp, cs, tools, nil)
+			s.pool.ns.Reconcile()
+			firstDone()
+			s.log.Info("MCP server connected", "tools", len(tools))
+			waitErr := waitSession(ctx, cs)
+			s.stopProcess()
+			if ctx.Err() != nil {
+				return
+			}
+			s.set(StateDown, nil, nil, fmt.Errorf("the server went away: %v", orEOF(waitErr)))
+			s.pool.ns.Reconcile()
+			s.log.Warn("MCP server went away; restarting it", "error", orEOF(waitErr), "retry_in", backoff)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// stopProcess kills what is left of the stdio server's process group once
+// its session has ended (its transport has stopped the server itself).
+func (s *Server) stopProcess() {
+	s.mu.Lock()
+	p := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	killGroup(p)
+}
+
+// waitSession waits for the session to end, or closes it when ctx is done
+// (which stops a stdio server's process).
+func waitSession(ctx context.Context, cs *mcp.ClientSession) error {
+	done := make(chan error, 1)
+	go func() { done <- cs.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		cs.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+func orEOF(err error) error {
+	if err == nil {
+		return io.EOF
+	}
+	return err
+}
+
+// relistLoop follows the server's tools/list_changed, one listing at a
+// time, until ctx is done.
+func (s *Server) relistLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.relist:
+			s.relistOnce(ctx)
+		}
+	}
+}
+
+func (s *Server) relistOnce(ctx context.Context) {
+	cs := s.current()
+	if cs == nil {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	tools, err := listAll(lctx, cs)
+	if err != nil {
+		s.log.Warn("MCP server changed its tools but listing them failed", "error", err)
+		return
+	}
+	s.mu.Lock()
+	if s.session == cs {
+		s.tools = tools
+	}
+	s.mu.Unlock()
+	s.pool.ns.Reconcile()
+}
+
+func (s *Server) timeout() time.Duration {
+	if d := time.Duration(s.mount.Timeout); d > 0 {
+		return d
+	}
+	return DefaultTimeout
+}

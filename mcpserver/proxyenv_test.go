@@ -1,0 +1,300 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// upBin is testdata/upstream, a small MCP server that can be told to
+// crash, hang or change its tools. TestMain builds it once for the
+// package's tests and benchmarks, while the first tests run; upstreamBin
+// waits for it.
+var (
+	upBin   string
+	upBuilt = make(chan struct{})
+	upErr   error
+)
+
+// upstreamEnv hands upBin to the test binary's own subprocesses (a crash
+// test's writer), which then build nothing.
+const upstreamEnv = "AGENTCTL_TEST_UPSTREAM"
+
+func TestMain(m *testing.M) {
+	if bin := os.Getenv(upstreamEnv); bin != "" {
+		upBin = bin
+		close(upBuilt)
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "agentctl-upstream-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	upBin = filepath.Join(dir, "upstream")
+	os.Setenv(upstreamEnv, upBin)
+	go func() {
+		defer close(upBuilt)
+		cmd := exec.Command("go", "build", "-o", upBin, "./testdata/upstream")
+		cmd.Dir = ".." // the module's root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			upErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	}()
+	code := m.Run()
+	<-upBuilt
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// upstreamBin is the path of testdata/upstream, once TestMain has built it.
+func upstreamBin(tb testing.TB) string {
+	<-upBuilt
+	if upErr != nil {
+		tb.Fatalf("build testdata/upstream: %v", upErr)
+	}
+	return upBin
+}
+
+// syncBuffer is a log sink safe for the upstreams' stderr goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type proxyEnv struct {
+	ep     *Endpoint
+	cs     *mcp.ClientSession
+	log    *syncBuffer // the upstreams' stderr
+	stderr *syncBuffer // the endpoint's own log
+	cancel context.CancelFunc
+	done   chan struct{}
+	notes  chan string // tools/list_changed and progress seen by the client
+}
+
+// servePath is how a test's client reaches the endpoint.
+type servePath string
+
+const (
+	// viaSDK: the SDK server, in memory; every message through go-sdk.
+	viaSDK servePath = "sdk"
+	// viaLane: ServeStdio over pipes, where external tools' calls take the
+	// fast lane; the client speaks go-sdk's default protocol (2026-07-28,
+	// stateless: no initialize, the client's details in each request).
+	viaLane servePath = "lane"
+	// viaLaneInit: the same with a client on 2025-11-25 (initialize, then
+	// notifications/initialized), as today's agents speak.
+	viaLaneInit servePath = "lane-2025-11-25"
+)
+
+// forEachPath runs a scenario through both paths, in parallel: what the
+// client sees must not depend on which one carried it.
+func forEachPath(t *testing.T, f func(t *testing.T, path servePath)) {
+	t.Parallel()
+	for _, path := range []servePath{viaSDK, viaLane, viaLaneInit} {
+		t.Run(string(path), func(t *testing.T) {
+			t.Parallel()
+			f(t, path)
+		})
+	}
+}
+
+// startProxy serves an endpoint with the given mounts through the SDK; see
+// startProxyOn.
+func startProxy(t *testing.T, mode mount.PrefixMode, mounts ...mount.Mount) *proxyEnv {
+	t.Helper()
+	return startProxyOn(t, viaSDK, mode, mounts...)
+}
+
+// startProxyOn serves an endpoint with the given mounts (prefixes resolved
+// by the contract) and connects a client by path; the endpoint runs until
+// the test ends, then every upstream must have stopped.
+func startProxyOn(t *testing.T, path servePath, mode mount.PrefixMode, mounts ...mount.Mount) *proxyEnv {
+	t.Helper()
+	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
+	cfg.Mounts, cfg.PrefixMode = mounts, mode
+	logBuf, stderr := &syncBuffer{}, &syncBuffer{}
+	cfg.ServerStderr = logBuf
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	ep, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	env := &proxyEnv{ep: ep, log: logBuf, stderr: stderr, cancel: cancel, done: make(chan struct{}), notes: make(chan string, 100)}
+	var (
+		ct         mcp.Transport
+		serverDone func()
+	)
+	switch path {
+	case viaSDK:
+		ep.Start(ctx)
+		go func() { ep.Wait(); close(env.done) }()
+		st, c := mcp.NewInMemoryTransports()
+		ss, err := ep.Server().Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct, serverDone = c, func() { ss.Wait() }
+	case viaLane, viaLaneInit:
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		served := make(chan error, 1)
+		go func() {
+			served <- ep.ServeStdio(ctx, inR, outW)
+			close(env.done)
+		}()
+		ct = &mcp.IOTransport{Reader: outR, Writer: inW}
+		serverDone = func() {
+			if err := <-served; err != nil {
+				t.Errorf("ServeStdio: %v", err)
+			}
+		}
+	}
+	note := func(s string) {
+		select {
+		case env.notes <- s:
+		default:
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { note("list_changed") },
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { note("progress") },
+	})
+	var opts *mcp.ClientSessionOptions
+	if path == viaLaneInit {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	}
+	env.cs, err = client.Connect(context.Background(), ct, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		env.cs.Close()
+		serverDone()
+		env.stop(t)
+		ep.Close()
+	})
+	return env
+}
+
+// laneCalls is how many calls the fast lane has forwarded (0 off stdio).
+func (p *proxyEnv) laneCalls() int64 {
+	if l := p.ep.lane.Load(); l != nil {
+		return l.Stats().Forwarded
+	}
+	return 0
+}
+
+// checkPath fails unless the external calls so far took the path's way.
+func (p *proxyEnv) checkPath(t *testing.T, path servePath, min int64) {
+	t.Helper()
+	if n := p.laneCalls(); (path != viaSDK) != (n >= min && n > 0) {
+		t.Fatalf("path %s: the fast lane forwarded %d calls (want at least %d on the lane, none otherwise)", path, n, min)
+	}
+}
+
+func (p *proxyEnv) stop(t *testing.T) {
+	p.cancel()
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("upstreams did not stop")
+	}
+}
+
+// eventually polls cond; a minute is far beyond any machine's slowness.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func mcpMount(name string, args ...string) mount.Mount {
+	return mount.Mount{Kind: mount.KindServer, Name: name, Command: "", Args: args}
+}
+
+func withBin(t *testing.T, m mount.Mount) mount.Mount {
+	m.Command = upstreamBin(t)
+	return m
+}
+
+func (p *proxyEnv) call(t *testing.T, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	t.Helper()
+	return p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+func readPID(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	eventually(t, "the pid file", func() bool {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return pid
+}
+
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	// A zombie not yet reaped counts as gone.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// httpUpstream serves a go-sdk server over streamable HTTP.
+func httpUpstream(t *testing.T, tools ...string) (*mcp.Server, *httptest.Server) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "http-upstream", Version: "1"}, nil)
+	for _, name := range tools {
+		mcp.AddTool(up, &mcp.Tool{Name: name, Description: "Says its name."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "remote " + name}}}, nil, nil
+		})
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	return up, srv
+}

@@ -1,0 +1,152 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/agentctl/agentctl/mcpserver/proxy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The endpoint's side of the external servers (package proxy): one flat
+// namespace with the built-ins and knowledge bases, kept by reconcile.
+
+// Conflict is a tool name that several sources want; none of them is served.
+type Conflict struct {
+	Name    string   `json:"name"`
+	Sources []string `json:"sources"`
+}
+
+// reconcile makes the registry serve the tools of the external servers that
+// are up, next to the built-ins and knowledge bases. A name that two sources
+// want is served by neither, reported on stderr and by get_instance.
+func (e *Endpoint) reconcile() {
+	e.nsMu.Lock()
+	defer e.nsMu.Unlock()
+	type candidate struct {
+		s    *proxy.Server
+		tool *mcp.Tool
+	}
+	want := map[string][]candidate{}
+	for _, s := range e.pool.Servers() {
+		for _, t := range s.Tools() {
+			name := s.Mount().ToolName(t.Name)
+			want[name] = append(want[name], candidate{s, t})
+		}
+	}
+	conflicts := map[string][]string{}
+	invalid := map[string]bool{}
+	for name, cands := range want {
+		var sources []string
+		if ent, ok := e.staticEntry(name); ok {
+			sources = append(sources, ent.Source)
+		}
+		for _, c := range cands {
+			sources = append(sources, c.s.Mount().Source())
+		}
+		if len(sources) > 1 {
+			conflicts[name] = sources
+		}
+		if err := ValidateToolName(name); err != nil {
+			e.log.Warn("an external tool has an invalid name; it is not served", "tool", name, "source", cands[0].s.Mount().Source(), "error", err)
+			invalid[name] = true
+		}
+	}
+	// Built-ins and knowledge-base tools step aside while a collision lasts.
+	for name := range e.static {
+		if _, clash := conflicts[name]; clash {
+			e.registry.Withhold(name)
+		} else {
+			e.registry.Restore(name)
+		}
+	}
+	// External tools: drop what is gone, changed or in conflict; add the
+	// rest. An unchanged definition stays registered (a relist or a restart
+	// of its server must not make a call fail or tell clients of a change).
+	for name, served := range e.external {
+		cands := want[name]
+		_, clash := conflicts[name]
+		if clash || len(cands) != 1 || cands[0].s != served.s || !sameTool(cands[0].tool, served.tool) {
+			e.registry.Remove(name)
+			delete(e.external, name)
+		} else {
+			served.tool = cands[0].tool
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		cands := want[name]
+		if _, clash := conflicts[name]; clash || invalid[name] {
+			continue
+		}
+		if _, ok := e.external[name]; ok {
+			continue
+		}
+		c := cands[0]
+		tool := *c.tool
+		tool.Name = name
+		m := c.s.Mount()
+		ent := Entry{Name: name, Source: m.Source(), Kind: KindExternal, Mount: m.Name, Prefix: m.EffectivePrefix, Base: c.tool.Name}
+		if err := e.registry.AddRawTool(ent, &tool, c.s.Handler(c.tool.Name)); err != nil {
+			e.log.Warn("cannot serve an external tool", "tool", name, "error", err)
+			continue
+		}
+		e.external[name] = &servedTool{s: c.s, tool: c.tool}
+	}
+	// Report each new collision once.
+	var list []Conflict
+	for _, name := range slices.Sorted(maps.Keys(conflicts)) {
+		list = append(list, Conflict{Name: name, Sources: conflicts[name]})
+		if !slices.Equal(e.reported[name], conflicts[name]) {
+			e.log.Warn("tool name collision: neither is served", "tool", name, "sources", strings.Join(conflicts[name], " and "))
+		}
+	}
+	e.reported = conflicts
+	e.conflicts = list
+}
+
+// servedTool is an external tool the registry serves.
+type servedTool struct {
+	s    *proxy.Server
+	tool *mcp.Tool
+}
+
+// sameTool compares two listings of a tool by value.
+func sameTool(a, b *mcp.Tool) bool {
+	if a == b {
+		return true
+	}
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// staticEntry returns the built-in or knowledge-base entry of name, also
+// when it is withheld.
+func (e *Endpoint) staticEntry(name string) (Entry, bool) {
+	if _, ok := e.static[name]; !ok {
+		return Entry{}, false
+	}
+	if ent, ok := e.registry.Lookup(name); ok {
+		return ent, true
+	}
+	return e.registry.Withheld(name)
+}
+
+// Conflicts returns the tool names withheld because several sources want them.
+func (e *Endpoint) Conflicts() []Conflict {
+	e.nsMu.RLock()
+	defer e.nsMu.RUnlock()
+	return slices.Clone(e.conflicts)
+}
+
+// ServerStatuses returns the external servers' states, by mount order.
+func (e *Endpoint) ServerStatuses() []proxy.ServerStatus { return e.pool.Statuses() }
+
+// namespace is the endpoint as its external servers see it
+// ([proxy.Namespace]).
+type namespace struct{ e *Endpoint }
+
+func (n namespace) Reconcile() { n.e.reconcile() }
