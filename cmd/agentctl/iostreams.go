@@ -21,18 +21,25 @@ type IOStreams struct {
 	Out    io.Writer
 	ErrOut io.Writer
 
-	outTTY, inTTY, errTTY bool
-	color                 bool
+	stdinTTY, stdoutTTY, stderrTTY bool
+	getenv                         func(string) string
 }
 
+// newIOStreams returns the streams of a process: each is a TTY if it is a
+// terminal; getenv gives the colour settings.
 func newIOStreams(in io.Reader, out, errOut io.Writer, getenv func(string) string) *IOStreams {
-	s := &IOStreams{In: in, Out: out, ErrOut: errOut}
-	s.outTTY = isTerminal(out)
-	s.errTTY = isTerminal(errOut)
-	s.inTTY = isTerminal(in)
-	s.color = colorEnabled(s.outTTY, getenv)
-	return s
+	return &IOStreams{
+		In: in, Out: out, ErrOut: errOut,
+		stdinTTY: isTerminal(in), stdoutTTY: isTerminal(out), stderrTTY: isTerminal(errOut),
+		getenv: getenv,
+	}
 }
+
+// SetStdinTTY, SetStdoutTTY and SetStderrTTY say whether a stream is a
+// terminal, for tests.
+func (s *IOStreams) SetStdinTTY(tty bool)  { s.stdinTTY = tty }
+func (s *IOStreams) SetStdoutTTY(tty bool) { s.stdoutTTY = tty }
+func (s *IOStreams) SetStderrTTY(tty bool) { s.stderrTTY = tty }
 
 // colorEnabled decides colour: on a terminal, unless NO_COLOR (any
 // non-empty value), CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE (not 0) forces
@@ -47,20 +54,30 @@ func colorEnabled(tty bool, getenv func(string) string) bool {
 	return tty && getenv("CLICOLOR") != "0" && getenv("TERM") != "dumb"
 }
 
+// ColorEnabled reports whether data written to Out may be coloured.
+func (s *IOStreams) ColorEnabled() bool {
+	getenv := s.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	return colorEnabled(s.stdoutTTY, getenv)
+}
+
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // IsStdoutTTY reports whether data goes to a terminal.
-func (s *IOStreams) IsStdoutTTY() bool { return s.outTTY }
+func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 
-// CanPrompt reports whether the user can be asked a question.
-func (s *IOStreams) CanPrompt() bool { return s.inTTY && s.errTTY }
+// CanPrompt reports whether the user can be asked a question: stdin and
+// stderr (where the question goes) are terminals.
+func (s *IOStreams) CanPrompt() bool { return s.stdinTTY && s.stderrTTY }
 
 func (s *IOStreams) renderer() *lipgloss.Renderer {
 	r := lipgloss.NewRenderer(s.Out)
-	if s.color {
+	if s.ColorEnabled() {
 		r.SetColorProfile(termenv.ANSI256)
 	} else {
 		r.SetColorProfile(termenv.Ascii)
@@ -97,7 +114,7 @@ func (s *IOStreams) PrintJSON(v any) error {
 // PrintTable writes rows: a lipgloss table on a TTY, tab-separated values
 // without a header otherwise.
 func (s *IOStreams) PrintTable(headers []string, rows [][]string) error {
-	if !s.outTTY {
+	if !s.stdoutTTY {
 		for _, r := range rows {
 			clean := make([]string, len(r))
 			for i, c := range r {
@@ -136,7 +153,7 @@ func (s *IOStreams) PrintFields(fields [][2]string) error {
 	key := s.renderer().NewStyle().Bold(true)
 	for _, f := range fields {
 		var err error
-		if s.outTTY {
+		if s.stdoutTTY {
 			_, err = fmt.Fprintf(s.Out, "%s%s  %s\n", key.Render(f[0]+":"), strings.Repeat(" ", width-len(f[0])), f[1])
 		} else {
 			_, err = fmt.Fprintf(s.Out, "%s\t%s\n", f[0], f[1])

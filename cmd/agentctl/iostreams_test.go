@@ -6,6 +6,20 @@ import (
 	"testing"
 )
 
+// newTestIOStreams returns streams over buffers (stdin, stdout, stderr),
+// none of them a terminal until the test says so with SetStdinTTY and the
+// like; env ("NAME=value" pairs) is the environment the colour decision sees.
+func newTestIOStreams(env ...string) (ios *IOStreams, in, out, errOut *bytes.Buffer) {
+	in, out, errOut = &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	ios = &IOStreams{In: in, Out: out, ErrOut: errOut, getenv: func(k string) string { return vars[k] }}
+	return ios, in, out, errOut
+}
+
 func TestColorEnabled(t *testing.T) {
 	tests := []struct {
 		tty  bool
@@ -33,8 +47,7 @@ func TestColorEnabled(t *testing.T) {
 func TestPrintTable(t *testing.T) {
 	rows := [][]string{{"auggie", "suffix"}, {"claude-code", "prefix"}}
 	t.Run("piped: tab-separated, no header, no escapes", func(t *testing.T) {
-		var out bytes.Buffer
-		io := &IOStreams{Out: &out}
+		io, _, out, _ := newTestIOStreams()
 		if err := io.PrintTable([]string{"ID", "NAMESPACING"}, rows); err != nil {
 			t.Fatal(err)
 		}
@@ -43,8 +56,8 @@ func TestPrintTable(t *testing.T) {
 		}
 	})
 	t.Run("terminal without colour: a drawn table, no escapes", func(t *testing.T) {
-		var out bytes.Buffer
-		io := &IOStreams{Out: &out, outTTY: true}
+		io, _, out, _ := newTestIOStreams("NO_COLOR=1")
+		io.SetStdoutTTY(true)
 		if err := io.PrintTable([]string{"ID", "NAMESPACING"}, rows); err != nil {
 			t.Fatal(err)
 		}
@@ -57,8 +70,8 @@ func TestPrintTable(t *testing.T) {
 		}
 	})
 	t.Run("terminal with colour", func(t *testing.T) {
-		var out bytes.Buffer
-		io := &IOStreams{Out: &out, outTTY: true, color: true}
+		io, _, out, _ := newTestIOStreams()
+		io.SetStdoutTTY(true)
 		if err := io.PrintTable([]string{"ID", "NAMESPACING"}, rows); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/spf13/cobra"
+)
+
+// InstanceDeleteOptions are the inputs of `instance delete`.
+type InstanceDeleteOptions struct {
+	IO    *IOStreams
+	Store storeOpener
+
+	Instance string
+	Output   string
+}
+
+// NewCmdInstanceDelete is `agentctl instance delete`; runF replaces
+// [instanceDeleteRun] in tests.
+func NewCmdInstanceDelete(f *Factory, runF func(context.Context, *InstanceDeleteOptions) error) *cobra.Command {
+	opts := &InstanceDeleteOptions{IO: f.IOStreams, Store: f.Store}
+	cmd := &cobra.Command{
+		Use:               "delete INSTANCE",
+		Aliases:           []string{"rm"},
+		Short:             "Delete an instance: its record, questions, events and directory",
+		Args:              exactArgs(1, "an instance id, id prefix or label"),
+		ValidArgsFunction: completeInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(opts.Output); err != nil {
+				return err
+			}
+			opts.Instance = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceDeleteRun(cmd.Context(), opts)
+		},
+	}
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func instanceDeleteRun(ctx context.Context, opts *InstanceDeleteOptions) error {
+	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		r, err := st.Delete(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		opts.IO.Narrate("Deleted instance %s and %s.", r.ID, r.Dir)
+		if opts.Output == formatJSON {
+			return opts.IO.PrintJSON(r.Redacted())
+		}
+		_, err = fmt.Fprintln(opts.IO.Out, r.ID)
+		return err
+	})
+}
