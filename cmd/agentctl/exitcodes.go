@@ -57,7 +57,14 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // exitCode maps an error to its exit code: the one function that decides.
-func exitCode(err error) int {
+// A command that ends with an error after ctx was cancelled by a signal was
+// interrupted, whatever the error (a query cut short says "interrupted",
+// not context.Canceled): 128+N, as shells do.
+func exitCode(ctx context.Context, err error) int {
+	var sig signalError
+	if err != nil && errors.As(context.Cause(ctx), &sig) {
+		return 128 + int(sig.sig)
+	}
 	var ue *usageError
 	var ee *exitError
 	var de *agents.DecodeError

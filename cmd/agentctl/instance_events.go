@@ -70,8 +70,6 @@ func instanceEventsRun(ctx context.Context, opts *InstanceEventsOptions) error {
 			case errors.Is(err, provision.ErrDeleted):
 				opts.IO.Narrate("Instance %s was deleted.", r.ID)
 				return nil
-			case err != nil && ctx.Err() != nil:
-				return nil
 			case err != nil:
 				return err
 			}

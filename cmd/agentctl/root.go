@@ -48,10 +48,9 @@ func execute(ctx context.Context, f *Factory, args []string) int {
 	root.SetOut(f.IOStreams.Out)
 	root.SetErr(f.IOStreams.ErrOut)
 	err := root.ExecuteContext(ctx)
-	var sig signalError
-	if err != nil && errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &sig) {
-		// Interrupted: the user knows; exit 128+N as shells do.
-		return 128 + int(sig.sig)
+	code := exitCode(ctx, err)
+	if code > 128 {
+		return code // interrupted: the user knows
 	}
 	if err != nil {
 		var silent *exitError
@@ -63,7 +62,7 @@ func execute(ctx context.Context, f *Factory, args []string) int {
 			fmt.Fprintln(f.IOStreams.ErrOut, "Run 'agentctl --help' or add --help to the command for usage.")
 		}
 	}
-	return exitCode(err)
+	return code
 }
 
 // errSilent marks an exit whose message was already printed.
