@@ -101,7 +101,7 @@ works in scripts; -o json prints the whole record.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Agent, "agent", "", "agent id (required; see `agentctl agents list`)")
+	fl.StringVar(&opts.Agent, "agent", "", "agent id (required; see 'agentctl agents list')")
 	fl.StringVar(&opts.Name, "name", "", "a label for the instance, unique; usable wherever an id is")
 	fl.StringVar(&opts.Workspace, "workspace", ".", "the directory the agent works in")
 	addSettingFlag(fl, keyServerName)
