@@ -1,6 +1,10 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
 
 // Argument validators that report usage errors.
 func noArgs(cmd *cobra.Command, args []string) error {
@@ -13,7 +17,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageErrorf("%s needs %s (got %d arguments)", cmd.CommandPath(), what, len(args))
+			return usageErrorf("%s needs %s (got %s)", cmd.CommandPath(), what, countArgs(len(args)))
 		}
 		return nil
 	}
@@ -22,7 +26,7 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 func rangeArgs(lo, hi int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < lo || len(args) > hi {
-			return usageErrorf("%s needs %s (got %d arguments)", cmd.CommandPath(), what, len(args))
+			return usageErrorf("%s needs %s (got %s)", cmd.CommandPath(), what, countArgs(len(args)))
 		}
 		return nil
 	}
@@ -40,4 +44,12 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// countArgs says how many arguments there are.
+func countArgs(n int) string {
+	if n == 1 {
+		return "1 argument"
+	}
+	return fmt.Sprintf("%d arguments", n)
 }

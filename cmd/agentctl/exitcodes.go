@@ -39,7 +39,12 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
 
 The message on stderr says what was wrong and how to fix it.`
 
-type usageError struct{ msg string }
+// usageError is a bad command line (exit 2). Unless hinted (its message
+// says where to look), the usage hint follows it.
+type usageError struct {
+	msg    string
+	hinted bool
+}
 
 func (e *usageError) Error() string { return e.msg }
 

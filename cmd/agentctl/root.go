@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -58,7 +59,7 @@ func execute(ctx context.Context, f *Factory, args []string) int {
 			fmt.Fprintln(f.IOStreams.ErrOut, "agentctl: "+err.Error())
 		}
 		var ue *usageError
-		if errors.As(err, &ue) {
+		if errors.As(err, &ue) && !ue.hinted {
 			fmt.Fprintln(f.IOStreams.ErrOut, "Run 'agentctl --help' or add --help to the command for usage.")
 		}
 	}
@@ -103,14 +104,15 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 	return root
 }
 
-// makeGroups makes the root and the commands that only group subcommands
-// print their help when called alone and refuse an unknown subcommand.
-func makeGroups(root *cobra.Command) {
-	root.Args, root.RunE = cobra.ArbitraryArgs, groupRunE
-	for _, c := range root.Commands() {
-		if c.HasSubCommands() && c.RunE == nil {
-			c.Args, c.RunE = cobra.ArbitraryArgs, groupRunE
-		}
+// makeGroups makes every command that only groups subcommands (the root
+// included) print its help when called alone and refuse an unknown
+// subcommand.
+func makeGroups(cmd *cobra.Command) {
+	if cmd.HasSubCommands() && cmd.RunE == nil && cmd.Run == nil {
+		cmd.Args, cmd.RunE = cobra.ArbitraryArgs, groupRunE
+	}
+	for _, c := range cmd.Commands() {
+		makeGroups(c)
 	}
 }
 
@@ -121,8 +123,13 @@ func newExitCodesTopic() *cobra.Command {
 // groupRunE makes a command that only groups subcommands print its help when
 // called alone and refuse an unknown subcommand with a usage error.
 func groupRunE(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageErrorf("unknown command %q for %q; see '%s --help'", args[0], cmd.CommandPath(), cmd.CommandPath())
+	if len(args) == 0 {
+		return cmd.Help()
 	}
-	return cmd.Help()
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", strings.Join(s, `" or "`))
+	}
+	msg += fmt.Sprintf("; run '%s --help'", cmd.CommandPath())
+	return &usageError{msg: msg, hinted: true}
 }
