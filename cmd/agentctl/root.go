@@ -127,6 +127,9 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 		return cmd.Help()
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, which SuggestionsFor does not apply
+	}
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += fmt.Sprintf(" (did you mean %q?)", strings.Join(s, `" or "`))
 	}
