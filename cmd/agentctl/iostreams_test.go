@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"github.com/charmbracelet/x/ansi"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,4 +81,92 @@ func TestPrintTable(t *testing.T) {
 			t.Fatalf("no colour: %q", out.String())
 		}
 	})
+}
+
+// instanceRows are rows like instance list's, 126 columns wide as a table.
+var instanceRows = [][]string{
+	{"01kbq3w5x9a7c2d4e6f8g0h1j2", "fix-login", "auggie", "suffix", "agentctl", "2026-11-30T12:00:00Z", "/home/me/src/app"},
+	{"01kbq3w6y0b8d3e5f7g9h1j3k4", "-", "claude-code", "prefix", "agentctl", "2026-11-30T12:01:00Z", "/home/me/src/a-much-longer-workspace-path"},
+}
+var instanceHeaders = []string{"ID", "NAME", "AGENT", "NAMESPACING", "SERVER", "CREATED", "WORKSPACE"}
+
+func TestPrintTableFitsTheTerminal(t *testing.T) {
+	t.Run("a narrow terminal: the widest column is cut with an ellipsis", func(t *testing.T) {
+		io, _, out, _ := newTestIOStreams("NO_COLOR=1")
+		io.SetStdoutTTY(true)
+		io.SetTerminalWidth(50)
+		rows := [][]string{{"auggie", "/home/me/src/a-much-longer-workspace-path", "suffix"}, {"codex", "/srv/app", "prefix"}}
+		if err := io.PrintTable([]string{"AGENT", "WORKSPACE", "NAMESPACING"}, rows); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		for _, line := range strings.Split(strings.TrimSuffix(got, "\n"), "\n") {
+			if w := ansi.StringWidth(line); w != 50 {
+				t.Fatalf("a line of %d columns on a terminal of 50:\n%s", w, got)
+			}
+		}
+		for _, want := range []string{"│ auggie ", "│ /home/me/src/a-much-lo… │", "│ NAMESPACING │", "│ /srv/app "} {
+			if !strings.Contains(got, want) {
+				t.Errorf("no %q in\n%s", want, got)
+			}
+		}
+	})
+	t.Run("instance list on 70 columns", func(t *testing.T) {
+		io, _, out, _ := newTestIOStreams("NO_COLOR=1")
+		io.SetStdoutTTY(true)
+		io.SetTerminalWidth(70)
+		if err := io.PrintTable(instanceHeaders, instanceRows); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		for _, line := range strings.Split(strings.TrimSuffix(got, "\n"), "\n") {
+			if w := ansi.StringWidth(line); w > 70 {
+				t.Fatalf("a line of %d columns on a terminal of 70:\n%s", w, got)
+			}
+		}
+		// A cut id is still a unique prefix that commands take.
+		if !strings.Contains(got, "│ 01kbq…") || !strings.Contains(got, "…") {
+			t.Errorf("not cut from the end with an ellipsis:\n%s", got)
+		}
+	})
+	t.Run("a wide terminal: the table as it is", func(t *testing.T) {
+		io, _, out, _ := newTestIOStreams("NO_COLOR=1")
+		io.SetStdoutTTY(true)
+		io.SetTerminalWidth(200)
+		if err := io.PrintTable(instanceHeaders, instanceRows); err != nil {
+			t.Fatal(err)
+		}
+		first := strings.SplitN(out.String(), "\n", 2)[0]
+		if w := ansi.StringWidth(first); w >= 200 || strings.Contains(out.String(), "…") {
+			t.Errorf("a table of %d columns was stretched or cut:\n%s", w, out)
+		}
+	})
+	t.Run("piped: tab-separated values whatever the width", func(t *testing.T) {
+		io, _, out, _ := newTestIOStreams()
+		io.SetTerminalWidth(70)
+		if err := io.PrintTable(instanceHeaders, instanceRows); err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Join(instanceRows[0], "\t") + "\n" + strings.Join(instanceRows[1], "\t") + "\n"
+		if got := out.String(); got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	})
+}
+
+func TestFitWidths(t *testing.T) {
+	for _, tc := range []struct {
+		widths []int
+		budget int
+		want   []int
+	}{
+		{[]int{5, 10}, 15, nil},
+		{[]int{5, 10}, 14, []int{5, 9}},
+		{[]int{5, 10, 8}, 18, []int{5, 6, 7}}, // the widest first, then the widest of equals
+		{[]int{3, 3}, 1, []int{1, 1}},         // never below one
+	} {
+		if got := fitWidths(tc.widths, tc.budget); !slices.Equal(got, tc.want) {
+			t.Errorf("fitWidths(%v, %d) = %v, want %v", tc.widths, tc.budget, got, tc.want)
+		}
+	}
 }
