@@ -247,8 +247,9 @@ func fitWidths(widths []int, budget int) []int {
 	return out
 }
 
-// PrintFields writes key/value pairs: aligned on a TTY (keys bold in colour),
-// tab-separated otherwise.
+// PrintFields writes key/value pairs: aligned on a TTY, tab-separated
+// otherwise; keys are bold when colour is on (CLICOLOR_FORCE turns it on
+// off a TTY too).
 func (s *IOStreams) PrintFields(fields [][2]string) error {
 	width := 0
 	for _, f := range fields {
@@ -260,7 +261,7 @@ func (s *IOStreams) PrintFields(fields [][2]string) error {
 		if s.stdoutTTY {
 			_, err = fmt.Fprintf(s.Out, "%s%s  %s\n", key.Render(f[0]+":"), strings.Repeat(" ", width-len(f[0])), f[1])
 		} else {
-			_, err = fmt.Fprintf(s.Out, "%s\t%s\n", f[0], f[1])
+			_, err = fmt.Fprintf(s.Out, "%s\t%s\n", key.Render(f[0]), f[1])
 		}
 		if err != nil {
 			return err

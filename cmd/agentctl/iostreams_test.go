@@ -170,3 +170,38 @@ func TestFitWidths(t *testing.T) {
 		}
 	}
 }
+
+// TestColorWhenPiped: CLICOLOR_FORCE colours piped output too (the README
+// says so), which stays tab-separated; NO_COLOR still wins.
+func TestColorWhenPiped(t *testing.T) {
+	fields := [][2]string{{"id", "01kbq3"}, {"agent", "auggie"}}
+	for _, tc := range []struct {
+		env   []string
+		color bool
+	}{
+		{nil, false},
+		{[]string{"CLICOLOR_FORCE=1"}, true},
+		{[]string{"CLICOLOR_FORCE=1", "NO_COLOR=1"}, false},
+		{[]string{"CLICOLOR_FORCE=0"}, false},
+	} {
+		io, _, out, _ := newTestIOStreams(tc.env...)
+		if err := io.PrintFields(fields); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		if colored := strings.Contains(got, "\x1b["); colored != tc.color {
+			t.Errorf("%v: colour %v, want %v: %q", tc.env, colored, tc.color, got)
+		}
+		if plain := ansi.Strip(got); plain != "id\t01kbq3\nagent\tauggie\n" {
+			t.Errorf("%v: not tab-separated: %q", tc.env, plain)
+		}
+		// Tables stay plain tab-separated values.
+		out.Reset()
+		if err := io.PrintTable([]string{"ID"}, [][]string{{"01kbq3"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.String(); got != "01kbq3\n" {
+			t.Errorf("%v: table %q", tc.env, got)
+		}
+	}
+}
