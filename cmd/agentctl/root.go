@@ -87,7 +87,7 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 ($XDG_CONFIG_HOME/agentctl/config.toml, or --config) > defaults.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		Version:           version,
+		Version:           strings.TrimPrefix(thisVersion().String(), "agentctl "),
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return f.Config.load(cmd.Flags())
