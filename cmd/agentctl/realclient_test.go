@@ -549,6 +549,7 @@ func otherDir(t *testing.T) string {
 // Tests.
 
 func TestRealClientAuggieAndClaudeCode(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		agent, file string
 		// transport names, by base
@@ -569,6 +570,7 @@ func TestRealClientAuggieAndClaudeCode(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.agent, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 			defer cancel()
 			e := newRCEnv(t)
@@ -696,6 +698,7 @@ func TestRealClientAuggieAndClaudeCode(t *testing.T) {
 }
 
 func TestRealClientQuestionTimeout(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 	defer cancel()
 	e := newRCEnv(t)
@@ -726,6 +729,7 @@ func TestRealClientQuestionTimeout(t *testing.T) {
 }
 
 func TestRealClientElicitation(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name        string
 		elicitation map[string]any
@@ -738,6 +742,7 @@ func TestRealClientElicitation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 			defer cancel()
 			e := newRCEnv(t)
@@ -770,6 +775,7 @@ func TestRealClientElicitation(t *testing.T) {
 }
 
 func TestRealClientDefinitionEditDoesNotChangeInstance(t *testing.T) {
+	t.Parallel()
 	const suffixDef = `id      = "myagent"
 name    = "My agent"
 command = ["myagent"]
@@ -802,6 +808,7 @@ charset     = "^[A-Za-z0-9_-]+$"
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 			defer cancel()
 			e := newRCEnv(t)
