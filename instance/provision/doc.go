@@ -16,8 +16,9 @@
 //		fmt.Fprintln(os.Stderr, line)
 //	}
 //
-// It imports [instance] (the store and its records), [mcpserver] (the tool
-// plan and the instruction templates) and [mount] (the prefix contract); it
-// never imports a command-line library, and it prints nothing: what to tell
-// the user is returned.
+// It imports [github.com/agentctl/agentctl/instance] (the store and its
+// records), [github.com/agentctl/agentctl/mcpserver] (the tool plan and the
+// instruction templates) and [github.com/agentctl/agentctl/mcpserver/mount]
+// (the prefix contract); it never imports a command-line library, and it
+// prints nothing: what to tell the user is returned.
 package provision
