@@ -7,8 +7,11 @@ BIN           := bin/agentctl
 TSCLIENT      := testdata/tsclient
 STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHCOUNT    ?= 6
-VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS       := -s -w -X main.version=$(VERSION)
+# The release tag, or "dev"; the commit comes from the build's own VCS
+# information, or from COMMIT when it has none (agentctl version).
+VERSION       ?= $(shell git describe --tags --match 'v*' 2>/dev/null || echo dev)
+COMMIT        ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS       := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 .PHONY: all build deps test test-go lint bench demo clean
 

@@ -7,7 +7,4 @@ import (
 
 // The endpoint's store is the instance store, which can also tell the
 // endpoint that its instance was deleted.
-var (
-	_ mcpserver.Store           = (*instance.Store)(nil)
-	_ mcpserver.InstanceChecker = (*instance.Store)(nil)
-)
+var _ mcpserver.Store = (*instance.Store)(nil)

@@ -67,22 +67,13 @@ type Event struct {
 	InstanceID string    `json:"instance_id"`
 	At         time.Time `json:"at"`
 	// Tool is the canonical name of the tool that recorded the event.
-	Tool    string   `json:"tool"`
+	Tool string `json:"tool"`
+	// Status is as report_progress gave it: one of
+	// mcpserver.ProgressStatuses, which the tool defines.
 	Status  string   `json:"status"`
 	Message string   `json:"message"`
 	Percent *float64 `json:"percent,omitempty"`
 }
-
-// Event statuses.
-const (
-	StatusRunning = "running"
-	StatusBlocked = "blocked"
-	StatusDone    = "done"
-	StatusFailed  = "failed"
-)
-
-// Statuses lists the valid event statuses.
-var Statuses = []string{StatusRunning, StatusBlocked, StatusDone, StatusFailed}
 
 // Redacted is a copy of the record for printing: see [mount.Mount.Redacted].
 func (r *Record) Redacted() *Record {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,15 +88,6 @@ type InstanceOutput struct {
 	Conflicts []Conflict `json:"conflicts"`
 }
 
-var progressStatuses = []string{"running", "blocked", "done", "failed"}
-
-// InstanceChecker is implemented by a [Store] that can tell whether the
-// endpoint's instance still exists; get_instance then says when it was
-// deleted. The instance package's Store implements it.
-type InstanceChecker interface {
-	Exists(ctx context.Context, instanceID string) (bool, error)
-}
-
 // IsInstanceDeleted reports whether err, from a [Store], says that the
 // endpoint's instance was deleted while the endpoint runs: a store says so
 // with an error (anywhere in the chain) that has a method InstanceDeleted()
@@ -128,8 +120,8 @@ func builtinTools(s string) (ask, prog, get *mcp.Tool, err error) {
 		return nil, nil, nil, err
 	}
 	progSchema.Required = []string{"message"}
-	progSchema.Properties["status"].Enum = toAny(progressStatuses)
-	progSchema.Properties["status"].Default = json.RawMessage(`"running"`)
+	progSchema.Properties["status"].Enum = toAny(ProgressStatuses())
+	progSchema.Properties["status"].Default = json.RawMessage(strconv.Quote(StatusRunning))
 	pct := progSchema.Properties["percent"]
 	pct.Minimum, pct.Maximum = ptr(0.0), ptr(100.0)
 	prog = &mcp.Tool{
@@ -299,7 +291,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 
 func (e *Endpoint) reportProgress(ctx context.Context, req *mcp.CallToolRequest, in ProgressInput) (*mcp.CallToolResult, ProgressOutput, error) {
 	if in.Status == "" {
-		in.Status = "running"
+		in.Status = StatusRunning
 	}
 	if strings.TrimSpace(in.Message) == "" {
 		return toolError("message is empty; say in one sentence what is happening"), ProgressOutput{}, nil
@@ -317,11 +309,9 @@ func (e *Endpoint) reportProgress(ctx context.Context, req *mcp.CallToolRequest,
 }
 
 func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, InstanceOutput, error) {
-	if c, ok := e.cfg.Store.(InstanceChecker); ok {
-		// A store that cannot answer now does not stop the description.
-		if exists, err := c.Exists(ctx, e.cfg.Instance.ID); err == nil && !exists {
-			return e.deleted(BaseGetInstance, "nothing this endpoint does is recorded any more"), InstanceOutput{}, nil
-		}
+	// A store that cannot answer now does not stop the description.
+	if exists, err := e.cfg.Store.Exists(ctx, e.cfg.Instance.ID); err == nil && !exists {
+		return e.deleted(BaseGetInstance, "nothing this endpoint does is recorded any more"), InstanceOutput{}, nil
 	}
 	out := InstanceOutput{
 		Instance:    e.cfg.Instance,

@@ -31,6 +31,9 @@ type Store interface {
 	CloseQuestion(ctx context.Context, instanceID, questionID, status string) (bool, error)
 	// RecordProgress stores a progress event under the canonical tool name.
 	RecordProgress(ctx context.Context, instanceID, tool, status, message string, percent *float64) (int64, error)
+	// Exists reports whether the instance is still in the store; get_instance
+	// says so when it was deleted while the endpoint runs.
+	Exists(ctx context.Context, instanceID string) (bool, error)
 }
 
 // Instance describes the instance an endpoint serves, as get_instance shows it.

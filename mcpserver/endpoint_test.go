@@ -72,6 +72,10 @@ func (s *fakeStore) RecordProgress(_ context.Context, _, tool, status, message s
 	return int64(len(s.events)), nil
 }
 
+// Exists: the fake's instance is never deleted (builtins_deleted_test.go
+// has a store whose instance is).
+func (s *fakeStore) Exists(context.Context, string) (bool, error) { return true, nil }
+
 func (s *fakeStore) answer(id, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -32,14 +32,19 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
   3  not found  unknown agent id, instance (id, id prefix or label) or question
   4  invalid    invalid configuration or input: a broken agent definition or config
                 file, a bad --server-name, a label already in use, an ambiguous
-                id prefix
+                id prefix, deleting an instance an endpoint is serving (--force)
   5  timeout    'instance wait' ran out of time before the status was reached
   6  failed     'instance wait' saw the instance report status "failed"
   130 interrupted by SIGINT (143 by SIGTERM); 'mcp serve' exits 0 on either
 
 The message on stderr says what was wrong and how to fix it.`
 
-type usageError struct{ msg string }
+// usageError is a bad command line (exit 2). Unless hinted (its message
+// says where to look), the usage hint follows it.
+type usageError struct {
+	msg    string
+	hinted bool
+}
 
 func (e *usageError) Error() string { return e.msg }
 
@@ -57,7 +62,14 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // exitCode maps an error to its exit code: the one function that decides.
-func exitCode(err error) int {
+// A command that ends with an error after ctx was cancelled by a signal was
+// interrupted, whatever the error (a query cut short says "interrupted",
+// not context.Canceled): 128+N, as shells do.
+func exitCode(ctx context.Context, err error) int {
+	var sig signalError
+	if err != nil && errors.As(context.Cause(ctx), &sig) {
+		return 128 + int(sig.sig)
+	}
 	var ue *usageError
 	var ee *exitError
 	var de *agents.DecodeError

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/lipgloss/table"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/term"
 	"github.com/mattn/go-isatty"
 	"github.com/muesli/termenv"
 )
@@ -21,17 +24,52 @@ type IOStreams struct {
 	Out    io.Writer
 	ErrOut io.Writer
 
-	outTTY, inTTY, errTTY bool
-	color                 bool
+	stdinTTY, stdoutTTY, stderrTTY bool
+	getenv                         func(string) string
+	// termWidth is the width of the terminal that Out is, or 0.
+	termWidth func() int
 }
 
+// newIOStreams returns the streams of a process: each is a TTY if it is a
+// terminal; getenv gives the colour settings.
 func newIOStreams(in io.Reader, out, errOut io.Writer, getenv func(string) string) *IOStreams {
-	s := &IOStreams{In: in, Out: out, ErrOut: errOut}
-	s.outTTY = isTerminal(out)
-	s.errTTY = isTerminal(errOut)
-	s.inTTY = isTerminal(in)
-	s.color = colorEnabled(s.outTTY, getenv)
+	s := &IOStreams{
+		In: in, Out: out, ErrOut: errOut,
+		stdinTTY: isTerminal(in), stdoutTTY: isTerminal(out), stderrTTY: isTerminal(errOut),
+		getenv: getenv,
+	}
+	if f, ok := out.(*os.File); ok && s.stdoutTTY {
+		s.termWidth = func() int {
+			w, _, err := term.GetSize(f.Fd())
+			if err != nil {
+				return 0
+			}
+			return w
+		}
+	}
 	return s
+}
+
+// SetStdinTTY, SetStdoutTTY and SetStderrTTY say whether a stream is a
+// terminal, for tests.
+func (s *IOStreams) SetStdinTTY(tty bool)  { s.stdinTTY = tty }
+func (s *IOStreams) SetStdoutTTY(tty bool) { s.stdoutTTY = tty }
+func (s *IOStreams) SetStderrTTY(tty bool) { s.stderrTTY = tty }
+
+// SetTerminalWidth sets the width of the terminal that Out is, for tests.
+func (s *IOStreams) SetTerminalWidth(w int) { s.termWidth = func() int { return w } }
+
+// defaultTerminalWidth is the width assumed of a terminal that does not say.
+const defaultTerminalWidth = 80
+
+// TerminalWidth is the width of the terminal that Out is.
+func (s *IOStreams) TerminalWidth() int {
+	if s.termWidth != nil {
+		if w := s.termWidth(); w > 0 {
+			return w
+		}
+	}
+	return defaultTerminalWidth
 }
 
 // colorEnabled decides colour: on a terminal, unless NO_COLOR (any
@@ -47,20 +85,30 @@ func colorEnabled(tty bool, getenv func(string) string) bool {
 	return tty && getenv("CLICOLOR") != "0" && getenv("TERM") != "dumb"
 }
 
+// ColorEnabled reports whether data written to Out may be coloured.
+func (s *IOStreams) ColorEnabled() bool {
+	getenv := s.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	return colorEnabled(s.stdoutTTY, getenv)
+}
+
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // IsStdoutTTY reports whether data goes to a terminal.
-func (s *IOStreams) IsStdoutTTY() bool { return s.outTTY }
+func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 
-// CanPrompt reports whether the user can be asked a question.
-func (s *IOStreams) CanPrompt() bool { return s.inTTY && s.errTTY }
+// CanPrompt reports whether the user can be asked a question: stdin and
+// stderr (where the question goes) are terminals.
+func (s *IOStreams) CanPrompt() bool { return s.stdinTTY && s.stderrTTY }
 
 func (s *IOStreams) renderer() *lipgloss.Renderer {
 	r := lipgloss.NewRenderer(s.Out)
-	if s.color {
+	if s.ColorEnabled() {
 		r.SetColorProfile(termenv.ANSI256)
 	} else {
 		r.SetColorProfile(termenv.Ascii)
@@ -97,7 +145,7 @@ func (s *IOStreams) PrintJSON(v any) error {
 // PrintTable writes rows: a lipgloss table on a TTY, tab-separated values
 // without a header otherwise.
 func (s *IOStreams) PrintTable(headers []string, rows [][]string) error {
-	if !s.outTTY {
+	if !s.stdoutTTY {
 		for _, r := range rows {
 			clean := make([]string, len(r))
 			for i, c := range r {
@@ -112,6 +160,7 @@ func (s *IOStreams) PrintTable(headers []string, rows [][]string) error {
 	re := s.renderer()
 	head := re.NewStyle().Bold(true).Padding(0, 1)
 	cell := re.NewStyle().Padding(0, 1)
+	headers, rows = fitTable(headers, rows, s.TerminalWidth())
 	t := table.New().
 		Border(lipgloss.NormalBorder()).
 		BorderStyle(re.NewStyle().Foreground(lipgloss.Color("8"))).
@@ -126,8 +175,81 @@ func (s *IOStreams) PrintTable(headers []string, rows [][]string) error {
 	return err
 }
 
-// PrintFields writes key/value pairs: aligned on a TTY (keys bold in colour),
-// tab-separated otherwise.
+// fitTable cuts the cells of a table (drawn with a border around and
+// between the columns and a space of padding on each side of a cell) so
+// that it is at most width columns wide: the widest column loses a column
+// at a time, and a cut cell ends with an ellipsis. A table that fits is
+// returned as it is.
+func fitTable(headers []string, rows [][]string, width int) ([]string, [][]string) {
+	natural := make([]int, len(headers))
+	measure := func(row []string) {
+		for i, c := range row {
+			if i < len(natural) {
+				natural[i] = max(natural[i], lipgloss.Width(c))
+			}
+		}
+	}
+	measure(headers)
+	for _, r := range rows {
+		measure(r)
+	}
+	overhead := 3*len(headers) + 1
+	fit := fitWidths(natural, width-overhead)
+	if fit == nil {
+		return headers, rows
+	}
+	cut := func(row []string) []string {
+		out := make([]string, len(row))
+		for i, c := range row {
+			if i >= len(fit) || lipgloss.Width(c) <= fit[i] {
+				out[i] = c
+				continue
+			}
+			lines := strings.Split(c, "\n")
+			for j, l := range lines {
+				lines[j] = ansi.Truncate(l, fit[i], "…")
+			}
+			out[i] = strings.Join(lines, "\n")
+		}
+		return out
+	}
+	cutRows := make([][]string, len(rows))
+	for i, r := range rows {
+		cutRows[i] = cut(r)
+	}
+	return cut(headers), cutRows
+}
+
+// fitWidths shrinks column widths to sum to at most budget, taking one from
+// the widest column (the first of equals) at a time, down to one. It returns
+// nil if they fit already.
+func fitWidths(widths []int, budget int) []int {
+	sum := 0
+	for _, w := range widths {
+		sum += w
+	}
+	if sum <= budget {
+		return nil
+	}
+	out := slices.Clone(widths)
+	for ; sum > budget; sum-- {
+		i := 0
+		for j, w := range out {
+			if w > out[i] {
+				i = j
+			}
+		}
+		if out[i] <= 1 {
+			break
+		}
+		out[i]--
+	}
+	return out
+}
+
+// PrintFields writes key/value pairs: aligned on a TTY, tab-separated
+// otherwise; keys are bold when colour is on (CLICOLOR_FORCE turns it on
+// off a TTY too).
 func (s *IOStreams) PrintFields(fields [][2]string) error {
 	width := 0
 	for _, f := range fields {
@@ -136,10 +258,10 @@ func (s *IOStreams) PrintFields(fields [][2]string) error {
 	key := s.renderer().NewStyle().Bold(true)
 	for _, f := range fields {
 		var err error
-		if s.outTTY {
+		if s.stdoutTTY {
 			_, err = fmt.Fprintf(s.Out, "%s%s  %s\n", key.Render(f[0]+":"), strings.Repeat(" ", width-len(f[0])), f[1])
 		} else {
-			_, err = fmt.Fprintf(s.Out, "%s\t%s\n", f[0], f[1])
+			_, err = fmt.Fprintf(s.Out, "%s\t%s\n", key.Render(f[0]), f[1])
 		}
 		if err != nil {
 			return err

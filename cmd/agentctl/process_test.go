@@ -66,6 +66,7 @@ func (e *rcEnv) listIDs(ctx context.Context) []string {
 }
 
 func TestConcurrentCreates(t *testing.T) {
+	t.Parallel()
 	const n = 32
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -126,6 +127,7 @@ func TestConcurrentCreates(t *testing.T) {
 }
 
 func TestFailedCreateLeavesNothing(t *testing.T) {
+	t.Parallel()
 	// assertUnchanged checks that the store and instances/ hold exactly the ids.
 	assertUnchanged := func(ctx context.Context, t *testing.T, e *rcEnv, ids []string) {
 		t.Helper()
@@ -142,6 +144,7 @@ func TestFailedCreateLeavesNothing(t *testing.T) {
 	}
 
 	t.Run("duplicate-label", func(t *testing.T) {
+		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 		defer cancel()
 		e := newRCEnv(t)
@@ -181,6 +184,7 @@ func TestFailedCreateLeavesNothing(t *testing.T) {
 	}
 
 	t.Run("insert-fails", func(t *testing.T) {
+		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 		defer cancel()
 		e := newRCEnv(t)
@@ -198,6 +202,7 @@ func TestFailedCreateLeavesNothing(t *testing.T) {
 	})
 
 	t.Run("commit-fails-after-publish", func(t *testing.T) {
+		t.Parallel()
 		// A deferred foreign key makes COMMIT fail: after the row is
 		// inserted and the staged directory is renamed into place.
 		ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
@@ -257,7 +262,9 @@ func parseJSONRPC(line []byte) (jsonrpcMsg, error) {
 }
 
 func TestServeStdoutIsProtocolOnly(t *testing.T) {
+	t.Parallel()
 	t.Run("go-sdk-client-then-eof", func(t *testing.T) {
+		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 		defer cancel()
 		e := newRCEnv(t)
@@ -308,6 +315,7 @@ func TestServeStdoutIsProtocolOnly(t *testing.T) {
 	})
 
 	t.Run("raw-pipes-then-sigterm", func(t *testing.T) {
+		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 		defer cancel()
 		e := newRCEnv(t)
@@ -454,6 +462,7 @@ func TestServeStdoutIsProtocolOnly(t *testing.T) {
 }
 
 func TestServeMissingInstance(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 	defer cancel()
 	e := newRCEnv(t)

@@ -66,6 +66,7 @@ import (
 //	    "tool NAME" per listed tool, "result NAME JSON", "iserror NAME TEXT",
 //	    "error NAME CODE MESSAGE"; stderr gets the endpoint's stderr.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "script"),
 		RequireExplicitExec: true,

@@ -24,6 +24,7 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdo
 // TestServeRevalidatesPrefixes: the prefix contract is checked again at
 // mcp serve start, in case the record was edited after create.
 func TestServeRevalidatesPrefixes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, kb := range []string{"docs", "notes"} {
 		if err := os.MkdirAll(filepath.Join(dir, kb), 0o755); err != nil {

@@ -6,39 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
-
-var (
-	fakeUpOnce sync.Once
-	fakeUpPath string
-	fakeUpErr  error
-)
-
-// fakeUpstream builds testdata/upstream next to the agentctl binary.
-func fakeUpstream(t *testing.T) string {
-	bin := realBinary(t)
-	fakeUpOnce.Do(func() {
-		fakeUpPath = filepath.Join(filepath.Dir(bin), "upstream")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", fakeUpPath, "./testdata/upstream")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fakeUpErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if fakeUpErr != nil {
-		t.Fatalf("build testdata/upstream: %v", fakeUpErr)
-	}
-	return fakeUpPath
-}
 
 // TestServeStopsUpstreams: when the endpoint ends (end of input, SIGTERM,
 // or even SIGKILL) no external server process is left behind, and the
@@ -47,10 +20,12 @@ func fakeUpstream(t *testing.T) string {
 // parent-death signal, set for every stdio server, also covers servers that
 // ignore their stdin, which this test does not separately show.)
 func TestServeStopsUpstreams(t *testing.T) {
+	t.Parallel()
 	bin := realBinary(t)
 	up := fakeUpstream(t)
 	for _, how := range []string{"eof", "sigterm", "sigkill"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			pidfile := filepath.Join(dir, "pid")
 			env := append(os.Environ(), "AGENTCTL_STATE_DIR="+filepath.Join(dir, "state"), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "cfg"))

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/spf13/cobra"
+)
+
+// NewCmdAgents is `agentctl agents`, the group of the agent-definition commands.
+func NewCmdAgents(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agents",
+		Short: "List and show agent definitions (the clients agentctl knows)",
+		Long: `Agent definitions describe coding-agent clients, above all how each one renames MCP
+tools before its model sees them. The catalog is built into agentctl; TOML files in
+the agents directory ($XDG_CONFIG_HOME/agentctl/agents/*.toml, or --agents-dir) add
+new ids or override catalog ids. A user file is decoded strictly: an unknown key or
+a bad value is an error naming the file, the line and the key.`,
+	}
+	cmd.AddCommand(NewCmdAgentsList(f, nil), NewCmdAgentsShow(f, nil))
+	return cmd
+}
+
+// problemsError reports broken user files after the rest was printed.
+func problemsError(cat *agents.Catalog) error {
+	probs := cat.Problems()
+	if len(probs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(probs))
+	for i, p := range probs {
+		msgs[i] = p.Error()
+	}
+	return &configError{fmt.Errorf("%d agent definition file(s) could not be used and were left out:\n  %s", len(probs), strings.Join(msgs, "\n  "))}
+}
+
+// completeAgentIDs completes agent ids, with their names.
+func completeAgentIDs(f *Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		_ = f.Config.load(cmd.Flags())
+		cat, err := f.Catalog()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var out []string
+		for _, d := range cat.Definitions() {
+			out = append(out, d.ID+"\t"+d.Name)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}

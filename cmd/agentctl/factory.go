@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+)
+
+// Factory is what every command gets: the IO streams, the settings, the
+// clock and the ways to reach the agent catalog, the state store and this
+// executable. Nothing global; tests build their own, and a command's options
+// take from it only what the command uses.
+type Factory struct {
+	IOStreams *IOStreams
+	Config    *Config
+	Now       func() time.Time
+	// Executable is the absolute path of this agentctl as it was invoked.
+	Executable func() (string, error)
+	// Catalog loads the agent definitions in force.
+	Catalog func() (*agents.Catalog, error)
+	// Store opens the state store (see [storeOpener]).
+	Store storeOpener
+}
+
+// storeOpener opens the state store. With create false it does not create
+// one: it returns a [*noStateError] if none exists, so that commands that
+// only read leave no state behind.
+type storeOpener func(ctx context.Context, create bool) (*instance.Store, error)
+
+// noStateError: the state directory has no database yet.
+type noStateError struct{ dir string }
+
+func (e *noStateError) Error() string { return "no state database in " + e.dir }
+
+// newFactory builds the factory of one run of agentctl.
+func newFactory(io *IOStreams, getenv func(string) string, args0 string) *Factory {
+	f := &Factory{IOStreams: io, Config: newConfig(getenv), Now: time.Now}
+	f.Executable = func() (string, error) { return executable(args0) }
+	f.Catalog = func() (*agents.Catalog, error) {
+		return agents.Load(agents.LoadOptions{UserDir: f.Config.AgentsDir()})
+	}
+	f.Store = func(ctx context.Context, create bool) (*instance.Store, error) {
+		return openStore(ctx, f.Config.StateDir(), create, f.Now)
+	}
+	return f
+}
+
+// openStore opens the store in dir (see [storeOpener]).
+func openStore(ctx context.Context, dir string, create bool, now func() time.Time) (*instance.Store, error) {
+	if !create {
+		if _, err := os.Stat(filepath.Join(dir, instance.DBFile)); errors.Is(err, os.ErrNotExist) {
+			return nil, &noStateError{dir: dir}
+		}
+	}
+	return instance.Open(ctx, dir, instance.WithClock(now))
+}
+
+// executable is the absolute path of this agentctl as it was invoked (as
+// args0), keeping a symlink's name, so that an upgrade behind a stable
+// symlink keeps working.
+func executable(args0 string) (string, error) {
+	p := args0
+	if !strings.ContainsRune(p, filepath.Separator) {
+		lp, err := exec.LookPath(p)
+		if err != nil {
+			return os.Executable()
+		}
+		p = lp
+	}
+	return filepath.Abs(p)
+}
+
+// withStore opens the existing store for one command; a [*noStateError] if
+// there is none.
+func withStore(ctx context.Context, open storeOpener, fn func(*instance.Store) error) error {
+	st, err := open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
+// withInstance opens the existing store and resolves ref (an id, a unique id
+// prefix or a label) for one command.
+func withInstance(ctx context.Context, open storeOpener, ref string, fn func(*instance.Store, *instance.Record) error) error {
+	err := withStore(ctx, open, func(st *instance.Store) error {
+		r, err := st.Get(ctx, ref)
+		if err != nil {
+			return err
+		}
+		return fn(st, r)
+	})
+	var ns *noStateError
+	if errors.As(err, &ns) {
+		return &instance.NotFoundError{What: "instance", Ref: ref, Hint: "no instance was ever created in " + ns.dir}
+	}
+	return err
+}

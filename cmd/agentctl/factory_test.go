@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+)
+
+// testFactory is a factory for a test: streams over buffers (see
+// [newTestIOStreams]), HOME, XDG directories and the state directory under
+// a temporary directory, no config file.
+type testFactory struct {
+	*Factory
+	in, out, errOut *bytes.Buffer
+	dir             string // the temporary directory
+}
+
+func newTestFactory(t *testing.T, env ...string) *testFactory {
+	t.Helper()
+	dir := t.TempDir()
+	vars := map[string]string{
+		"HOME":               dir,
+		"XDG_CONFIG_HOME":    filepath.Join(dir, "config"),
+		"AGENTCTL_STATE_DIR": filepath.Join(dir, "state"),
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	getenv := func(k string) string { return vars[k] }
+	ios, in, out, errOut := newTestIOStreams(env...)
+	f := newFactory(ios, getenv, "/opt/agentctl/bin/agentctl")
+	if err := f.Config.load(nil); err != nil {
+		t.Fatal(err)
+	}
+	return &testFactory{Factory: f, in: in, out: out, errOut: errOut, dir: dir}
+}
+
+// create provisions an instance of agent with mounts in the factory's store.
+func (f *testFactory) create(t *testing.T, agent string, mounts ...mount.Mount) *instance.Record {
+	t.Helper()
+	cat, err := agents.Load(agents.LoadOptions{UserDir: f.Config.AgentsDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := cat.Lookup(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(ctx context.Context) (*instance.Store, error) { return f.Store(ctx, true) }
+	rec, _, err := provision.Create(context.Background(), open, provision.CreateOptions{
+		Definition: def, Workspace: f.dir, Executable: "/opt/agentctl/bin/agentctl", Mounts: mounts,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// reset empties the output buffers.
+func (f *testFactory) reset() {
+	f.out.Reset()
+	f.errOut.Reset()
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/spf13/cobra"
+)
+
+// InstanceAnswerOptions are the inputs of `instance answer`.
+type InstanceAnswerOptions struct {
+	IO    *IOStreams
+	Store storeOpener
+
+	Instance string
+	Question string // "": the instance's one open question
+	Text     string
+	Output   string
+}
+
+// NewCmdInstanceAnswer is `agentctl instance answer`; runF replaces
+// [instanceAnswerRun] in tests.
+func NewCmdInstanceAnswer(f *Factory, runF func(context.Context, *InstanceAnswerOptions) error) *cobra.Command {
+	opts := &InstanceAnswerOptions{IO: f.IOStreams, Store: f.Store}
+	cmd := &cobra.Command{
+		Use:   "answer INSTANCE [QUESTION-ID] TEXT",
+		Short: "Answer a question that ask_user_question is waiting on",
+		Long: `Answer a question that the agent asked with ask_user_question while its client did not
+support MCP elicitation. Without QUESTION-ID the instance must have exactly one open
+question. The waiting tool call returns the answer at once.`,
+		Example: `  agentctl instance questions fix-login
+  agentctl instance answer fix-login "Use the staging database"
+  agentctl instance answer fix-login 01jq3z... "yes"`,
+		Args:              rangeArgs(2, 3, "an instance, an optional question id, and the answer text"),
+		ValidArgsFunction: completeInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(opts.Output); err != nil {
+				return err
+			}
+			opts.Instance, opts.Text = args[0], args[len(args)-1]
+			if len(args) == 3 {
+				opts.Question = args[1]
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceAnswerRun(cmd.Context(), opts)
+		},
+	}
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func instanceAnswerRun(ctx context.Context, opts *InstanceAnswerOptions) error {
+	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		q, err := st.Answer(ctx, r.ID, opts.Question, opts.Text)
+		if err != nil {
+			return err
+		}
+		opts.IO.Narrate("Answered question %s: %q", q.ID, q.Text)
+		if opts.Output == formatJSON {
+			return opts.IO.PrintJSON(q)
+		}
+		_, err = fmt.Fprintln(opts.IO.Out, q.ID)
+		return err
+	})
+}

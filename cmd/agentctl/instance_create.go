@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/spf13/cobra"
+)
+
+// InstanceCreateOptions are the inputs of `instance create`; the settings
+// (server name, question timeout, prefix mode, the config file's mounts) are
+// resolved by the command before the run.
+type InstanceCreateOptions struct {
+	IO         *IOStreams
+	Catalog    func() (*agents.Catalog, error)
+	Store      storeOpener
+	Executable func() (string, error)
+
+	Agent           string
+	Name            string
+	Workspace       string
+	ServerName      string
+	QuestionTimeout time.Duration
+	NoTrust         bool
+	PrefixMode      mount.PrefixMode
+	Mounts          []mount.Mount
+	Templates       []provision.TemplateFile
+	Output          string
+}
+
+// NewCmdInstanceCreate is `agentctl instance create`; runF replaces
+// [instanceCreateRun] in tests.
+func NewCmdInstanceCreate(f *Factory, runF func(context.Context, *InstanceCreateOptions) error) *cobra.Command {
+	opts := &InstanceCreateOptions{IO: f.IOStreams, Catalog: f.Catalog, Store: f.Store, Executable: f.Executable}
+	var (
+		mounts       mountFlags
+		instructions string
+		skills       []string
+	)
+	cmd := &cobra.Command{
+		Use:   "create --agent ID",
+		Short: "Provision an instance for a client and write its MCP configuration",
+		Long: `Create resolves the agent definition, snapshots its capabilities into a new instance
+record and writes the client's native MCP configuration into the instance's
+directory, so that the client starts this endpoint under the key --server-name:
+
+  auggie       mcp.json               auggie --mcp-config FILE
+  claude-code  .mcp.json              claude --mcp-config FILE
+  codex        codex-home/config.toml CODEX_HOME=DIR/codex-home codex
+  gemini       .gemini/settings.json  (with "trust": true unless --no-trust)
+
+The configuration names this agentctl binary by absolute path and passes the state
+directory explicitly, so it works from any working directory. Create is
+all-or-nothing: on error nothing is left behind.
+
+With -o table the new id is printed on stdout (and a summary on stderr), so
+  id=$(agentctl instance create --agent auggie)
+works in scripts; -o json prints the whole record.`,
+		Example: `  agentctl instance create --agent auggie --workspace .
+  id=$(agentctl instance create --agent claude-code --name fix-login -o json | jq -r .id)
+  agentctl instance create --agent gemini --server-name tools --question-timeout 30m`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(opts.Output); err != nil {
+				return err
+			}
+			if opts.Agent == "" {
+				return usageErrorf("--agent is required; see `agentctl agents list` for the ids")
+			}
+			c := f.Config
+			var err error
+			if opts.QuestionTimeout, err = c.QuestionTimeout(); err != nil {
+				return err
+			}
+			opts.ServerName = c.String(keyServerName)
+			if cmd.Flags().Changed("server-name") && opts.ServerName == "" {
+				return instance.ValidateServerName("")
+			}
+			if opts.PrefixMode, err = c.PrefixMode(); err != nil {
+				return err
+			}
+			fileMounts, err := c.FileMounts()
+			if err != nil {
+				return err
+			}
+			if opts.Mounts, err = mounts.mounts(fileMounts); err != nil {
+				return err
+			}
+			if opts.Templates, err = provision.TemplateFiles(instructions, skills); err != nil {
+				return &usageError{msg: err.Error()}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceCreateRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Agent, "agent", "", "agent id (required; see 'agentctl agents list')")
+	fl.StringVar(&opts.Name, "name", "", "a label for the instance, unique; usable wherever an id is")
+	fl.StringVar(&opts.Workspace, "workspace", ".", "the directory the agent works in")
+	addSettingFlag(fl, keyServerName)
+	addSettingFlag(fl, keyQuestionTimeout)
+	fl.BoolVar(&opts.NoTrust, "no-trust", false, `do not mark the server "trust": true for Gemini CLI and Qwen Code (their headless runs then ignore its tools)`)
+	mounts.register(fl)
+	addSettingFlag(fl, keyToolPrefixMode)
+	fl.StringVar(&instructions, "instructions", "", "instructions template written as instructions.md; {{tool:NAME}} and {{tool:MOUNT/NAME}} expand to this instance's tool names")
+	fl.StringArrayVar(&skills, "skill", nil, "skill file written under skills/, with {{tool:...}} expanded (repeatable)")
+	_ = cmd.MarkFlagFilename("instructions")
+	_ = cmd.MarkFlagFilename("skill")
+	_ = cmd.RegisterFlagCompletionFunc("tool-prefix-mode", cobra.FixedCompletions([]string{"mount-name", "off"}, cobra.ShellCompDirectiveNoFileComp))
+	addOutputFlag(cmd, &opts.Output)
+	_ = cmd.RegisterFlagCompletionFunc("agent", completeAgentIDs(f))
+	_ = cmd.MarkFlagDirname("workspace")
+	return cmd
+}
+
+func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
+	cat, err := opts.Catalog()
+	if err != nil {
+		return err
+	}
+	def, err := cat.Lookup(opts.Agent)
+	if err != nil {
+		return err
+	}
+	exe, err := opts.Executable()
+	if err != nil {
+		return fmt.Errorf("find the agentctl executable: %w", err)
+	}
+	open := func(ctx context.Context) (*instance.Store, error) { return opts.Store(ctx, true) }
+	rec, plan, err := provision.Create(ctx, open, provision.CreateOptions{
+		Definition: def, Name: opts.Name, Workspace: opts.Workspace,
+		ServerName: opts.ServerName, QuestionTimeout: opts.QuestionTimeout, Executable: exe, NoTrust: opts.NoTrust,
+		PrefixMode: opts.PrefixMode, Mounts: opts.Mounts, Templates: opts.Templates,
+	})
+	if err != nil {
+		return err
+	}
+	for _, line := range plan.Announcements() {
+		opts.IO.Narrate("%s", line)
+	}
+	opts.IO.Narrate("Created instance %s for %s (server name %q).", rec.ID, rec.Agent, rec.ServerName)
+	opts.IO.Narrate("Client configuration: %s", rec.MCPConfigPath)
+	if opts.Output == formatJSON {
+		return opts.IO.PrintJSON(rec.Redacted())
+	}
+	_, err = fmt.Fprintln(opts.IO.Out, rec.ID)
+	return err
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/spf13/cobra"
+)
+
+// InstanceDeleteOptions are the inputs of `instance delete`.
+type InstanceDeleteOptions struct {
+	IO    *IOStreams
+	Store storeOpener
+
+	Instance string
+	Output   string
+	// Force deletes an instance even while an endpoint is serving it.
+	Force bool
+}
+
+// NewCmdInstanceDelete is `agentctl instance delete`; runF replaces
+// [instanceDeleteRun] in tests.
+func NewCmdInstanceDelete(f *Factory, runF func(context.Context, *InstanceDeleteOptions) error) *cobra.Command {
+	opts := &InstanceDeleteOptions{IO: f.IOStreams, Store: f.Store}
+	cmd := &cobra.Command{
+		Use:     "delete INSTANCE",
+		Aliases: []string{"rm"},
+		Short:   "Delete an instance: its record, questions, events and directory",
+		Long: `Delete an instance: its record, questions, events and directory.
+
+An instance whose endpoint is running (a client has 'mcp serve' open for it) is
+not deleted unless you pass --force: the endpoint would lose its instance under
+the model's feet. With --force it is deleted all the same, and the endpoint's
+tools answer the model that the instance was deleted.`,
+		Example: `  agentctl instance delete fix-login
+  agentctl instance delete 01jq3 --force`,
+		Args:              exactArgs(1, "an instance id, id prefix or label"),
+		ValidArgsFunction: completeInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(opts.Output); err != nil {
+				return err
+			}
+			opts.Instance = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceDeleteRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "delete the instance even while an endpoint is serving it")
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func instanceDeleteRun(ctx context.Context, opts *InstanceDeleteOptions) error {
+	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		r, err := st.DeleteInstance(ctx, r.ID, instance.DeleteOptions{Force: opts.Force})
+		if err != nil {
+			return err
+		}
+		opts.IO.Narrate("Deleted instance %s and %s.", r.ID, r.Dir)
+		if opts.Output == formatJSON {
+			return opts.IO.PrintJSON(r.Redacted())
+		}
+		_, err = fmt.Fprintln(opts.IO.Out, r.ID)
+		return err
+	})
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/spf13/cobra"
+)
+
+// InstanceEventsOptions are the inputs of `instance events`.
+type InstanceEventsOptions struct {
+	IO    *IOStreams
+	Store storeOpener
+	// Poll sets the interval and clock of --follow; nil polls every
+	// [provision.DefaultPollInterval].
+	Poll func(provision.EventSource) *provision.Poller
+
+	Instance string
+	Follow   bool
+	Output   string
+}
+
+// NewCmdInstanceEvents is `agentctl instance events`; runF replaces
+// [instanceEventsRun] in tests.
+func NewCmdInstanceEvents(f *Factory, runF func(context.Context, *InstanceEventsOptions) error) *cobra.Command {
+	opts := &InstanceEventsOptions{IO: f.IOStreams, Store: f.Store}
+	cmd := &cobra.Command{
+		Use:   "events INSTANCE",
+		Short: "Show the progress events an instance reported (--follow to keep watching)",
+		Long: `Show the progress events the agent recorded with report_progress, oldest first.
+With -o json each event is one JSON object per line (JSON Lines), also with --follow.
+--follow keeps printing new events until interrupted or the instance is deleted.`,
+		Example: `  agentctl instance events fix-login
+  agentctl instance events fix-login --follow -o json | jq -r .message`,
+		Args:              exactArgs(1, "an instance id, id prefix or label"),
+		ValidArgsFunction: completeInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(opts.Output); err != nil {
+				return err
+			}
+			opts.Instance = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceEventsRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new events")
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// poller is the poller of src that the options ask for.
+func poller(poll func(provision.EventSource) *provision.Poller, src provision.EventSource) *provision.Poller {
+	if poll != nil {
+		return poll(src)
+	}
+	return &provision.Poller{Source: src}
+}
+
+func instanceEventsRun(ctx context.Context, opts *InstanceEventsOptions) error {
+	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		for e, err := range poller(opts.Poll, st).Events(ctx, r.ID, opts.Follow) {
+			switch {
+			case errors.Is(err, provision.ErrDeleted):
+				opts.IO.Narrate("Instance %s was deleted.", r.ID)
+				return nil
+			case err != nil:
+				return err
+			}
+			if err := printEvent(opts.IO, opts.Output, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// printEvent prints one event: a JSON line, a line for people on a
+// terminal, or tab-separated values.
+func printEvent(io *IOStreams, output string, e *instance.Event) error {
+	if output == formatJSON {
+		return io.PrintJSONLine(e)
+	}
+	pct := "-"
+	if e.Percent != nil {
+		pct = fmt.Sprintf("%g%%", *e.Percent)
+	}
+	// The message comes from the model: no tabs, newlines or escape
+	// sequences into TSV or the terminal.
+	msg := strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, e.Message)
+	var err error
+	if io.IsStdoutTTY() {
+		_, err = fmt.Fprintf(io.Out, "%4d  %s  %-7s  %5s  %s\n", e.Seq, e.At.Local().Format(time.TimeOnly), e.Status, pct, msg)
+	} else {
+		_, err = fmt.Fprintf(io.Out, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.At.Format(time.RFC3339Nano), e.Status, pct, msg)
+	}
+	return err
+}

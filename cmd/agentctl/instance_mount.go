@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/spf13/cobra"
+)
+
+// NewCmdInstanceMount is `agentctl instance mount`, the group of the mount
+// commands.
+func NewCmdInstanceMount(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mount",
+		Short: "Add or remove an instance's mounts (knowledge bases, external MCP servers)",
+		Long: `Add or remove knowledge bases and external MCP servers of an existing instance. Changing the mount set can
+rename existing tools: adding a second knowledge base to an instance with one gives
+the first one's tools a prefix. Every rename is printed (old -> new) on stderr, and
+the change is refused unless --yes is given or you confirm at a terminal. The
+instance's instructions and skills are expanded again for the new names. A running
+endpoint serves the new mounts once it is restarted.`,
+	}
+	cmd.AddCommand(NewCmdInstanceMountAdd(f, nil), NewCmdInstanceMountRemove(f, nil))
+	return cmd
+}
+
+// changeMounts plans a mount change of an instance with plan, shows the
+// renames it causes, asks (unless yes) and applies it.
+func changeMounts(ctx context.Context, io *IOStreams, open storeOpener, ref string, yes bool, output string,
+	plan func(*instance.Record) (*provision.MountChange, error)) error {
+	return withInstance(ctx, open, ref, func(st *instance.Store, rec *instance.Record) error {
+		ch, err := plan(rec)
+		if err != nil {
+			return err
+		}
+		if err := confirmRenames(io, ch.Renames, yes); err != nil {
+			return err
+		}
+		updated, err := ch.Apply(ctx, st)
+		if err != nil {
+			return err
+		}
+		for _, line := range ch.Plan.Announcements() {
+			io.Narrate("%s", line)
+		}
+		io.Narrate("Instance %s now has %d mount(s); a running endpoint serves them once restarted.", updated.ID, len(updated.Mounts))
+		if output == formatJSON {
+			return io.PrintJSON(struct {
+				*instance.Record
+				Renames []provision.Rename `json:"renames"`
+			}{updated.Redacted(), append([]provision.Rename{}, ch.Renames...)})
+		}
+		_, err = fmt.Fprintln(io.Out, updated.ID)
+		return err
+	})
+}
+
+// confirmRenames lists the renames on stderr and, unless yes, asks for a
+// confirmation at a terminal; off a terminal a rename needs yes.
+func confirmRenames(io *IOStreams, rn []provision.Rename, yes bool) error {
+	for _, r := range rn {
+		io.Narrate("rename: %s -> %s", r.Old, r.New)
+	}
+	if len(rn) == 0 || yes {
+		return nil
+	}
+	if !io.CanPrompt() {
+		return &exitError{code: ExitInvalid, err: fmt.Errorf("this change renames %d tool(s) (listed above); clients and instructions that use the old names will break; re-run with --yes to accept", len(rn))}
+	}
+	fmt.Fprintf(io.ErrOut, "Rename %d tool(s)? [y/N] ", len(rn))
+	line, _ := bufio.NewReader(io.In).ReadString('\n')
+	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+		return &exitError{code: ExitInvalid, err: fmt.Errorf("not changed")}
+	}
+	return nil
+}

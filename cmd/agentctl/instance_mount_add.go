@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/spf13/cobra"
+)
+
+// InstanceMountAddOptions are the inputs of `instance mount add`.
+type InstanceMountAddOptions struct {
+	IO    *IOStreams
+	Store storeOpener
+
+	Instance string
+	Mounts   []mount.Mount
+	Yes      bool
+	Output   string
+}
+
+// NewCmdInstanceMountAdd is `agentctl instance mount add`; runF replaces
+// [instanceMountAddRun] in tests.
+func NewCmdInstanceMountAdd(f *Factory, runF func(context.Context, *InstanceMountAddOptions) error) *cobra.Command {
+	opts := &InstanceMountAddOptions{IO: f.IOStreams, Store: f.Store}
+	var mounts mountFlags
+	cmd := &cobra.Command{
+		Use:   "add INSTANCE [--kb NAME=DIR] [--mcp NAME=COMMAND] ...",
+		Short: "Mount knowledge bases or external MCP servers into an instance",
+		Example: `  agentctl instance mount add fix-login --kb notes=./notes --yes
+  agentctl instance mount add fix-login --mcp 'browser=npx -y @playwright/mcp'`,
+		Args:              exactArgs(1, "an instance id, id prefix or label"),
+		ValidArgsFunction: completeInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(opts.Output); err != nil {
+				return err
+			}
+			if mounts.empty() {
+				return usageErrorf("nothing to add: give one or more --kb NAME=DIR or --mcp NAME=COMMAND")
+			}
+			var err error
+			if opts.Mounts, err = mounts.mounts(nil); err != nil { // config-file mounts apply at create only
+				return err
+			}
+			opts.Instance = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceMountAddRun(cmd.Context(), opts)
+		},
+	}
+	mounts.register(cmd.Flags())
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "accept the renames this change causes without asking")
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func instanceMountAddRun(ctx context.Context, opts *InstanceMountAddOptions) error {
+	return changeMounts(ctx, opts.IO, opts.Store, opts.Instance, opts.Yes, opts.Output, func(rec *instance.Record) (*provision.MountChange, error) {
+		return provision.PlanMountAdd(rec, opts.Mounts)
+	})
+}

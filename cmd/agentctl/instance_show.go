@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/spf13/cobra"
+)
+
+// InstanceShowOptions are the inputs of `instance show`.
+type InstanceShowOptions struct {
+	IO    *IOStreams
+	Store storeOpener
+
+	Instance string
+	Output   string
+}
+
+// NewCmdInstanceShow is `agentctl instance show`; runF replaces
+// [instanceShowRun] in tests.
+func NewCmdInstanceShow(f *Factory, runF func(context.Context, *InstanceShowOptions) error) *cobra.Command {
+	opts := &InstanceShowOptions{IO: f.IOStreams, Store: f.Store}
+	cmd := &cobra.Command{
+		Use:               "show INSTANCE",
+		Short:             "Show an instance record",
+		Long:              "Show an instance record. The JSON (-o json) is a contract: fields are added, never renamed.",
+		Example:           `  agentctl instance show fix-login -o json | jq .capabilities.tool_names`,
+		Args:              exactArgs(1, "an instance id, id prefix or label"),
+		ValidArgsFunction: completeInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(opts.Output); err != nil {
+				return err
+			}
+			opts.Instance = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceShowRun(cmd.Context(), opts)
+		},
+	}
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func instanceShowRun(ctx context.Context, opts *InstanceShowOptions) error {
+	return withInstance(ctx, opts.Store, opts.Instance, func(_ *instance.Store, r *instance.Record) error {
+		if opts.Output == formatJSON {
+			return opts.IO.PrintJSON(r.Redacted())
+		}
+		tn := r.Capabilities.ToolNames
+		ex := exampleName(tn, r.ServerName)
+		fields := [][2]string{
+			{"id", r.ID}, {"name", orDash(r.Name)}, {"agent", r.Agent},
+			{"created", r.CreatedAt.Format(time.RFC3339)}, {"server name", r.ServerName},
+			{"namespacing", string(tn.Namespacing)}, {"template", tn.Template},
+			{"workspace", r.Workspace}, {"transport", r.Transport.Kind},
+			{"question timeout", time.Duration(r.QuestionTimeout).String()},
+			{"directory", r.Dir}, {"mcp config", r.MCPConfigPath},
+			{"example", fmt.Sprintf("%s is sent as %s; the model sees %s", ex.Canonical, ex.Transport, ex.ModelSees)},
+		}
+		fields = append(fields, [2]string{"tool prefix mode", r.ToolPrefixMode})
+		for _, m := range r.Redacted().Mounts {
+			fields = append(fields, [2]string{"mount", describeMount(m)})
+		}
+		for _, f := range r.Files {
+			fields = append(fields, [2]string{"file", filepath.Join(r.Dir, f)})
+		}
+		return opts.IO.PrintFields(fields)
+	})
+}
+
+// describeMount is a mount's one-line description.
+func describeMount(m mount.Resolved) string {
+	var src string
+	switch {
+	case m.Kind == mount.KindKB:
+		src = m.Path
+	case m.URL != "":
+		src = m.URL
+	default:
+		src = strings.Join(append([]string{m.Command}, m.Args...), " ")
+	}
+	desc := fmt.Sprintf("%s %s  %s  prefix %s (%s)", m.Kind, m.Name, src, orDash(m.EffectivePrefix), m.PrefixOrigin)
+	if m.ReadOnly {
+		desc += "  read-only"
+	}
+	return desc
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/spf13/cobra"
+)
+
+// InstanceWaitOptions are the inputs of `instance wait`.
+type InstanceWaitOptions struct {
+	IO    *IOStreams
+	Store storeOpener
+	// Poll sets the interval and clock of the polling; nil polls every
+	// [provision.DefaultPollInterval].
+	Poll func(provision.EventSource) *provision.Poller
+
+	Instance string
+	Status   string
+	Timeout  time.Duration // 0: until interrupted
+}
+
+// NewCmdInstanceWait is `agentctl instance wait`; runF replaces
+// [instanceWaitRun] in tests.
+func NewCmdInstanceWait(f *Factory, runF func(context.Context, *InstanceWaitOptions) error) *cobra.Command {
+	opts := &InstanceWaitOptions{IO: f.IOStreams, Store: f.Store}
+	statuses := mcpserver.ProgressStatuses()
+	cmd := &cobra.Command{
+		Use:   "wait INSTANCE --status STATUS",
+		Short: "Wait until the instance reports a status (for CI)",
+		Long: `Wait until the agent reports the given status with report_progress. Exits 0 when it
+is reached, 6 when the instance reports "failed" first, 5 when --timeout passes
+(see 'agentctl help exit-codes'). Events reported before the wait started count.`,
+		Example:           `  agentctl instance wait "$id" --status done --timeout 30m`,
+		Args:              exactArgs(1, "an instance id, id prefix or label"),
+		ValidArgsFunction: completeInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains(statuses, opts.Status) {
+				return usageErrorf("invalid --status %q: use one of %s", opts.Status, strings.Join(statuses, ", "))
+			}
+			if opts.Timeout < 0 {
+				return usageErrorf("invalid --timeout %s: use a positive duration, or 0 to wait until interrupted", opts.Timeout)
+			}
+			opts.Instance = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceWaitRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Status, "status", mcpserver.StatusDone, "the status to wait for: "+strings.Join(statuses, ", "))
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "give up after this long (0: wait until interrupted)")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(statuses, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func instanceWaitRun(ctx context.Context, opts *InstanceWaitOptions) error {
+	// Resolve the instance before the clock starts, so a short timeout is a
+	// timeout, never a failed open.
+	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		if opts.Timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+			defer cancel()
+		}
+		e, err := poller(opts.Poll, st).Wait(ctx, r.ID, opts.Status)
+		var failed *provision.FailedError
+		switch {
+		case err == nil:
+			opts.IO.Narrate("Instance %s reached %s: %s", r.ID, opts.Status, e.Message)
+			return nil
+		case errors.As(err, &failed):
+			return &exitError{code: ExitFailed, err: err}
+		case errors.Is(err, provision.ErrDeleted):
+			return &instance.NotFoundError{What: "instance", Ref: r.ID, Hint: "it was deleted while waiting"}
+		case errors.Is(err, context.DeadlineExceeded):
+			return &exitError{code: ExitTimeout, err: fmt.Errorf("instance %s did not reach %s within %s", r.ID, opts.Status, opts.Timeout)}
+		}
+		return err
+	})
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/spf13/cobra"
+)
+
+// MCPServeOptions are the inputs of `mcp serve`.
+type MCPServeOptions struct {
+	IO    *IOStreams
+	Store storeOpener
+
+	Instance string
+	LogLevel slog.Level
+	FastLane bool
+}
+
+// NewCmdMCPServe is `agentctl mcp serve`; runF replaces [mcpServeRun] in
+// tests.
+func NewCmdMCPServe(f *Factory, runF func(context.Context, *MCPServeOptions) error) *cobra.Command {
+	opts := &MCPServeOptions{IO: f.IOStreams, Store: f.Store}
+	cmd := &cobra.Command{
+		Use:   "serve --instance INSTANCE",
+		Short: "Serve an instance's MCP endpoint over stdio (the client starts this)",
+		Long: `Serve the instance's MCP endpoint over stdio. The client starts this command from
+the configuration that 'instance create' wrote; you rarely run it by hand.
+
+The endpoint reads the naming capability from the instance record only, so editing
+an agent definition later changes no existing instance. stdout carries only the
+protocol; logs go to stderr. It exits cleanly on end of input and on SIGTERM,
+after answering every request it has read: a call still running 10s after the
+input ended, or when the signal came, is answered with an error (-32004).
+
+While it runs, 'instance delete' of its instance refuses unless given --force; a
+deleted instance's tools then answer that the instance was deleted.
+
+Calls of external stdio servers' tools take a fast lane: their bytes are forwarded
+with only the tool name, request id and progress token rewritten, instead of being
+decoded and encoded again. --fast-lane=false sends every message through the
+MCP SDK instead (for comparison, or to rule the lane out when troubleshooting).`,
+		Example: `  agentctl mcp serve --instance fix-login --log-level debug`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Instance == "" {
+				return usageErrorf("--instance is required: the id, id prefix or label of the instance to serve")
+			}
+			var err error
+			if opts.LogLevel, err = f.Config.LogLevel(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return mcpServeRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Instance, "instance", "", "the instance to serve: id, id prefix or label (required)")
+	cmd.Flags().BoolVar(&opts.FastLane, "fast-lane", true, "forward external stdio servers' tool calls without decoding them")
+	addSettingFlag(cmd.Flags(), keyLogLevel)
+	_ = cmd.RegisterFlagCompletionFunc("instance", completeInstances(f))
+	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// serverLogFile, in the instance directory, receives external servers' stderr.
+const serverLogFile = "upstreams.log"
+
+func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
+	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
+	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, rec *instance.Record) error {
+		// Held while serving: 'instance delete' sees the endpoint is live.
+		release, err := st.ServeLock(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		defer release()
+		// The prefix contract again, in case the record was edited.
+		plan, err := provision.RecordPlan(rec)
+		if err != nil {
+			return err
+		}
+		for _, line := range plan.Announcements() {
+			fmt.Fprintln(opts.IO.ErrOut, line)
+		}
+		cfg := endpointConfig(rec, st, logger)
+		cfg.Mounts, cfg.PrefixMode = provision.Unresolved(plan.Mounts), mount.PrefixMode(rec.ToolPrefixMode)
+		cfg.NoFastLane = !opts.FastLane
+		if slices.ContainsFunc(plan.Mounts, func(m mount.Resolved) bool { return m.Kind == mount.KindServer }) {
+			// External servers' stderr goes to the instance's log file,
+			// never to stdout (the protocol) nor to our stderr.
+			f, err := os.OpenFile(filepath.Join(rec.Dir, serverLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			if err != nil {
+				return fmt.Errorf("open the instance's log file: %w", err)
+			}
+			defer f.Close()
+			cfg.ServerStderr = f
+		}
+		ep, err := mcpserver.New(cfg)
+		if err != nil {
+			return fmt.Errorf("instance %s: %w", rec.ID, err)
+		}
+		logger.Debug("serving", "instance", rec.ID, "agent", rec.Agent, "namespacing", rec.Capabilities.ToolNames.Namespacing,
+			"tools", strings.Join(ep.Registry().Names(), ","))
+		return ep.ServeStdio(ctx, opts.IO.In, opts.IO.Out)
+	})
+}
+
+// endpointConfig builds the endpoint's configuration from the record alone.
+func endpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logger) mcpserver.Config {
+	return mcpserver.Config{
+		Instance:        mcpserver.Instance{ID: rec.ID, Name: rec.Name, Agent: rec.Agent, Workspace: rec.Workspace},
+		ServerName:      rec.ServerName,
+		Naming:          rec.Capabilities.ToolNames,
+		QuestionTimeout: time.Duration(rec.QuestionTimeout),
+		Store:           st,
+		Logger:          logger,
+		Version:         version,
+	}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/spf13/pflag"
+)
+
+// mountFlags are the mount flags of instance create and instance mount add.
+type mountFlags struct {
+	kbs, mcps, mcpJSON, headers []string
+}
+
+func (f *mountFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.kbs, "kb", nil, "mount a knowledge base: NAME=DIR[,prefix=P][,ro][,max=BYTES] (repeatable)")
+	fs.StringArrayVar(&f.mcps, "mcp", nil, "mount an external MCP server: NAME=COMMAND [ARGS...] (split like a shell) or NAME=https://host/path (repeatable)")
+	fs.StringArrayVar(&f.mcpJSON, "mcp-json", nil, `mount an external MCP server from JSON: NAME={"command":...,"args":[...],"env":{...}} or {"url":...,"headers":{...}}, with optional "tool_prefix" and "timeout" (repeatable)`)
+	fs.StringArrayVar(&f.headers, "mcp-header", nil, "an HTTP header for an --mcp URL server: NAME:Key=Value (repeatable)")
+}
+
+func (f *mountFlags) empty() bool {
+	return len(f.kbs)+len(f.mcps)+len(f.mcpJSON) == 0
+}
+
+// mounts parses the flags into mounts, after base (the config file's
+// mounts, for create): knowledge bases, then servers, then JSON servers,
+// then the headers added to URL servers.
+func (f *mountFlags) mounts(base []mount.Mount) ([]mount.Mount, error) {
+	out := slices.Clone(base)
+	for _, s := range f.kbs {
+		kb, err := parseKBFlag(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, kb)
+	}
+	for _, s := range f.mcps {
+		m, err := parseMCPFlag(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	for _, s := range f.mcpJSON {
+		m, err := parseMCPJSONFlag(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	for _, h := range f.headers {
+		name, kv, ok1 := strings.Cut(h, ":")
+		key, val, ok2 := strings.Cut(kv, "=")
+		if !ok1 || !ok2 || name == "" || key == "" {
+			return nil, usageErrorf("invalid --mcp-header %q: use NAME:Key=Value", h)
+		}
+		i := slices.IndexFunc(out, func(m mount.Mount) bool { return m.Kind == mount.KindServer && m.Name == name })
+		if i < 0 || out[i].URL == "" {
+			return nil, usageErrorf("invalid --mcp-header %q: no MCP server %q with a URL is mounted by this command", h, name)
+		}
+		if out[i].Headers == nil {
+			out[i].Headers = map[string]string{}
+		}
+		out[i].Headers[key] = val
+	}
+	return out, nil
+}
+
+// parseKBFlag parses --kb NAME=DIR[,prefix=P][,ro][,max=BYTES].
+func parseKBFlag(s string) (mount.Mount, error) {
+	const how = "use --kb NAME=DIR, optionally followed by ,prefix=P ,ro ,max=BYTES"
+	name, rest, ok := strings.Cut(s, "=")
+	if !ok || name == "" || rest == "" {
+		return mount.Mount{}, usageErrorf("invalid --kb %q: %s", s, how)
+	}
+	parts := strings.Split(rest, ",")
+	kb := mount.Mount{Kind: mount.KindKB, Name: name, Path: parts[0]}
+	for _, opt := range parts[1:] {
+		k, v, _ := strings.Cut(opt, "=")
+		switch k {
+		case "prefix", "tool_prefix":
+			if v == "" {
+				return mount.Mount{}, usageErrorf("invalid --kb %q: prefix= needs a value (or leave it out to derive one)", s)
+			}
+			kb.ToolPrefix = v
+		case "ro", "read_only", "readonly":
+			kb.ReadOnly = true
+			if v != "" {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return mount.Mount{}, usageErrorf("invalid --kb %q: ro takes true or false, not %q", s, v)
+				}
+				kb.ReadOnly = b
+			}
+		case "max", "max_bytes":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return mount.Mount{}, usageErrorf("invalid --kb %q: max must be a positive number of bytes", s)
+			}
+			kb.MaxBytes = n
+		default:
+			return mount.Mount{}, usageErrorf("invalid --kb %q: unknown option %q; %s", s, opt, how)
+		}
+	}
+	return kb, nil
+}
+
+// parseMCPFlag parses --mcp NAME=COMMAND [ARGS...] or --mcp NAME=URL.
+func parseMCPFlag(s string) (mount.Mount, error) {
+	name, rest, ok := strings.Cut(s, "=")
+	if !ok || name == "" || strings.TrimSpace(rest) == "" {
+		return mount.Mount{}, usageErrorf("invalid --mcp %q: use --mcp NAME=COMMAND [ARGS...] or --mcp NAME=https://host/path", s)
+	}
+	if mount.IsHTTPURL(rest) {
+		return mount.Mount{Kind: mount.KindServer, Name: name, URL: rest}, nil
+	}
+	words, err := shellSplit(rest)
+	if err != nil {
+		return mount.Mount{}, usageErrorf("invalid --mcp %q: %v; --mcp-json takes the command and arguments as a JSON array", s, err)
+	}
+	return mount.Mount{Kind: mount.KindServer, Name: name, Command: words[0], Args: words[1:]}, nil
+}
+
+// parseMCPJSONFlag parses --mcp-json NAME=JSON.
+func parseMCPJSONFlag(s string) (mount.Mount, error) {
+	name, js, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return mount.Mount{}, usageErrorf(`invalid --mcp-json %q: use --mcp-json NAME='{"command":"...","args":[...]}'`, s)
+	}
+	var m mount.Mount
+	dec := json.NewDecoder(strings.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return mount.Mount{}, usageErrorf("invalid --mcp-json for %q: %v", name, err)
+	}
+	if m.Kind != "" && m.Kind != mount.KindServer {
+		return mount.Mount{}, usageErrorf("invalid --mcp-json for %q: --mcp-json mounts MCP servers; mount a knowledge base with --kb", name)
+	}
+	m.Kind, m.Name = mount.KindServer, name
+	if err := m.Validate(); err != nil {
+		return mount.Mount{}, usageErrorf("invalid --mcp-json: %v", err)
+	}
+	return m, nil
+}
+
+// shellSplit splits a command line into words like a POSIX shell does for
+// quotes and backslashes (no expansions).
+func shellSplit(s string) ([]string, error) {
+	var (
+		words []string
+		cur   strings.Builder
+		in    bool // inside a word
+		quote rune
+	)
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		c := rs[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(c)
+			}
+		case quote == '"':
+			switch {
+			case c == '"':
+				quote = 0
+			case c == '\\' && i+1 < len(rs) && strings.ContainsRune("\"\\$`", rs[i+1]):
+				i++
+				cur.WriteRune(rs[i])
+			default:
+				cur.WriteRune(c)
+			}
+		case c == '\'' || c == '"':
+			quote, in = c, true
+		case c == '\\':
+			if i+1 < len(rs) {
+				i++
+				cur.WriteRune(rs[i])
+				in = true
+			}
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(c)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote", quote)
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("no command")
+	}
+	return words, nil
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs agentctl with the process's arguments and streams and returns
+// the exit code. It never calls os.Exit.
+func Main() int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if s, ok := <-sigs; ok {
+			cancel(signalError{s.(syscall.Signal)})
+		}
+	}()
+	return Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+}
+
+// signalError is the cause of a context cancelled by a signal.
+type signalError struct{ sig syscall.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// Run runs agentctl with the given arguments (args[0] is the program).
+func Run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer, getenv func(string) string) int {
+	f := newFactory(newIOStreams(in, out, errOut, getenv), getenv, args[0])
+	return execute(ctx, f, args[1:])
+}
+
+// execute runs the command line args with the factory f and returns the
+// exit code, having printed any error.
+func execute(ctx context.Context, f *Factory, args []string) int {
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	root.SetIn(f.IOStreams.In)
+	root.SetOut(f.IOStreams.Out)
+	root.SetErr(f.IOStreams.ErrOut)
+	err := root.ExecuteContext(ctx)
+	code := exitCode(ctx, err)
+	if code > 128 {
+		return code // interrupted: the user knows
+	}
+	if err != nil {
+		var silent *exitError
+		if !(errors.As(err, &silent) && silent.err == errSilent) {
+			fmt.Fprintln(f.IOStreams.ErrOut, "agentctl: "+err.Error())
+		}
+		var ue *usageError
+		if errors.As(err, &ue) && !ue.hinted {
+			fmt.Fprintln(f.IOStreams.ErrOut, "Run 'agentctl --help' or add --help to the command for usage.")
+		}
+	}
+	return code
+}
+
+// errSilent marks an exit whose message was already printed.
+var errSilent = errors.New("")
+
+// NewCmdRoot is the agentctl command with every subcommand.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentctl",
+		Short: "Provision coding-agent instances and serve each one an MCP endpoint with the right tool names",
+		Long: `agentctl provisions coding-agent instances (Auggie, Claude Code, Codex, Gemini CLI, ...)
+and serves each one an in-process MCP endpoint whose tool names are right for the
+client that connects: a client that appends or prepends the server name gets names
+that its model sees exactly once.
+
+  agentctl agents list                             the clients agentctl knows
+  agentctl instance create --agent auggie -o json  provision an instance
+  agentctl mcp serve --instance ID                 the endpoint (the client starts it)
+
+Configuration precedence: flags > AGENTCTL_* environment > config file
+($XDG_CONFIG_HOME/agentctl/config.toml, or --config) > defaults.`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Version:           strings.TrimPrefix(thisVersion().String(), "agentctl "),
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return f.Config.load(cmd.Flags())
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	pf := root.PersistentFlags()
+	addSettingFlag(pf, keyConfig)
+	addSettingFlag(pf, keyStateDir)
+	addSettingFlag(pf, keyAgentsDir)
+
+	root.AddCommand(NewCmdAgents(f), NewCmdInstance(f), NewCmdMCP(f), NewCmdVersion(f, nil), newExitCodesTopic())
+	makeGroups(root)
+	return root
+}
+
+// makeGroups makes every command that only groups subcommands (the root
+// included) print its help when called alone and refuse an unknown
+// subcommand.
+func makeGroups(cmd *cobra.Command) {
+	if cmd.HasSubCommands() && cmd.RunE == nil && cmd.Run == nil {
+		cmd.Args, cmd.RunE = cobra.ArbitraryArgs, groupRunE
+	}
+	for _, c := range cmd.Commands() {
+		makeGroups(c)
+	}
+}
+
+func newExitCodesTopic() *cobra.Command {
+	return &cobra.Command{Use: "exit-codes", Short: "What agentctl's exit codes mean", Long: exitCodesHelp}
+}
+
+// groupRunE makes a command that only groups subcommands print its help when
+// called alone and refuse an unknown subcommand with a usage error.
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, which SuggestionsFor does not apply
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", strings.Join(s, `" or "`))
+	}
+	msg += fmt.Sprintf("; run '%s --help'", cmd.CommandPath())
+	return &usageError{msg: msg, hinted: true}
+}

@@ -1,0 +1,408 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Setting keys: viper's keys, and config.toml's for the settings in the file.
+const (
+	keyConfig          = "config"
+	keyStateDir        = "state_dir"
+	keyAgentsDir       = "agents_dir"
+	keyLogLevel        = "log_level"
+	keyServerName      = "server_name"
+	keyQuestionTimeout = "question_timeout"
+	keyToolPrefixMode  = "mcp.tool_prefix_mode"
+	keyKBs             = "kbs"
+	keyMCPServers      = "mcp_servers"
+)
+
+// setting is one of agentctl's settings: the one table from which the
+// flags, the AGENTCTL_* variables, the config file's keys and the defaults
+// are all taken. Precedence: flag > environment > config file > default.
+type setting struct {
+	Key         string     // viper's key; config.toml's key when File
+	Flag        string     // the flag that sets it; "" if none
+	Env         string     // the environment variable that sets it; "" if none
+	Default     string     // the value when nothing sets it
+	DefaultHelp string     // how the default is found, when Default is ""
+	Help        string     // what it is: the flag's usage, before "(env ...)"
+	File        bool       // a key of config.toml
+	Mounts      mount.Kind // a config.toml array of tables of mounts of this kind
+}
+
+var settings = []setting{
+	{Key: keyConfig, Flag: "config", Env: "AGENTCTL_CONFIG", DefaultHelp: "$XDG_CONFIG_HOME/agentctl/config.toml",
+		Help: "config file"},
+	{Key: keyStateDir, Flag: "state-dir", Env: "AGENTCTL_STATE_DIR", DefaultHelp: "$XDG_STATE_HOME/agentctl", File: true,
+		Help: "state directory"},
+	{Key: keyAgentsDir, Flag: "agents-dir", Env: "AGENTCTL_AGENTS_DIR", DefaultHelp: "$XDG_CONFIG_HOME/agentctl/agents", File: true,
+		Help: "directory of user agent definitions"},
+	{Key: keyLogLevel, Flag: "log-level", Env: "AGENTCTL_LOG_LEVEL", Default: "info", File: true,
+		Help: "log level on stderr: debug, info, warn, error"},
+	{Key: keyServerName, Flag: "server-name", Env: "AGENTCTL_SERVER_NAME", Default: instance.DefaultServerName, File: true,
+		Help: "the key S the endpoint is injected under"},
+	{Key: keyQuestionTimeout, Flag: "question-timeout", Env: "AGENTCTL_QUESTION_TIMEOUT", Default: instance.DefaultQuestionTimeout.String(), File: true,
+		Help: "how long ask_user_question waits for an answer"},
+	{Key: keyToolPrefixMode, Flag: "tool-prefix-mode", Env: "AGENTCTL_TOOL_PREFIX_MODE", Default: string(mount.PrefixModeMountName), File: true,
+		Help: "how mounts without an explicit prefix get one: mount-name or off"},
+	{Key: keyKBs, File: true, Mounts: mount.KindKB,
+		Help: "[[kbs]] tables: knowledge bases mounted by instance create"},
+	{Key: keyMCPServers, File: true, Mounts: mount.KindServer,
+		Help: "[[mcp_servers]] tables: external MCP servers mounted by instance create"},
+}
+
+// settingFor is the row of key.
+func settingFor(key string) setting {
+	i := slices.IndexFunc(settings, func(s setting) bool { return s.Key == key })
+	if i < 0 {
+		panic("no setting " + key)
+	}
+	return settings[i]
+}
+
+// usage is the setting's flag usage.
+func (s setting) usage() string {
+	var paren []string
+	if s.Env != "" {
+		paren = append(paren, "env "+s.Env)
+	}
+	if s.DefaultHelp != "" {
+		paren = append(paren, "default "+s.DefaultHelp)
+	}
+	if len(paren) == 0 {
+		return s.Help
+	}
+	return s.Help + " (" + strings.Join(paren, "; ") + ")"
+}
+
+// addSettingFlag adds the flag of the setting key to fs.
+func addSettingFlag(fs *pflag.FlagSet, key string) {
+	s := settingFor(key)
+	fs.String(s.Flag, s.Default, s.usage())
+}
+
+// fileKeys are config.toml's keys, sorted.
+func fileKeys() []string {
+	var keys []string
+	for _, s := range settings {
+		if s.File {
+			keys = append(keys, s.Key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Config is agentctl's settings for one run, on a viper instance of its own.
+// The config file is read and decoded once, strictly; viper gets its values.
+type Config struct {
+	v      *viper.Viper
+	getenv func(string) string
+	flags  *pflag.FlagSet // the running command's flags
+	// given holds the settings given by a flag or an AGENTCTL_* variable.
+	given  map[string]bool
+	file   string        // the config file read; "" if none
+	mounts []mount.Mount // its [[kbs]] and [[mcp_servers]], kinds set
+	loaded bool
+}
+
+func newConfig(getenv func(string) string) *Config {
+	return &Config{v: viper.New(), getenv: getenv}
+}
+
+type configError struct{ error }
+
+func (e *configError) Unwrap() error { return e.error }
+
+// load binds the command's flags, the AGENTCTL_* variables and the config
+// file: flags > env > config file > defaults. It does its work once.
+func (c *Config) load(flags *pflag.FlagSet) error {
+	if c.loaded {
+		return nil
+	}
+	c.loaded, c.flags = true, flags
+	v := c.v
+	for _, s := range settings {
+		if s.Default != "" {
+			v.SetDefault(s.Key, s.Default)
+		}
+		// Bind only the settings' flags: binding, say, --mcp would shadow
+		// the config file's [mcp] table.
+		if f := c.flag(s); f != nil {
+			if err := v.BindPFlag(s.Key, f); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.readFile(); err != nil {
+		return err
+	}
+	// The environment sits between flags and the config file. Viper reads
+	// the process environment itself; agentctl takes it from getenv (so
+	// Run is testable), and a changed flag still wins.
+	c.given = map[string]bool{}
+	for _, s := range settings {
+		if f := c.flag(s); f != nil && f.Changed {
+			c.given[s.Key] = true
+			continue
+		}
+		if s.Env == "" {
+			continue
+		}
+		if val := c.getenv(s.Env); val != "" {
+			c.given[s.Key] = true
+			v.Set(s.Key, val)
+		}
+	}
+	return nil
+}
+
+// flag is the running command's flag of a setting, if it has one.
+func (c *Config) flag(s setting) *pflag.Flag {
+	if s.Flag == "" || c.flags == nil {
+		return nil
+	}
+	return c.flags.Lookup(s.Flag)
+}
+
+// readFile decodes config.toml strictly (a typo is an error, not a silently
+// ignored key) and hands its values to viper.
+func (c *Config) readFile() error {
+	path := c.v.GetString(keyConfig)
+	if path == "" {
+		path = c.getenv("AGENTCTL_CONFIG")
+	}
+	explicit := path != ""
+	if !explicit {
+		path = filepath.Join(c.configHome(), "agentctl", "config.toml")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !explicit && errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return &configError{fmt.Errorf("config file: %w", err)}
+	}
+	values, mounts, err := decodeConfigFile(string(data))
+	if err != nil {
+		return &configError{fmt.Errorf("%s: %v", path, err)}
+	}
+	dir := filepath.Dir(path)
+	for i, m := range mounts {
+		if m.Kind == mount.KindKB && m.Path != "" && !filepath.IsAbs(m.Path) {
+			mounts[i].Path = filepath.Join(dir, m.Path)
+		}
+	}
+	c.file, c.mounts = path, mounts
+	return c.v.MergeConfigMap(values)
+}
+
+// decodeConfigFile decodes config.toml once: the scalar settings as viper's
+// nested map, the mount tables as mounts. A key the table does not know is
+// an error naming it.
+func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(data, &top)
+	if err != nil {
+		return nil, nil, err
+	}
+	values := map[string]any{}
+	var mounts []mount.Mount
+	for _, s := range settings {
+		if !s.File {
+			continue
+		}
+		// Walk down the tables to the key's value; a table is decoded
+		// (and so known) even when the key is not in it.
+		path := strings.Split(s.Key, ".")
+		prims, into := top, values
+		for i, table := range path[:len(path)-1] {
+			if !md.IsDefined(path[:i+1]...) {
+				prims = nil
+				break
+			}
+			var sub map[string]toml.Primitive
+			if err := md.PrimitiveDecode(prims[table], &sub); err != nil {
+				return nil, nil, fmt.Errorf("%s: %v", table, err)
+			}
+			m, _ := into[table].(map[string]any)
+			if m == nil {
+				m = map[string]any{}
+				into[table] = m
+			}
+			prims, into = sub, m
+		}
+		if prims == nil || !md.IsDefined(path...) {
+			continue
+		}
+		last := path[len(path)-1]
+		if s.Mounts != "" {
+			var ms []mount.Mount
+			if err := md.PrimitiveDecode(prims[last], &ms); err != nil {
+				return nil, nil, fmt.Errorf("%s: %v", s.Key, err)
+			}
+			for i := range ms {
+				ms[i].Kind = s.Mounts
+			}
+			mounts = append(mounts, ms...)
+			continue
+		}
+		var val string
+		if err := md.PrimitiveDecode(prims[last], &val); err != nil {
+			return nil, nil, fmt.Errorf("%s: %v", s.Key, err)
+		}
+		into[last] = val
+	}
+	if k := unknownKey(md); k != "" {
+		return nil, nil, fmt.Errorf("unknown key %q (known keys: %s)", k, strings.Join(fileKeys(), ", "))
+	}
+	return values, mounts, nil
+}
+
+// unknownKey is the file's first key that is not a setting: a scalar the
+// table lacks, or a key of a mount table that no mount field took.
+func unknownKey(md toml.MetaData) string {
+	undecoded := map[string]bool{}
+	for _, k := range md.Undecoded() {
+		undecoded[k.String()] = true
+	}
+	for _, k := range md.Keys() {
+		name := k.String()
+		known := slices.ContainsFunc(settings, func(s setting) bool {
+			switch {
+			case !s.File:
+				return false
+			case s.Mounts != "":
+				return k[0] == s.Key && !undecoded[name]
+			}
+			return s.Key == name || strings.HasPrefix(s.Key, name+".")
+		})
+		if !known {
+			return name
+		}
+	}
+	return ""
+}
+
+// String is the value of a setting.
+func (c *Config) String(key string) string { return c.v.GetString(key) }
+
+// path is a path setting; a relative path from the config file is relative
+// to the file, like the file's [[kbs]] paths (from a flag or the
+// environment, to the working directory).
+func (c *Config) path(key string) string {
+	p := c.v.GetString(key)
+	if p != "" && !filepath.IsAbs(p) && !c.given[key] && c.file != "" {
+		return filepath.Join(filepath.Dir(c.file), p)
+	}
+	return p
+}
+
+func (c *Config) home() string {
+	if h := c.getenv("HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+func (c *Config) configHome() string {
+	if d := c.getenv("XDG_CONFIG_HOME"); d != "" {
+		return d
+	}
+	return filepath.Join(c.home(), ".config")
+}
+
+// StateDir is where the store lives: --state-dir, AGENTCTL_STATE_DIR, the
+// config file, else $XDG_STATE_HOME/agentctl, else ~/.local/state/agentctl.
+func (c *Config) StateDir() string {
+	if d := c.path(keyStateDir); d != "" {
+		return d
+	}
+	if d := c.getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "agentctl")
+	}
+	return filepath.Join(c.home(), ".local", "state", "agentctl")
+}
+
+// AgentsDir is where user agent definitions live.
+func (c *Config) AgentsDir() string {
+	if d := c.path(keyAgentsDir); d != "" {
+		return d
+	}
+	return filepath.Join(c.configHome(), "agentctl", "agents")
+}
+
+// invalid reports a bad value of a setting where it came from: a bad flag is
+// a usage error; a bad environment variable or config-file value is invalid
+// configuration.
+func (c *Config) invalid(key, how string) error {
+	s := settingFor(key)
+	val := c.v.GetString(key)
+	if f := c.flag(s); f != nil && f.Changed {
+		return usageErrorf("invalid --%s %q: %s", f.Name, val, how)
+	}
+	if s.Env != "" && c.getenv(s.Env) != "" {
+		return &configError{fmt.Errorf("invalid %s=%q in the environment: %s", s.Env, val, how)}
+	}
+	return &configError{fmt.Errorf("%s: invalid %s = %q: %s", c.file, key, val, how)}
+}
+
+// QuestionTimeout is the question timeout in force.
+func (c *Config) QuestionTimeout() (time.Duration, error) {
+	d, err := time.ParseDuration(c.String(keyQuestionTimeout))
+	if err != nil || d <= 0 {
+		return 0, c.invalid(keyQuestionTimeout, "use a positive duration such as 10m or 90s")
+	}
+	return d, nil
+}
+
+// LogLevel is the endpoint's log level in force.
+func (c *Config) LogLevel() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.String(keyLogLevel))); err != nil {
+		return 0, c.invalid(keyLogLevel, "use debug, info, warn or error")
+	}
+	return l, nil
+}
+
+// PrefixMode is the tool prefix mode in force.
+func (c *Config) PrefixMode() (mount.PrefixMode, error) {
+	m, err := mount.ParsePrefixMode(c.String(keyToolPrefixMode))
+	if err != nil {
+		if f := c.flag(settingFor(keyToolPrefixMode)); f != nil && f.Changed {
+			return "", &usageError{msg: err.Error()}
+		}
+		return "", &configError{err}
+	}
+	return m, nil
+}
+
+// FileMounts are the config file's mounts, checked, in the file's order:
+// [[kbs]] first, then [[mcp_servers]].
+func (c *Config) FileMounts() ([]mount.Mount, error) {
+	for _, m := range c.mounts {
+		if err := m.Validate(); err != nil {
+			table := keyKBs
+			if m.Kind == mount.KindServer {
+				table = keyMCPServers
+			}
+			return nil, &configError{fmt.Errorf("%s: [[%s]]: %w", c.file, table, err)}
+		}
+	}
+	return slices.Clone(c.mounts), nil
+}

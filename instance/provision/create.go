@@ -1,0 +1,118 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+)
+
+// CreateOptions are the inputs of [Create].
+type CreateOptions struct {
+	// Definition is the resolved agent definition; its capabilities are snapshotted.
+	Definition *agents.Definition
+	// Name is an optional label, unique among instances.
+	Name string
+	// Workspace is the directory the agent works in; it must exist.
+	Workspace string
+	// ServerName is the key S under which the endpoint is injected
+	// (default [instance.DefaultServerName]).
+	ServerName string
+	// QuestionTimeout bounds how long ask_user_question waits.
+	QuestionTimeout time.Duration
+	// Executable is the absolute path of the agentctl binary the client starts.
+	Executable string
+	// NoTrust leaves out "trust": true for clients that support it.
+	NoTrust bool
+	// PrefixMode is how mounts without an explicit prefix get one
+	// (default [mount.PrefixModeMountName]).
+	PrefixMode mount.PrefixMode
+	// Mounts are the knowledge bases and external MCP servers, in order.
+	Mounts []mount.Mount
+	// Templates are instruction and skill files to expand for the
+	// instance's tools.
+	Templates []TemplateFile
+}
+
+// Opener opens the state store. [Create] calls it only once everything it
+// can check without the store holds.
+type Opener func(context.Context) (*instance.Store, error)
+
+// Create provisions an instance: it checks the knowledge bases' folders and
+// the server name, plans the mounts' prefixes and the whole tool namespace,
+// reads the templates, and only then opens the store (so a refused create
+// leaves no state behind) and creates the record with its client
+// configuration and expanded files, all or nothing. It returns the record and
+// the plan it was made from, whose [Plan.Announcements] the caller shows.
+func Create(ctx context.Context, open Opener, o CreateOptions) (*instance.Record, Plan, error) {
+	if o.Definition == nil {
+		return nil, Plan{}, &instance.InvalidError{Msg: "no agent definition"}
+	}
+	if o.ServerName == "" {
+		o.ServerName = instance.DefaultServerName
+	}
+	if o.PrefixMode == "" {
+		o.PrefixMode = mount.PrefixModeMountName
+	}
+	mounts, err := CheckFolders(o.Mounts)
+	if err != nil {
+		return nil, Plan{}, err
+	}
+	if err := instance.ValidateServerName(o.ServerName); err != nil {
+		return nil, Plan{}, err
+	}
+	plan, err := PlanMounts(o.ServerName, o.Definition.Capabilities.ToolNames, o.PrefixMode, mounts)
+	if err != nil {
+		return nil, Plan{}, err
+	}
+	templates, err := ReadTemplates(o.Templates)
+	if err != nil {
+		return nil, Plan{}, err
+	}
+	st, err := open(ctx)
+	if err != nil {
+		return nil, Plan{}, err
+	}
+	defer st.Close()
+	rec, err := st.CreateInstance(ctx, instance.CreateOptions{
+		Definition: o.Definition, Name: o.Name, Workspace: o.Workspace,
+		ServerName: o.ServerName, QuestionTimeout: o.QuestionTimeout, Executable: o.Executable, NoTrust: o.NoTrust,
+		ToolPrefixMode: string(o.PrefixMode), Mounts: plan.Mounts,
+		Files: func(rec *instance.Record) (map[string][]byte, error) {
+			return RenderFiles(rec, plan, templates)
+		},
+	})
+	if err != nil {
+		return nil, Plan{}, err
+	}
+	return rec, plan, nil
+}
+
+// CheckFolders returns mounts with each knowledge base's folder made
+// absolute, and refuses a knowledge base without a path or whose path is not
+// a directory. Other mounts are returned as they are.
+func CheckFolders(mounts []mount.Mount) ([]mount.Mount, error) {
+	out := append([]mount.Mount(nil), mounts...)
+	for i, m := range out {
+		if m.Kind != mount.KindKB {
+			continue
+		}
+		if m.Path == "" {
+			return nil, invalid(fmt.Errorf("knowledge base %q has no path", m.Name))
+		}
+		abs, err := filepath.Abs(m.Path)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return nil, invalid(fmt.Errorf("knowledge base %q: %s is not a directory", m.Name, abs))
+		}
+		out[i].Path = abs
+	}
+	return out, nil
+}

@@ -1,0 +1,141 @@
+package provision
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+)
+
+// Rename is a tool whose canonical name a mount change alters. For an
+// external server, whose tools are known only once it runs, Old and New are
+// patterns such as "mcp browser: <tool>" and "browser__<tool>".
+type Rename struct {
+	Old string `json:"old"`
+	New string `json:"new"`
+}
+
+// MountChange is a planned change of an instance's mounts: the record it
+// starts from, the plan after the change and the renames it causes. Show the
+// renames, then [MountChange.Apply] it.
+type MountChange struct {
+	Record  *instance.Record
+	Plan    Plan
+	Renames []Rename
+}
+
+// PlanMountAdd plans mounting more knowledge bases or external servers into
+// an instance. The added knowledge bases' folders must exist (see
+// [CheckFolders]).
+func PlanMountAdd(rec *instance.Record, added []mount.Mount) (*MountChange, error) {
+	added, err := CheckFolders(added)
+	if err != nil {
+		return nil, err
+	}
+	return planMountChange(rec, func(cur []mount.Mount) ([]mount.Mount, error) {
+		return append(cur, added...), nil
+	})
+}
+
+// PlanMountRemove plans unmounting the mount called name; a name the
+// instance does not mount is an [instance.NotFoundError] listing its mounts.
+func PlanMountRemove(rec *instance.Record, name string) (*MountChange, error) {
+	return planMountChange(rec, func(cur []mount.Mount) ([]mount.Mount, error) {
+		i := slices.IndexFunc(cur, func(m mount.Mount) bool { return m.Name == name })
+		if i < 0 {
+			names := make([]string, len(cur))
+			for j, m := range cur {
+				names[j] = m.Name
+			}
+			hint := "-"
+			if len(names) > 0 {
+				hint = strings.Join(names, ", ")
+			}
+			return nil, &instance.NotFoundError{What: "mount", Ref: name, Hint: "the instance's mounts: " + hint}
+		}
+		return slices.Delete(cur, i, i+1), nil
+	})
+}
+
+// planMountChange plans the change of the record's mounts that change makes
+// (it gets a copy of them). The record's own plan is checked first (see
+// [RecordPlan]).
+func planMountChange(rec *instance.Record, change func([]mount.Mount) ([]mount.Mount, error)) (*MountChange, error) {
+	before, err := RecordPlan(rec)
+	if err != nil {
+		return nil, err
+	}
+	next, err := change(Unresolved(rec.Mounts))
+	if err != nil {
+		return nil, err
+	}
+	mode, _ := mount.ParsePrefixMode(rec.ToolPrefixMode) // RecordPlan parsed it
+	after, err := PlanMounts(rec.ServerName, rec.Capabilities.ToolNames, mode, next)
+	if err != nil {
+		return nil, err
+	}
+	rn := append(Renames(before.Tools, after.Tools), PrefixRenames(rec.Mounts, after.Mounts)...)
+	return &MountChange{Record: rec, Plan: after, Renames: rn}, nil
+}
+
+// Apply stores the new mount set with the instance's files expanded again
+// for the new tool names (the kept templates, or a generated
+// instructions.md). It refuses, changing nothing, if the instance's mounts
+// changed since the change was planned.
+func (c *MountChange) Apply(ctx context.Context, st *instance.Store) (*instance.Record, error) {
+	templates, err := KeptTemplates(c.Record)
+	if err != nil {
+		return nil, err
+	}
+	return st.UpdateInstance(ctx, c.Record.ID, func(cur *instance.Record) (map[string][]byte, error) {
+		if !reflect.DeepEqual(cur.Mounts, c.Record.Mounts) {
+			return nil, &instance.InvalidError{Msg: "the instance's mounts changed while this command ran; run it again"}
+		}
+		cur.Mounts = c.Plan.Mounts
+		return RenderFiles(cur, c.Plan, templates)
+	})
+}
+
+// Renames lists the tools present before and after whose canonical names
+// change, in the order of before.
+func Renames(before, after []mcpserver.PlannedTool) []Rename {
+	key := func(t mcpserver.PlannedTool) string { return t.Mount + "\x00" + t.Base }
+	now := map[string]string{}
+	for _, t := range after {
+		now[key(t)] = t.Canonical
+	}
+	var out []Rename
+	for _, t := range before {
+		if n, ok := now[key(t)]; ok && n != t.Canonical {
+			out = append(out, Rename{Old: t.Canonical, New: n})
+		}
+	}
+	return out
+}
+
+// PrefixRenames lists the external servers whose tools change names: their
+// tools are known only once connected, so the rename is by prefix.
+func PrefixRenames(before, after []mount.Resolved) []Rename {
+	pattern := func(prefix string) string {
+		if prefix == "" {
+			return "<tool>"
+		}
+		return prefix + "__<tool>"
+	}
+	var out []Rename
+	for _, b := range before {
+		if b.Kind != mount.KindServer {
+			continue
+		}
+		for _, a := range after {
+			if a.Kind == mount.KindServer && a.Name == b.Name && a.EffectivePrefix != b.EffectivePrefix {
+				out = append(out, Rename{Old: "mcp " + b.Name + ": " + pattern(b.EffectivePrefix), New: pattern(a.EffectivePrefix)})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package provision
+
+import (
+	"fmt"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+)
+
+// Plan is an instance's mounts with their resolved prefixes and the tools
+// they and the built-ins serve, with every name each tool has.
+type Plan struct {
+	Mounts []mount.Resolved
+	Tools  []mcpserver.PlannedTool
+}
+
+// Announcements are the lines that announce derived prefixes, one per mount
+// whose prefix was derived from its name (see [mount.Resolved.Announcement]).
+func (p Plan) Announcements() []string {
+	var out []string
+	for _, m := range p.Mounts {
+		if line := m.Announcement(); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// InvalidError is a configuration that the prefix contract, the tool plan or
+// a template refuses. It wraps the cause and [instance.ErrInvalid], so
+// callers can map it like the store's own invalid input.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string   { return e.Err.Error() }
+func (e *InvalidError) Unwrap() []error { return []error{e.Err, instance.ErrInvalid} }
+
+func invalid(err error) error { return &InvalidError{Err: err} }
+
+// PlanMounts applies the prefix contract to mounts ([mount.Resolve]) and
+// plans the instance's whole namespace ([mcpserver.PlanTools]), so a clash
+// is refused before anything is written or served.
+func PlanMounts(server string, naming agents.ToolNaming, mode mount.PrefixMode, mounts []mount.Mount) (Plan, error) {
+	resolved, err := mount.Resolve(server, mode, mounts)
+	if err != nil {
+		return Plan{}, invalid(err)
+	}
+	tools, err := mcpserver.PlanTools(server, naming, resolved)
+	if err != nil {
+		return Plan{}, invalid(err)
+	}
+	return Plan{Mounts: resolved, Tools: tools}, nil
+}
+
+// Unresolved is the configured part of resolved mounts.
+func Unresolved(rs []mount.Resolved) []mount.Mount {
+	out := make([]mount.Mount, len(rs))
+	for i, r := range rs {
+		out[i] = r.Mount
+	}
+	return out
+}
+
+// RecordPlan re-resolves an instance's mounts from its record, failing fast
+// if the record was edited into something the contract refuses or that no
+// longer matches what the record says. `mcp serve` calls it before serving.
+func RecordPlan(rec *instance.Record) (Plan, error) {
+	mode, err := mount.ParsePrefixMode(rec.ToolPrefixMode)
+	if err != nil {
+		return Plan{}, invalid(fmt.Errorf("instance %s: %w", rec.ID, err))
+	}
+	plan, err := PlanMounts(rec.ServerName, rec.Capabilities.ToolNames, mode, Unresolved(rec.Mounts))
+	if err != nil {
+		return Plan{}, fmt.Errorf("instance %s: %w", rec.ID, err)
+	}
+	for i, m := range plan.Mounts {
+		r := rec.Mounts[i]
+		if r.EffectivePrefix != m.EffectivePrefix || r.PrefixOrigin != m.PrefixOrigin {
+			return Plan{}, invalid(fmt.Errorf("instance %s: the record says mount %q has prefix %q (%s), but it resolves to %q (%s); was the record edited? recreate the instance or use `instance mount`",
+				rec.ID, m.Name, r.EffectivePrefix, r.PrefixOrigin, m.EffectivePrefix, m.PrefixOrigin))
+		}
+	}
+	return plan, nil
+}

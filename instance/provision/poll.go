@@ -1,0 +1,116 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
+)
+
+// DefaultPollInterval is how often a [Poller] asks the store by default.
+const DefaultPollInterval = 200 * time.Millisecond
+
+// EventSource is what polling needs of the store; [*instance.Store] has it.
+type EventSource interface {
+	Events(ctx context.Context, instanceID string, after int64) ([]*instance.Event, error)
+	Exists(ctx context.Context, id string) (bool, error)
+}
+
+// Poller polls the store for an instance's progress events: the loop behind
+// `instance events --follow` and `instance wait`.
+type Poller struct {
+	Source EventSource
+	// Interval is the pause between polls (default [DefaultPollInterval]).
+	Interval time.Duration
+	// After returns a channel that receives once the pause is over (default
+	// [time.After]). Tests give one whose ticks they send.
+	After func(time.Duration) <-chan time.Time
+}
+
+// ErrDeleted is what [Poller.Events] yields when the instance was deleted
+// while it was followed.
+var ErrDeleted = errors.New("the instance was deleted")
+
+// FailedError is what [Poller.Wait] returns when the instance reported
+// status failed before the status waited for.
+type FailedError struct{ Event *instance.Event }
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("instance %s reported failed: %s", e.Event.InstanceID, e.Event.Message)
+}
+
+// Events yields the instance's events, oldest first. Without follow it
+// yields the events stored now and stops. With follow it then polls, pausing
+// between polls, and yields new events as they come, until the caller stops,
+// ctx ends (it yields ctx's error last) or the instance is deleted (it
+// yields [ErrDeleted] last). An error of the store ends it too: it is
+// yielded last, or ctx's error if ctx ended meanwhile.
+func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) iter.Seq2[*instance.Event, error] {
+	return func(yield func(*instance.Event, error) bool) {
+		var after int64
+		for {
+			evs, err := p.Source.Events(ctx, instanceID, after)
+			if err != nil {
+				if ctx.Err() != nil {
+					err = ctx.Err() // a query interrupted by the end of ctx
+				}
+				yield(nil, err)
+				return
+			}
+			for _, e := range evs {
+				after = e.Seq // seq is global and increasing, not per instance
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if !follow {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				yield(nil, ctx.Err())
+				return
+			case <-p.after():
+			}
+			if ok, err := p.Source.Exists(ctx, instanceID); err == nil && !ok {
+				yield(nil, ErrDeleted)
+				return
+			}
+		}
+	}
+}
+
+// Wait polls until the instance reports status and returns that event.
+// Events reported before the wait started count. It returns a [*FailedError]
+// if the instance reports [mcpserver.StatusFailed] first, [ErrDeleted] if
+// it is deleted meanwhile, and ctx's error (a deadline is the caller's
+// timeout) if ctx ends first.
+func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance.Event, error) {
+	for e, err := range p.Events(ctx, instanceID, true) {
+		if err != nil {
+			return nil, err
+		}
+		if e.Status == status {
+			return e, nil
+		}
+		if e.Status == mcpserver.StatusFailed {
+			return nil, &FailedError{Event: e}
+		}
+	}
+	return nil, ctx.Err() // not reached: a followed stream ends with an error
+}
+
+func (p *Poller) after() <-chan time.Time {
+	d := p.Interval
+	if d <= 0 {
+		d = DefaultPollInterval
+	}
+	if p.After != nil {
+		return p.After(d)
+	}
+	return time.After(d)
+}

@@ -1,0 +1,217 @@
+package provision_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/agentctl/agentctl/mcpserver"
+)
+
+// fakeEvents serves scripted batches of events, one batch per poll, then
+// empty polls; the instance exists for existsPolls polls after the first.
+type fakeEvents struct {
+	mu          sync.Mutex
+	batches     [][]*instance.Event
+	afters      []int64 // the after argument of each Events call
+	existsPolls int
+	err         error
+}
+
+func (f *fakeEvents) Events(_ context.Context, _ string, after int64) ([]*instance.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.afters = append(f.afters, after)
+	if f.err != nil {
+		return nil, f.err
+	}
+	if len(f.batches) == 0 {
+		return nil, nil
+	}
+	b := f.batches[0]
+	f.batches = f.batches[1:]
+	return b, nil
+}
+
+func (f *fakeEvents) Exists(context.Context, string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.existsPolls--
+	return f.existsPolls >= 0, nil
+}
+
+func ev(seq int64, status string) *instance.Event {
+	return &instance.Event{Seq: seq, InstanceID: "i1", Status: status, Message: status + " message"}
+}
+
+// ticks is a clock whose pauses are over at once; it records their lengths.
+type ticks struct {
+	mu     sync.Mutex
+	pauses []time.Duration
+}
+
+func (c *ticks) after(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.pauses = append(c.pauses, d)
+	c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	ch <- time.Time{}
+	return ch
+}
+
+// never is a clock whose pauses never end.
+func never(time.Duration) <-chan time.Time { return nil }
+
+func collect(seq func(func(*instance.Event, error) bool)) (seqs []int64, last error) {
+	for e, err := range seq {
+		if err != nil {
+			return seqs, err
+		}
+		seqs = append(seqs, e.Seq)
+	}
+	return seqs, nil
+}
+
+func TestEventsOnce(t *testing.T) {
+	src := &fakeEvents{batches: [][]*instance.Event{{ev(1, "running"), ev(4, "done")}, {ev(9, "running")}}}
+	clock := &ticks{}
+	p := &provision.Poller{Source: src, After: clock.after}
+	seqs, err := collect(p.Events(context.Background(), "i1", false))
+	if err != nil || !slices.Equal(seqs, []int64{1, 4}) {
+		t.Fatalf("events %v, %v; want 1 4 and no error", seqs, err)
+	}
+	if len(clock.pauses) != 0 || len(src.afters) != 1 {
+		t.Errorf("without follow: %d pauses, %d polls; want 0 and 1", len(clock.pauses), len(src.afters))
+	}
+}
+
+func TestEventsFollowUntilDeleted(t *testing.T) {
+	src := &fakeEvents{batches: [][]*instance.Event{{ev(1, "running"), ev(2, "blocked")}, nil, {ev(7, "running")}}, existsPolls: 3}
+	clock := &ticks{}
+	p := &provision.Poller{Source: src, Interval: 5 * time.Second, After: clock.after}
+	seqs, err := collect(p.Events(context.Background(), "i1", true))
+	if !errors.Is(err, provision.ErrDeleted) || !slices.Equal(seqs, []int64{1, 2, 7}) {
+		t.Fatalf("events %v, %v; want 1 2 7 then ErrDeleted", seqs, err)
+	}
+	// Each poll asks for what came after the last event seen.
+	if want := []int64{0, 2, 2, 7}; !slices.Equal(src.afters, want) {
+		t.Errorf("polled after %v, want %v", src.afters, want)
+	}
+	if want := []time.Duration{5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second}; !slices.Equal(clock.pauses, want) {
+		t.Errorf("pauses %v, want %v", clock.pauses, want)
+	}
+}
+
+func TestEventsFollowEndsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := &fakeEvents{batches: [][]*instance.Event{{ev(1, "running")}}, existsPolls: 100}
+	p := &provision.Poller{Source: src, After: never}
+	var seqs []int64
+	var last error
+	for e, err := range p.Events(ctx, "i1", true) {
+		if err != nil {
+			last = err
+			break
+		}
+		seqs = append(seqs, e.Seq)
+		cancel() // interrupted while following
+	}
+	if !errors.Is(last, context.Canceled) || !slices.Equal(seqs, []int64{1}) {
+		t.Fatalf("events %v, %v; want 1 then context.Canceled", seqs, last)
+	}
+
+	// A store error after ctx ended is the interruption, not a failure.
+	src = &fakeEvents{err: errors.New("interrupted (9)")}
+	p = &provision.Poller{Source: src, After: never}
+	if _, err := collect(p.Events(ctx, "i1", true)); !errors.Is(err, context.Canceled) {
+		t.Errorf("a store error after the end of ctx: %v, want context.Canceled", err)
+	}
+	// Before, it is the error.
+	if _, err := collect(p.Events(context.Background(), "i1", true)); err == nil || err.Error() != "interrupted (9)" {
+		t.Errorf("a store error: %v", err)
+	}
+}
+
+func TestWait(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		batches [][]*instance.Event
+		status  string
+		want    int64 // the event reached; 0 for an error
+		wantErr func(error) bool
+	}{
+		{"reached in the first poll", [][]*instance.Event{{ev(1, "running"), ev(2, "done")}}, mcpserver.StatusDone, 2, nil},
+		{"reached later", [][]*instance.Event{{ev(1, "running")}, nil, {ev(3, "blocked")}}, mcpserver.StatusBlocked, 3, nil},
+		{"failed first", [][]*instance.Event{{ev(1, "running"), ev(2, "failed"), ev(3, "done")}}, mcpserver.StatusDone, 0,
+			func(err error) bool {
+				var fe *provision.FailedError
+				return errors.As(err, &fe) && fe.Event.Seq == 2 && err.Error() == "instance i1 reported failed: failed message"
+			}},
+		{"waiting for failed", [][]*instance.Event{{ev(1, "running"), ev(2, "failed")}}, mcpserver.StatusFailed, 2, nil},
+		{"deleted", [][]*instance.Event{{ev(1, "running")}}, mcpserver.StatusDone, 0,
+			func(err error) bool { return errors.Is(err, provision.ErrDeleted) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &fakeEvents{batches: tc.batches, existsPolls: 3}
+			p := &provision.Poller{Source: src, After: (&ticks{}).after}
+			e, err := p.Wait(context.Background(), "i1", tc.status)
+			if tc.wantErr != nil {
+				if !tc.wantErr(err) {
+					t.Fatalf("err %v", err)
+				}
+				return
+			}
+			if err != nil || e.Seq != tc.want {
+				t.Fatalf("event %v, err %v; want seq %d", e, err, tc.want)
+			}
+		})
+	}
+	t.Run("timeout", func(t *testing.T) {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+		defer cancel()
+		p := &provision.Poller{Source: &fakeEvents{existsPolls: 100}, After: never}
+		if _, err := p.Wait(ctx, "i1", mcpserver.StatusDone); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v, want the deadline", err)
+		}
+	})
+}
+
+func TestWaitOnTheStore(t *testing.T) {
+	rec, _, st := createWith(t, "auggie", nil)
+	ctx := context.Background()
+	if _, err := st.RecordProgress(ctx, rec.ID, "report_progress_agentctl", mcpserver.StatusRunning, "start", nil); err != nil {
+		t.Fatal(err)
+	}
+	tick := make(chan time.Time)
+	p := &provision.Poller{Source: st, After: func(time.Duration) <-chan time.Time { return tick }}
+	done := make(chan error, 1)
+	go func() {
+		e, err := p.Wait(ctx, rec.ID, mcpserver.StatusDone)
+		if err == nil && e.Message != "all done" {
+			err = errors.New("reached with " + e.Message)
+		}
+		done <- err
+	}()
+	// The first poll saw only "running": the waiter pauses on the clock.
+	tick <- time.Time{}
+	if _, err := st.RecordProgress(ctx, rec.ID, "report_progress_agentctl", mcpserver.StatusDone, "all done", nil); err != nil {
+		t.Fatal(err)
+	}
+	// Each tick ends one pause; the waiter takes it only while it pauses.
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		case tick <- time.Time{}:
+		}
+	}
+}
