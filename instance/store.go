@@ -461,6 +461,18 @@ func (s *Store) CloseQuestion(ctx context.Context, instanceID, questionID, statu
 	return false, s.orDeleted(ctx, instanceID, nil)
 }
 
+// ExpireQuestion closes an open question that got no answer in time; see
+// [Store.CloseQuestion].
+func (s *Store) ExpireQuestion(ctx context.Context, instanceID, questionID string) (bool, error) {
+	return s.CloseQuestion(ctx, instanceID, questionID, QuestionExpired)
+}
+
+// CancelQuestion closes an open question whose call was cancelled or whose
+// endpoint stopped; see [Store.CloseQuestion].
+func (s *Store) CancelQuestion(ctx context.Context, instanceID, questionID string) (bool, error) {
+	return s.CloseQuestion(ctx, instanceID, questionID, QuestionAborted)
+}
+
 // AddEvent records a progress event and returns it with its sequence number.
 func (s *Store) AddEvent(ctx context.Context, e Event) (*Event, error) {
 	e.At = s.stamp()

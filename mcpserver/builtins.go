@@ -206,7 +206,7 @@ func (e *Endpoint) askByElicitation(_ context.Context, req *mcp.CallToolRequest,
 	out := AskOutput{Status: res.Action}
 	switch res.Action {
 	case "accept":
-		out.Answered, out.Status = true, "answered"
+		out.Answered, out.Status = true, AskAnswered
 		if a, ok := res.Content["answer"].(string); ok {
 			out.Answer = a
 		} else {
@@ -214,10 +214,10 @@ func (e *Endpoint) askByElicitation(_ context.Context, req *mcp.CallToolRequest,
 		}
 		return textResult("The person answered: " + out.Answer), out, nil
 	case "decline":
-		out.Status = "declined"
+		out.Status = AskDeclined
 		return textResult("The person declined to answer. Continue with your best judgement."), out, nil
 	default:
-		out.Status = "cancelled"
+		out.Status = AskCancelled
 		return textResult("The person dismissed the question without answering. Continue with your best judgement."), out, nil
 	}
 }
@@ -247,10 +247,10 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 		select {
 		case <-ctx.Done():
 			// Leave the question closed so nobody answers into the void.
-			_, _ = e.cfg.Store.CloseQuestion(context.WithoutCancel(ctx), id, qid, "cancelled")
+			_, _ = e.cfg.Store.CancelQuestion(context.WithoutCancel(ctx), id, qid)
 			return nil, AskOutput{}, ctx.Err()
 		case <-deadline.C:
-			closed, err := e.cfg.Store.CloseQuestion(ctx, id, qid, "expired")
+			closed, err := e.cfg.Store.ExpireQuestion(ctx, id, qid)
 			if IsInstanceDeleted(err) {
 				return e.deleted(BaseAskUserQuestion, withdrawn), AskOutput{}, nil
 			}
@@ -258,7 +258,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 				return nil, AskOutput{}, err
 			}
 			if closed {
-				out := AskOutput{Status: "expired", QuestionID: qid}
+				out := AskOutput{Status: AskExpired, QuestionID: qid}
 				return textResult(fmt.Sprintf("No answer came within %s. Continue with your best judgement, or ask again later.", e.cfg.QuestionTimeout)), out, nil
 			}
 			// An answer arrived just before the deadline: fall through to read it.
@@ -283,7 +283,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			return nil, AskOutput{}, err
 		}
 		if ok {
-			out := AskOutput{Answered: true, Answer: answer, Status: "answered", QuestionID: qid}
+			out := AskOutput{Answered: true, Answer: answer, Status: AskAnswered, QuestionID: qid}
 			return textResult("The person answered: " + answer), out, nil
 		}
 	}

@@ -37,11 +37,18 @@ func (s *deletingStore) PollAnswer(ctx context.Context, id, qid string) (string,
 	return s.fakeStore.PollAnswer(ctx, id, qid)
 }
 
-func (s *deletingStore) CloseQuestion(ctx context.Context, id, qid, status string) (bool, error) {
+func (s *deletingStore) ExpireQuestion(ctx context.Context, id, qid string) (bool, error) {
 	if s.deleted.Load() {
 		return false, errDeleted{}
 	}
-	return s.fakeStore.CloseQuestion(ctx, id, qid, status)
+	return s.fakeStore.ExpireQuestion(ctx, id, qid)
+}
+
+func (s *deletingStore) CancelQuestion(ctx context.Context, id, qid string) (bool, error) {
+	if s.deleted.Load() {
+		return false, errDeleted{}
+	}
+	return s.fakeStore.CancelQuestion(ctx, id, qid)
 }
 
 func (s *deletingStore) RecordProgress(ctx context.Context, id, tool, status, message string, percent *float64) (int64, error) {
@@ -111,7 +118,7 @@ func TestAskUserQuestionDeletedAtTheDeadline(t *testing.T) {
 // closeDeletes deletes the instance just before the question is closed.
 type closeDeletes struct{ deletingStore }
 
-func (s *closeDeletes) CloseQuestion(ctx context.Context, id, qid, status string) (bool, error) {
+func (s *closeDeletes) ExpireQuestion(ctx context.Context, id, qid string) (bool, error) {
 	s.deleted.Store(true)
-	return s.deletingStore.CloseQuestion(ctx, id, qid, status)
+	return s.deletingStore.ExpireQuestion(ctx, id, qid)
 }

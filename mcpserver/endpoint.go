@@ -26,9 +26,11 @@ type Store interface {
 	AskQuestion(ctx context.Context, instanceID, text string, choices []string) (string, error)
 	// PollAnswer reports the answer of a question, if it has one.
 	PollAnswer(ctx context.Context, instanceID, questionID string) (answer string, answered bool, err error)
-	// CloseQuestion marks an open question expired or cancelled; false if it
-	// was no longer open (an answer arrived first).
-	CloseQuestion(ctx context.Context, instanceID, questionID, status string) (bool, error)
+	// ExpireQuestion and CancelQuestion close an open question that got no
+	// answer in time, or whose call was cancelled; false if it was no longer
+	// open (an answer arrived first). The store names the states it keeps.
+	ExpireQuestion(ctx context.Context, instanceID, questionID string) (bool, error)
+	CancelQuestion(ctx context.Context, instanceID, questionID string) (bool, error)
 	// RecordProgress stores a progress event under the canonical tool name.
 	RecordProgress(ctx context.Context, instanceID, tool, status, message string, percent *float64) (int64, error)
 	// Exists reports whether the instance is still in the store; get_instance

@@ -54,7 +54,15 @@ func (s *fakeStore) PollAnswer(_ context.Context, _, id string) (string, bool, e
 	return q.answer, q.status == "answered", nil
 }
 
-func (s *fakeStore) CloseQuestion(_ context.Context, _, id, status string) (bool, error) {
+func (s *fakeStore) ExpireQuestion(ctx context.Context, instanceID, id string) (bool, error) {
+	return s.closeQuestion(id, AskExpired)
+}
+
+func (s *fakeStore) CancelQuestion(ctx context.Context, instanceID, id string) (bool, error) {
+	return s.closeQuestion(id, AskCancelled)
+}
+
+func (s *fakeStore) closeQuestion(id, status string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.questions[id]

@@ -1,5 +1,13 @@
 package mcpserver
 
+// Outcomes of ask_user_question_<S>: the "status" of its result.
+const (
+	AskAnswered  = "answered"
+	AskDeclined  = "declined"  // the person declined (elicitation)
+	AskCancelled = "cancelled" // dismissed, or the call was cancelled
+	AskExpired   = "expired"   // no answer within the question timeout
+)
+
 // Progress statuses: the values report_progress_<S> accepts (its input
 // schema's enum) and that `agentctl instance wait --status` waits for. The
 // endpoint owns them, because the tool defines them; the store keeps an
