@@ -22,10 +22,12 @@ import (
 // [Config.NoFastLane]; everything else goes through the SDK as with
 // [Endpoint.Run].
 //
-// Every request read gets an answer before ServeStdio returns: at the end
-// of the input it waits for the answers still being worked on, for at most
+// Every request read gets an answer before ServeStdio returns, but for
+// those the client cancelled, which get none: at the end of the input it
+// waits for the answers still being worked on, for at most
 // [Config.DrainTimeout]; what is unanswered then, or when ctx is done, is
 // answered with a JSON-RPC error (code -32004, "server is closing: ...").
+// A line that is not JSON gets a parse error (-32700), and serving goes on.
 func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	g := guard.New(out, guard.Options{Drain: e.cfg.DrainTimeout})
 	defer g.Close()

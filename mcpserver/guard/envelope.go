@@ -9,13 +9,15 @@ import (
 )
 
 // Reading JSON-RPC envelopes: which line is a request, which write an
-// answer, and to what. Only the members before the ones needed are read:
-// params and results are not scanned (the writers put "id" first). A
-// request is known by a key ([appendIDKey]), built in the caller's buffer:
-// nothing is allocated to read a message.
+// answer, and to what. A request's members are all read, as go-sdk reads
+// them (the last of duplicate keys counts), but its params only for a
+// cancellation; an answer's only up to its id and result or error: results
+// are not scanned (the writers put "id" first). A request is known by a key
+// ([AppendIDKey]), built in the caller's buffer: nothing is allocated to
+// read a message.
 
-// Methods the guard knows: a cancellation settles a request (it gets no
-// answer); a 2026-07-28 client's subscriptions/listen is a stream of
+// Methods the guard knows: a cancellation settles a request, which then
+// gets no answer; a 2026-07-28 client's subscriptions/listen is a stream of
 // notifications, answered only when it is torn down, so it is not waited
 // for.
 var (
@@ -32,11 +34,17 @@ const (
 	cancellation             // the cancellation of a request, which then gets no answer
 )
 
+// isBatch reports whether a line is a JSON array: a batch of messages.
+func isBatch(line []byte) bool {
+	b := bytes.TrimLeft(line, " \t\r\n")
+	return len(b) > 0 && b[0] == '['
+}
+
 // eachMessage calls f with each message of a line (a batch holds several).
 func eachMessage(line []byte, f func(msg []byte)) {
-	if b := bytes.TrimSpace(line); len(b) > 0 && b[0] == '[' {
+	if isBatch(line) {
 		var batch []json.RawMessage
-		if json.Unmarshal(b, &batch) == nil {
+		if json.Unmarshal(line, &batch) == nil {
 			for _, m := range batch {
 				f(m)
 			}
@@ -60,9 +68,6 @@ func readRequest(buf, msg []byte) ([]byte, kind) {
 		case jsonscan.KeyIs(k, "params"):
 			params = o.Value()
 		}
-		if id != nil && method != nil {
-			break // a request: its params are not the guard's business
-		}
 	}
 	name, ok := methodName(method)
 	switch {
@@ -70,14 +75,14 @@ func readRequest(buf, msg []byte) ([]byte, kind) {
 		// An answer of the client's to the server, or not JSON-RPC: the
 		// SDK's to judge.
 	case id != nil:
-		if key, ok := appendIDKey(buf, id); ok && !bytes.Equal(name, listenMethod) {
+		if key, ok := AppendIDKey(buf, id); ok && !bytes.Equal(name, listenMethod) {
 			return key, request
 		}
 	case bytes.Equal(name, cancelledMethod):
 		o := jsonscan.NewObject(params)
 		for o.Next() {
 			if jsonscan.KeyIs(o.Key(), "requestId") {
-				if key, ok := appendIDKey(buf, o.Value()); ok {
+				if key, ok := AppendIDKey(buf, o.Value()); ok {
 					return key, cancellation
 				}
 				break
@@ -118,15 +123,17 @@ func readAnswer(buf, msg []byte) ([]byte, bool) {
 	if !isAnswer {
 		return buf, false
 	}
-	return appendIDKey(buf, id)
+	return AppendIDKey(buf, id)
 }
 
-// appendIDKey appends the key of the request id raw to dst: the id as
-// go-sdk v1.8.0 tells ids apart (jsonrpc2.MakeID, which also gives the
-// answer's id), a string by its value ("s" and the value), a number by its
-// integer part ("n" and the digits). false for anything else (null, an
-// object), which is no request id.
-func appendIDKey(dst, raw []byte) ([]byte, bool) {
+// AppendIDKey appends the key of the request id raw (JSON) to dst: the id
+// as go-sdk v1.8.0 tells ids apart, in a request, in a cancellation's
+// requestId and in the answer it writes (jsonrpc2.MakeID of the value
+// decoded into an any): a string by its value ("s" and the value), a
+// number by the integer part of the float64 nearest to it ("n" and the
+// digits), so 6.0 and 6.5 are 6, and 9007199254740993 is 9007199254740992.
+// false for anything else (null, an object), which is no request id.
+func AppendIDKey(dst, raw []byte) ([]byte, bool) {
 	if len(raw) == 0 {
 		return dst, false
 	}
@@ -150,14 +157,15 @@ func appendIDKey(dst, raw []byte) ([]byte, bool) {
 	return dst, false
 }
 
-// smallInt reads an integer of at most 18 digits (the ids clients use)
-// without allocating; false for anything else.
+// smallInt reads an integer of at most 15 digits (the ids clients use),
+// which a float64 holds exactly, without allocating; false for anything
+// else.
 func smallInt(raw []byte) (int64, bool) {
 	digits := raw
 	if len(digits) > 0 && digits[0] == '-' {
 		digits = digits[1:]
 	}
-	if len(digits) == 0 || len(digits) > 18 {
+	if len(digits) == 0 || len(digits) > 15 {
 		return 0, false
 	}
 	var n int64

@@ -1,8 +1,10 @@
 package guard
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,9 +46,13 @@ type Guard struct {
 	mu     sync.Mutex // one message at a time to out; the fields below
 	closed bool
 	// pending are the requests read and not yet answered: by id (see
-	// appendIDKey), when each came.
+	// [AppendIDKey]), when each came.
 	pending map[string]uint64
 	seq     uint64
+	// cancelled are the requests the client cancelled while they were
+	// pending, whose answers are not yet written: the answer is dropped
+	// (see [Guard.Write]).
+	cancelled map[string]struct{}
 	// idle, while Serve drains, is closed once nothing is pending.
 	idle chan struct{}
 }
@@ -56,7 +62,7 @@ func New(out io.Writer, opts Options) *Guard {
 	if opts.Drain <= 0 {
 		opts.Drain = DefaultDrain
 	}
-	g := &Guard{opts: opts, out: out, pending: map[string]uint64{}}
+	g := &Guard{opts: opts, out: out, pending: map[string]uint64{}, cancelled: map[string]struct{}{}}
 	g.sdkR, g.sdkW = io.Pipe()
 	return g
 }
@@ -65,20 +71,28 @@ func New(out io.Writer, opts Options) *Guard {
 var ErrClosed = errors.New("the connection is closed")
 
 // Write writes one whole message to the client; concurrent writers'
-// messages never interleave. An answer settles its request. Write fails
-// once the guard is closed: nothing reaches the client's output after the
-// endpoint has returned.
+// messages never interleave. An answer settles its request; the answer to a
+// request the client cancelled is not written at all (the MCP specification:
+// the receiver of a cancellation should not answer the cancelled request),
+// whoever wrote it. Write fails once the guard is closed: nothing reaches
+// the client's output after the endpoint has returned.
 func (g *Guard) Write(p []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
 		return 0, ErrClosed
 	}
-	n, err := g.out.Write(p)
-	if len(g.pending) > 0 {
+	msg := p
+	if len(g.pending)+len(g.cancelled) > 0 {
 		// Answered, even if the client can no longer read it: there is
 		// nothing more to wait for.
-		eachMessage(p, g.answered)
+		if msg = g.answeredLocked(p); msg == nil {
+			return len(p), nil
+		}
+	}
+	n, err := g.out.Write(msg)
+	if err == nil {
+		n = len(p)
 	}
 	return n, err
 }
@@ -90,13 +104,15 @@ func (g *Guard) Transport() mcp.Transport {
 	return &mcp.IOTransport{Reader: g.sdkR, Writer: nopClose{g}}
 }
 
-// Serve reads the client's input until it ends: each line goes to take
-// first (nil takes nothing), and to the SDK if take refuses it. Then it
-// waits for the answers to the requests read (see the package
-// documentation), or until ctx is done, and ends the SDK's input. It
-// returns why the input ended: nil at its end, or a line over the bound.
+// Serve reads the client's input until it ends. A line that is not JSON
+// is answered here with a JSON-RPC parse error (-32700), and reading goes
+// on; every other line goes to take first (nil takes nothing), and to the
+// SDK if take refuses it. Then Serve waits for the answers to the requests
+// read (see the package documentation), or until ctx is done, and ends the
+// SDK's input. It returns why the input ended: nil at its end, or a line
+// over the bound.
 func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) bool) error {
-	err, sdkGone := pump(NewLines(in, g.opts.MaxLine), g.sdkW, take, g.read)
+	err, sdkGone := pump(NewLines(in, g.opts.MaxLine), g.sdkW, func(line []byte) bool { return g.route(line, take) })
 	if sdkGone {
 		return err
 	}
@@ -112,14 +128,66 @@ func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) 
 // (or to a line over the bound): from then on, the SDK's input ends too.
 func (g *Guard) InputEnded() bool { return g.inputEnded.Load() }
 
-// read notes the client's requests in a line, and their cancellations.
-func (g *Guard) read(line []byte) {
-	eachMessage(line, g.readOne)
+// route reads one line of the client's and says whether it goes to the
+// SDK: not a line that is not JSON (answered here), nor one take takes.
+// The requests in it, and their cancellations, are noted first: an answer
+// may follow at once.
+func (g *Guard) route(line []byte, take func([]byte) bool) bool {
+	if !json.Valid(line) {
+		g.parseError(line)
+		return false
+	}
+	var buf [32]byte
+	key, k := buf[:0], otherMessage
+	if isBatch(line) {
+		eachMessage(line, g.readOne) // never taken: the lane leaves arrays to the SDK
+	} else {
+		key, k = readRequest(buf[:0], line)
+		g.note(key, k)
+	}
+	if take == nil || !take(line) {
+		return true
+	}
+	if k == cancellation {
+		// The taker (the lane) cancelled a request of its own, which it
+		// then never answers: there is no answer to drop.
+		g.mu.Lock()
+		delete(g.cancelled, string(key))
+		g.mu.Unlock()
+	}
+	return false
 }
 
+// codeParseError is JSON-RPC 2.0's code for a message that is not JSON.
+const codeParseError = -32700
+
+// parseError answers a line that is not JSON, as JSON-RPC 2.0 says: with
+// id null, since no id can be read from it. go-sdk would read its input as
+// one stream of JSON values, so that the broken line ran into the next
+// one, and end the connection.
+func (g *Guard) parseError(line []byte) {
+	msg := "Parse error"
+	// The syntax error, without decoding anything: Unmarshal checks the
+	// whole input first.
+	var syntax *json.SyntaxError
+	err := json.Unmarshal(line, &struct{}{})
+	switch {
+	case errors.As(err, &syntax) && syntax.Offset < int64(len(bytes.TrimRight(line, "\r\n"))):
+		msg = fmt.Sprintf("Parse error: %v (at byte %d of the line)", err, syntax.Offset)
+	case err != nil: // the line ends before its value does
+		msg += ": " + err.Error()
+	}
+	_, _ = g.Write(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", codeParseError, jsonString(msg)))
+}
+
+// readOne notes one message of the client's.
 func (g *Guard) readOne(msg []byte) {
 	var buf [32]byte
-	key, k := readRequest(buf[:0], msg)
+	g.note(readRequest(buf[:0], msg))
+}
+
+// note notes a request, or the cancellation of a pending one.
+func (g *Guard) note(key []byte, k kind) {
 	if k == otherMessage {
 		return
 	}
@@ -127,19 +195,63 @@ func (g *Guard) readOne(msg []byte) {
 	defer g.mu.Unlock()
 	switch {
 	case k == cancellation:
-		g.settleLocked(key) // it gets no answer (the lane sends none)
+		if _, ok := g.pending[string(key)]; ok {
+			g.settleLocked(key) // nothing to wait for
+			g.cancelled[string(key)] = struct{}{}
+		}
 	case !g.closed:
 		g.seq++
 		g.pending[string(key)] = g.seq
 	}
 }
 
-// answered settles the requests a message of the endpoint's answers.
-func (g *Guard) answered(msg []byte) {
+// answeredLocked settles the requests an endpoint's message p answers, and
+// returns what of p goes to the client: nil for the answer to a request
+// the client cancelled, a batch of answers without those.
+func (g *Guard) answeredLocked(p []byte) []byte {
 	var buf [32]byte
-	if key, ok := readAnswer(buf[:0], msg); ok {
-		g.settleLocked(key)
+	if !isBatch(p) {
+		if key, ok := readAnswer(buf[:0], p); ok && g.answerLocked(key) {
+			return nil
+		}
+		return p
 	}
+	// go-sdk answers a batch with one (versions before 2025-06-18).
+	var batch []json.RawMessage
+	if json.Unmarshal(p, &batch) != nil {
+		return p
+	}
+	kept := batch[:0]
+	for _, m := range batch {
+		if key, ok := readAnswer(buf[:0], m); ok && g.answerLocked(key) {
+			continue
+		}
+		kept = append(kept, m)
+	}
+	if len(kept) == len(batch) {
+		return p
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	out, err := json.Marshal(kept)
+	if err != nil {
+		return p
+	}
+	return append(out, '\n')
+}
+
+// answerLocked settles the request whose key is key; true if the client
+// cancelled it, so that its answer is dropped. (A client that used the id
+// again after cancelling it, which MCP forbids, may lose the second
+// request's answer instead of the first's.)
+func (g *Guard) answerLocked(key []byte) bool {
+	if _, ok := g.cancelled[string(key)]; ok {
+		delete(g.cancelled, string(key))
+		return true
+	}
+	g.settleLocked(key)
+	return false
 }
 
 func (g *Guard) settleLocked(key []byte) {
@@ -202,6 +314,7 @@ func (g *Guard) finish(why string) {
 		}
 	}
 	clear(g.pending)
+	clear(g.cancelled)
 	if g.idle != nil {
 		close(g.idle)
 		g.idle = nil

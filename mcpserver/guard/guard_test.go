@@ -203,6 +203,11 @@ func TestGuardReadsEnvelopes(t *testing.T) {
 		`{"jsonrpc":"2.0","id":-3,"method":"x"}`:                                                                         {"n-3"},
 		`{"jsonrpc":"2.0","id":1e2,"method":"x"}`:                                                                        {"n100"},
 		`{"jsonrpc":"2.0","id":1.9,"method":"x"}`:                                                                        {"n1"},
+		`{"jsonrpc":"2.0","id":999999999999999,"method":"x"}`:                                                            {"n999999999999999"},
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"x"}`:                                                           {"n9007199254740992"}, // as go-sdk answers it
+		`{"jsonrpc":"2.0","id":-9007199254740993,"method":"x"}`:                                                          {"n-9007199254740992"},
+		`{"jsonrpc":"2.0","id":3,"method":"x","params":{"id":5},"id":4}`:                                                 {"n4"}, // the last id counts
+		`{"jsonrpc":"2.0","id":3,"method":"x","method":"subscriptions/listen"}`:                                          nil,
 		`{"jsonrpc":"2.0","id":-,"method":"x"}`:                                                                          nil,
 		`{"jsonrpc":"2.0","id":"x","method":"tools\/list"}`:                                                              {"sx"},
 		`{"jsonrpc":"2.0","id":"y","method":"subscriptions\/listen"}`:                                                    nil,
@@ -252,7 +257,8 @@ func TestGuardReadsEnvelopes(t *testing.T) {
 }
 
 // BenchmarkGuardWork is the guard's own work for one request and its
-// answer, without I/O: reading the request's envelope and noting it, then
+// answer, without I/O: checking that the request is JSON, reading its
+// envelope and noting it, then
 // reading the answer's and settling it. The answer is a tools/list of 60 KB,
 // whose result the guard must not scan.
 func BenchmarkGuardWork(b *testing.B) {
@@ -261,12 +267,145 @@ func BenchmarkGuardWork(b *testing.B) {
 	answer := []byte(`{"jsonrpc":"2.0","id":17,"result":{"tools":[` + strings.Repeat(`{"name":"tool","inputSchema":{"type":"object"}},`, 1200) + `{}]}}` + "\n")
 	b.ReportAllocs()
 	for b.Loop() {
-		g.read(req)
+		if !g.route(req, nil) {
+			b.Fatal("the request did not go to the SDK")
+		}
 		if _, err := g.Write(answer); err != nil {
 			b.Fatal(err)
 		}
 	}
 	if len(g.pending) != 0 {
 		b.Fatal("requests left pending")
+	}
+}
+
+// TestGuardDropsTheAnswerToACancelledRequest: once the client cancels a
+// pending request, its answer is not written, whoever writes it (the SDK
+// answers a cancelled call with an error), nor waited for at the end of
+// the input; a request the taker cancels (the lane, which then sends no
+// answer) leaves nothing behind.
+func TestGuardDropsTheAnswerToACancelledRequest(t *testing.T) {
+	t.Parallel()
+	var out lockedBuffer
+	g := New(&out, Options{Drain: time.Hour})
+	inR, inW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		served <- g.Serve(context.Background(), inR, func(line []byte) bool {
+			return bytes.Contains(line, []byte(`"lane's"`))
+		})
+	}()
+	sdk := NewLines(g.sdkR, 0)
+	send := func(line string, toSDK bool) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if toSDK {
+			if _, err := sdk.Next(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":"c\u0031","method":"tools/call","params":{"name":"slow"}}`, true)
+	send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"slow"}}`, true)
+	send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`, true)
+	send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"lane's"}}`, false)
+	send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`, true)
+	// By value, as go-sdk matches them: "c1" and 6.
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"x"}}`, true)
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6.0}}`, true)
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8,"x":"lane's"}}`, false)
+	// An id never used, and one answered already: nothing to drop later.
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`, true)
+	eventually(t, "the input to be read", func() bool { return slices.Equal(g.pendingIDs(), []string{"7", "9"}) })
+	for _, answer := range []string{
+		`{"jsonrpc":"2.0","id":"c1","error":{"code":0,"message":"context canceled"}}`,
+		`{"jsonrpc":"2.0","id":6,"result":{"content":[]}}`, // finished before it heard of the cancellation
+		`{"jsonrpc":"2.0","id":9,"result":{}}`,
+	} {
+		if n, err := g.Write([]byte(answer + "\n")); err != nil || n != len(answer)+1 {
+			t.Fatalf("Write: %d, %v", n, err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, true)
+	if _, err := g.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":9,"result":{}}` + "\n" + `{"jsonrpc":"2.0","id":7,"result":{}}` + "\n"; out.String() != want {
+		t.Fatalf("the client got\n%s\nwant\n%s", out.String(), want)
+	}
+	g.mu.Lock()
+	left := len(g.cancelled)
+	g.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d cancellations still waiting for an answer", left)
+	}
+	// Nothing is pending: the end of the input ends the SDK's at once.
+	inW.Close()
+	if _, err := sdk.Next(); err != io.EOF {
+		t.Fatalf("the SDK's input after the end of the client's: %v", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGuardDropsCancelledAnswersFromABatch: go-sdk answers a batch with
+// one array; the answers to cancelled requests are left out of it.
+func TestGuardDropsCancelledAnswersFromABatch(t *testing.T) {
+	t.Parallel()
+	var out lockedBuffer
+	g := New(&out, Options{})
+	g.route([]byte(`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"},{"jsonrpc":"2.0","id":3,"method":"c"}]`), nil)
+	g.route([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`), nil)
+	g.route([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`), nil)
+	g.Write([]byte(`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]` + "\n"))
+	g.Write([]byte(`[{"jsonrpc":"2.0","id":3,"result":{}}]` + "\n"))
+	if want := `[{"jsonrpc":"2.0","id":1,"result":{}}]` + "\n"; out.String() != want {
+		t.Fatalf("the client got %s, want %s", out.String(), want)
+	}
+}
+
+// TestGuardAnswersAParseErrorAndReadsOn: a line that is not JSON gets a
+// JSON-RPC parse error (id null) and never reaches the SDK or the taker,
+// which read the next line as usual; at the end of the input too.
+func TestGuardAnswersAParseErrorAndReadsOn(t *testing.T) {
+	t.Parallel()
+	var out lockedBuffer
+	g := New(&out, Options{Drain: time.Hour})
+	in := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"cut short"}` + "\n" +
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n" +
+		`{"a":1}{"b":2}` + "\n" +
+		`{"jsonrpc":"2.0","id":5,`
+	var offered []string
+	served := make(chan error, 1)
+	go func() {
+		served <- g.Serve(context.Background(), strings.NewReader(in), func(line []byte) bool {
+			offered = append(offered, string(line))
+			return false
+		})
+	}()
+	sdk := NewLines(g.sdkR, 0)
+	line, err := sdk.Next()
+	if err != nil || string(line) != `{"jsonrpc":"2.0","id":4,"method":"ping"}`+"\n" {
+		t.Fatalf("the SDK read %q, %v", line, err)
+	}
+	g.Write([]byte(`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n"))
+	if _, err := sdk.Next(); err != io.EOF {
+		t.Fatalf("the SDK's input after the last line: %v", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if len(offered) != 1 {
+		t.Fatalf("the taker was offered %q: only the JSON line", offered)
+	}
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: unexpected end of JSON input"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n" +
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: invalid character '{' after top-level value (at byte 8 of the line)"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: unexpected end of JSON input"}}` + "\n"
+	if out.String() != want {
+		t.Fatalf("the client got\n%s\nwant\n%s", out.String(), want)
 	}
 }

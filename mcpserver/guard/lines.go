@@ -60,27 +60,22 @@ func (r *Lines) Next() ([]byte, error) {
 // closes sdk with the reason (none at end of input) and returns it; a
 // failed write to sdk (the reader is gone) ends it too.
 func Pump(in io.Reader, max int, sdk *io.PipeWriter, take func([]byte) bool) error {
-	err, sdkGone := pump(NewLines(in, max), sdk, take, nil)
+	toSDK := func(line []byte) bool { return take == nil || !take(line) }
+	err, sdkGone := pump(NewLines(in, max), sdk, toSDK)
 	if !sdkGone {
 		sdk.CloseWithError(err)
 	}
 	return err
 }
 
-// pump hands each non-blank line to seen (if any), then to take, then, if
-// take refuses it, to sdk, until the input ends (err: nil at its end) or
-// sdk fails (sdkGone).
-func pump(lr *Lines, sdk io.Writer, take func([]byte) bool, seen func([]byte)) (err error, sdkGone bool) {
+// pump hands each non-blank line to route, and to sdk if route says so,
+// until the input ends (err: nil at its end) or sdk fails (sdkGone).
+func pump(lr *Lines, sdk io.Writer, route func([]byte) bool) (err error, sdkGone bool) {
 	for {
 		line, err := lr.Next()
-		if len(bytes.TrimSpace(line)) > 0 {
-			if seen != nil {
-				seen(line)
-			}
-			if take == nil || !take(line) {
-				if werr := writeLine(sdk, line); werr != nil {
-					return werr, true
-				}
+		if len(bytes.TrimSpace(line)) > 0 && route(line) {
+			if werr := writeLine(sdk, line); werr != nil {
+				return werr, true
 			}
 		}
 		if err != nil {

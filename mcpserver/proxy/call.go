@@ -54,9 +54,22 @@ func ForwardedMeta(m mcp.Meta) mcp.Meta {
 }
 
 // FailedDuringCall is the text of the tool error that answers a call whose
-// server failed before answering it (a crash, a broken connection).
+// server failed before answering it (a crash, a broken connection), the
+// same on both paths: the cause as the lane sees it ("EOF"), without the
+// wrapping go-sdk's client session adds to it (`calling "tools/call": EOF`,
+// go-sdk v1.8.0 mcp/transport.go, func call), which says nothing the rest
+// of the text does not.
 func FailedDuringCall(server string, cause error) string {
-	return fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", server, cause)
+	return fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", server, callFailure(cause))
+}
+
+// callFailure is err without go-sdk's `calling "tools/call": ` wrapping,
+// if it has exactly that.
+func callFailure(err error) error {
+	if inner := errors.Unwrap(err); inner != nil && err.Error() == `calling "tools/call": `+inner.Error() {
+		return inner
+	}
+	return err
 }
 
 // ToolError is a tool result with isError set: the model reads it, where a

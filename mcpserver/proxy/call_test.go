@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -47,10 +48,21 @@ func TestProgressRoutes(t *testing.T) {
 	}
 }
 
+// TestFailedDuringCall: one text for a crashed server's call, whether the
+// cause comes from the lane (the server's output ended) or from go-sdk's
+// client session, which wraps it (go-sdk v1.8.0 mcp/transport.go, call).
 func TestFailedDuringCall(t *testing.T) {
-	r := ToolError(FailedDuringCall("up", errEOF{}))
-	if !r.IsError || r.Content[0].(*mcp.TextContent).Text != `MCP server "up" failed during the call: EOF; agentctl is restarting it` {
-		t.Fatalf("%+v", r)
+	const want = `MCP server "up" failed during the call: EOF; agentctl is restarting it`
+	for _, cause := range []error{errEOF{}, fmt.Errorf("calling %q: %w", "tools/call", errEOF{})} {
+		r := ToolError(FailedDuringCall("up", cause))
+		if !r.IsError || r.Content[0].(*mcp.TextContent).Text != want {
+			t.Errorf("cause %q: %+v", cause, r.Content[0])
+		}
+	}
+	// Other wrappings say something: they stay.
+	other := fmt.Errorf("connection closed: calling %q: %w", "tools/call", errEOF{})
+	if got := FailedDuringCall("up", other); !strings.Contains(got, "connection closed: calling") {
+		t.Errorf("got %s", got)
 	}
 }
 

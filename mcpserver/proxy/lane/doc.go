@@ -15,7 +15,14 @@
 // without a cursor, from a client that initialized or speaks 2026-07-28) is
 // answered or forwarded raw; every other line goes to the SDK unchanged,
 // which keeps its own behaviour for them (errors, waiting for the first
-// round, batches, unknown fields). Each external stdio server runs through
+// round, batches, unknown fields). The lane echoes the client's id and
+// progress token as written, so it takes only those the SDK path sends
+// back the same: strings, and integers of at most 2^53 written without
+// fraction or exponent (go-sdk reads numbers through a float64). A
+// cancellation names a lane call by its id's value, as go-sdk matches them;
+// the cancelled call gets no answer. Each call forwarded and each list
+// answered is logged at debug level with lane=fast. Each external stdio
+// server runs through
 // [Lane.Transport], which reads the server's lines the same way: answers and
 // progress of the lane's calls go straight back to the client; everything
 // else goes to the SDK client session.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -97,6 +98,7 @@ type Lane struct {
 // call is one forwarded call.
 type call struct {
 	clientID    json.RawMessage
+	clientKey   string          // the client's id by value (idKey)
 	clientToken json.RawMessage // nil: the client asked for no progress
 	upID, upTok string
 	link        *serverLink
@@ -213,8 +215,12 @@ func (l *Lane) call(m message) bool {
 		return false
 	}
 
+	key, ok := idKey(m.id)
+	if !ok {
+		return false
+	}
 	n := l.next.Add(1)
-	c := &call{clientID: bytes.Clone(m.id), link: link, proto: proto}
+	c := &call{clientID: bytes.Clone(m.id), clientKey: key, link: link, proto: proto}
 	c.upID = idPrefix + strconv.FormatInt(n, 10)
 	msg := make([]byte, 0, len(args)+len(meta)+len(r.Tool)+128)
 	msg = append(msg, `{"jsonrpc":"2.0","id":"`...)
@@ -314,6 +320,9 @@ func (l *Lane) list(m message) bool {
 	msg = append(msg, result...)
 	msg = append(msg, "}\n"...)
 	l.listed.Add(1)
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug("tools/list", "lane", "fast")
+	}
 	l.write(msg)
 	return true
 }
@@ -338,7 +347,7 @@ func (s *statelessListing) get(gen uint64, plain, info []byte) []byte {
 func (l *Lane) add(c *call) {
 	l.mu.Lock()
 	l.calls[c.upID] = c
-	l.byClient[idKey(c.clientID)] = c
+	l.byClient[c.clientKey] = c
 	l.mu.Unlock()
 	l.inflight.Add(1)
 }
@@ -361,13 +370,16 @@ func (l *Lane) removeLocked(c *call) {
 	if c.upTok != "" {
 		l.progress.Remove(c.upTok)
 	}
-	if l.byClient[idKey(c.clientID)] == c {
-		delete(l.byClient, idKey(c.clientID))
+	if l.byClient[c.clientKey] == c {
+		delete(l.byClient, c.clientKey)
 	}
 	l.inflight.Add(-1)
 }
 
-// cancel forwards the client's cancellation of a lane call.
+// cancel forwards the client's cancellation of a lane call, named by its
+// id's value as go-sdk names it (so 6.0 and 6.5 both cancel 6, as on the
+// SDK path); false leaves the cancellation to the SDK: no lane call has
+// that id, or the requestId is no id.
 func (l *Lane) cancel(m message) bool {
 	var requestID, reason []byte
 	jsonscan.EachMember(m.params, func(k, v []byte) bool {
@@ -379,11 +391,12 @@ func (l *Lane) cancel(m message) bool {
 		}
 		return true
 	})
-	if requestID == nil {
+	key, ok := idKey(requestID)
+	if !ok {
 		return false
 	}
 	l.mu.Lock()
-	c := l.byClient[idKey(requestID)]
+	c := l.byClient[key]
 	if c != nil {
 		l.removeLocked(c)
 	}
@@ -441,11 +454,46 @@ func readMessage(line []byte) (m message, ok bool) {
 	return m, ok && version
 }
 
-// isID reports whether raw is a request id: a string or a number.
+// isID reports whether raw is a request id the lane can echo exactly as
+// the SDK answers it: a string, or a number that is an [exactInteger].
+// go-sdk reads numeric ids through a float64 and answers with its integer
+// part (9007199254740993 is answered as 9007199254740992, 1.5 as 1, 1e3
+// as 1000): any other number is the SDK's to answer.
 func isID(raw json.RawMessage) bool {
-	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'))
+	return len(raw) > 0 && (raw[0] == '"' || exactInteger(raw))
 }
 
-// idKey is a request id as the lane indexes it: as the client wrote it
-// (a cancellation names the request the way its request did).
-func idKey(raw []byte) string { return string(raw) }
+// maxExact is the largest magnitude up to which a float64 holds every
+// integer: 2^53.
+const maxExact = 1 << 53
+
+// exactInteger reports whether the JSON number raw is an integer written
+// without fraction or exponent, of at most 2^53 in magnitude: a number
+// that go-sdk, which decodes numbers into float64s, writes back the same.
+func exactInteger(raw []byte) bool {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 16 {
+		return false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n <= maxExact
+}
+
+// idKey is a request id as the lane indexes its calls: by value, as go-sdk
+// tells ids apart ([guard.AppendIDKey]), so that a cancellation names a
+// call however it writes the id ("c\u0033" is "c3", 6.0 is 6), as on the
+// SDK path. false for what is no id.
+func idKey(raw []byte) (string, bool) {
+	var buf [32]byte
+	key, ok := guard.AppendIDKey(buf[:0], raw)
+	return string(key), ok
+}

@@ -248,3 +248,110 @@ func TestLaneForwardsTheMetaTheSDKPathDoes(t *testing.T) {
 		t.Fatalf("sent upstream:\n%s\nwant %s", up.String(), want)
 	}
 }
+
+// TestLaneLeavesInexactNumbersToTheSDK: the lane echoes a client's id and
+// progress token as written, so it takes only those the SDK path sends
+// back the same (go-sdk reads numbers through a float64): strings, and
+// integers of at most 2^53 written without fraction or exponent. Every
+// other number is the SDK's.
+func TestLaneLeavesInexactNumbersToTheSDK(t *testing.T) {
+	t.Parallel()
+	l, _ := laneWithTool(t, io.Discard, io.Discard)
+	l.ep.(*routes).list = []byte(`{"tools":[]}`)
+	for _, c := range []struct {
+		id, token string
+		lane      bool
+	}{
+		{`"s"`, ``, true},
+		{`0`, ``, true},
+		{`-7`, ``, true},
+		{`9007199254740992`, ``, true},
+		{`-9007199254740992`, ``, true},
+		{`9007199254740993`, ``, false},
+		{`-9007199254740993`, ``, false},
+		{`12345678901234567890`, ``, false},
+		{`1.5`, ``, false},
+		{`2.0`, ``, false},
+		{`1e3`, ``, false},
+		{`1E3`, ``, false},
+		{`1`, `"k"`, true},
+		{`1`, `42`, true},
+		{`1`, `-9007199254740992`, true},
+		{`1`, `null`, true},
+		{`1`, `9007199254740993`, false},
+		{`1`, `12345678901234567890`, false},
+		{`1`, `-0.5`, false},
+		{`1`, `1e2`, false},
+		{`1`, `"k","progressToken":1.5`, false},
+	} {
+		meta := ""
+		if c.token != "" {
+			meta = `,"_meta":{"progressToken":` + c.token + `}`
+		}
+		callLine := `{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/call","params":{"name":"echo","arguments":{}` + meta + `}}`
+		listLine := `{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/list","params":{"_meta":{}` + meta + `}}`
+		if c.token != "" {
+			listLine = `{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/list","params":{"_meta":{"progressToken":` + c.token + `}}}`
+		}
+		if got := l.FromClient([]byte(callLine)); got != c.lane {
+			t.Errorf("tools/call with id %s, token %s: the lane took it: %v, want %v", c.id, c.token, got, c.lane)
+		}
+		if got := l.FromClient([]byte(listLine)); got != c.lane {
+			t.Errorf("tools/list with id %s, token %s: the lane took it: %v, want %v", c.id, c.token, got, c.lane)
+		}
+	}
+}
+
+// TestLaneCancelsByValue: a cancellation names a lane call by its id's
+// value, as go-sdk matches them ("c\u0033" is "c3", 6.0 and 6.5 are 6):
+// the server hears of it and the client gets no answer. One that names
+// no lane call goes to the SDK.
+func TestLaneCancelsByValue(t *testing.T) {
+	t.Parallel()
+	var up, client syncBuffer
+	l, _ := laneWithTool(t, &up, &client)
+	for _, c := range []struct{ id, requestID, upID string }{
+		{`"c3"`, `"c\u0033"`, "agentctl-call-1"},
+		{`"c\u0034"`, `"c4"`, "agentctl-call-2"},
+		{`6`, `6.0`, "agentctl-call-3"},
+		{`7`, `7.5`, "agentctl-call-4"},
+		{`8`, `8e0`, "agentctl-call-5"},
+	} {
+		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+			t.Fatalf("the lane did not take the call %s", c.id)
+		}
+		if l.FromClient([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)) {
+			t.Fatal("the lane took the cancellation of a call it does not have")
+		}
+		if !l.FromClient([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + c.requestID + `}}`)) {
+			t.Fatalf("call %s: the lane did not take the cancellation of %s", c.id, c.requestID)
+		}
+		if want := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + c.upID + `"}}`; !strings.Contains(up.String(), want) {
+			t.Fatalf("call %s cancelled as %s: upstream got\n%s\nwant a line %s", c.id, c.requestID, up.String(), want)
+		}
+	}
+	if client.String() != "" {
+		t.Fatalf("the client got answers to cancelled calls:\n%s", client.String())
+	}
+	if n := l.inflight.Load(); n != 0 {
+		t.Fatalf("%d calls left in flight", n)
+	}
+}
+
+// TestLaneTakesTheLastProgressToken: of a token given twice, the last
+// counts, as on the SDK path (encoding/json's rule), also when it is null:
+// then the call asks for no progress.
+func TestLaneTakesTheLastProgressToken(t *testing.T) {
+	t.Parallel()
+	var up syncBuffer
+	l, _ := laneWithTool(t, &up, io.Discard)
+	for i, meta := range []string{`{"progressToken":"a","progressToken":null}`, `{"progressToken":null,"progressToken":"b"}`} {
+		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":` + meta + `}}`)) {
+			t.Fatal("the lane did not take the call")
+		}
+	}
+	sent := strings.Split(strings.TrimSpace(up.String()), "\n")
+	if len(sent) != 2 || strings.Contains(sent[0], "progressToken") || !strings.Contains(sent[1], `"progressToken":"agentctl-progress-1"`) {
+		t.Fatalf("sent upstream:\n%s", up.String())
+	}
+}

@@ -51,7 +51,8 @@ func (l *Lane) protocolOf(meta []byte) (tok []byte, p protocol, ok bool) {
 // readMeta reads a request's _meta: the progress token, and whether it is a
 // 2026-07-28 request (which needs no initialize). ok is false when the
 // lane should leave the request to the SDK: an older version named per
-// request, or protocol keys without a version (the SDK explains). It
+// request, protocol keys without a version (the SDK explains), or a
+// numeric progress token that is not an [exactInteger]. It
 // mirrors go-sdk v1.8.0's validateRequestMeta (mcp/shared.go), taking only
 // what that function accepts without a doubt.
 func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
@@ -63,8 +64,14 @@ func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
 	if !jsonscan.EachMember(meta, func(k, v []byte) bool {
 		switch {
 		case jsonscan.KeyIs(k, "progressToken"):
-			if string(v) != "null" { // null asks for no progress
-				tok = v
+			tok = v
+			if string(v) == "null" { // null asks for no progress
+				tok = nil
+			}
+			// A number the SDK path would not send back as written (it
+			// reads tokens through a float64): the SDK's.
+			if c := v[0]; (c == '-' || c >= '0' && c <= '9') && !exactInteger(v) {
+				return false
 			}
 		case jsonscan.KeyIs(k, "io.modelcontextprotocol/protocolVersion"):
 			version = v
