@@ -329,8 +329,11 @@ func TestQuestionsAndEvents(t *testing.T) {
 	if _, err := st.Answer(ctx, rec.ID, "", "x"); !errors.Is(err, instance.ErrConflict) {
 		t.Fatalf("two open questions need an id: %v", err)
 	}
-	if closed, _ := st.CloseQuestion(ctx, rec.ID, q2.ID, instance.QuestionExpired); !closed {
-		t.Fatal("close")
+	if closed, _ := st.ExpireQuestion(ctx, rec.ID, q2.ID); !closed {
+		t.Fatal("expire")
+	}
+	if q, _ := st.Question(ctx, rec.ID, q2.ID); q.Status != instance.QuestionExpired {
+		t.Fatalf("expired question is %q", q.Status)
 	}
 	if _, err := st.Answer(ctx, rec.ID, q2.ID, "late"); !errors.Is(err, instance.ErrInvalid) {
 		t.Fatalf("answering an expired question: %v", err)
@@ -342,6 +345,18 @@ func TestQuestionsAndEvents(t *testing.T) {
 	all, _ := st.Questions(ctx, rec.ID, true)
 	if len(all) != 3 || all[0].Status != "answered" || all[1].Status != "expired" {
 		t.Fatalf("all %+v", all)
+	}
+	if closed, _ := st.CancelQuestion(ctx, rec.ID, q3.ID); !closed {
+		t.Fatal("cancel")
+	}
+	if closed, _ := st.CancelQuestion(ctx, rec.ID, q3.ID); closed {
+		t.Fatal("cancelled twice")
+	}
+	if q, _ := st.Question(ctx, rec.ID, q3.ID); q.Status != "cancelled" {
+		t.Fatalf("cancelled question is %q", q.Status)
+	}
+	if open, _ := st.Questions(ctx, rec.ID, false); len(open) != 0 {
+		t.Fatalf("open after cancel %v", open)
 	}
 
 	pct := 50.0
