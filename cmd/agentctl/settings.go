@@ -47,7 +47,7 @@ type setting struct {
 var settings = []setting{
 	{Key: keyConfig, Flag: "config", Env: "AGENTCTL_CONFIG", DefaultHelp: "$XDG_CONFIG_HOME/agentctl/config.toml",
 		Help: "config file"},
-	{Key: keyStateDir, Flag: "state-dir", Env: "AGENTCTL_STATE_DIR", DefaultHelp: "$XDG_STATE_HOME/agentctl", File: true,
+	{Key: keyStateDir, Flag: "state-dir", Env: "AGENTCTL_STATE_DIR", DefaultHelp: "$XDG_STATE_HOME/agentctl, else ~/.local/state/agentctl", File: true,
 		Help: "state directory"},
 	{Key: keyAgentsDir, Flag: "agents-dir", Env: "AGENTCTL_AGENTS_DIR", DefaultHelp: "$XDG_CONFIG_HOME/agentctl/agents", File: true,
 		Help: "directory of user agent definitions"},
