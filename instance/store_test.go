@@ -173,7 +173,9 @@ func TestRecordJSONContract(t *testing.T) {
 	if tn["namespacing"] != "suffix" || tn["template"] != "{tool}_{server}" || tn["max_length"] != 64.0 {
 		t.Errorf("capabilities %v", tn)
 	}
-	if m["question_timeout"] != "10m0s" || m["tool_prefix_mode"] != "mount-name" || m["transport"].(map[string]any)["kind"] != "stdio" {
+	// No question timeout given records none (the endpoint's default applies;
+	// provision.Create records that default: TestCreateDefaults there).
+	if m["question_timeout"] != "0s" || m["tool_prefix_mode"] != "mount-name" || m["transport"].(map[string]any)["kind"] != "stdio" {
 		t.Errorf("defaults: %s", b)
 	}
 	if ms, ok := m["mounts"].([]any); !ok || len(ms) != 0 {

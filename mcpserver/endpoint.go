@@ -60,7 +60,8 @@ type Config struct {
 	// ServerStderr receives external servers' stderr, each line prefixed
 	// with the server's name; nil discards it. Never the protocol's stdout.
 	ServerStderr io.Writer
-	// QuestionTimeout bounds ask_user_question's wait for an answer.
+	// QuestionTimeout bounds ask_user_question's wait for an answer
+	// (default [DefaultQuestionTimeout]).
 	QuestionTimeout time.Duration
 	Store           Store
 	// Logger receives the endpoint's logs (stderr for stdio); nil discards.
@@ -108,6 +109,11 @@ type Endpoint struct {
 	listing listing
 }
 
+// DefaultQuestionTimeout is how long ask_user_question waits for an answer
+// unless told otherwise: the endpoint's default ([Config.QuestionTimeout])
+// and the one new instances record (`instance create --question-timeout`).
+const DefaultQuestionTimeout = 10 * time.Minute
+
 // New builds the endpoint: the SDK server, the registry with the built-in
 // tools, and the presentation and routing middleware.
 func New(cfg Config) (*Endpoint, error) {
@@ -124,7 +130,7 @@ func New(cfg Config) (*Endpoint, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.QuestionTimeout <= 0 {
-		cfg.QuestionTimeout = 10 * time.Minute
+		cfg.QuestionTimeout = DefaultQuestionTimeout
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 100 * time.Millisecond
