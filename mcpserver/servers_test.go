@@ -25,7 +25,7 @@ func TestProxyListsAndForwards(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
 		kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
 		p := startProxyOn(t, path, mount.PrefixModeMountName, kb, withBin(t, mcpMount("up", "-tools", "5", "-page2")))
-		eventually(t, "the upstream's tools", func() bool { return p.ep.Registry().Has("up__tool_4") })
+		eventually(t, "the server's tools", func() bool { return p.ep.Registry().Has("up__tool_4") })
 
 		res, err := p.cs.ListTools(context.Background(), nil)
 		if err != nil {
@@ -98,7 +98,7 @@ func TestProxyForwardsProgressAndCancellation(t *testing.T) {
 		if _, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 60000}}); err == nil {
 			t.Fatal("a cancelled call succeeded")
 		}
-		eventually(t, "the upstream to see the cancellation", func() bool { return strings.Contains(p.log.String(), "[up] slow cancelled") })
+		eventually(t, "the server to see the cancellation", func() bool { return strings.Contains(p.log.String(), "[up] slow cancelled") })
 		p.checkPath(t, path, 2)
 	})
 }
@@ -106,7 +106,7 @@ func TestProxyForwardsProgressAndCancellation(t *testing.T) {
 func TestProxyCrashMidCallAndRestart(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
 		pidfile := filepath.Join(t.TempDir(), "pid")
-		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-pidfile", pidfile, "-stderr", "hello from upstream")))
+		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-pidfile", pidfile, "-stderr", "hello from the server")))
 		eventually(t, "tools", func() bool { return p.ep.Registry().Has("crash") })
 		firstPID := readPID(t, pidfile)
 
@@ -114,21 +114,21 @@ func TestProxyCrashMidCallAndRestart(t *testing.T) {
 		if err != nil || !r.IsError || !strings.Contains(resultText(r), `MCP server "up" failed during the call`) {
 			t.Fatalf("crash: %v %+v", err, r)
 		}
-		eventually(t, "a restarted upstream", func() bool {
+		eventually(t, "a restarted server", func() bool {
 			return fileExists(pidfile) && readPID(t, pidfile) != firstPID && p.ep.Registry().Has("echo")
 		})
 		if r, err := p.call(t, "echo", map[string]any{"text": "again"}); err != nil || resultText(r) != "again" {
 			t.Fatalf("after restart: %v %+v", err, r)
 		}
-		// The upstream's stderr went to the log, prefixed, never to stdout.
-		if !strings.Contains(p.log.String(), "[up] hello from upstream\n") {
+		// The server's stderr went to the log, prefixed, never to stdout.
+		if !strings.Contains(p.log.String(), "[up] hello from the server\n") {
 			t.Fatalf("log: %q", p.log.String())
 		}
 		p.checkPath(t, path, 2)
 		pid := readPID(t, pidfile)
 		p.stop(t)
 		if alive(pid) {
-			t.Fatalf("upstream %d still running after the endpoint stopped", pid)
+			t.Fatalf("server %d still running after the endpoint stopped", pid)
 		}
 	})
 }
@@ -259,7 +259,7 @@ func TestProxyCollisionsServeNeither(t *testing.T) {
 	})
 }
 
-// TestProxyStreamableHTTP mounts an upstream served over streamable HTTP,
+// TestProxyStreamableHTTP mounts a server served over streamable HTTP,
 // with a header it requires.
 func TestProxyStreamableHTTP(t *testing.T) {
 	t.Parallel()
@@ -306,7 +306,7 @@ func TestProxyStreamableHTTP(t *testing.T) {
 // calls racing the relists all succeed.
 func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
 	t.Parallel()
-	up, srv := httpUpstream(t, "hello")
+	up, srv := httpServer(t, "hello")
 	var lists atomic.Int64
 	up.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -362,7 +362,7 @@ func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
 // result naming it, and agentctl stops calling it up.
 func TestProxyHTTPServerDies(t *testing.T) {
 	t.Parallel()
-	_, srv := httpUpstream(t, "hello")
+	_, srv := httpServer(t, "hello")
 	m := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL, Timeout: mount.Duration(2 * time.Second)}
 	p := startProxy(t, mount.PrefixModeMountName, m)
 	eventually(t, "the remote tools", func() bool { return p.ep.Registry().Has("hello") })
@@ -381,7 +381,7 @@ func TestProxyHTTPServerDies(t *testing.T) {
 // out of service; when the server drops it, the knowledge base's returns.
 func TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool(t *testing.T) {
 	t.Parallel()
-	up, srv := httpUpstream(t, "concept_read", "other")
+	up, srv := httpServer(t, "concept_read", "other")
 	kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
 	remote := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL}
 	p := startProxy(t, mount.PrefixModeOff, kb, remote)
@@ -418,7 +418,7 @@ func TestProxyStopsALaunchersChildren(t *testing.T) {
 	childPID := filepath.Join(dir, "child")
 	m := mcpMount("up")
 	m.Command = "/bin/sh"
-	m.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$2"`, "sh", childPID, upstreamBin(t)}
+	m.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$2"`, "sh", childPID, serverBin(t)}
 	p := startProxy(t, mount.PrefixModeMountName, m)
 	eventually(t, "the server", func() bool { return p.ep.Registry().Has("echo") })
 	pid := readPID(t, childPID)
