@@ -210,7 +210,9 @@ func (e *Endpoint) addMounts() error {
 }
 
 // Start connects the external servers in the background, until ctx is
-// done; their tools appear as each comes up. Run calls it.
+// done; their tools appear as each comes up. Run calls it; a Start before
+// Run is the one that starts them ([proxy.Pool.Start] runs once), and Run
+// still stops them when it returns.
 func (e *Endpoint) Start(ctx context.Context) { e.pool.Start(ctx) }
 
 // awaitFirstRound lets a client's first tools/list see the external
@@ -268,6 +270,7 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
+		e.pool.Stop() // also those of a Start before Run, with its own ctx
 		e.pool.Wait() // every external server stopped: no orphans
 		e.Close()
 	}()

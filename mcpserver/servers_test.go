@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -131,6 +132,51 @@ func TestProxyCrashMidCallAndRestart(t *testing.T) {
 			t.Fatalf("server %d still running after the endpoint stopped", pid)
 		}
 	})
+}
+
+// TestStartThenRunStartsServersOnce: Run after Start starts no second copy
+// of an external server, and still stops the one Start started.
+func TestStartThenRunStartsServersOnce(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	cfg := testConfig(agents.NamespacingPrefix, newFakeStore())
+	cfg.Mounts = []mount.Mount{withBin(t, mcpMount("up", "-stderr", "started", "-pidfile", pidfile))}
+	log := &syncBuffer{}
+	cfg.ServerStderr = log
+	ep, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ep.Start(ctx)
+	st, ct := mcp.NewInMemoryTransports()
+	ran := make(chan error, 1)
+	go func() { ran <- ep.Run(ctx, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first tools/list waits until every server has had its first start.
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, pidfile)
+	cs.Close()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return after the client left")
+	}
+	if n := strings.Count(log.String(), "[up] started\n"); n != 1 {
+		t.Errorf("the server started %d times, want once:\n%s", n, log.String())
+	}
+	if alive(pid) {
+		t.Errorf("server %d outlived Run", pid)
+	}
 }
 
 func TestProxyFaultsAtStart(t *testing.T) {
