@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
 )
 
 func TestNewCmdInstanceWait(t *testing.T) {
@@ -39,5 +43,40 @@ func TestNewCmdInstanceWait(t *testing.T) {
 		if !reflect.DeepEqual(*got, tt.want) {
 			t.Errorf("%q: options %+v, want %+v", tt.args, *got, tt.want)
 		}
+	}
+}
+
+// TestInstanceWaitDeleted: an instance deleted while `instance wait` waits
+// for it ends the wait with "was deleted" (exit 3), not "not found".
+func TestInstanceWaitDeleted(t *testing.T) {
+	f := newTestFactory(t)
+	rec := f.create(t, "auggie")
+	ctx := context.Background()
+	opts := &InstanceWaitOptions{
+		IO: f.IOStreams, Store: f.Store, Instance: rec.ID, Status: "done",
+		// The instance goes while the wait pauses between polls.
+		Poll: func(src provision.EventSource) *provision.Poller {
+			return &provision.Poller{Source: src, After: func(time.Duration) <-chan time.Time {
+				st, err := f.Store(ctx, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				if _, err := st.Delete(ctx, rec.ID); err != nil && !errors.Is(err, instance.ErrNotFound) {
+					t.Fatal(err)
+				}
+				ch := make(chan time.Time, 1)
+				ch <- time.Time{}
+				return ch
+			}}
+		},
+	}
+	err := instanceWaitRun(ctx, opts)
+	want := `instance "` + rec.ID + `" was deleted; it had not reported done`
+	if err == nil || err.Error() != want || !errors.Is(err, instance.ErrDeleted) {
+		t.Fatalf("err %v, want %q matching ErrDeleted", err, want)
+	}
+	if code := exitCode(ctx, err); code != ExitNotFound {
+		t.Errorf("exit %d, want %d", code, ExitNotFound)
 	}
 }
