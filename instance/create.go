@@ -17,12 +17,8 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// Defaults for [CreateOptions].
-const (
-	DefaultServerName      = "agentctl"
-	DefaultQuestionTimeout = 10 * time.Minute
-	DefaultToolPrefixMode  = "mount-name"
-)
+// DefaultServerName is [CreateOptions.ServerName]'s default.
+const DefaultServerName = "agentctl"
 
 // CreateOptions are the inputs of [Store.CreateInstance].
 type CreateOptions struct {
@@ -34,13 +30,16 @@ type CreateOptions struct {
 	Workspace string
 	// ServerName is the key S under which the endpoint is injected (default "agentctl").
 	ServerName string
-	// QuestionTimeout bounds how long ask_user_question waits (default 10m).
+	// QuestionTimeout bounds how long ask_user_question waits. 0 records
+	// none: the endpoint then waits its own default,
+	// [github.com/agentctl/agentctl/mcpserver.DefaultQuestionTimeout], which
+	// provision.Create records instead.
 	QuestionTimeout time.Duration
 	// Executable is the absolute path of the agentctl binary the client starts.
 	Executable string
 	// NoTrust leaves out "trust": true for clients that support it.
 	NoTrust bool
-	// ToolPrefixMode is recorded as given (default "mount-name").
+	// ToolPrefixMode is recorded as given (default [mount.PrefixModeMountName]).
 	ToolPrefixMode string
 	// Mounts are the mounts with their prefixes already resolved.
 	Mounts []mount.Resolved
@@ -165,9 +164,6 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 			return nil, err
 		}
 	}
-	if o.QuestionTimeout == 0 {
-		o.QuestionTimeout = DefaultQuestionTimeout
-	}
 	if o.QuestionTimeout < 0 {
 		return nil, invalidf("question timeout %s is negative", o.QuestionTimeout)
 	}
@@ -190,7 +186,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		Capabilities:    o.Definition.Capabilities,
 		ConfigFormat:    o.Definition.MCP.ConfigFormat,
 		Workspace:       ws,
-		ToolPrefixMode:  cmp.Or(o.ToolPrefixMode, DefaultToolPrefixMode),
+		ToolPrefixMode:  cmp.Or(o.ToolPrefixMode, string(mount.PrefixModeMountName)),
 		Mounts:          append([]mount.Resolved{}, o.Mounts...),
 		Transport:       Transport{Kind: "stdio"},
 		Dir:             filepath.Join(s.instancesDir(), id),

@@ -52,15 +52,17 @@ func TestEndpointCallsAfterDeleteSayDeleted(t *testing.T) {
 	check("AskQuestion", err)
 	_, _, err = st.PollAnswer(ctx, rec.ID, qid)
 	check("PollAnswer", err)
-	_, err = st.CloseQuestion(ctx, rec.ID, qid, instance.QuestionExpired)
-	check("CloseQuestion", err)
+	_, err = st.ExpireQuestion(ctx, rec.ID, qid)
+	check("ExpireQuestion", err)
+	_, err = st.CancelQuestion(ctx, rec.ID, qid)
+	check("CancelQuestion", err)
 
 	// A question of a live instance that is simply unknown stays "question not found".
 	live := create(t, st, "auggie", nil)
 	if _, _, err := st.PollAnswer(ctx, live.ID, "nosuch"); !errors.Is(err, instance.ErrNotFound) || errors.Is(err, instance.ErrDeleted) {
 		t.Errorf("unknown question: %v", err)
 	}
-	if closed, err := st.CloseQuestion(ctx, live.ID, "nosuch", instance.QuestionExpired); closed || err != nil {
+	if closed, err := st.ExpireQuestion(ctx, live.ID, "nosuch"); closed || err != nil {
 		t.Errorf("closing an unknown question of a live instance: %v, %v", closed, err)
 	}
 }

@@ -11,4 +11,16 @@
 //
 // Every consumer reads the capability from the [Record], never from the agent
 // definition, so editing a definition later changes no existing instance.
+//
+// An endpoint holds its instance's serve lock while it serves
+// ([Store.ServeLock]; the lock goes when the process ends, however it ends).
+// On Unix, where the locks are tracked, [Store.Live] then reports the
+// instance as served, and [Store.DeleteInstance] refuses it (a
+// [*ServedError], matching [ErrConflict]) unless [DeleteOptions.Force] is
+// set; a forced delete goes ahead, and the endpoint's store calls then fail
+// with an error matching [ErrDeleted], so that its tools say so.
+//
+//	release, err := st.ServeLock(ctx, rec.ID) // the endpoint, while it serves
+//	defer release()
+//	_, err = st.DeleteInstance(ctx, ref, instance.DeleteOptions{Force: true})
 package instance

@@ -55,10 +55,10 @@ type Question struct {
 
 // Question statuses.
 const (
-	QuestionOpen     = "open"
-	QuestionAnswered = "answered"
-	QuestionExpired  = "expired"   // no answer came before the timeout
-	QuestionAborted  = "cancelled" // the call was cancelled or the endpoint stopped
+	QuestionOpen      = "open"
+	QuestionAnswered  = "answered"
+	QuestionExpired   = "expired"   // no answer came before the timeout
+	QuestionCancelled = "cancelled" // the call was cancelled or the endpoint stopped
 )
 
 // Event is one progress event reported by report_progress.

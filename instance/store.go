@@ -386,11 +386,12 @@ func (s *Store) Question(ctx context.Context, instanceID, id string) (*Question,
 // Questions returns an instance's questions, oldest first; only the open ones
 // unless all is set.
 func (s *Store) Questions(ctx context.Context, instanceID string, all bool) ([]*Question, error) {
-	q := `SELECT ` + questionCols + ` FROM questions WHERE instance_id = ?`
+	q, args := `SELECT `+questionCols+` FROM questions WHERE instance_id = ?`, []any{instanceID}
 	if !all {
-		q += ` AND status = 'open'`
+		q += ` AND status = ?`
+		args = append(args, QuestionOpen)
 	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY id`, instanceID)
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -435,8 +436,8 @@ func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer strin
 		return nil, &InvalidError{Msg: fmt.Sprintf("question %s is %s, not open; it cannot be answered any more", q.ID, q.Status)}
 	}
 	now := s.stamp()
-	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = 'answered', answer = ?, answered_at = ? WHERE id = ? AND status = 'open'`,
-		answer, now.Format(timeFormat), q.ID)
+	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = ?, answer = ?, answered_at = ? WHERE id = ? AND status = ?`,
+		QuestionAnswered, answer, now.Format(timeFormat), q.ID, QuestionOpen)
 	if err != nil {
 		return nil, err
 	}
@@ -447,11 +448,12 @@ func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer strin
 	return q, nil
 }
 
-// CloseQuestion marks an open question as expired or cancelled. It reports
-// false if the question was no longer open (an answer won the race), and an
-// error matching [ErrDeleted] if the instance was deleted.
-func (s *Store) CloseQuestion(ctx context.Context, instanceID, questionID, status string) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = ? WHERE instance_id = ? AND id = ? AND status = 'open'`, status, instanceID, questionID)
+// closeQuestion gives an open question status ([QuestionExpired] or
+// [QuestionCancelled]). It reports false if the question was no longer open
+// (an answer won the race), and an error matching [ErrDeleted] if the
+// instance was deleted.
+func (s *Store) closeQuestion(ctx context.Context, instanceID, questionID, status string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = ? WHERE instance_id = ? AND id = ? AND status = ?`, status, instanceID, questionID, QuestionOpen)
 	if err != nil {
 		return false, s.orDeleted(ctx, instanceID, err)
 	}
@@ -461,16 +463,19 @@ func (s *Store) CloseQuestion(ctx context.Context, instanceID, questionID, statu
 	return false, s.orDeleted(ctx, instanceID, nil)
 }
 
-// ExpireQuestion closes an open question that got no answer in time; see
-// [Store.CloseQuestion].
+// ExpireQuestion marks an open question [QuestionExpired]: it got no answer
+// in time. It reports false if the question was no longer open (an answer
+// won the race), and an error matching [ErrDeleted] if the instance was
+// deleted.
 func (s *Store) ExpireQuestion(ctx context.Context, instanceID, questionID string) (bool, error) {
-	return s.CloseQuestion(ctx, instanceID, questionID, QuestionExpired)
+	return s.closeQuestion(ctx, instanceID, questionID, QuestionExpired)
 }
 
-// CancelQuestion closes an open question whose call was cancelled or whose
-// endpoint stopped; see [Store.CloseQuestion].
+// CancelQuestion marks an open question [QuestionCancelled]: its call was
+// cancelled or its endpoint stopped. It reports false and errors as
+// [Store.ExpireQuestion] does.
 func (s *Store) CancelQuestion(ctx context.Context, instanceID, questionID string) (bool, error) {
-	return s.CloseQuestion(ctx, instanceID, questionID, QuestionAborted)
+	return s.closeQuestion(ctx, instanceID, questionID, QuestionCancelled)
 }
 
 // AddEvent records a progress event and returns it with its sequence number.
@@ -530,7 +535,7 @@ func (s *Store) orDeleted(ctx context.Context, id string, err error) error {
 }
 
 // AskQuestion stores an open question and returns its id (for the endpoint).
-// Like [Store.PollAnswer], [Store.CloseQuestion] and [Store.RecordProgress]
+// Like [Store.PollAnswer], [Store.ExpireQuestion] and [Store.RecordProgress]
 // it returns an error matching [ErrDeleted] once the instance is deleted.
 func (s *Store) AskQuestion(ctx context.Context, instanceID, text string, choices []string) (string, error) {
 	q, err := s.AddQuestion(ctx, instanceID, text, choices)

@@ -173,7 +173,9 @@ func TestRecordJSONContract(t *testing.T) {
 	if tn["namespacing"] != "suffix" || tn["template"] != "{tool}_{server}" || tn["max_length"] != 64.0 {
 		t.Errorf("capabilities %v", tn)
 	}
-	if m["question_timeout"] != "10m0s" || m["tool_prefix_mode"] != "mount-name" || m["transport"].(map[string]any)["kind"] != "stdio" {
+	// No question timeout given records none (the endpoint's default applies;
+	// provision.Create records that default: TestCreateDefaults there).
+	if m["question_timeout"] != "0s" || m["tool_prefix_mode"] != "mount-name" || m["transport"].(map[string]any)["kind"] != "stdio" {
 		t.Errorf("defaults: %s", b)
 	}
 	if ms, ok := m["mounts"].([]any); !ok || len(ms) != 0 {
@@ -329,8 +331,11 @@ func TestQuestionsAndEvents(t *testing.T) {
 	if _, err := st.Answer(ctx, rec.ID, "", "x"); !errors.Is(err, instance.ErrConflict) {
 		t.Fatalf("two open questions need an id: %v", err)
 	}
-	if closed, _ := st.CloseQuestion(ctx, rec.ID, q2.ID, instance.QuestionExpired); !closed {
-		t.Fatal("close")
+	if closed, _ := st.ExpireQuestion(ctx, rec.ID, q2.ID); !closed {
+		t.Fatal("expire")
+	}
+	if q, _ := st.Question(ctx, rec.ID, q2.ID); q.Status != instance.QuestionExpired {
+		t.Fatalf("expired question is %q", q.Status)
 	}
 	if _, err := st.Answer(ctx, rec.ID, q2.ID, "late"); !errors.Is(err, instance.ErrInvalid) {
 		t.Fatalf("answering an expired question: %v", err)
@@ -342,6 +347,18 @@ func TestQuestionsAndEvents(t *testing.T) {
 	all, _ := st.Questions(ctx, rec.ID, true)
 	if len(all) != 3 || all[0].Status != "answered" || all[1].Status != "expired" {
 		t.Fatalf("all %+v", all)
+	}
+	if closed, _ := st.CancelQuestion(ctx, rec.ID, q3.ID); !closed {
+		t.Fatal("cancel")
+	}
+	if closed, _ := st.CancelQuestion(ctx, rec.ID, q3.ID); closed {
+		t.Fatal("cancelled twice")
+	}
+	if q, _ := st.Question(ctx, rec.ID, q3.ID); q.Status != "cancelled" {
+		t.Fatalf("cancelled question is %q", q.Status)
+	}
+	if open, _ := st.Questions(ctx, rec.ID, false); len(open) != 0 {
+		t.Fatalf("open after cancel %v", open)
 	}
 
 	pct := 50.0

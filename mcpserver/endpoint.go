@@ -60,7 +60,8 @@ type Config struct {
 	// ServerStderr receives external servers' stderr, each line prefixed
 	// with the server's name; nil discards it. Never the protocol's stdout.
 	ServerStderr io.Writer
-	// QuestionTimeout bounds ask_user_question's wait for an answer.
+	// QuestionTimeout bounds ask_user_question's wait for an answer
+	// (default [DefaultQuestionTimeout]).
 	QuestionTimeout time.Duration
 	Store           Store
 	// Logger receives the endpoint's logs (stderr for stdio); nil discards.
@@ -108,6 +109,11 @@ type Endpoint struct {
 	listing listing
 }
 
+// DefaultQuestionTimeout is how long ask_user_question waits for an answer
+// unless told otherwise: the endpoint's default ([Config.QuestionTimeout])
+// and the one new instances record (`instance create --question-timeout`).
+const DefaultQuestionTimeout = 10 * time.Minute
+
 // New builds the endpoint: the SDK server, the registry with the built-in
 // tools, and the presentation and routing middleware.
 func New(cfg Config) (*Endpoint, error) {
@@ -124,7 +130,7 @@ func New(cfg Config) (*Endpoint, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.QuestionTimeout <= 0 {
-		cfg.QuestionTimeout = 10 * time.Minute
+		cfg.QuestionTimeout = DefaultQuestionTimeout
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 100 * time.Millisecond
@@ -204,7 +210,9 @@ func (e *Endpoint) addMounts() error {
 }
 
 // Start connects the external servers in the background, until ctx is
-// done; their tools appear as each comes up. Run calls it.
+// done; their tools appear as each comes up. Run calls it; a Start before
+// Run is the one that starts them ([proxy.Pool.Start] runs once), and Run
+// still stops them when it returns.
 func (e *Endpoint) Start(ctx context.Context) { e.pool.Start(ctx) }
 
 // awaitFirstRound lets a client's first tools/list see the external
@@ -262,6 +270,7 @@ func (e *Endpoint) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
+		e.pool.Stop() // also those of a Start before Run, with its own ctx
 		e.pool.Wait() // every external server stopped: no orphans
 		e.Close()
 	}()

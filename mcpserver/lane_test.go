@@ -150,7 +150,7 @@ func stdioEndpointOpening(tb testing.TB, noLane bool, open func(*rawPeer, testin
 	p.request(tb, "tools/list", `{`+statelessMeta+`}`) // waits for the first round
 	for _, st := range ep.ServerStatuses() {
 		if st.State != proxy.StateUp {
-			tb.Fatalf("upstream %s: %s %s", st.Name, st.State, st.Error)
+			tb.Fatalf("server %s: %s %s", st.Name, st.State, st.Error)
 		}
 	}
 	return ep, p
@@ -193,7 +193,7 @@ func bothPaths[T any](t *testing.T, serve func(t *testing.T, noLane bool) T) (la
 // errors, isError, structured content, and the 2026-07-28 server info.
 func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 	t.Parallel()
-	bin := upstreamBin(t)
+	bin := serverBin(t)
 	stateless := statelessMeta
 	calls := []struct{ what, params string }{
 		{"echo", `{"name":"up__echo","arguments":{"text":"hé \"quoted\" \u2028"}}`},
@@ -266,7 +266,7 @@ func TestLaneAnswersAsTheSDKDoes(t *testing.T) {
 // session in the SDK), whose tools/call results also say resultType.
 func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
 	t.Parallel()
-	bin := upstreamBin(t)
+	bin := serverBin(t)
 	requests := []struct{ what, method, params string }{
 		{"call", "tools/call", `{"name":"up__echo","arguments":{"text":"s"},` + statelessMeta + `}`},
 		{"tool error", "tools/call", `{"name":"up__fail",` + statelessMeta + `}`},
@@ -305,7 +305,7 @@ func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
 // upstream (no answer follows), and a server dying mid-call.
 func TestLaneProgressCancellationAndCrash(t *testing.T) {
 	t.Parallel()
-	bin := upstreamBin(t)
+	bin := serverBin(t)
 	log := &syncBuffer{}
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
 	cfg.Mounts = []mount.Mount{{Kind: mount.KindServer, Name: "up", Command: bin}}
@@ -382,7 +382,7 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 func TestLaneLeavesTheRestToTheSDK(t *testing.T) {
 	t.Parallel()
 	// One mount: its tools are unprefixed.
-	ep, p := stdioEndpoint(t, false, mount.Mount{Kind: mount.KindServer, Name: "up", Command: upstreamBin(t)})
+	ep, p := stdioEndpoint(t, false, mount.Mount{Kind: mount.KindServer, Name: "up", Command: serverBin(t)})
 	// A built-in is the SDK's.
 	ans, _ := p.request(t, "tools/call", `{"name":"get_instance","arguments":{}}`)
 	if !bytes.Contains(ans, []byte(`inst1`)) {

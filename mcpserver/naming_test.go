@@ -221,7 +221,7 @@ func TestRouteToolCallHintsInProcessNames(t *testing.T) {
 	for _, e := range []Entry{
 		{Name: "ask_user_question_agentctl", Kind: KindBuiltin, Base: "ask_user_question"},
 		{Name: "d__concept_read", Kind: KindKB, Mount: "docs", Prefix: "d", Base: "concept_read"},
-		{Name: "web__fetch", Kind: KindExternal, Mount: "browser", Prefix: "web", Base: "fetch"},
+		{Name: "web__fetch", Kind: KindServer, Mount: "browser", Prefix: "web", Base: "fetch"},
 	} {
 		if err := reg.reserve(&e); err != nil {
 			t.Fatal(err)

@@ -23,57 +23,57 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// upBin is testdata/upstream, a small MCP server that can be told to
+// serverPath is testdata/upstream, a small MCP server that can be told to
 // crash, hang or change its tools. TestMain builds it once for the
-// package's tests and benchmarks, while the first tests run; upstreamBin
+// package's tests and benchmarks, while the first tests run; serverBin
 // waits for it.
 var (
-	upBin   string
-	upBuilt = make(chan struct{})
-	upErr   error
+	serverPath  string
+	serverBuilt = make(chan struct{})
+	serverErr   error
 )
 
-// upstreamEnv hands upBin to the test binary's own subprocesses (a crash
+// serverEnv hands serverPath to the test binary's own subprocesses (a crash
 // test's writer), which then build nothing.
-const upstreamEnv = "AGENTCTL_TEST_UPSTREAM"
+const serverEnv = "AGENTCTL_TEST_SERVER"
 
 func TestMain(m *testing.M) {
-	if bin := os.Getenv(upstreamEnv); bin != "" {
-		upBin = bin
-		close(upBuilt)
+	if bin := os.Getenv(serverEnv); bin != "" {
+		serverPath = bin
+		close(serverBuilt)
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "agentctl-upstream-")
+	dir, err := os.MkdirTemp("", "agentctl-test-server-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	upBin = filepath.Join(dir, "upstream")
-	os.Setenv(upstreamEnv, upBin)
+	serverPath = filepath.Join(dir, "upstream")
+	os.Setenv(serverEnv, serverPath)
 	go func() {
-		defer close(upBuilt)
-		cmd := exec.Command("go", "build", "-o", upBin, "./testdata/upstream")
+		defer close(serverBuilt)
+		cmd := exec.Command("go", "build", "-o", serverPath, "./testdata/upstream")
 		cmd.Dir = ".." // the module's root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			upErr = fmt.Errorf("%v\n%s", err, out)
+			serverErr = fmt.Errorf("%v\n%s", err, out)
 		}
 	}()
 	code := m.Run()
-	<-upBuilt
+	<-serverBuilt
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// upstreamBin is the path of testdata/upstream, once TestMain has built it.
-func upstreamBin(tb testing.TB) string {
-	<-upBuilt
-	if upErr != nil {
-		tb.Fatalf("build testdata/upstream: %v", upErr)
+// serverBin is the path of testdata/upstream, once TestMain has built it.
+func serverBin(tb testing.TB) string {
+	<-serverBuilt
+	if serverErr != nil {
+		tb.Fatalf("build testdata/upstream: %v", serverErr)
 	}
-	return upBin
+	return serverPath
 }
 
-// syncBuffer is a log sink safe for the upstreams' stderr goroutines.
+// syncBuffer is a log sink safe for the servers' stderr goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -94,7 +94,7 @@ func (s *syncBuffer) String() string {
 type proxyEnv struct {
 	ep     *Endpoint
 	cs     *mcp.ClientSession
-	log    *syncBuffer // the upstreams' stderr
+	log    *syncBuffer // the servers' stderr
 	stderr *syncBuffer // the endpoint's own log
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -137,7 +137,7 @@ func startProxy(t *testing.T, mode mount.PrefixMode, mounts ...mount.Mount) *pro
 
 // startProxyOn serves an endpoint with the given mounts (prefixes resolved
 // by the contract) and connects a client by path; the endpoint runs until
-// the test ends, then every upstream must have stopped.
+// the test ends, then every server must have stopped.
 func startProxyOn(t *testing.T, path servePath, mode mount.PrefixMode, mounts ...mount.Mount) *proxyEnv {
 	t.Helper()
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
@@ -228,7 +228,7 @@ func (p *proxyEnv) stop(t *testing.T) {
 	select {
 	case <-p.done:
 	case <-time.After(60 * time.Second):
-		t.Fatal("upstreams did not stop")
+		t.Fatal("the servers did not stop")
 	}
 }
 
@@ -249,7 +249,7 @@ func mcpMount(name string, args ...string) mount.Mount {
 }
 
 func withBin(t *testing.T, m mount.Mount) mount.Mount {
-	m.Command = upstreamBin(t)
+	m.Command = serverBin(t)
 	return m
 }
 
@@ -286,8 +286,8 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// httpUpstream serves a go-sdk server over streamable HTTP.
-func httpUpstream(t *testing.T, tools ...string) (*mcp.Server, *httptest.Server) {
+// httpServer serves a go-sdk server over streamable HTTP.
+func httpServer(t *testing.T, tools ...string) (*mcp.Server, *httptest.Server) {
 	up := mcp.NewServer(&mcp.Implementation{Name: "http-upstream", Version: "1"}, nil)
 	for _, name := range tools {
 		mcp.AddTool(up, &mcp.Tool{Name: name, Description: "Says its name."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {

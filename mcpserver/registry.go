@@ -7,18 +7,21 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Kind is where a tool comes from.
+// Kind is where a tool comes from. It never reaches output; the values of
+// mounts' tools are their mounts' kinds ([mount.KindKB], [mount.KindServer]).
 type Kind string
 
 // Tool kinds.
 const (
-	KindBuiltin  Kind = "builtin"
-	KindKB       Kind = "kb"
-	KindExternal Kind = "external"
+	KindBuiltin Kind = "builtin"
+	KindKB      Kind = Kind(mount.KindKB)
+	// KindServer: a tool of an external MCP server.
+	KindServer Kind = Kind(mount.KindServer)
 )
 
 // Entry is one registered tool.

@@ -88,7 +88,7 @@ func (e *Endpoint) reconcile() {
 		tool := *c.tool
 		tool.Name = name
 		m := c.s.Mount()
-		ent := Entry{Name: name, Source: m.Source(), Kind: KindExternal, Mount: m.Name, Prefix: m.EffectivePrefix, Base: c.tool.Name}
+		ent := Entry{Name: name, Source: m.Source(), Kind: KindServer, Mount: m.Name, Prefix: m.EffectivePrefix, Base: c.tool.Name}
 		if err := e.registry.AddRawTool(ent, &tool, c.s.Handler(c.tool.Name)); err != nil {
 			e.log.Warn("cannot serve an external tool", "tool", name, "error", err)
 			continue

@@ -31,13 +31,13 @@ import (
 // allocs/op counts both calls of a pair in this process: the endpoint's
 // work and the raw client's.
 func BenchmarkProxyCall(b *testing.B) {
-	bin := upstreamBin(b)
+	bin := serverBin(b)
 	for _, path := range []string{"lane", "sdk", "relay"} {
 		b.Run(path, func(b *testing.B) {
-			direct := rawUpstream(b, bin)
+			direct := rawServer(b, bin)
 			var through *rawPeer
 			if path == "relay" {
-				through = relayTo(b, rawUpstream(b, bin))
+				through = relayTo(b, rawServer(b, bin))
 			} else {
 				_, through = stdioEndpoint(b, path == "sdk", mount.Mount{Kind: mount.KindServer, Name: "up", Command: bin})
 			}
@@ -94,8 +94,8 @@ func relayTo(b *testing.B, server *rawPeer) *rawPeer {
 	return p
 }
 
-// rawUpstream starts the test server and opens a session with it by hand.
-func rawUpstream(b *testing.B, bin string, args ...string) *rawPeer {
+// rawServer starts the test server and opens a session with it by hand.
+func rawServer(b *testing.B, bin string, args ...string) *rawPeer {
 	cmd := exec.Command(bin, args...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -121,7 +121,7 @@ func rawUpstream(b *testing.B, bin string, args ...string) *rawPeer {
 // in the same loop. lane is the default path (an encoding kept until the
 // tools change); sdk is --fast-lane=false, for reference.
 func BenchmarkProxyToolsList(b *testing.B) {
-	bin := upstreamBin(b)
+	bin := serverBin(b)
 	for _, path := range []string{"lane", "sdk"} {
 		b.Run(path, func(b *testing.B) {
 			var mounts []mount.Mount
@@ -130,7 +130,7 @@ func BenchmarkProxyToolsList(b *testing.B) {
 					Command: bin, Args: []string{"-tools", "50"}})
 			}
 			_, p := stdioEndpoint(b, path == "sdk", mounts...)
-			direct := rawUpstream(b, bin, "-tools", "50")
+			direct := rawServer(b, bin, "-tools", "50")
 			list := func(p *rawPeer, want int) time.Duration {
 				t := time.Now()
 				ans, _ := p.request(b, "tools/list", `{}`)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,7 +26,7 @@ func TestProxyListsAndForwards(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
 		kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
 		p := startProxyOn(t, path, mount.PrefixModeMountName, kb, withBin(t, mcpMount("up", "-tools", "5", "-page2")))
-		eventually(t, "the upstream's tools", func() bool { return p.ep.Registry().Has("up__tool_4") })
+		eventually(t, "the server's tools", func() bool { return p.ep.Registry().Has("up__tool_4") })
 
 		res, err := p.cs.ListTools(context.Background(), nil)
 		if err != nil {
@@ -98,7 +99,7 @@ func TestProxyForwardsProgressAndCancellation(t *testing.T) {
 		if _, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 60000}}); err == nil {
 			t.Fatal("a cancelled call succeeded")
 		}
-		eventually(t, "the upstream to see the cancellation", func() bool { return strings.Contains(p.log.String(), "[up] slow cancelled") })
+		eventually(t, "the server to see the cancellation", func() bool { return strings.Contains(p.log.String(), "[up] slow cancelled") })
 		p.checkPath(t, path, 2)
 	})
 }
@@ -106,7 +107,7 @@ func TestProxyForwardsProgressAndCancellation(t *testing.T) {
 func TestProxyCrashMidCallAndRestart(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
 		pidfile := filepath.Join(t.TempDir(), "pid")
-		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-pidfile", pidfile, "-stderr", "hello from upstream")))
+		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-pidfile", pidfile, "-stderr", "hello from the server")))
 		eventually(t, "tools", func() bool { return p.ep.Registry().Has("crash") })
 		firstPID := readPID(t, pidfile)
 
@@ -114,23 +115,68 @@ func TestProxyCrashMidCallAndRestart(t *testing.T) {
 		if err != nil || !r.IsError || !strings.Contains(resultText(r), `MCP server "up" failed during the call`) {
 			t.Fatalf("crash: %v %+v", err, r)
 		}
-		eventually(t, "a restarted upstream", func() bool {
+		eventually(t, "a restarted server", func() bool {
 			return fileExists(pidfile) && readPID(t, pidfile) != firstPID && p.ep.Registry().Has("echo")
 		})
 		if r, err := p.call(t, "echo", map[string]any{"text": "again"}); err != nil || resultText(r) != "again" {
 			t.Fatalf("after restart: %v %+v", err, r)
 		}
-		// The upstream's stderr went to the log, prefixed, never to stdout.
-		if !strings.Contains(p.log.String(), "[up] hello from upstream\n") {
+		// The server's stderr went to the log, prefixed, never to stdout.
+		if !strings.Contains(p.log.String(), "[up] hello from the server\n") {
 			t.Fatalf("log: %q", p.log.String())
 		}
 		p.checkPath(t, path, 2)
 		pid := readPID(t, pidfile)
 		p.stop(t)
 		if alive(pid) {
-			t.Fatalf("upstream %d still running after the endpoint stopped", pid)
+			t.Fatalf("server %d still running after the endpoint stopped", pid)
 		}
 	})
+}
+
+// TestStartThenRunStartsServersOnce: Run after Start starts no second copy
+// of an external server, and still stops the one Start started.
+func TestStartThenRunStartsServersOnce(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	cfg := testConfig(agents.NamespacingPrefix, newFakeStore())
+	cfg.Mounts = []mount.Mount{withBin(t, mcpMount("up", "-stderr", "started", "-pidfile", pidfile))}
+	log := &syncBuffer{}
+	cfg.ServerStderr = log
+	ep, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ep.Start(ctx)
+	st, ct := mcp.NewInMemoryTransports()
+	ran := make(chan error, 1)
+	go func() { ran <- ep.Run(ctx, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first tools/list waits until every server has had its first start.
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, pidfile)
+	cs.Close()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return after the client left")
+	}
+	if n := strings.Count(log.String(), "[up] started\n"); n != 1 {
+		t.Errorf("the server started %d times, want once:\n%s", n, log.String())
+	}
+	if alive(pid) {
+		t.Errorf("server %d outlived Run", pid)
+	}
 }
 
 func TestProxyFaultsAtStart(t *testing.T) {
@@ -259,7 +305,7 @@ func TestProxyCollisionsServeNeither(t *testing.T) {
 	})
 }
 
-// TestProxyStreamableHTTP mounts an upstream served over streamable HTTP,
+// TestProxyStreamableHTTP mounts a server served over streamable HTTP,
 // with a header it requires.
 func TestProxyStreamableHTTP(t *testing.T) {
 	t.Parallel()
@@ -306,7 +352,7 @@ func TestProxyStreamableHTTP(t *testing.T) {
 // calls racing the relists all succeed.
 func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
 	t.Parallel()
-	up, srv := httpUpstream(t, "hello")
+	up, srv := httpServer(t, "hello")
 	var lists atomic.Int64
 	up.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -362,7 +408,7 @@ func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
 // result naming it, and agentctl stops calling it up.
 func TestProxyHTTPServerDies(t *testing.T) {
 	t.Parallel()
-	_, srv := httpUpstream(t, "hello")
+	_, srv := httpServer(t, "hello")
 	m := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL, Timeout: mount.Duration(2 * time.Second)}
 	p := startProxy(t, mount.PrefixModeMountName, m)
 	eventually(t, "the remote tools", func() bool { return p.ep.Registry().Has("hello") })
@@ -381,7 +427,7 @@ func TestProxyHTTPServerDies(t *testing.T) {
 // out of service; when the server drops it, the knowledge base's returns.
 func TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool(t *testing.T) {
 	t.Parallel()
-	up, srv := httpUpstream(t, "concept_read", "other")
+	up, srv := httpServer(t, "concept_read", "other")
 	kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
 	remote := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL}
 	p := startProxy(t, mount.PrefixModeOff, kb, remote)
@@ -418,7 +464,7 @@ func TestProxyStopsALaunchersChildren(t *testing.T) {
 	childPID := filepath.Join(dir, "child")
 	m := mcpMount("up")
 	m.Command = "/bin/sh"
-	m.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$2"`, "sh", childPID, upstreamBin(t)}
+	m.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$2"`, "sh", childPID, serverBin(t)}
 	p := startProxy(t, mount.PrefixModeMountName, m)
 	eventually(t, "the server", func() bool { return p.ep.Registry().Has("echo") })
 	pid := readPID(t, childPID)

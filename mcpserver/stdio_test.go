@@ -85,7 +85,7 @@ func requestLine(id int, method, params string) string {
 // the loss was a race.
 func TestServeStdioAnswersEveryRequestReadBeforeEOF(t *testing.T) {
 	t.Parallel()
-	server := mount.Mount{Kind: mount.KindServer, Name: "up", Command: upstreamBin(t)}
+	server := mount.Mount{Kind: mount.KindServer, Name: "up", Command: serverBin(t)}
 	cases := []struct {
 		name   string
 		mounts []mount.Mount
@@ -146,7 +146,7 @@ func requestID(line string) string {
 // that only the hung one waits for the bound.)
 func TestServeStdioBoundsTheWaitAtEOF(t *testing.T) {
 	t.Parallel()
-	server := mount.Mount{Kind: mount.KindServer, Name: "up", Command: upstreamBin(t)}
+	server := mount.Mount{Kind: mount.KindServer, Name: "up", Command: serverBin(t)}
 	for _, noLane := range []bool{false, true} {
 		t.Run(fmt.Sprintf("noLane=%v", noLane), func(t *testing.T) {
 			t.Parallel()
@@ -211,7 +211,7 @@ func TestServeStdioBoundsTheWaitAtEOF(t *testing.T) {
 // test's backstop.
 func TestServeStdioDoesNotWaitForWhatGetsNoAnswer(t *testing.T) {
 	t.Parallel()
-	server := mount.Mount{Kind: mount.KindServer, Name: "up", Command: upstreamBin(t)}
+	server := mount.Mount{Kind: mount.KindServer, Name: "up", Command: serverBin(t)}
 	for _, noLane := range []bool{false, true} {
 		t.Run(fmt.Sprintf("noLane=%v", noLane), func(t *testing.T) {
 			t.Parallel()

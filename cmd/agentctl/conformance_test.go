@@ -186,7 +186,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal("no testdata/conformance/*.txtar")
 	}
 	bin := realBinary(t)
-	up := fakeUpstream(t)
+	up := serverBin(t)
 	for _, file := range files {
 		c, err := loadConfCase(file)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/spf13/cobra"
 )
 
 // testFactory is a factory for a test: streams over buffers (see
@@ -23,6 +24,17 @@ type testFactory struct {
 }
 
 func newTestFactory(t *testing.T, env ...string) *testFactory {
+	t.Helper()
+	f := newUnloadedTestFactory(t, env...)
+	if err := f.Config.load(nil); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// newUnloadedTestFactory is [newTestFactory] with its settings not read
+// yet: [runCommand] reads them from the flags of the command it runs.
+func newUnloadedTestFactory(t *testing.T, env ...string) *testFactory {
 	t.Helper()
 	dir := t.TempDir()
 	vars := map[string]string{
@@ -37,9 +49,6 @@ func newTestFactory(t *testing.T, env ...string) *testFactory {
 	getenv := func(k string) string { return vars[k] }
 	ios, in, out, errOut := newTestIOStreams(env...)
 	f := newFactory(ios, getenv, "/opt/agentctl/bin/agentctl")
-	if err := f.Config.load(nil); err != nil {
-		t.Fatal(err)
-	}
 	return &testFactory{Factory: f, in: in, out: out, errOut: errOut, dir: dir}
 }
 
@@ -68,4 +77,18 @@ func (f *testFactory) create(t *testing.T, agent string, mounts ...mount.Mount) 
 func (f *testFactory) reset() {
 	f.out.Reset()
 	f.errOut.Reset()
+}
+
+// runCommand runs cmd, one command as its NewCmd function builds it, with
+// the command line args, as the root command would: the settings are read
+// from its flags first (see [NewCmdRoot]). The GitHub CLI's TestNewCmd
+// tests do the same with a runF that captures the options.
+func runCommand(f *testFactory, cmd *cobra.Command, args ...string) error {
+	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return f.Config.load(c.Flags()) }
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	cmd.SetArgs(args)
+	cmd.SetIn(f.in)
+	cmd.SetOut(f.out)
+	cmd.SetErr(f.errOut)
+	return cmd.Execute()
 }

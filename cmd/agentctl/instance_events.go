@@ -67,7 +67,7 @@ func instanceEventsRun(ctx context.Context, opts *InstanceEventsOptions) error {
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
 		for e, err := range poller(opts.Poll, st).Events(ctx, r.ID, opts.Follow) {
 			switch {
-			case errors.Is(err, provision.ErrDeleted):
+			case errors.Is(err, instance.ErrDeleted):
 				opts.IO.Narrate("Instance %s was deleted.", r.ID)
 				return nil
 			case err != nil:

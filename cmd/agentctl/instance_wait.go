@@ -78,8 +78,8 @@ func instanceWaitRun(ctx context.Context, opts *InstanceWaitOptions) error {
 			return nil
 		case errors.As(err, &failed):
 			return &exitError{code: ExitFailed, err: err}
-		case errors.Is(err, provision.ErrDeleted):
-			return &instance.NotFoundError{What: "instance", Ref: r.ID, Hint: "it was deleted while waiting"}
+		case errors.Is(err, instance.ErrDeleted):
+			return &instance.NotFoundError{What: "instance", Ref: r.ID, Deleted: true, Hint: "it had not reported " + opts.Status}
 		case errors.Is(err, context.DeadlineExceeded):
 			return &exitError{code: ExitTimeout, err: fmt.Errorf("instance %s did not reach %s within %s", r.ID, opts.Status, opts.Timeout)}
 		}

@@ -37,7 +37,7 @@ func (w withBinaries) Run() int {
 	pkg := filepath.Dir(file)
 	builds = map[string]*build{
 		"agentctl": startBuild(ctx, filepath.Join(dir, "agentctl"), pkg, "."),
-		"upstream": startBuild(ctx, filepath.Join(dir, "upstream"), filepath.Join(pkg, "..", ".."), "./testdata/upstream"),
+		"server":   startBuild(ctx, filepath.Join(dir, "upstream"), filepath.Join(pkg, "..", ".."), "./testdata/upstream"),
 	}
 	code := w.m.Run()
 	cancel()
@@ -103,5 +103,5 @@ func binary(tb testing.TB, name string) string {
 // concurrency, start-up.
 func realBinary(tb testing.TB) string { return binary(tb, "agentctl") }
 
-// fakeUpstream is testdata/upstream, a stdio MCP server for the tests.
-func fakeUpstream(tb testing.TB) string { return binary(tb, "upstream") }
+// serverBin is testdata/upstream, a stdio MCP server for the tests.
+func serverBin(tb testing.TB) string { return binary(tb, "server") }

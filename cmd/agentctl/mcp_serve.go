@@ -49,7 +49,10 @@ deleted instance's tools then answer that the instance was deleted.
 Calls of external stdio servers' tools take a fast lane: their bytes are forwarded
 with only the tool name, request id and progress token rewritten, instead of being
 decoded and encoded again. --fast-lane=false sends every message through the
-MCP SDK instead (for comparison, or to rule the lane out when troubleshooting).`,
+MCP SDK instead (for comparison, or to rule the lane out when troubleshooting),
+still behind agentctl's input guard, which in both modes answers a line that is
+not JSON with a parse error, drops the answers to requests the client cancelled,
+and answers every request read before the end of input.`,
 		Example: `  agentctl mcp serve --instance fix-login --log-level debug`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

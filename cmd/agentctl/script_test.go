@@ -74,7 +74,7 @@ func TestScripts(t *testing.T) {
 			node, client := tsClientPaths()
 			env.Setenv("TSCLIENT_NODE", node)
 			env.Setenv("TSCLIENT", client)
-			// The reference MCP server, an upstream for scripts.
+			// The reference MCP server, an external server for scripts.
 			env.Setenv("EVERYTHING", filepath.Join(filepath.Dir(client), "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
 			home := filepath.Join(env.WorkDir, "home")
 			if err := os.MkdirAll(home, 0o755); err != nil {

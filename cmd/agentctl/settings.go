@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -47,7 +48,7 @@ type setting struct {
 var settings = []setting{
 	{Key: keyConfig, Flag: "config", Env: "AGENTCTL_CONFIG", DefaultHelp: "$XDG_CONFIG_HOME/agentctl/config.toml",
 		Help: "config file"},
-	{Key: keyStateDir, Flag: "state-dir", Env: "AGENTCTL_STATE_DIR", DefaultHelp: "$XDG_STATE_HOME/agentctl", File: true,
+	{Key: keyStateDir, Flag: "state-dir", Env: "AGENTCTL_STATE_DIR", DefaultHelp: "$XDG_STATE_HOME/agentctl, else ~/.local/state/agentctl", File: true,
 		Help: "state directory"},
 	{Key: keyAgentsDir, Flag: "agents-dir", Env: "AGENTCTL_AGENTS_DIR", DefaultHelp: "$XDG_CONFIG_HOME/agentctl/agents", File: true,
 		Help: "directory of user agent definitions"},
@@ -55,7 +56,7 @@ var settings = []setting{
 		Help: "log level on stderr: debug, info, warn, error"},
 	{Key: keyServerName, Flag: "server-name", Env: "AGENTCTL_SERVER_NAME", Default: instance.DefaultServerName, File: true,
 		Help: "the key S the endpoint is injected under"},
-	{Key: keyQuestionTimeout, Flag: "question-timeout", Env: "AGENTCTL_QUESTION_TIMEOUT", Default: instance.DefaultQuestionTimeout.String(), File: true,
+	{Key: keyQuestionTimeout, Flag: "question-timeout", Env: "AGENTCTL_QUESTION_TIMEOUT", Default: mcpserver.DefaultQuestionTimeout.String(), File: true,
 		Help: "how long ask_user_question waits for an answer"},
 	{Key: keyToolPrefixMode, Flag: "tool-prefix-mode", Env: "AGENTCTL_TOOL_PREFIX_MODE", Default: string(mount.PrefixModeMountName), File: true,
 		Help: "how mounts without an explicit prefix get one: mount-name or off"},

@@ -67,7 +67,7 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("%s has no help", s.Key)
 		}
 	}
-	if got := settingFor(keyStateDir).usage(); got != "state directory (env AGENTCTL_STATE_DIR; default $XDG_STATE_HOME/agentctl)" {
+	if got := settingFor(keyStateDir).usage(); got != "state directory (env AGENTCTL_STATE_DIR; default $XDG_STATE_HOME/agentctl, else ~/.local/state/agentctl)" {
 		t.Errorf("usage %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 )
 
@@ -23,7 +24,8 @@ type CreateOptions struct {
 	// ServerName is the key S under which the endpoint is injected
 	// (default [instance.DefaultServerName]).
 	ServerName string
-	// QuestionTimeout bounds how long ask_user_question waits.
+	// QuestionTimeout bounds how long ask_user_question waits (default
+	// [mcpserver.DefaultQuestionTimeout]).
 	QuestionTimeout time.Duration
 	// Executable is the absolute path of the agentctl binary the client starts.
 	Executable string
@@ -58,6 +60,9 @@ func Create(ctx context.Context, open Opener, o CreateOptions) (*instance.Record
 	}
 	if o.PrefixMode == "" {
 		o.PrefixMode = mount.PrefixModeMountName
+	}
+	if o.QuestionTimeout == 0 {
+		o.QuestionTimeout = mcpserver.DefaultQuestionTimeout
 	}
 	mounts, err := CheckFolders(o.Mounts)
 	if err != nil {

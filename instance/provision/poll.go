@@ -2,7 +2,6 @@ package provision
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"time"
@@ -31,10 +30,6 @@ type Poller struct {
 	After func(time.Duration) <-chan time.Time
 }
 
-// ErrDeleted is what [Poller.Events] yields when the instance was deleted
-// while it was followed.
-var ErrDeleted = errors.New("the instance was deleted")
-
 // FailedError is what [Poller.Wait] returns when the instance reported
 // status failed before the status waited for.
 type FailedError struct{ Event *instance.Event }
@@ -47,7 +42,7 @@ func (e *FailedError) Error() string {
 // yields the events stored now and stops. With follow it then polls, pausing
 // between polls, and yields new events as they come, until the caller stops,
 // ctx ends (it yields ctx's error last) or the instance is deleted (it
-// yields [ErrDeleted] last). An error of the store ends it too: it is
+// yields a [*instance.NotFoundError] matching [instance.ErrDeleted] last). An error of the store ends it too: it is
 // yielded last, or ctx's error if ctx ended meanwhile.
 func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) iter.Seq2[*instance.Event, error] {
 	return func(yield func(*instance.Event, error) bool) {
@@ -77,7 +72,7 @@ func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) ite
 			case <-p.after():
 			}
 			if ok, err := p.Source.Exists(ctx, instanceID); err == nil && !ok {
-				yield(nil, ErrDeleted)
+				yield(nil, &instance.NotFoundError{What: "instance", Ref: instanceID, Deleted: true, Hint: "it reports nothing more"})
 				return
 			}
 		}
@@ -86,8 +81,8 @@ func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) ite
 
 // Wait polls until the instance reports status and returns that event.
 // Events reported before the wait started count. It returns a [*FailedError]
-// if the instance reports [mcpserver.StatusFailed] first, [ErrDeleted] if
-// it is deleted meanwhile, and ctx's error (a deadline is the caller's
+// if the instance reports [mcpserver.StatusFailed] first, an error matching
+// [instance.ErrDeleted] if it is deleted meanwhile, and ctx's error (a deadline is the caller's
 // timeout) if ctx ends first.
 func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance.Event, error) {
 	for e, err := range p.Events(ctx, instanceID, true) {

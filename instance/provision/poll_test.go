@@ -95,7 +95,7 @@ func TestEventsFollowUntilDeleted(t *testing.T) {
 	clock := &ticks{}
 	p := &provision.Poller{Source: src, Interval: 5 * time.Second, After: clock.after}
 	seqs, err := collect(p.Events(context.Background(), "i1", true))
-	if !errors.Is(err, provision.ErrDeleted) || !slices.Equal(seqs, []int64{1, 2, 7}) {
+	if !errors.Is(err, instance.ErrDeleted) || !slices.Equal(seqs, []int64{1, 2, 7}) {
 		t.Fatalf("events %v, %v; want 1 2 7 then ErrDeleted", seqs, err)
 	}
 	// Each poll asks for what came after the last event seen.
@@ -155,7 +155,10 @@ func TestWait(t *testing.T) {
 			}},
 		{"waiting for failed", [][]*instance.Event{{ev(1, "running"), ev(2, "failed")}}, mcpserver.StatusFailed, 2, nil},
 		{"deleted", [][]*instance.Event{{ev(1, "running")}}, mcpserver.StatusDone, 0,
-			func(err error) bool { return errors.Is(err, provision.ErrDeleted) }},
+			func(err error) bool {
+				return errors.Is(err, instance.ErrDeleted) && errors.Is(err, instance.ErrNotFound) &&
+					err.Error() == `instance "i1" was deleted; it reports nothing more`
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &fakeEvents{batches: tc.batches, existsPolls: 3}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
@@ -93,6 +94,20 @@ func TestCreateWritesPlanAndFiles(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(rec.Dir, "instructions.md"))
 	if err != nil || !strings.Contains(string(data), "docs__concept_search") {
 		t.Fatalf("instructions.md: %v\n%s", err, data)
+	}
+}
+
+// TestCreateDefaults: what a create that sets nothing records, the values
+// the endpoint would use by default.
+func TestCreateDefaults(t *testing.T) {
+	rec, _, _ := createWith(t, "auggie", nil)
+	if rec.ServerName != instance.DefaultServerName || rec.ToolPrefixMode != string(mount.PrefixModeMountName) ||
+		time.Duration(rec.QuestionTimeout) != mcpserver.DefaultQuestionTimeout {
+		t.Errorf("defaults: server name %q, prefix mode %q, question timeout %s", rec.ServerName, rec.ToolPrefixMode, time.Duration(rec.QuestionTimeout))
+	}
+	rec, _, _ = createWith(t, "auggie", func(o *provision.CreateOptions) { o.QuestionTimeout = time.Minute })
+	if time.Duration(rec.QuestionTimeout) != time.Minute {
+		t.Errorf("question timeout %s, want the 1m given", time.Duration(rec.QuestionTimeout))
 	}
 }
 

@@ -36,9 +36,6 @@ func (k Kind) Label() string {
 // for the reserved-name checks; agentctl's built-ins hold the server name.
 func (k Kind) InProcess() bool { return k == KindKB }
 
-// DefaultKBMaxBytes bounds a knowledge base's concepts when MaxBytes is 0.
-const DefaultKBMaxBytes = 1 << 20
-
 // Mount is one mounted source as configured. The config file's [[kbs]] and
 // [[mcp_servers]] tables, the --mcp-json value and an instance record's
 // mounts decode into it; [Mount.Validate] says whether it makes sense.
@@ -55,7 +52,8 @@ type Mount struct {
 	ToolPrefix string `json:"tool_prefix" toml:"tool_prefix"`
 	// ReadOnly leaves concept_write out of a knowledge base's tools.
 	ReadOnly bool `json:"read_only" toml:"read_only"`
-	// MaxBytes bounds a knowledge base's concepts; 0 means DefaultKBMaxBytes.
+	// MaxBytes bounds a knowledge base's concepts; 0 means the knowledge
+	// base's default, [github.com/agentctl/agentctl/mcpserver/kb.DefaultMaxBytes].
 	MaxBytes int64 `json:"max_bytes,omitempty" toml:"max_bytes"`
 
 	// An external MCP server: Command and Args over stdio (with Env added to

@@ -154,6 +154,10 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 
 // isTransportFailure tells go-sdk's own transport errors (which it reports
 // as JSON-RPC errors with its implementation codes) from a server's answer.
+// The codes are go-sdk v1.8.0's, internal/jsonrpc2/wire.go: ErrUnknown
+// (-32001), ErrClientClosing (-32003), ErrServerClosing (-32004) and
+// ErrRejected (-32005); that package is internal, so they are written out
+// here. Check them when go-sdk is upgraded.
 func isTransportFailure(e *jsonrpc.Error) bool {
 	switch e.Code {
 	case -32001, -32003, -32004, -32005: // unknown, client closing, server closing, rejected by transport

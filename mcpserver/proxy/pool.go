@@ -45,6 +45,10 @@ type Pool struct {
 	opts    Options
 	logMu   sync.Mutex // one line at a time into opts.Stderr
 
+	// start makes Start run once; stop ends what it started.
+	start sync.Once
+	stop  context.CancelFunc
+
 	running, pending sync.WaitGroup
 	// firstRound is closed once every server has had its first connection
 	// attempt (up, or failed within its timeout).
@@ -79,9 +83,27 @@ func NewPool(mounts []mount.Resolved, ns Namespace, opts Options) *Pool {
 // Servers returns the servers, in mount order.
 func (p *Pool) Servers() []*Server { return p.servers }
 
-// Start connects the servers in the background, until ctx is done; each
-// one's tools reach the [Namespace] as it comes up.
+// Start connects the servers in the background, until ctx is done or
+// [Pool.Stop]; each one's tools reach the [Namespace] as it comes up. Only
+// the first call starts anything: each server runs once, with that call's
+// ctx.
 func (p *Pool) Start(ctx context.Context) {
+	p.start.Do(func() {
+		ctx, p.stop = context.WithCancel(ctx)
+		p.startServers(ctx)
+	})
+}
+
+// Stop stops the servers that Start started, as the end of its ctx does;
+// [Pool.Wait] waits for them. A pool stopped before it started never starts.
+func (p *Pool) Stop() {
+	p.start.Do(func() {}) // waits for a Start under way
+	if p.stop != nil {
+		p.stop()
+	}
+}
+
+func (p *Pool) startServers(ctx context.Context) {
 	p.pending.Add(len(p.servers))
 	for _, s := range p.servers {
 		p.running.Add(2)

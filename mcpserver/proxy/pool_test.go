@@ -60,6 +60,31 @@ func TestPoolFirstRoundEndsOnAFailedStart(t *testing.T) {
 	}
 }
 
+// TestPoolStartsOnce: a second Start (Endpoint.Start, then Run) starts
+// nothing more, and Stop stops what the first started, its ctx still live.
+func TestPoolStartsOnce(t *testing.T) {
+	t.Parallel()
+	p := NewPool([]mount.Resolved{server("gone", filepath.Join(t.TempDir(), "no-such-server"))}, &reconciles{}, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.Start(ctx)
+	p.Start(ctx)
+	select {
+	case <-p.FirstRound():
+	case <-time.After(time.Minute):
+		t.Fatal("the first round never ended")
+	}
+	p.Stop()
+	p.Stop()
+	stopped := make(chan struct{})
+	go func() { p.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("Stop did not stop the servers")
+	}
+}
+
 // TestStdioTransport: without the fast lane a stdio server runs under
 // go-sdk's own CommandTransport, in its own process group, with a
 // parent-death signal on Linux.

@@ -16,6 +16,8 @@
 //	-flag-file FILE   behave as -exit-at-start if FILE exists at start
 //	-hang-start       never answer initialize; exit when stdin closes
 //	-crash-after N    exit with code 3 on the N-th tools/call (from 1; 0 = never)
+//	-echo-meta        also register echo_meta (below); off by default, so that
+//	                  the tool lists other tests compare stay as they are
 //
 // At start the -stderr text and the -pidfile are written first, then the
 // exit/hang flags are applied.
@@ -32,6 +34,14 @@
 //	change_tools      remove tool_0 and add tool_new; the SDK then sends
 //	                  notifications/tools/list_changed (debounced, so after the
 //	                  result, while a following tools/list already sees the change)
+//
+// With -echo-meta:
+//
+//	echo_meta         the request's _meta as this server received it, as JSON
+//	                  text and structured {"meta": ...}: null when the request
+//	                  had no _meta, {} when it had an empty one. A progress token
+//	                  that starts with "agentctl-" is shown as "agentctl-*" (its
+//	                  number differs by path and call); any other is shown as is
 package main
 
 import (
@@ -40,8 +50,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +70,7 @@ func main() {
 		flagFile    = flag.String("flag-file", "", "exit with code 2 at start if this file exists")
 		hangStart   = flag.Bool("hang-start", false, "never answer initialize")
 		crashAfter  = flag.Int("crash-after", 0, "exit with code 3 on the N-th tools/call")
+		echoMeta    = flag.Bool("echo-meta", false, "register echo_meta")
 	)
 	flag.Parse()
 
@@ -97,6 +110,9 @@ func main() {
 		addNumberedTool(server, fmt.Sprintf("tool_%d", i))
 	}
 	addSpecialTools(server)
+	if *echoMeta {
+		addEchoMeta(server)
+	}
 
 	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "upstream:", err)
@@ -238,6 +254,25 @@ func slow(ctx context.Context, req *mcp.CallToolRequest, d time.Duration) error 
 			}
 		}
 	}
+}
+
+// addEchoMeta adds echo_meta, which answers with the _meta it received.
+func addEchoMeta(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{Name: "echo_meta", Description: "Returns the request's _meta as received.", InputSchema: emptyObject},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			meta := req.Params.Meta
+			if tok, ok := meta["progressToken"].(string); ok && strings.HasPrefix(tok, "agentctl-") {
+				meta = maps.Clone(meta)
+				meta["progressToken"] = "agentctl-*"
+			}
+			text, err := json.Marshal(meta)
+			if err != nil {
+				return nil, err
+			}
+			res := textResult(string(text))
+			res.StructuredContent = map[string]any{"meta": meta}
+			return res, nil
+		})
 }
 
 func textResult(text string) *mcp.CallToolResult {

@@ -32,8 +32,15 @@
 // Where the lane answers as go-sdk would (2026-07-28 requests and results,
 // a stdio server's shutdown) it mirrors go-sdk v1.8.0, as the comments
 // there say; the endpoint's tests compare the two paths' answers by value
-// (TestLaneAnswersAsTheSDKDoes in package mcpserver), and a server's result
-// passes byte for byte.
+// (TestLaneAnswersAsTheSDKDoes in package mcpserver).
+//
+// A server's result reaches the client byte for byte, with only the id put
+// back, but for what go-sdk adds to it: an empty or null result becomes
+// {}; in a 2026-07-28 session "resultType":"complete" goes in front of it;
+// and for a 2026-07-28 request agentctl's serverInfo goes into its _meta,
+// in front of it when it has no "_meta" member, else by decoding it and
+// encoding it again with encoding/json (members in key order, no
+// whitespace, <, > and & escaped), unless its _meta already names a server.
 //
 // The shortest use (the endpoint's, in mcpserver's Endpoint.ServeStdio):
 //

@@ -231,7 +231,10 @@ func (l *Lane) call(m message) bool {
 	msg = append(msg, args...)
 	if meta != nil {
 		// The members proxy.ForwardsMeta passes; the progress token becomes
-		// the lane's.
+		// the lane's. No _meta at all when nothing goes out (the client's
+		// _meta is {} or holds only protocol keys), as on the SDK path
+		// (proxy.ForwardedMeta is nil then).
+		start := len(msg)
 		msg = append(msg, `,"_meta":{`...)
 		first := true
 		sep := func() {
@@ -255,7 +258,11 @@ func (l *Lane) call(m message) bool {
 			msg = append(msg, `"progressToken":`...)
 			msg = jsonscan.AppendString(msg, c.upTok)
 		}
-		msg = append(msg, '}')
+		if first {
+			msg = msg[:start]
+		} else {
+			msg = append(msg, '}')
+		}
 	}
 	msg = append(msg, "}}\n"...)
 

@@ -249,6 +249,26 @@ func TestLaneForwardsTheMetaTheSDKPathDoes(t *testing.T) {
 	}
 }
 
+// TestLaneSendsNoEmptyMeta: a call whose _meta has nothing that goes
+// upstream goes without _meta, as on the SDK path (proxy.ForwardedMeta is
+// nil), not with an empty one. (testdata/conformance/meta*.txtar compare
+// the two paths end to end.)
+func TestLaneSendsNoEmptyMeta(t *testing.T) {
+	t.Parallel()
+	var up syncBuffer
+	l, _ := laneWithTool(t, &up, io.Discard)
+	for i, meta := range []string{`{}`, `{"progressToken":null}`, `{ "progress\u0054oken" : null }`} {
+		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":%s}}`, i+1, meta)
+		if !l.FromClient([]byte(call)) {
+			t.Fatalf("the lane did not take %s", call)
+		}
+	}
+	sent := up.String()
+	if n := strings.Count(sent, `"method":"tools/call"`); n != 3 || strings.Contains(sent, "_meta") {
+		t.Fatalf("sent upstream (%d calls):\n%s\nwant 3 calls without _meta", n, sent)
+	}
+}
+
 // TestLaneLeavesInexactNumbersToTheSDK: the lane echoes a client's id and
 // progress token as written, so it takes only those the SDK path sends
 // back the same (go-sdk reads numbers through a float64): strings, and

@@ -13,16 +13,16 @@ import (
 	"time"
 )
 
-// TestServeStopsUpstreams: when the endpoint ends (end of input, SIGTERM,
+// TestServeStopsServers: when the endpoint ends (end of input, SIGTERM,
 // or even SIGKILL) no external server process is left behind, and the
 // servers' stderr went to the instance's log file, not to stdout. (After a
 // SIGKILL the test server exits on its closed stdin; the kernel's
 // parent-death signal, set for every stdio server, also covers servers that
 // ignore their stdin, which this test does not separately show.)
-func TestServeStopsUpstreams(t *testing.T) {
+func TestServeStopsServers(t *testing.T) {
 	t.Parallel()
 	bin := realBinary(t)
-	up := fakeUpstream(t)
+	up := serverBin(t)
 	for _, how := range []string{"eof", "sigterm", "sigkill"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
@@ -30,7 +30,7 @@ func TestServeStopsUpstreams(t *testing.T) {
 			pidfile := filepath.Join(dir, "pid")
 			env := append(os.Environ(), "AGENTCTL_STATE_DIR="+filepath.Join(dir, "state"), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "cfg"))
 			create := exec.Command(bin, "instance", "create", "--agent", "codex", "--workspace", dir,
-				"--mcp", "up="+up+" -pidfile "+pidfile+" -stderr 'hello from upstream'")
+				"--mcp", "up="+up+" -pidfile "+pidfile+" -stderr 'hello from the server'")
 			create.Env = env
 			out, err := create.Output()
 			if err != nil {
@@ -56,8 +56,8 @@ func TestServeStopsUpstreams(t *testing.T) {
 					list = lines.Text()
 					break
 				}
-				if strings.Contains(lines.Text(), "hello from upstream") {
-					t.Fatal("upstream stderr on the endpoint's stdout")
+				if strings.Contains(lines.Text(), "hello from the server") {
+					t.Fatal("the server's stderr on the endpoint's stdout")
 				}
 			}
 			// The first tools/list waits for the server's first start.
@@ -80,14 +80,14 @@ func TestServeStopsUpstreams(t *testing.T) {
 			deadline := time.Now().Add(time.Minute)
 			for processAlive(pid) {
 				if time.Now().After(deadline) {
-					t.Fatalf("upstream %d outlived the endpoint (%s)", pid, how)
+					t.Fatalf("server %d outlived the endpoint (%s)", pid, how)
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
 			if how != "sigkill" {
 				logData, _ := os.ReadFile(filepath.Join(dir, "state", "instances", id, "upstreams.log"))
-				if !strings.Contains(string(logData), "[up] hello from upstream") {
-					t.Fatalf("upstream stderr not in the instance's log file: %q", logData)
+				if !strings.Contains(string(logData), "[up] hello from the server") {
+					t.Fatalf("the server's stderr not in the instance's log file: %q", logData)
 				}
 			}
 		})

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+)
+
+func TestNewCmdInstanceCreate(t *testing.T) {
+	// The options a create with only --agent gets: the settings' defaults.
+	defaults := func(mod func(*InstanceCreateOptions)) InstanceCreateOptions {
+		o := InstanceCreateOptions{Agent: "auggie", Workspace: ".", ServerName: "agentctl",
+			QuestionTimeout: mcpserver.DefaultQuestionTimeout, PrefixMode: mount.PrefixModeMountName, Output: formatTable}
+		if mod != nil {
+			mod(&o)
+		}
+		return o
+	}
+	tests := []struct {
+		args    []string
+		env     []string
+		want    InstanceCreateOptions
+		wantErr string
+	}{
+		{args: []string{"--agent", "auggie"}, want: defaults(nil)},
+		{
+			args: []string{"--agent", "codex", "--name", "fix-login", "--workspace", "/src/app", "--server-name", "tools",
+				"--question-timeout", "30s", "--no-trust", "--tool-prefix-mode", "off", "-o", "json"},
+			want: defaults(func(o *InstanceCreateOptions) {
+				o.Agent, o.Name, o.Workspace, o.ServerName = "codex", "fix-login", "/src/app", "tools"
+				o.QuestionTimeout, o.NoTrust, o.PrefixMode, o.Output = 30*time.Second, true, mount.PrefixModeOff, formatJSON
+			}),
+		},
+		{
+			args: []string{"--agent", "auggie", "--kb", "docs=/srv/docs,prefix=d,ro", "--kb", "notes=/srv/notes,max=4096",
+				"--mcp", "web=npx -y 'web server' --port 3", "--mcp", "remote=https://h.example/mcp", "--mcp-header", "remote:Authorization=Bearer t"},
+			want: defaults(func(o *InstanceCreateOptions) {
+				o.Mounts = []mount.Mount{
+					{Kind: mount.KindKB, Name: "docs", Path: "/srv/docs", ToolPrefix: "d", ReadOnly: true},
+					{Kind: mount.KindKB, Name: "notes", Path: "/srv/notes", MaxBytes: 4096},
+					{Kind: mount.KindServer, Name: "web", Command: "npx", Args: []string{"-y", "web server", "--port", "3"}},
+					{Kind: mount.KindServer, Name: "remote", URL: "https://h.example/mcp", Headers: map[string]string{"Authorization": "Bearer t"}},
+				}
+			}),
+		},
+		{args: []string{"--agent", "auggie"}, env: []string{"AGENTCTL_SERVER_NAME=env", "AGENTCTL_QUESTION_TIMEOUT=1m"},
+			want: defaults(func(o *InstanceCreateOptions) { o.ServerName, o.QuestionTimeout = "env", time.Minute })},
+		{args: nil, wantErr: "--agent is required"},
+		{args: []string{"--agent", "auggie", "--kb", "docs"}, wantErr: `invalid --kb "docs"`},
+		{args: []string{"--agent", "auggie", "--mcp", "web="}, wantErr: `invalid --mcp "web="`},
+		{args: []string{"--agent", "auggie", "--question-timeout", "soon"}, wantErr: `invalid --question-timeout "soon"`},
+	}
+	for _, tt := range tests {
+		f := newUnloadedTestFactory(t, tt.env...)
+		var got *InstanceCreateOptions
+		cmd := NewCmdInstanceCreate(f.Factory, func(_ context.Context, o *InstanceCreateOptions) error {
+			got = o
+			return nil
+		})
+		err := runCommand(f, cmd, tt.args...)
+		if !checkUsageError(t, tt.args, err, tt.wantErr) {
+			continue
+		}
+		if got.IO != f.IOStreams || got.Catalog == nil || got.Store == nil || got.Executable == nil {
+			t.Errorf("%q: the options lack the factory's streams, catalog, store or executable", tt.args)
+		}
+		got.IO, got.Catalog, got.Store, got.Executable = nil, nil, nil, nil
+		if len(got.Mounts) == 0 {
+			got.Mounts = nil
+		}
+		if len(got.Templates) == 0 {
+			got.Templates = nil
+		}
+		if !reflect.DeepEqual(*got, tt.want) {
+			t.Errorf("%q: options\n%+v\nwant\n%+v", tt.args, *got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"reflect"
+	"testing"
+)
+
+func TestNewCmdMCPServe(t *testing.T) {
+	tests := []struct {
+		args    []string
+		env     []string
+		want    MCPServeOptions
+		wantErr string
+	}{
+		{args: []string{"--instance", "fix-login"}, want: MCPServeOptions{Instance: "fix-login", LogLevel: slog.LevelInfo, FastLane: true}},
+		{args: []string{"--instance", "01jq3", "--fast-lane=false"}, want: MCPServeOptions{Instance: "01jq3", LogLevel: slog.LevelInfo}},
+		{args: []string{"--instance=x", "--log-level", "debug"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelDebug, FastLane: true}},
+		{args: []string{"--instance", "x", "--log-level", "warn", "--fast-lane"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelWarn, FastLane: true}},
+		// The flag wins over the environment, which wins over the default.
+		{args: []string{"--instance", "x"}, env: []string{"AGENTCTL_LOG_LEVEL=error"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelError, FastLane: true}},
+		{args: []string{"--instance", "x", "--log-level", "debug"}, env: []string{"AGENTCTL_LOG_LEVEL=error"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelDebug, FastLane: true}},
+		{args: nil, wantErr: "--instance is required"},
+		{args: []string{"--instance", "x", "--log-level", "loud"}, wantErr: `invalid --log-level "loud"`},
+		{args: []string{"--instance", "x", "--fast-lane=maybe"}, wantErr: `invalid argument "maybe" for "--fast-lane"`},
+		{args: []string{"--instance", "x", "extra"}, wantErr: "takes no arguments"},
+	}
+	for _, tt := range tests {
+		f := newUnloadedTestFactory(t, tt.env...)
+		var got *MCPServeOptions
+		cmd := NewCmdMCPServe(f.Factory, func(_ context.Context, o *MCPServeOptions) error {
+			got = o
+			return nil
+		})
+		err := runCommand(f, cmd, tt.args...)
+		if !checkUsageError(t, tt.args, err, tt.wantErr) {
+			continue
+		}
+		if got.IO != f.IOStreams || got.Store == nil {
+			t.Errorf("%q: the options lack the factory's streams or store", tt.args)
+		}
+		got.IO, got.Store = nil, nil
+		if !reflect.DeepEqual(*got, tt.want) {
+			t.Errorf("%q %q: options %+v, want %+v", tt.env, tt.args, *got, tt.want)
+		}
+	}
+}
