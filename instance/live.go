@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // An endpoint serving an instance holds a shared lock on serveLockFile in
@@ -74,7 +75,9 @@ func (s *Store) lockServed(ctx context.Context, id string) (*os.File, error) {
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if errors.Is(err, os.ErrNotExist) {
-			if ok, xerr := s.Exists(ctx, id); xerr == nil && !ok {
+			// A delete moves the directory aside before it removes the
+			// record: give one in progress the time to finish.
+			if s.deletedSoon(ctx, id) {
 				return nil, deletedError(id)
 			}
 			return nil, fmt.Errorf("instance %s: its directory %s is missing; delete the instance and create it again", id, filepath.Dir(path))
@@ -92,6 +95,29 @@ func (s *Store) lockServed(ctx context.Context, id string) (*os.File, error) {
 			return f, nil
 		}
 		f.Close()
+	}
+}
+
+// deletedSoon reports whether instance id is gone from the store, now or
+// within a second (a delete between moving the directory aside and removing
+// the record).
+func (s *Store) deletedSoon(ctx context.Context, id string) bool {
+	deadline := time.Now().Add(time.Second)
+	for {
+		ok, err := s.Exists(ctx, id)
+		switch {
+		case err != nil:
+			return false
+		case !ok:
+			return true
+		case time.Now().After(deadline):
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 
