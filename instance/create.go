@@ -193,7 +193,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		QuestionTimeout: Duration(o.QuestionTimeout),
 	}
 
-	s.sweepLeftovers()
+	s.sweepLeftovers(ctx)
 	// Stage every file in a private directory, then publish it with one rename
 	// inside the transaction that inserts the record.
 	staging, err := os.MkdirTemp(s.instancesDir(), ".staging-"+id+"-")
@@ -376,22 +376,38 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 	return r, nil
 }
 
-// leftoverAge is how old a staging or deleting directory must be before a
-// create removes it: one that a crash left behind, never one in use.
+// leftoverAge is how old a staging or deleting directory, or an instance
+// directory without a record, must be before a create removes it: one that
+// a crash left behind, never one in use.
 const leftoverAge = time.Hour
 
-// sweepLeftovers removes what a create or delete killed half-way left.
-func (s *Store) sweepLeftovers() {
+// sweepLeftovers removes what a create or delete killed half-way left: its
+// .staging-* and .deleting-* directories, and instance directories that no
+// record names (a create killed between publishing its directory and
+// committing its record). A young directory is never touched: a create
+// publishes the directory (renames its staging directory into place) inside
+// the transaction that inserts the record, before the commit, so for a
+// moment a live instance's directory has no committed record.
+func (s *Store) sweepLeftovers(ctx context.Context) {
 	entries, err := os.ReadDir(s.instancesDir())
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".staging-") && !strings.HasPrefix(e.Name(), ".deleting-") {
+		name := e.Name()
+		staged := strings.HasPrefix(name, ".staging-") || strings.HasPrefix(name, ".deleting-")
+		if !staged && !(e.IsDir() && isID(name)) {
 			continue
 		}
-		if fi, err := e.Info(); err == nil && s.now().Sub(fi.ModTime()) > leftoverAge {
-			_ = os.RemoveAll(filepath.Join(s.instancesDir(), e.Name()))
+		fi, err := e.Info()
+		if err != nil || s.now().Sub(fi.ModTime()) <= leftoverAge {
+			continue
 		}
+		if !staged {
+			if ok, err := s.Exists(ctx, name); err != nil || ok {
+				continue
+			}
+		}
+		_ = os.RemoveAll(filepath.Join(s.instancesDir(), name))
 	}
 }
