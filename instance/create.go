@@ -333,7 +333,7 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 	if err := tx.QueryRowContext(ctx, `SELECT record FROM instances WHERE id = ?`, r.ID).Scan(&raw); err != nil {
 		return nil, err
 	}
-	if r, err = decodeRecord(raw); err != nil {
+	if r, err = decodeRecord(r.ID, raw); err != nil {
 		return nil, err
 	}
 	write, err := fn(r)

@@ -88,3 +88,17 @@ func (e *InvalidError) Unwrap() error { return ErrInvalid }
 func invalidf(format string, args ...any) error {
 	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
 }
+
+// CorruptRecordError is an instance record in the state database that does
+// not decode. [Store.Get] returns it; [Store.List] reports it beside the
+// good records; [Store.DeleteInstance] still deletes the instance.
+type CorruptRecordError struct {
+	ID  string
+	Err error // the decoding error
+}
+
+func (e *CorruptRecordError) Error() string {
+	return fmt.Sprintf("instance %s: its record in the state database is corrupt (%v); `agentctl instance delete %s` removes it and its directory", e.ID, e.Err, e.ID)
+}
+
+func (e *CorruptRecordError) Unwrap() error { return e.Err }

@@ -177,52 +177,83 @@ const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 func (s *Store) stamp() time.Time { return s.now().UTC() }
 
 // Get returns the instance that ref names: an id, a unique id prefix, or a label.
+// A record that cannot be decoded is a [*CorruptRecordError].
 func (s *Store) Get(ctx context.Context, ref string) (*Record, error) {
+	row, err := s.resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRecord(row.id, row.raw)
+}
+
+// instanceRow is an instance's row: the columns beside the record, and the
+// record as stored.
+type instanceRow struct {
+	id, name, agent, created, raw string
+}
+
+const instanceRowCols = `id, coalesce(name, ''), agent, created_at, record`
+
+func scanInstanceRow(sc interface{ Scan(...any) error }) (*instanceRow, error) {
+	var r instanceRow
+	if err := sc.Scan(&r.id, &r.name, &r.agent, &r.created, &r.raw); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// resolve finds the row that ref names (see [Store.Get]) without decoding
+// its record.
+func (s *Store) resolve(ctx context.Context, ref string) (*instanceRow, error) {
 	if ref == "" {
 		return nil, invalidf("no instance given; pass an instance id, id prefix or label (see `agentctl instance list`)")
 	}
-	var raw string
-	err := s.db.QueryRowContext(ctx, `SELECT record FROM instances WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1`, ref, ref, ref).Scan(&raw)
+	row, err := scanInstanceRow(s.db.QueryRowContext(ctx, `SELECT `+instanceRowCols+` FROM instances WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1`, ref, ref, ref))
 	if err == nil {
-		return decodeRecord(raw)
+		return row, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, record FROM instances WHERE id >= ? AND id < ? ORDER BY id LIMIT 6`, ref, ref+"\xff")
+	rows, err := s.db.QueryContext(ctx, `SELECT `+instanceRowCols+` FROM instances WHERE id >= ? AND id < ? ORDER BY id LIMIT 6`, ref, ref+"\xff")
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var ids, recs []string
+	var found []*instanceRow
 	for rows.Next() {
-		var id, r string
-		if err := rows.Scan(&id, &r); err != nil {
+		r, err := scanInstanceRow(rows)
+		if err != nil {
 			return nil, err
 		}
-		ids, recs = append(ids, id), append(recs, r)
+		found = append(found, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	switch len(ids) {
+	switch len(found) {
 	case 0:
 		if lower := strings.ToLower(ref); lower != ref {
 			// Ids are lower-case ULIDs; accept the canonical upper-case form too.
-			return s.Get(ctx, lower)
+			return s.resolve(ctx, lower)
 		}
 		return nil, &NotFoundError{What: "instance", Ref: ref, Hint: "see `agentctl instance list` for the instances in " + s.dir}
 	case 1:
-		return decodeRecord(recs[0])
+		return found[0], nil
 	default:
+		ids := make([]string, len(found))
+		for i, r := range found {
+			ids[i] = r.id
+		}
 		return nil, &AmbiguousError{What: "instance id prefix", Ref: ref, Matches: ids}
 	}
 }
 
-func decodeRecord(raw string) (*Record, error) {
+// decodeRecord decodes the record stored for instance id.
+func decodeRecord(id, raw string) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return nil, fmt.Errorf("instance record is corrupt: %w", err)
+		return nil, &CorruptRecordError{ID: id, Err: err}
 	}
 	if r.Mounts == nil {
 		r.Mounts = []mount.Resolved{}
@@ -233,26 +264,34 @@ func decodeRecord(raw string) (*Record, error) {
 	return &r, nil
 }
 
-// List returns every instance, oldest first.
-func (s *Store) List(ctx context.Context) ([]*Record, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT record FROM instances ORDER BY id`)
+// List returns every instance whose record decodes, oldest first, and a
+// [*CorruptRecordError] for each one whose record does not: one broken
+// record hides no other instance.
+func (s *Store) List(ctx context.Context) ([]*Record, []*CorruptRecordError, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, record FROM instances ORDER BY id`)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	out := []*Record{}
+	var broken []*CorruptRecordError
 	for rows.Next() {
-		var raw string
-		if err := rows.Scan(&raw); err != nil {
-			return nil, err
+		var id, raw string
+		if err := rows.Scan(&id, &raw); err != nil {
+			return nil, nil, err
 		}
-		r, err := decodeRecord(raw)
-		if err != nil {
-			return nil, err
+		r, err := decodeRecord(id, raw)
+		var ce *CorruptRecordError
+		if errors.As(err, &ce) {
+			broken = append(broken, ce)
+			continue
 		}
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	return out, broken, nil
 }
 
 // IDs returns every instance id with its label, for shell completion.
@@ -292,35 +331,43 @@ func (s *Store) Delete(ctx context.Context, ref string) (*Record, error) {
 // (matching [ErrConflict]) an instance that an endpoint is serving, and
 // holds off endpoints starting to serve it until it is done.
 func (s *Store) DeleteInstance(ctx context.Context, ref string, o DeleteOptions) (*Record, error) {
-	r, err := s.Get(ctx, ref)
+	row, err := s.resolve(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	r, err := decodeRecord(row.id, row.raw)
+	if err != nil {
+		// A record that does not decode is still deleted: everything a
+		// delete needs is the id, and what it returns comes from the columns.
+		created, _ := time.Parse(timeFormat, row.created)
+		r = &Record{ID: row.id, Name: row.name, Agent: row.agent, CreatedAt: created,
+			Dir: filepath.Join(s.instancesDir(), row.id), Mounts: []mount.Resolved{}, Files: []string{}}
 	}
 	if s.afterResolve != nil {
 		s.afterResolve()
 	}
 	if !o.Force {
-		unlock, live, err := s.probeServed(r.ID, true)
+		unlock, live, err := s.probeServed(row.id, true)
 		if err != nil {
-			return nil, fmt.Errorf("delete instance %s: %w", r.ID, err)
+			return nil, fmt.Errorf("delete instance %s: %w", row.id, err)
 		}
 		defer unlock()
 		if live {
-			return nil, &ServedError{ID: r.ID}
+			return nil, &ServedError{ID: row.id}
 		}
 	}
 	// Move the directory aside first so that a failure leaves the record and
 	// its files together; the rename is atomic. The directory is derived
-	// from the id, never taken from the (editable) record.
-	dir := filepath.Join(s.instancesDir(), r.ID)
-	trash := filepath.Join(s.instancesDir(), ".deleting-"+r.ID)
+	// from the row's id, never taken from the (editable) record.
+	dir := filepath.Join(s.instancesDir(), row.id)
+	trash := filepath.Join(s.instancesDir(), ".deleting-"+row.id)
 	moved := false
 	if err := os.Rename(dir, trash); err == nil {
 		moved = true
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("delete instance %s: %w", r.ID, err)
+		return nil, fmt.Errorf("delete instance %s: %w", row.id, err)
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, r.ID)
+	res, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, row.id)
 	if err != nil {
 		if moved {
 			_ = os.Rename(trash, dir)
@@ -333,7 +380,7 @@ func (s *Store) DeleteInstance(ctx context.Context, ref string, o DeleteOptions)
 	}
 	if moved {
 		if err := os.RemoveAll(trash); err != nil {
-			return r, fmt.Errorf("instance %s deleted, but its directory %s could not be removed: %w", r.ID, trash, err)
+			return r, fmt.Errorf("instance %s deleted, but its directory %s could not be removed: %w", row.id, trash, err)
 		}
 	}
 	if err != nil {

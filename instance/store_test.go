@@ -230,9 +230,9 @@ func TestCreateFailuresLeaveNothing(t *testing.T) {
 	ctx := context.Background()
 	check := func(t *testing.T, st *instance.Store, wantRecords int) {
 		t.Helper()
-		recs, err := st.List(ctx)
-		if err != nil || len(recs) != wantRecords {
-			t.Fatalf("records %d (%v), want %d", len(recs), err, wantRecords)
+		recs, broken, err := st.List(ctx)
+		if err != nil || len(recs) != wantRecords || len(broken) != 0 {
+			t.Fatalf("records %d, broken %v (%v), want %d", len(recs), broken, err, wantRecords)
 		}
 		entries, _ := os.ReadDir(filepath.Join(st.Dir(), "instances"))
 		if len(entries) != wantRecords {
@@ -405,7 +405,7 @@ func TestConcurrentOpenAndCreate(t *testing.T) {
 	}
 	st, _ := instance.Open(context.Background(), dir)
 	defer st.Close()
-	if recs, _ := st.List(context.Background()); len(recs) != n {
+	if recs, _, _ := st.List(context.Background()); len(recs) != n {
 		t.Fatalf("%d records, want %d", len(recs), n)
 	}
 }

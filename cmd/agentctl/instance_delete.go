@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentctl/agentctl/instance"
@@ -54,8 +55,10 @@ tools answer the model that the instance was deleted.`,
 }
 
 func instanceDeleteRun(ctx context.Context, opts *InstanceDeleteOptions) error {
-	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
-		r, err := st.DeleteInstance(ctx, r.ID, instance.DeleteOptions{Force: opts.Force})
+	// Not withInstance: that decodes the record, and an instance whose
+	// record is corrupt must still be deletable.
+	err := withStore(ctx, opts.Store, func(st *instance.Store) error {
+		r, err := st.DeleteInstance(ctx, opts.Instance, instance.DeleteOptions{Force: opts.Force})
 		if err != nil {
 			return err
 		}
@@ -66,4 +69,9 @@ func instanceDeleteRun(ctx context.Context, opts *InstanceDeleteOptions) error {
 		_, err = fmt.Fprintln(opts.IO.Out, r.ID)
 		return err
 	})
+	var ns *noStateError
+	if errors.As(err, &ns) {
+		return &instance.NotFoundError{What: "instance", Ref: opts.Instance, Hint: "no instance was ever created in " + ns.dir}
+	}
+	return err
 }

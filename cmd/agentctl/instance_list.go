@@ -44,14 +44,20 @@ func NewCmdInstanceList(f *Factory, runF func(context.Context, *InstanceListOpti
 
 func instanceListRun(ctx context.Context, opts *InstanceListOptions) error {
 	recs := []*instance.Record{}
+	var broken []*instance.CorruptRecordError
 	err := withStore(ctx, opts.Store, func(st *instance.Store) error {
 		var err error
-		recs, err = st.List(ctx)
+		recs, broken, err = st.List(ctx)
 		return err
 	})
 	var ns *noStateError
 	if err != nil && !errors.As(err, &ns) {
 		return err
+	}
+	// A broken record is a warning, not a failure (exit 0): the list of the
+	// others is still right, and the warning says how to remove it.
+	for _, b := range broken {
+		opts.IO.Narrate("warning: %v", b)
 	}
 	if opts.Output == formatJSON {
 		for i, r := range recs {
