@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,4 +57,49 @@ func TestCorruptRecord(t *testing.T) {
 	if recs, broken, err := st.List(ctx); err != nil || len(recs) != 2 || len(broken) != 0 {
 		t.Errorf("after Delete: records %d, broken %v (%v); want 2 and none", len(recs), broken, err)
 	}
+}
+
+// A zero-length state.db beside instance directories is refused, naming the
+// path and the way out, rather than taken as an empty store that orphans
+// them; without instance directories it is a new store.
+func TestZeroLengthDatabase(t *testing.T) {
+	ctx := context.Background()
+	t.Run("beside instances", func(t *testing.T) {
+		st := openStore(t)
+		create(t, st, "auggie", nil)
+		create(t, st, "codex", nil)
+		dir := st.Dir()
+		st.Close()
+		db := filepath.Join(dir, instance.DBFile)
+		for _, f := range []string{db + "-wal", db + "-shm"} {
+			_ = os.Remove(f)
+		}
+		if err := os.Truncate(db, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := instance.Open(ctx, dir)
+		if err == nil {
+			t.Fatal("Open of a zero-length database beside 2 instance directories succeeded")
+		}
+		for _, want := range []string{db, "empty (0 bytes)", "2 instance directories", "backup", "aside"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		if fi, err := os.Stat(db); err != nil || fi.Size() != 0 {
+			t.Errorf("the refused database was changed: %v, %v", fi, err)
+		}
+	})
+	t.Run("no instances", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, instance.DBFile), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st, err := instance.Open(ctx, dir)
+		if err != nil {
+			t.Fatalf("Open of a zero-length database with no instances: %v", err)
+		}
+		defer st.Close()
+		create(t, st, "auggie", nil)
+	})
 }

@@ -94,11 +94,15 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(abs, "instances"), 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	dsn := "file:" + filepath.Join(abs, DBFile) +
+	dbPath := filepath.Join(abs, DBFile)
+	if err := checkNotEmptied(dbPath, filepath.Join(abs, "instances")); err != nil {
+		return nil, err
+	}
+	dsn := "file:" + dbPath +
 		"?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open state database %s: %w", dbPath, err)
 	}
 	s := &Store{db: db, dir: abs, now: time.Now, entropy: ulid.Monotonic(rand.Reader, 0)}
 	for _, o := range opts {
@@ -106,12 +110,44 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	}
 	if err := s.init(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open state database %s: %w", filepath.Join(abs, DBFile), err)
+		return nil, fmt.Errorf("open state database %s: %w", dbPath, err)
 	}
 	for _, f := range []string{DBFile, DBFile + "-wal", DBFile + "-shm"} {
 		_ = os.Chmod(filepath.Join(abs, f), 0o600) // SQLite creates them by the umask
 	}
 	return s, nil
+}
+
+// checkNotEmptied refuses a zero-length database beside instance
+// directories: SQLite takes an empty file for an empty database, which would
+// orphan every instance (a truncated file, a failed copy or restore). No
+// database, or an empty one with no instance directory, is a new store.
+func checkNotEmptied(dbPath, instancesDir string) error {
+	fi, err := os.Stat(dbPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state database %s: %w", dbPath, err)
+	}
+	if fi.Size() != 0 {
+		return nil
+	}
+	entries, err := os.ReadDir(instancesDir)
+	if err != nil {
+		return fmt.Errorf("state database %s is empty (0 bytes), and its instance directories cannot be read: %w", dbPath, err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() && isID(e.Name()) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("state database %s is empty (0 bytes) but %s holds %d instance directories, which it would orphan; "+
+		"restore %s from a backup, or move the state directory %s aside to start afresh", dbPath, instancesDir, n, DBFile, filepath.Dir(dbPath))
 }
 
 // init turns WAL on and applies pending migrations, safely against other
