@@ -55,6 +55,16 @@ func TestDecodeErrors(t *testing.T) {
 			`mine.toml: key "id": missing`},
 		{"syntax", "id = \n", `mine.toml:1:`},
 		{"bad charset", goodTOML + "charset = \"[\"\n", `key "capabilities.tool_names.charset": not a regular expression`},
+		{"tool twice", strings.Replace(goodTOML, `"{server}__{tool}"`, `"{tool}__{tool}"`, 1),
+			`mine.toml:10: key "capabilities.tool_names.template": "{tool}__{tool}" has {tool} 2 times`},
+		{"max_length below the built-ins", goodTOML + "max_length = 20\n",
+			`mine.toml:11: key "capabilities.tool_names.max_length": 20 is shorter than the built-in tool name "agentctl__ask_user_question_agentctl" (36 characters, rendered from template "{server}__{tool}" for server "agentctl"); raise it to at least 36 or shorten the template`},
+		{"default max_length below the built-ins", strings.Replace(goodTOML, `"{server}__{tool}"`, `"a_very_long_prefix_that_every_tool_gets__{tool}"`, 1),
+			`mine.toml:8: key "capabilities.tool_names.max_length": 64 is shorter than the built-in tool name "a_very_long_prefix_that_every_tool_gets__ask_user_question_agentctl" (67 characters`},
+		{"suffix one short", strings.NewReplacer(`"prefix"`, `"suffix"`, `"{server}__{tool}"`, `"{tool}_{server}"`).Replace(goodTOML) + "max_length = 25\n",
+			`mine.toml:11: key "capabilities.tool_names.max_length": 25 is shorter than the built-in tool name "ask_user_question_agentctl"`},
+		{"charset without underscore", goodTOML + "charset = \"^[a-z]+$\"\n",
+			`mine.toml:11: key "capabilities.tool_names.charset": ^[a-z]+$ does not accept the built-in tool name "agentctl__ask_user_question_agentctl"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,6 +76,22 @@ func TestDecodeErrors(t *testing.T) {
 				t.Fatalf("error\n  %v\nwant it to contain\n  %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestDecodeBuiltinNamesFit: definitions the built-in names just fit load.
+func TestDecodeBuiltinNamesFit(t *testing.T) {
+	for name, toml := range map[string]string{
+		// Auggie-like: the endpoint sends "ask_user_question", the client
+		// appends "_agentctl": 26 characters.
+		"suffix exactly long enough": strings.NewReplacer(`"prefix"`, `"suffix"`, `"{server}__{tool}"`, `"{tool}_{server}"`).Replace(goodTOML) + "max_length = 26\n",
+		"prefix exactly long enough": goodTOML + "max_length = 36\n",
+		// '-' is sanitised to '_', which the charset accepts.
+		"charset the client sanitises into": strings.Replace(goodTOML, `"{server}__{tool}"`, `"{server}-{tool}"`, 1) + "charset = \"^[a-z_]+$\"\n",
+	} {
+		if _, err := Decode("mine.toml", []byte(toml)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
 

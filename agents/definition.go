@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Namespacing is what a client adds to an MCP tool name before its model sees it.
@@ -90,6 +91,17 @@ var ConfigFormats = []string{
 	"goose", "grok", "kiro", "mcp-servers-json", "opencode", "qwen-code", "vscode",
 }
 
+// BuiltinToolBases are the base names of agentctl's built-in tools, each
+// served as "<base>_<server>". A definition whose naming would break these
+// names is refused at load. mcpserver.BuiltinBases must list the same names
+// (agents imports nothing of ours; a test in cmd/agentctl pins the two equal).
+var BuiltinToolBases = []string{"ask_user_question", "report_progress", "get_instance"}
+
+// DefaultServerName is the server name an instance gets unless told
+// otherwise; instance.DefaultServerName must be the same (pinned by a test in
+// cmd/agentctl).
+const DefaultServerName = "agentctl"
+
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
 // fieldError is a validation problem with one key of a definition.
@@ -144,6 +156,32 @@ func (d *Definition) validate() *fieldError {
 	if _, err := regexp.Compile(tn.Charset); err != nil {
 		return &fieldError{"capabilities.tool_names.charset", fmt.Sprintf("not a regular expression: %v", err)}
 	}
+	return validateBuiltinNames(tn)
+}
+
+// validateBuiltinNames checks that the model-visible names of the built-in
+// tools, for the default server name, fit the definition's charset and length.
+// A definition they do not fit would make every instance of it unusable.
+func validateBuiltinNames(tn ToolNaming) *fieldError {
+	for _, base := range BuiltinToolBases {
+		transport := base + "_" + DefaultServerName
+		if tn.Namespacing == NamespacingSuffix {
+			// The endpoint sends a built-in without its "_<server>" suffix
+			// to a client that appends it (mcpserver.PresentToolName).
+			transport = base
+		}
+		r := RenderModelName(tn, DefaultServerName, transport)
+		if !charsetRegexp(tn.Charset).MatchString(r.Name) {
+			return &fieldError{"capabilities.tool_names.charset", fmt.Sprintf(
+				"%s does not accept the built-in tool name %q (rendered from template %q for server %q); allow letters, digits and '_' in it",
+				tn.Charset, r.Name, tn.Template, DefaultServerName)}
+		}
+		if l := utf8.RuneCountInString(r.Name); l > tn.MaxLength {
+			return &fieldError{"capabilities.tool_names.max_length", fmt.Sprintf(
+				"%d is shorter than the built-in tool name %q (%d characters, rendered from template %q for server %q); raise it to at least %d or shorten the template",
+				tn.MaxLength, r.Name, l, tn.Template, DefaultServerName, l)}
+		}
+	}
 	return nil
 }
 
@@ -151,8 +189,11 @@ func validateTemplate(t string) error {
 	if t == "" {
 		return fmt.Errorf("missing; for example \"mcp__{server}__{tool}\"")
 	}
-	if !strings.Contains(t, "{tool}") {
+	switch n := strings.Count(t, "{tool}"); {
+	case n == 0:
 		return fmt.Errorf("%q has no {tool} placeholder", t)
+	case n > 1:
+		return fmt.Errorf("%q has {tool} %d times; a model-visible name contains the tool name once", t, n)
 	}
 	rest := strings.NewReplacer("{tool}", "", "{server}", "").Replace(t)
 	if strings.ContainsAny(rest, "{}") {

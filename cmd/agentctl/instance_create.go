@@ -84,6 +84,12 @@ works in scripts; -o json prints the whole record.`,
 			if opts.PrefixMode, err = c.PrefixMode(); err != nil {
 				return err
 			}
+			// The instance's endpoint is started by its client with the
+			// same environment and config file; a log level mcp serve
+			// refuses would make every start of it fail, so refuse it now.
+			if _, err = c.LogLevel(); err != nil {
+				return err
+			}
 			fileMounts, err := c.FileMounts()
 			if err != nil {
 				return err

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +81,56 @@ func TestNewCmdInstanceCreate(t *testing.T) {
 		if !reflect.DeepEqual(*got, tt.want) {
 			t.Errorf("%q: options\n%+v\nwant\n%+v", tt.args, *got, tt.want)
 		}
+	}
+}
+
+// TestInstanceCreateLogLevel: a log level mcp serve would refuse is refused
+// at create, with the same message and exit code, from each source.
+func TestInstanceCreateLogLevel(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      string // AGENTCTL_LOG_LEVEL
+		file     string // config.toml
+		wantErr  string
+		wantCode int
+	}{
+		{name: "environment", env: "loud", wantErr: `invalid AGENTCTL_LOG_LEVEL="loud" in the environment: use debug, info, warn or error`, wantCode: ExitInvalid},
+		{name: "config file", file: "log_level = \"loud\"\n", wantErr: `config.toml: invalid log_level = "loud": use debug, info, warn or error`, wantCode: ExitInvalid},
+		{name: "valid", env: "debug"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "config.toml")
+			if err := os.WriteFile(cfg, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var errs [2]error
+			for i, args := range [][]string{{"--agent", "auggie"}, {"--instance", "x"}} {
+				f := newUnloadedTestFactory(t, "AGENTCTL_LOG_LEVEL="+tc.env, "AGENTCTL_CONFIG="+cfg)
+				if i == 0 {
+					errs[i] = runCommand(f, NewCmdInstanceCreate(f.Factory, func(context.Context, *InstanceCreateOptions) error { return nil }), args...)
+				} else {
+					errs[i] = runCommand(f, NewCmdMCPServe(f.Factory, func(context.Context, *MCPServeOptions) error { return nil }), args...)
+				}
+			}
+			create, serve := errs[0], errs[1]
+			if tc.wantErr == "" {
+				if create != nil || serve != nil {
+					t.Fatalf("create: %v; serve: %v; want no error", create, serve)
+				}
+				return
+			}
+			if create == nil || !strings.Contains(create.Error(), tc.wantErr) {
+				t.Fatalf("create: %v, want an error containing %q", create, tc.wantErr)
+			}
+			if serve == nil || create.Error() != serve.Error() {
+				t.Errorf("create says %q, serve says %v; want the same message", create, serve)
+			}
+			if got := exitCode(context.Background(), create); got != tc.wantCode {
+				t.Errorf("create exit code %d, want %d", got, tc.wantCode)
+			}
+			if got := exitCode(context.Background(), serve); got != tc.wantCode {
+				t.Errorf("serve exit code %d, want %d", got, tc.wantCode)
+			}
+		})
 	}
 }
