@@ -54,14 +54,13 @@ func (f *mountFlags) mounts(base []mount.Mount) ([]mount.Mount, error) {
 		out = append(out, m)
 	}
 	for _, h := range f.headers {
-		name, kv, ok1 := strings.Cut(h, ":")
-		key, val, ok2 := strings.Cut(kv, "=")
-		if !ok1 || !ok2 || name == "" || key == "" {
-			return nil, usageErrorf("invalid --mcp-header %q: use NAME:Key=Value", h)
+		name, key, val, err := parseHeaderFlag(h)
+		if err != nil {
+			return nil, err
 		}
 		i := slices.IndexFunc(out, func(m mount.Mount) bool { return m.Kind == mount.KindServer && m.Name == name })
 		if i < 0 || out[i].URL == "" {
-			return nil, usageErrorf("invalid --mcp-header %q: no MCP server %q with a URL is mounted by this command", h, name)
+			return nil, usageErrorf("invalid --mcp-header for %q (header %q): no MCP server %q with a URL is mounted by this command", name, key, name)
 		}
 		if out[i].Headers == nil {
 			out[i].Headers = map[string]string{}
@@ -69,6 +68,29 @@ func (f *mountFlags) mounts(base []mount.Mount) ([]mount.Mount, error) {
 		out[i].Headers[key] = val
 	}
 	return out, nil
+}
+
+// parseHeaderFlag parses --mcp-header NAME:Key=Value. A header's value is
+// often a secret: an error says which part is wrong and shows the name and
+// the key, never the value (nor what may be one, when the "=" is missing).
+func parseHeaderFlag(h string) (name, key, val string, err error) {
+	const how = "use --mcp-header NAME:Key=Value"
+	name, kv, hasColon := strings.Cut(h, ":")
+	key, val, hasEq := strings.Cut(kv, "=")
+	switch {
+	case !hasColon || name == "":
+		// Without the colon, the name cannot be told from the rest.
+		return "", "", "", usageErrorf("invalid --mcp-header: no server NAME before a ':' (value not shown); %s", how)
+	case strings.ContainsAny(name, "= \t"):
+		// Not a mount name: more likely a header written without its NAME
+		// ("Authorization=Bearer:x"), so possibly a secret.
+		return "", "", "", usageErrorf("invalid --mcp-header: what comes before the first ':' is not a server NAME (not shown); %s", how)
+	case !hasEq:
+		return "", "", "", usageErrorf("invalid --mcp-header for %q: no '=' between the header's key and its value (value not shown); %s", name, how)
+	case strings.TrimSpace(key) == "":
+		return "", "", "", usageErrorf("invalid --mcp-header for %q: empty header key before '='; %s", name, how)
+	}
+	return name, key, val, nil
 }
 
 // parseKBFlag parses --kb NAME=DIR[,prefix=P][,ro][,max=BYTES].

@@ -148,7 +148,7 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 		// The connection is broken (a crashed process, a dead HTTP server):
 		// close the session so the run loop restarts the server.
 		cs.Close()
-		return ToolError(FailedDuringCall(s.mount.Name, err)), nil
+		return ToolError(FailedDuringCall(s.mount.Name, s.scrub(callFailure(err)))), nil
 	}
 }
 

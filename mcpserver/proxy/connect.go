@@ -56,7 +56,7 @@ func (s *Server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, 
 		keepAlive = httpKeepAlive
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentctl", Version: s.pool.opts.Version}, &mcp.ClientOptions{
-		Logger:    s.pool.opts.SDKLogger,
+		Logger:    s.sdkLog,
 		KeepAlive: keepAlive,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
@@ -79,7 +79,7 @@ func (s *Server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, 
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, nil, fmt.Errorf("no answer within %s", timeout)
 		}
-		return nil, nil, err
+		return nil, nil, s.scrub(err)
 	}
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {

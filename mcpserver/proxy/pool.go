@@ -70,8 +70,10 @@ func NewPool(mounts []mount.Resolved, ns Namespace, opts Options) *Pool {
 	p := &Pool{ns: ns, opts: opts, firstRound: make(chan struct{}), progress: NewProgressRoutes[progressTarget]("agentctl-")}
 	for _, m := range mounts {
 		if m.Kind == mount.KindServer {
-			p.servers = append(p.servers, &Server{pool: p, mount: m, state: StateConnecting, relist: make(chan struct{}, 1),
-				log: opts.Logger.With("mcp_server", m.Name)})
+			s := &Server{pool: p, mount: m, state: StateConnecting, relist: make(chan struct{}, 1), redact: redactor(m)}
+			s.log = s.redactLogger(opts.Logger.With("mcp_server", m.Name))
+			s.sdkLog = s.redactLogger(opts.SDKLogger)
+			p.servers = append(p.servers, s)
 		}
 	}
 	if len(p.servers) == 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,11 @@ type Server struct {
 	pool  *Pool
 	mount mount.Resolved
 	log   *slog.Logger
+	// sdkLog is go-sdk's logger for the server's client sessions.
+	sdkLog *slog.Logger
+	// redact takes the mount's secrets out of texts (see redactor); every
+	// error is scrubbed with it before it is stored, logged or shown.
+	redact *strings.Replacer
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
@@ -140,9 +146,10 @@ func (s *Server) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			s.set(StateDown, nil, nil, fmt.Errorf("the server went away: %v", orEOF(waitErr)))
+			waitErr = s.scrub(orEOF(waitErr))
+			s.set(StateDown, nil, nil, fmt.Errorf("the server went away: %v", waitErr))
 			s.pool.ns.Reconcile()
-			s.log.Warn("MCP server went away; restarting it", "error", orEOF(waitErr), "retry_in", backoff)
+			s.log.Warn("MCP server went away; restarting it", "error", waitErr, "retry_in", backoff)
 		}
 		select {
 		case <-ctx.Done():
@@ -207,7 +214,7 @@ func (s *Server) relistOnce(ctx context.Context) {
 	defer cancel()
 	tools, err := listAll(lctx, cs)
 	if err != nil {
-		s.log.Warn("MCP server changed its tools but listing them failed", "error", err)
+		s.log.Warn("MCP server changed its tools but listing them failed", "error", s.scrub(err))
 		return
 	}
 	s.mu.Lock()

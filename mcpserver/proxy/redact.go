@@ -1,0 +1,153 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+
+	"github.com/agentctl/agentctl/mcpserver/mount"
+)
+
+// minSecretLen is the shortest value that is replaced wherever it occurs in
+// a text; a shorter one ("1", "on") would mangle the text, and is replaced
+// only where it stands in its URL (the URL, its user information, its
+// query), which is also where net/http and go-sdk quote it.
+const minSecretLen = 3
+
+// redactor returns the replacer that takes an HTTP server's secrets out of
+// a text before it is stored, logged or shown to a model: every form of its
+// URL that an error may quote (as written, as url.URL prints it, and as
+// net/http prints it with the password as "***") becomes [mount.RedactURL]'s
+// form, and its user information, its query, their values and its headers'
+// values become "redacted". Errors of go-sdk and net/http quote the URL
+// (`Post "http://user:***@h/mcp?key=SECRET": dial tcp ...`), and a server
+// may echo a header in its answer. A stdio server has no such secrets in
+// what agentctl writes: nothing logs its environment.
+func redactor(m mount.Resolved) *strings.Replacer {
+	if m.URL == "" {
+		return strings.NewReplacer()
+	}
+	redacted := mount.RedactURL(m.URL)
+	// Longest first: at one position, the first matching argument wins.
+	pairs := []string{m.URL, redacted}
+	var short []string
+	add := func(secret, with string) {
+		if secret == "" || secret == with {
+			return
+		}
+		if len(secret) < minSecretLen {
+			return
+		}
+		short = append(short, secret, with)
+	}
+	if u, err := url.Parse(m.URL); err == nil {
+		pairs = append(pairs, u.String(), redacted)
+		if u.User != nil {
+			user := u.User.Username()
+			pw, hasPW := u.User.Password()
+			if hasPW {
+				starred := strings.Replace(u.String(), u.User.String()+"@", user+":***@", 1)
+				pairs = append(pairs, starred, redacted,
+					u.User.String()+"@", "redacted@", user+":"+pw+"@", "redacted@", user+":***@", "redacted@")
+				add(u.User.String(), "redacted")
+				add(pw, "redacted")
+				add(url.QueryEscape(pw), "redacted")
+			} else {
+				pairs = append(pairs, u.User.String()+"@", "redacted@")
+			}
+		}
+		if u.RawQuery != "" {
+			pairs = append(pairs, "?"+u.RawQuery, "?redacted")
+			add(u.RawQuery, "redacted")
+			for _, vs := range u.Query() {
+				for _, v := range vs {
+					add(v, "redacted")
+					add(url.QueryEscape(v), "redacted")
+				}
+			}
+		}
+	}
+	for _, v := range m.Headers {
+		add(v, "redacted")
+		if f := strings.Fields(v); len(f) > 1 {
+			add(f[len(f)-1], "redacted") // the token of "Bearer TOKEN"
+		}
+	}
+	return strings.NewReplacer(append(pairs, short...)...)
+}
+
+// scrub returns err with the server's secrets taken out of its text (see
+// redactor); nil for nil. The result wraps nothing: what it would unwrap to
+// still holds them.
+func (s *Server) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	if s.mount.URL == "" {
+		return err
+	}
+	return errors.New(s.redact.Replace(err.Error()))
+}
+
+// redactLogger returns l with the server's secrets taken out of every
+// record (see redactor): go-sdk's client session logs errors that quote
+// the URL ("calling tools/call: Post \"http://...\": ..."). A stdio
+// server's logger is l.
+func (s *Server) redactLogger(l *slog.Logger) *slog.Logger {
+	if s.mount.URL == "" {
+		return l
+	}
+	return slog.New(redactHandler{l.Handler(), s.redact})
+}
+
+// redactHandler passes records on with r applied to the message and to
+// every attribute's text.
+type redactHandler struct {
+	slog.Handler
+	r *strings.Replacer
+}
+
+func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.Replace(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	clean := make([]slog.Attr, len(as))
+	for i, a := range as {
+		clean[i] = h.attr(a)
+	}
+	return redactHandler{h.Handler.WithAttrs(clean), h.r}
+}
+
+func (h redactHandler) WithGroup(name string) slog.Handler {
+	return redactHandler{h.Handler.WithGroup(name), h.r}
+}
+
+func (h redactHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.r.Replace(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		clean := make([]any, len(g))
+		for i, ga := range g {
+			clean[i] = h.attr(ga)
+		}
+		return slog.Group(a.Key, clean...)
+	case slog.KindAny:
+		text := fmt.Sprint(v.Any())
+		if clean := h.r.Replace(text); clean != text {
+			return slog.String(a.Key, clean)
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
