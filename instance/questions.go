@@ -1,0 +1,239 @@
+package instance
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Questions and progress events: what the endpoint's built-in tools store
+// and the CLI reads (instance questions, answer, events, wait).
+
+// AddQuestion stores an open question for the instance.
+func (s *Store) AddQuestion(ctx context.Context, instanceID, text string, choices []string) (*Question, error) {
+	if choices == nil {
+		choices = []string{}
+	}
+	q := &Question{ID: s.newID(s.now()), InstanceID: instanceID, Text: text, Choices: choices, Status: QuestionOpen, AskedAt: s.stamp()}
+	cj, _ := json.Marshal(choices)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO questions (id, instance_id, question, choices, status, asked_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		q.ID, instanceID, text, string(cj), q.Status, q.AskedAt.Format(timeFormat))
+	if err != nil {
+		return nil, s.orDeleted(ctx, instanceID, err)
+	}
+	return q, nil
+}
+
+const questionCols = `id, instance_id, question, choices, status, asked_at, coalesce(answer, ''), coalesce(answered_at, '')`
+
+func scanQuestion(sc interface{ Scan(...any) error }) (*Question, error) {
+	var q Question
+	var choices, asked, answered string
+	if err := sc.Scan(&q.ID, &q.InstanceID, &q.Text, &choices, &q.Status, &asked, &q.Answer, &answered); err != nil {
+		return nil, err
+	}
+	_ = json.Unmarshal([]byte(choices), &q.Choices)
+	q.AskedAt, _ = time.Parse(timeFormat, asked)
+	if answered != "" {
+		t, _ := time.Parse(timeFormat, answered)
+		q.AnsweredAt = &t
+	}
+	return &q, nil
+}
+
+// Question returns one question of an instance.
+func (s *Store) Question(ctx context.Context, instanceID, id string) (*Question, error) {
+	q, err := scanQuestion(s.db.QueryRowContext(ctx, `SELECT `+questionCols+` FROM questions WHERE instance_id = ? AND id = ?`, instanceID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &NotFoundError{What: "question", Ref: id, Hint: "see `agentctl instance questions " + instanceID + "`"}
+	}
+	return q, err
+}
+
+// Questions returns an instance's questions, oldest first; only the open ones
+// unless all is set.
+func (s *Store) Questions(ctx context.Context, instanceID string, all bool) ([]*Question, error) {
+	q, args := `SELECT `+questionCols+` FROM questions WHERE instance_id = ?`, []any{instanceID}
+	if !all {
+		q += ` AND status = ?`
+		args = append(args, QuestionOpen)
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Question{}
+	for rows.Next() {
+		qq, err := scanQuestion(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, qq)
+	}
+	return out, rows.Err()
+}
+
+// Answer answers an open question. With an empty questionID the instance must
+// have exactly one open question, which is answered.
+func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer string) (*Question, error) {
+	if questionID == "" {
+		open, err := s.Questions(ctx, instanceID, false)
+		if err != nil {
+			return nil, err
+		}
+		switch len(open) {
+		case 0:
+			return nil, &NotFoundError{What: "open question for instance", Ref: instanceID, Hint: "nothing is waiting for an answer"}
+		case 1:
+			questionID = open[0].ID
+		default:
+			ids := make([]string, len(open))
+			for i, q := range open {
+				ids[i] = q.ID
+			}
+			return nil, &AmbiguousError{What: "answer without a question id", Ref: instanceID, Matches: ids}
+		}
+	}
+	q, err := s.Question(ctx, instanceID, questionID)
+	if err != nil {
+		return nil, err
+	}
+	if q.Status != QuestionOpen {
+		return nil, &InvalidError{Msg: fmt.Sprintf("question %s is %s, not open; it cannot be answered any more", q.ID, q.Status)}
+	}
+	now := s.stamp()
+	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = ?, answer = ?, answered_at = ? WHERE id = ? AND status = ?`,
+		QuestionAnswered, answer, now.Format(timeFormat), q.ID, QuestionOpen)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, &InvalidError{Msg: fmt.Sprintf("question %s was closed while answering; it cannot be answered any more", q.ID)}
+	}
+	q.Status, q.Answer, q.AnsweredAt = QuestionAnswered, answer, &now
+	return q, nil
+}
+
+// closeQuestion gives an open question status ([QuestionExpired] or
+// [QuestionCancelled]). It reports false if the question was no longer open
+// (an answer won the race), and an error matching [ErrDeleted] if the
+// instance was deleted.
+func (s *Store) closeQuestion(ctx context.Context, instanceID, questionID, status string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = ? WHERE instance_id = ? AND id = ? AND status = ?`, status, instanceID, questionID, QuestionOpen)
+	if err != nil {
+		return false, s.orDeleted(ctx, instanceID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return true, nil
+	}
+	return false, s.orDeleted(ctx, instanceID, nil)
+}
+
+// ExpireQuestion marks an open question [QuestionExpired]: it got no answer
+// in time. It reports false if the question was no longer open (an answer
+// won the race), and an error matching [ErrDeleted] if the instance was
+// deleted.
+func (s *Store) ExpireQuestion(ctx context.Context, instanceID, questionID string) (bool, error) {
+	return s.closeQuestion(ctx, instanceID, questionID, QuestionExpired)
+}
+
+// CancelQuestion marks an open question [QuestionCancelled]: its call was
+// cancelled or its endpoint stopped. It reports false and errors as
+// [Store.ExpireQuestion] does.
+func (s *Store) CancelQuestion(ctx context.Context, instanceID, questionID string) (bool, error) {
+	return s.closeQuestion(ctx, instanceID, questionID, QuestionCancelled)
+}
+
+// AddEvent records a progress event and returns it with its sequence number.
+func (s *Store) AddEvent(ctx context.Context, e Event) (*Event, error) {
+	e.At = s.stamp()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent) VALUES (?, ?, ?, ?, ?, ?)`,
+		e.InstanceID, e.At.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent)
+	if err != nil {
+		return nil, s.orDeleted(ctx, e.InstanceID, err)
+	}
+	e.Seq, _ = res.LastInsertId()
+	return &e, nil
+}
+
+// Events returns an instance's events with a sequence number above after.
+func (s *Store) Events(ctx context.Context, instanceID string, after int64) ([]*Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, instance_id, at, tool, status, message, percent FROM events WHERE instance_id = ? AND seq > ? ORDER BY seq`, instanceID, after)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Event{}
+	for rows.Next() {
+		var e Event
+		var at string
+		var pct sql.NullFloat64
+		if err := rows.Scan(&e.Seq, &e.InstanceID, &at, &e.Tool, &e.Status, &e.Message, &pct); err != nil {
+			return nil, err
+		}
+		e.At, _ = time.Parse(timeFormat, at)
+		if pct.Valid {
+			p := pct.Float64
+			e.Percent = &p
+		}
+		out = append(out, &e)
+	}
+	return out, rows.Err()
+}
+
+// Exists reports whether the instance still exists (for endpoints that
+// outlive a delete).
+func (s *Store) Exists(ctx context.Context, id string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM instances WHERE id = ?`, id).Scan(&n)
+	return n == 1, err
+}
+
+// orDeleted explains a failed write or an empty read for instance id: if
+// the instance no longer exists (a foreign key failed, or its questions went
+// with it) it returns an error matching [ErrDeleted], else err as it is. The
+// happy path never pays for the look.
+func (s *Store) orDeleted(ctx context.Context, id string, err error) error {
+	if ok, xerr := s.Exists(ctx, id); xerr == nil && !ok {
+		return deletedError(id)
+	}
+	return err
+}
+
+// AskQuestion stores an open question and returns its id (for the endpoint).
+// Like [Store.PollAnswer], [Store.ExpireQuestion] and [Store.RecordProgress]
+// it returns an error matching [ErrDeleted] once the instance is deleted.
+func (s *Store) AskQuestion(ctx context.Context, instanceID, text string, choices []string) (string, error) {
+	q, err := s.AddQuestion(ctx, instanceID, text, choices)
+	if err != nil {
+		return "", err
+	}
+	return q.ID, nil
+}
+
+// PollAnswer reports a question's answer once it has one (for the endpoint).
+func (s *Store) PollAnswer(ctx context.Context, instanceID, questionID string) (string, bool, error) {
+	var status, answer string
+	err := s.db.QueryRowContext(ctx, `SELECT status, coalesce(answer, '') FROM questions WHERE instance_id = ? AND id = ?`, instanceID, questionID).Scan(&status, &answer)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Deleting an instance deletes its questions.
+		return "", false, s.orDeleted(ctx, instanceID, &NotFoundError{What: "question", Ref: questionID, Hint: "see `agentctl instance questions " + instanceID + "`"})
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return answer, status == QuestionAnswered, nil
+}
+
+// RecordProgress stores a progress event (for the endpoint).
+func (s *Store) RecordProgress(ctx context.Context, instanceID, tool, status, message string, percent *float64) (int64, error) {
+	e, err := s.AddEvent(ctx, Event{InstanceID: instanceID, Tool: tool, Status: status, Message: message, Percent: percent})
+	if err != nil {
+		return 0, err
+	}
+	return e.Seq, nil
+}
