@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
@@ -149,6 +150,9 @@ func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
 		return err
 	}
 	for _, line := range plan.Announcements() {
+		opts.IO.Narrate("%s", line)
+	}
+	for _, line := range plan.Warnings(exec.LookPath) {
 		opts.IO.Narrate("%s", line)
 	}
 	opts.IO.Narrate("Created instance %s for %s (server name %q).", rec.ID, rec.Agent, rec.ServerName)

@@ -28,6 +28,24 @@ func (p Plan) Announcements() []string {
 	return out
 }
 
+// Warnings are what a create tells the user without refusing: an external
+// server whose command lookPath (exec.LookPath) cannot find now. It is not
+// an error, because the client may run agentctl with another PATH; but a
+// typo found here saves a silent "server down" later.
+func (p Plan) Warnings(lookPath func(string) (string, error)) []string {
+	var out []string
+	for _, m := range p.Mounts {
+		if m.Kind != mount.KindServer || m.Command == "" {
+			continue
+		}
+		if _, err := lookPath(m.Command); err != nil {
+			out = append(out, fmt.Sprintf("warning: MCP server %q: command %q is not found here (%v); the endpoint cannot start it unless it is found where the client runs agentctl",
+				m.Name, m.Command, err))
+		}
+	}
+	return out
+}
+
 // InvalidError is a configuration that the prefix contract, the tool plan or
 // a template refuses. It wraps the cause and [instance.ErrInvalid], so
 // callers can map it like the store's own invalid input.

@@ -232,3 +232,25 @@ func TestRecordPlanRefusesAnEditedRecord(t *testing.T) {
 		})
 	}
 }
+
+// An external server's command that is not found is a warning, not an
+// error; knowledge bases and URL servers have nothing to look up.
+func TestPlanWarnsOfAMissingCommand(t *testing.T) {
+	plan := provision.Plan{Mounts: []mount.Resolved{
+		{Mount: mount.Mount{Kind: mount.KindServer, Name: "web", Command: "web-mcp"}},
+		{Mount: mount.Mount{Kind: mount.KindServer, Name: "gone", Command: "no-such-mcp"}},
+		{Mount: mount.Mount{Kind: mount.KindServer, Name: "api", URL: "https://h/mcp"}},
+		{Mount: mount.Mount{Kind: mount.KindKB, Name: "docs", Path: "/kb"}},
+	}}
+	var looked []string
+	got := plan.Warnings(func(cmd string) (string, error) {
+		looked = append(looked, cmd)
+		if cmd == "web-mcp" {
+			return "/usr/bin/web-mcp", nil
+		}
+		return "", errors.New("executable file not found in $PATH")
+	})
+	if len(looked) != 2 || len(got) != 1 || !strings.Contains(got[0], `MCP server "gone": command "no-such-mcp" is not found`) {
+		t.Fatalf("looked up %q, warnings %q", looked, got)
+	}
+}
