@@ -54,7 +54,7 @@ func TestNewCmdInstanceCreate(t *testing.T) {
 			want: defaults(func(o *InstanceCreateOptions) { o.ServerName, o.QuestionTimeout = "env", time.Minute })},
 		{args: nil, wantErr: "--agent is required"},
 		{args: []string{"--agent", "auggie", "--kb", "docs"}, wantErr: `invalid --kb "docs"`},
-		{args: []string{"--agent", "auggie", "--mcp", "web="}, wantErr: `invalid --mcp "web="`},
+		{args: []string{"--agent", "auggie", "--mcp", "web="}, wantErr: `invalid --mcp for "web": no command after "web="`},
 		{args: []string{"--agent", "auggie", "--question-timeout", "soon"}, wantErr: `invalid --question-timeout "soon"`},
 	}
 	for _, tt := range tests {

@@ -135,15 +135,20 @@ func parseKBFlag(s string) (mount.Mount, error) {
 // parseMCPFlag parses --mcp NAME=COMMAND [ARGS...] or --mcp NAME=URL.
 func parseMCPFlag(s string) (mount.Mount, error) {
 	name, rest, ok := strings.Cut(s, "=")
-	if !ok || name == "" || strings.TrimSpace(rest) == "" {
-		return mount.Mount{}, usageErrorf("invalid --mcp %q: use --mcp NAME=COMMAND [ARGS...] or --mcp NAME=https://host/path", s)
+	// The value may carry secrets (a token among the arguments): errors
+	// name the mount, never repeat the command line.
+	if !ok || name == "" {
+		return mount.Mount{}, usageErrorf("invalid --mcp value: no NAME= before the command; use --mcp NAME=COMMAND [ARGS...] or --mcp NAME=https://host/path")
+	}
+	if strings.TrimSpace(rest) == "" {
+		return mount.Mount{}, usageErrorf("invalid --mcp for %q: no command after %q; use --mcp NAME=COMMAND [ARGS...] or --mcp NAME=https://host/path", name, name+"=")
 	}
 	if mount.IsHTTPURL(rest) {
 		return mount.Mount{Kind: mount.KindServer, Name: name, URL: rest}, nil
 	}
 	words, err := shellSplit(rest)
 	if err != nil {
-		return mount.Mount{}, usageErrorf("invalid --mcp %q: %v; --mcp-json takes the command and arguments as a JSON array", s, err)
+		return mount.Mount{}, usageErrorf("invalid --mcp for %q: %v; --mcp-json takes the command and arguments as a JSON array", name, err)
 	}
 	return mount.Mount{Kind: mount.KindServer, Name: name, Command: words[0], Args: words[1:]}, nil
 }

@@ -50,3 +50,25 @@ func TestInvalidMCPHeaderHidesItsValue(t *testing.T) {
 		t.Fatalf("a valid header: %v %+v", err, ms)
 	}
 }
+
+// TestInvalidMCPHidesItsCommandLine: an --mcp value that cannot be split
+// or has no name is reported without repeating the command line, whose
+// arguments may hold a token.
+func TestInvalidMCPHidesItsCommandLine(t *testing.T) {
+	t.Parallel()
+	const secret = "plantedToken"
+	for _, tc := range []struct{ flag, want string }{
+		{`web=server --token ` + secret + ` "unterminated`, `invalid --mcp for "web"`},
+		{`server --token ` + secret, `no NAME= before the command`},
+		{`web=`, `no command after "web="`},
+	} {
+		_, err := parseMCPFlag(tc.flag)
+		if err == nil {
+			t.Errorf("%q: accepted", tc.flag)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, secret) || !strings.Contains(msg, tc.want) {
+			t.Errorf("%q: error %q; want it to say %q and not show the token", tc.flag, msg, tc.want)
+		}
+	}
+}
