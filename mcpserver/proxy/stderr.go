@@ -40,9 +40,7 @@ func (p *linePrefixer) Write(b []byte) (int, error) {
 			return n, nil
 		}
 		p.keep(b[:i])
-		if err := p.flush(); err != nil {
-			return n, err
-		}
+		p.flush()
 		b = b[i+1:]
 	}
 	return n, nil
@@ -62,7 +60,10 @@ func (p *linePrefixer) keep(b []byte) {
 }
 
 // flush writes the current line, its newline now come, and starts the next.
-func (p *linePrefixer) flush() error {
+// A failed write loses the line and nothing else: were Write to return the
+// error, os/exec would stop reading the server's stderr and close it, and
+// the server's next write there could kill it (SIGPIPE).
+func (p *linePrefixer) flush() {
 	if p.line == nil {
 		p.line = append(p.line, p.prefix...)
 	}
@@ -73,8 +74,7 @@ func (p *linePrefixer) flush() error {
 	}
 	p.line = append(p.line, '\n')
 	p.mu.Lock()
-	_, err := p.w.Write(p.line)
+	_, _ = p.w.Write(p.line) // a failure is dropped: see above
 	p.mu.Unlock()
 	p.line, p.cut = p.line[:len(p.prefix)], 0 // the prefix stays
-	return err
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -73,5 +74,25 @@ func TestLinePrefixerBoundedOnEndlessLine(t *testing.T) {
 	want := "[s] " + strings.Repeat("x", MaxStderrLine) + "… [52363264 bytes cut]\n"
 	if got := out.String(); got != want {
 		t.Errorf("the cut line has %d bytes, ends %q; want %d bytes ending %q", len(got), got[max(0, len(got)-40):], len(want), want[len(want)-40:])
+	}
+}
+
+type failingWriter struct{ calls int }
+
+func (f *failingWriter) Write([]byte) (int, error) { f.calls++; return 0, os.ErrClosed }
+
+// A log that fails (its rotation could not reopen it) must not stop the
+// server's stderr being read: os/exec closes the pipe when Write errs.
+func TestLinePrefixerKeepsReadingWhenTheLogFails(t *testing.T) {
+	var mu sync.Mutex
+	w := &failingWriter{}
+	p := newLinePrefixer(&mu, w, "[s] ")
+	for _, s := range []string{"one\n", "two\nthree"} {
+		if n, err := p.Write([]byte(s)); n != len(s) || err != nil {
+			t.Errorf("Write(%q) = %d, %v; want %d, nil", s, n, err, len(s))
+		}
+	}
+	if w.calls != 2 {
+		t.Errorf("the log was written %d times; want 2 (one per line)", w.calls)
 	}
 }
