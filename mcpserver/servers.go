@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -150,3 +151,13 @@ func (e *Endpoint) ServerStatuses() []proxy.ServerStatus { return e.pool.Statuse
 type namespace struct{ e *Endpoint }
 
 func (n namespace) Reconcile() { n.e.reconcile() }
+
+// ServerLogMax is the size past which [OpenServerLog]'s file is rotated.
+const ServerLogMax = 10 << 20
+
+// OpenServerLog opens the file for [Config.ServerStderr] at path: appended
+// to, and past [ServerLogMax] renamed to path.1 (one older file kept) and
+// started again, so a chatty server cannot fill the disk.
+func OpenServerLog(path string) (io.WriteCloser, error) {
+	return proxy.OpenRotatingFile(path, ServerLogMax)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -102,8 +101,9 @@ func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 		cfg.NoFastLane = !opts.FastLane
 		if slices.ContainsFunc(plan.Mounts, func(m mount.Resolved) bool { return m.Kind == mount.KindServer }) {
 			// External servers' stderr goes to the instance's log file,
-			// never to stdout (the protocol) nor to our stderr.
-			f, err := os.OpenFile(filepath.Join(rec.Dir, serverLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			// never to stdout (the protocol) nor to our stderr; rotated
+			// past mcpserver.ServerLogMax to upstreams.log.1.
+			f, err := mcpserver.OpenServerLog(filepath.Join(rec.Dir, serverLogFile))
 			if err != nil {
 				return fmt.Errorf("open the instance's log file: %w", err)
 			}

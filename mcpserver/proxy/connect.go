@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
@@ -108,7 +106,7 @@ func (s *Server) command() *exec.Cmd {
 	}
 	cmd.Stderr = io.Discard
 	if s.pool.opts.Stderr != nil {
-		cmd.Stderr = &linePrefixer{mu: &s.pool.logMu, w: s.pool.opts.Stderr, prefix: "[" + s.mount.Name + "] "}
+		cmd.Stderr = newLinePrefixer(&s.pool.logMu, s.pool.opts.Stderr, "["+s.mount.Name+"] ")
 	}
 	stopWithParent(cmd)
 	return cmd
@@ -157,30 +155,4 @@ func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set(k, v)
 	}
 	return http.DefaultTransport.RoundTrip(req)
-}
-
-// linePrefixer writes each line with a prefix, so several servers' stderr
-// can share one log file.
-type linePrefixer struct {
-	mu     *sync.Mutex
-	w      io.Writer
-	prefix string
-	buf    bytes.Buffer
-}
-
-func (p *linePrefixer) Write(b []byte) (int, error) {
-	p.buf.Write(b)
-	for {
-		line, err := p.buf.ReadBytes('\n')
-		if err != nil {
-			p.buf.Write(line) // keep the partial line for the next write
-			return len(b), nil
-		}
-		p.mu.Lock()
-		_, werr := io.WriteString(p.w, p.prefix+string(line))
-		p.mu.Unlock()
-		if werr != nil {
-			return len(b), werr
-		}
-	}
 }
