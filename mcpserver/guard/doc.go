@@ -26,9 +26,36 @@
 // whatever is still unanswered the same way, so that an endpoint answers
 // every request it has read before it exits, also when it is stopped.
 //
+// No input line ends the endpoint. go-sdk v1.8.0 ends the connection on
+// any message it cannot decode, so the Guard answers those itself, in both
+// modes, and reads on:
+//
+//   - a line nested deeper than 1000 arrays and objects (go-sdk's bound),
+//     found in one pass before anything parses the line: -32600, id null;
+//   - a line that is not JSON: -32700 Parse error, id null;
+//   - JSON that is no JSON-RPC 2.0 message (not an object, "jsonrpc" not
+//     "2.0", an id neither a string nor a number, a method not a string,
+//     params neither an object nor an array, an answer without an id or
+//     without a result or an error): -32600 Invalid Request, with the id of
+//     a request whose id is valid, else null (a notification's too: JSON-RPC
+//     answers with id null when the id cannot be read). params null is
+//     taken as absent, as go-sdk takes it;
+//   - a batch (a JSON array). MCP 2025-06-18 and later have no batches:
+//     one -32600 "batches are not supported", id null. go-sdk v1.8.0 does
+//     answer batches in sessions whose negotiated version is older
+//     (2025-03-26, 2024-11-05), so a batch goes to it once the endpoint's
+//     answer to initialize gave such a version, and only if go-sdk would
+//     not end the connection on it (empty, a message in it invalid, an id
+//     used twice or still pending): those get one -32600, id null. Before
+//     initialize is answered, batches are refused (the version is not yet
+//     known; MCP forbids initialize in a batch).
+//
+// A UTF-8 byte-order mark at the start of a line (JSON forbids it, some
+// Windows tools write it) is dropped and the rest read as usual. The
+// Guard's own errors settle no pending request, even one with the same id.
+//
 // Being the one place that reads every message in both directions, the
-// Guard is also where further answers to malformed input and a mapping of
-// the client's request ids would go.
+// Guard is also where a mapping of the client's request ids would go.
 //
 // The shortest use:
 //

@@ -92,6 +92,37 @@ func readRequest(buf, msg []byte) ([]byte, kind) {
 	return buf, otherMessage
 }
 
+// isInitialize reports whether a request is an initialize.
+func isInitialize(msg []byte) bool {
+	o := jsonscan.NewObject(msg)
+	for o.Next() {
+		if jsonscan.KeyIs(o.Key(), "method") {
+			name, _ := methodName(o.Value())
+			return string(name) == "initialize"
+		}
+	}
+	return false
+}
+
+// negotiatedVersion is the protocolVersion of an answer to initialize ("" if
+// it has none).
+func negotiatedVersion(answer []byte) string {
+	o := jsonscan.NewObject(answer)
+	for o.Next() {
+		if jsonscan.KeyIs(o.Key(), "result") {
+			r := jsonscan.NewObject(o.Value())
+			for r.Next() {
+				if jsonscan.KeyIs(r.Key(), "protocolVersion") {
+					v, _ := jsonscan.String(r.Value())
+					return v
+				}
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
 // methodName is a method's name, decoded if it has escapes.
 func methodName(v []byte) ([]byte, bool) {
 	if s, ok := jsonscan.PlainString(v); ok {

@@ -55,6 +55,11 @@ type Guard struct {
 	cancelled map[string]struct{}
 	// idle, while Serve drains, is closed once nothing is pending.
 	idle chan struct{}
+	// initKey is the key of the client's initialize request while it is
+	// unanswered; batches, whether the protocol version its answer gave
+	// has batches (those before 2025-06-18).
+	initKey string
+	batches bool
 }
 
 // New returns a guard that writes to the client's output out.
@@ -105,8 +110,9 @@ func (g *Guard) Transport() mcp.Transport {
 }
 
 // Serve reads the client's input until it ends. A line that is not JSON
-// is answered here with a JSON-RPC parse error (-32700), and reading goes
-// on; every other line goes to take first (nil takes nothing), and to the
+// is answered here with a JSON-RPC parse error (-32700), one that is JSON
+// but no message go-sdk can read with an Invalid Request error (-32600; see
+// the package documentation), and reading goes on; every other line goes to take first (nil takes nothing), and to the
 // SDK if take refuses it. Then Serve waits for the answers to the requests
 // read (see the package documentation), or until ctx is done, and ends the
 // SDK's input. It returns why the input ended: nil at its end, or a line
@@ -133,6 +139,10 @@ func (g *Guard) InputEnded() bool { return g.inputEnded.Load() }
 // The requests in it, and their cancellations, are noted first: an answer
 // may follow at once.
 func (g *Guard) route(line []byte, take func([]byte) bool) bool {
+	if tooDeep(line) {
+		g.reply(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: nested deeper than %d levels", maxDepth))
+		return false
+	}
 	if !json.Valid(line) {
 		g.parseError(line)
 		return false
@@ -140,10 +150,23 @@ func (g *Guard) route(line []byte, take func([]byte) bool) bool {
 	var buf [32]byte
 	key, k := buf[:0], otherMessage
 	if isBatch(line) {
+		if why := g.checkBatch(line); why != "" {
+			g.reply(nil, codeInvalidRequest, "Invalid Request: "+why)
+			return false
+		}
 		eachMessage(line, g.readOne) // never taken: the lane leaves arrays to the SDK
 	} else {
+		if id, why := checkMessage(line); why != "" {
+			g.reply(id, codeInvalidRequest, "Invalid Request: "+why)
+			return false
+		}
 		key, k = readRequest(buf[:0], line)
 		g.note(key, k)
+		if k == request && isInitialize(line) {
+			g.mu.Lock()
+			g.initKey = string(key)
+			g.mu.Unlock()
+		}
 	}
 	if take == nil || !take(line) {
 		return true
@@ -156,6 +179,39 @@ func (g *Guard) route(line []byte, take func([]byte) bool) bool {
 		g.mu.Unlock()
 	}
 	return false
+}
+
+// checkBatch says why a batch is refused ("" if it goes to the SDK): the
+// session's protocol version has no batches (none before the session is
+// initialized either), or go-sdk would end the connection on it.
+func (g *Guard) checkBatch(line []byte) string {
+	g.mu.Lock()
+	batches := g.batches
+	g.mu.Unlock()
+	if !batches {
+		return "batches are not supported (MCP 2025-06-18 and later)"
+	}
+	return checkBatch(line, func(key []byte) bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		_, ok := g.pending[string(key)]
+		return ok
+	})
+}
+
+// reply writes an error of the guard's own to the client, id null if id is
+// nil. It is no answer to a pending request of the same id (a client may
+// send a broken request with an id in use), so it settles nothing.
+func (g *Guard) reply(id []byte, code int, msg string) {
+	if id == nil {
+		id = []byte("null")
+	}
+	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, jsonString(msg))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		_, _ = g.out.Write(line)
+	}
 }
 
 // codeParseError is JSON-RPC 2.0's code for a message that is not JSON.
@@ -177,7 +233,7 @@ func (g *Guard) parseError(line []byte) {
 	case err != nil: // the line ends before its value does
 		msg += ": " + err.Error()
 	}
-	_, _ = g.Write(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", codeParseError, jsonString(msg)))
+	g.reply(nil, codeParseError, msg)
 }
 
 // readOne notes one message of the client's.
@@ -211,7 +267,13 @@ func (g *Guard) note(key []byte, k kind) {
 func (g *Guard) answeredLocked(p []byte) []byte {
 	var buf [32]byte
 	if !isBatch(p) {
-		if key, ok := readAnswer(buf[:0], p); ok && g.answerLocked(key) {
+		key, ok := readAnswer(buf[:0], p)
+		if ok && g.initKey != "" && string(key) == g.initKey {
+			g.initKey = ""
+			v := negotiatedVersion(p)
+			g.batches = v != "" && v < "2025-06-18"
+		}
+		if ok && g.answerLocked(key) {
 			return nil
 		}
 		return p

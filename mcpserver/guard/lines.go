@@ -73,6 +73,9 @@ func Pump(in io.Reader, max int, sdk *io.PipeWriter, take func([]byte) bool) err
 func pump(lr *Lines, sdk io.Writer, route func([]byte) bool) (err error, sdkGone bool) {
 	for {
 		line, err := lr.Next()
+		// A byte-order mark before a message (JSON forbids it, some
+		// Windows tools write it) is dropped, and the rest read as usual.
+		line = bytes.TrimPrefix(line, byteOrderMark)
 		if len(bytes.TrimSpace(line)) > 0 && route(line) {
 			if werr := writeLine(sdk, line); werr != nil {
 				return werr, true
@@ -86,6 +89,9 @@ func pump(lr *Lines, sdk io.Writer, route func([]byte) bool) (err error, sdkGone
 		}
 	}
 }
+
+// byteOrderMark is UTF-8's.
+var byteOrderMark = []byte("\ufeff")
 
 // writeLine writes line to w with its newline.
 func writeLine(w io.Writer, line []byte) error {
