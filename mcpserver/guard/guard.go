@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -95,11 +96,49 @@ func (g *Guard) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 	}
+	msg = withoutCodeZero(msg)
 	n, err := g.out.Write(msg)
 	if err == nil {
 		n = len(p)
 	}
 	return n, err
+}
+
+// topLevelError reports whether the "error" member that starts at i in msg
+// is the message's own (not one inside a result).
+func topLevelError(msg []byte, i int) bool {
+	found := false
+	jsonscan.EachMember(bytes.TrimSpace(msg), func(key, value []byte) bool {
+		if jsonscan.KeyIs(key, "error") {
+			// value is a sub-slice of msg: the same bytes, or another
+			// "error" member.
+			found = len(value) > 0 && &value[0] == &msg[i+len(`"error":`)]
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// codeZero is how an error answer with code 0 starts, as go-sdk v1.8.0
+// encodes the errors it makes without a JSON-RPC code (mcp/shared.go,
+// internal/jsonrpc2/wire.go: "duplicate \"initialize\" received", "method
+// ... is invalid during session initialization").
+var codeZero = []byte(`"error":{"code":0,`)
+
+// withoutCodeZero gives an error answer with code 0, which JSON-RPC does
+// not define, the code of an Invalid Request (-32600): every such error
+// go-sdk sends refuses a request that is wrong at that point of the
+// session. Anything else passes unchanged.
+func withoutCodeZero(msg []byte) []byte {
+	i := bytes.Index(msg, codeZero)
+	if i < 0 || !topLevelError(msg, i) {
+		return msg
+	}
+	out := make([]byte, 0, len(msg)+6)
+	out = append(out, msg[:i]...)
+	out = append(out, `"error":{"code":-32600,`...)
+	return append(out, msg[i+len(codeZero):]...)
 }
 
 // Transport is the SDK's side of the connection: it reads the lines no

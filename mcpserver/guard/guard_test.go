@@ -410,3 +410,24 @@ func TestGuardAnswersAParseErrorAndReadsOn(t *testing.T) {
 		t.Fatalf("the client got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestGuardSendsNoCodeZero: go-sdk answers a second initialize, or a
+// request before initialize, with an error of code 0, which JSON-RPC does
+// not define; the guard sends it as an Invalid Request.
+func TestGuardSendsNoCodeZero(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":2,"error":{"code":0,"message":"duplicate \"initialize\" received"}}` + "\n": `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"duplicate \"initialize\" received"}}` + "\n",
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}` + "\n":                           `{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}` + "\n",
+		`{"jsonrpc":"2.0","id":4,"result":{"text":"\"error\":{\"code\":0,"}}` + "\n":                       `{"jsonrpc":"2.0","id":4,"result":{"text":"\"error\":{\"code\":0,"}}` + "\n",
+		`{"jsonrpc":"2.0","id":5,"result":{"structuredContent":{"error":{"code":0,"x":1}}}}` + "\n":        `{"jsonrpc":"2.0","id":5,"result":{"structuredContent":{"error":{"code":0,"x":1}}}}` + "\n",
+	} {
+		var out bytes.Buffer
+		g := New(&out, Options{})
+		if _, err := g.Write([]byte(in)); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != want {
+			t.Errorf("Write(%s) sent %s, want %s", in, out.String(), want)
+		}
+	}
+}
