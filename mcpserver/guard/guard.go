@@ -157,7 +157,10 @@ func (g *Guard) Transport() mcp.Transport {
 // SDK's input. It returns why the input ended: nil at its end, or a line
 // over the bound.
 func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) bool) error {
-	err, sdkGone := pump(NewLines(in, g.opts.MaxLine), g.sdkW, func(line []byte) bool { return g.route(line, take) })
+	err, sdkGone := pump(NewLines(in, g.opts.MaxLine), g.sdkW, func(line []byte) bool { return g.route(line, take) },
+		func(tl *TooLongError) {
+			g.reply(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: %v bytes; it was skipped, send a smaller message", tl))
+		})
 	if sdkGone {
 		return err
 	}

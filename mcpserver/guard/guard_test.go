@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -429,5 +430,34 @@ func TestGuardSendsNoCodeZero(t *testing.T) {
 		if out.String() != want {
 			t.Errorf("Write(%s) sent %s, want %s", in, out.String(), want)
 		}
+	}
+}
+
+// TestGuardSkipsALineOverTheBound: the client gets an Invalid Request for a
+// message over the bound, and the next message is served as usual.
+func TestGuardSkipsALineOverTheBound(t *testing.T) {
+	t.Parallel()
+	var out lockedBuffer
+	g := New(&out, Options{Drain: time.Hour, MaxLine: 1 << 10})
+	huge := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("x", 1<<20) + `"}}` + "\n"
+	in := huge + `{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n"
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(context.Background(), strings.NewReader(in), nil) }()
+	sdk := NewLines(g.sdkR, 0)
+	line, err := sdk.Next()
+	if err != nil || string(line) != `{"jsonrpc":"2.0","id":4,"method":"ping"}`+"\n" {
+		t.Fatalf("the SDK read %q, %v", line, err)
+	}
+	g.Write([]byte(`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n"))
+	if _, err := sdk.Next(); err != io.EOF {
+		t.Fatalf("the SDK's input after the last line: %v", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v, want the end of the input", err)
+	}
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a message of ` + strconv.Itoa(len(huge)) + ` bytes, over the limit of 1024 bytes; it was skipped, send a smaller message"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n"
+	if out.String() != want {
+		t.Fatalf("the client got\n%s\nwant\n%s", out.String(), want)
 	}
 }

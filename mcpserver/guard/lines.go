@@ -17,6 +17,19 @@ const MaxLine = mcp.DefaultMaxLineLength
 // ErrLineTooLong is a message longer than the bound of its [Lines].
 var ErrLineTooLong = errors.New("a message longer than the limit")
 
+// TooLongError is a message over the bound of its [Lines], which skipped
+// it: the next call of [Lines.Next] reads the line after it.
+type TooLongError struct {
+	Size, Max int // the message's length with its newline, and the bound
+}
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("a message of %d bytes, over the limit of %d", e.Size, e.Max)
+}
+
+// Unwrap makes a TooLongError match [ErrLineTooLong].
+func (e *TooLongError) Unwrap() error { return ErrLineTooLong }
+
 // Lines reads newline-delimited messages into a reused buffer, each at
 // most a bound long.
 type Lines struct {
@@ -35,8 +48,9 @@ func NewLines(r io.Reader, max int) *Lines {
 
 // Next returns the next line with its newline (the last one may lack it),
 // valid until the following call. At the end of the input it returns what
-// is left with [io.EOF]; a line over the bound is an error wrapping
-// [ErrLineTooLong].
+// is left with [io.EOF]. A line over the bound is read to its end but never
+// held: Next returns a [*TooLongError] for it, and the following call
+// reads on from the next line.
 func (r *Lines) Next() ([]byte, error) {
 	r.buf = r.buf[:0]
 	for {
@@ -44,15 +58,30 @@ func (r *Lines) Next() ([]byte, error) {
 		if len(r.buf) == 0 && err == nil && len(chunk) <= r.max {
 			return chunk, nil // the whole line was in the buffer: no copy
 		}
-		r.buf = append(r.buf, chunk...)
-		if len(r.buf) > r.max {
-			return nil, fmt.Errorf("%w of %d bytes", ErrLineTooLong, r.max)
+		if len(r.buf)+len(chunk) > r.max {
+			return nil, r.skip(len(r.buf)+len(chunk), err)
 		}
+		r.buf = append(r.buf, chunk...)
 		if err == bufio.ErrBufferFull {
 			continue
 		}
 		return r.buf, err
 	}
+}
+
+// skip reads the rest of a line over the bound, of which size bytes are
+// read (the last chunk's read error err), keeping none of it.
+func (r *Lines) skip(size int, err error) error {
+	r.buf = r.buf[:0]
+	for err == bufio.ErrBufferFull {
+		var chunk []byte
+		chunk, err = r.br.ReadSlice('\n')
+		size += len(chunk)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return &TooLongError{Size: size, Max: r.max}
 }
 
 // Pump reads in's lines: those take takes are its own, the rest go to
@@ -61,7 +90,7 @@ func (r *Lines) Next() ([]byte, error) {
 // failed write to sdk (the reader is gone) ends it too.
 func Pump(in io.Reader, max int, sdk *io.PipeWriter, take func([]byte) bool) error {
 	toSDK := func(line []byte) bool { return take == nil || !take(line) }
-	err, sdkGone := pump(NewLines(in, max), sdk, toSDK)
+	err, sdkGone := pump(NewLines(in, max), sdk, toSDK, nil)
 	if !sdkGone {
 		sdk.CloseWithError(err)
 	}
@@ -69,10 +98,16 @@ func Pump(in io.Reader, max int, sdk *io.PipeWriter, take func([]byte) bool) err
 }
 
 // pump hands each non-blank line to route, and to sdk if route says so,
-// until the input ends (err: nil at its end) or sdk fails (sdkGone).
-func pump(lr *Lines, sdk io.Writer, route func([]byte) bool) (err error, sdkGone bool) {
+// until the input ends (err: nil at its end) or sdk fails (sdkGone). A
+// line over the bound goes to tooLong, and reading goes on; with tooLong
+// nil, it ends the input.
+func pump(lr *Lines, sdk io.Writer, route func([]byte) bool, tooLong func(*TooLongError)) (err error, sdkGone bool) {
 	for {
 		line, err := lr.Next()
+		if tl := (*TooLongError)(nil); tooLong != nil && errors.As(err, &tl) {
+			tooLong(tl)
+			continue
+		}
 		// A byte-order mark before a message (JSON forbids it, some
 		// Windows tools write it) is dropped, and the rest read as usual.
 		line = bytes.TrimPrefix(line, byteOrderMark)

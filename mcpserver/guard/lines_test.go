@@ -85,3 +85,32 @@ func TestPumpEndsTheSDKsInputOnATooLongLine(t *testing.T) {
 		t.Fatalf("Pump: %v", err)
 	}
 }
+
+// TestLinesSkipsALineOverTheBound: a line over the bound is read to its end
+// without being held (the buffer stays near the bound, whatever the line's
+// length), reported with its size, and the next line reads as usual.
+func TestLinesSkipsALineOverTheBound(t *testing.T) {
+	const max = 1 << 10
+	huge := strings.Repeat("a", 10<<20)
+	for _, tail := range []string{"\nnext\n", ""} { // ended by a newline, and by the end of the input
+		lr := NewLines(strings.NewReader(huge+tail), max)
+		_, err := lr.Next()
+		var tl *TooLongError
+		if !errors.As(err, &tl) || !errors.Is(err, ErrLineTooLong) || tl.Size < len(huge) || tl.Max != max {
+			t.Fatalf("a %d-byte line under a bound of %d: %v", len(huge), max, err)
+		}
+		if cap(lr.buf) > max+64<<10 {
+			t.Fatalf("the skipped line was held: a buffer of %d bytes", cap(lr.buf))
+		}
+		line, err := lr.Next()
+		if tail == "" {
+			if err != io.EOF || len(line) != 0 {
+				t.Fatalf("after a skipped last line: %q, %v", line, err)
+			}
+			continue
+		}
+		if err != nil || string(line) != "next\n" {
+			t.Fatalf("the line after the skipped one: %q, %v", line, err)
+		}
+	}
+}
