@@ -104,41 +104,39 @@ func (g *Guard) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// topLevelError reports whether the "error" member that starts at i in msg
-// is the message's own (not one inside a result).
-func topLevelError(msg []byte, i int) bool {
-	found := false
-	jsonscan.EachMember(bytes.TrimSpace(msg), func(key, value []byte) bool {
-		if jsonscan.KeyIs(key, "error") {
-			// value is a sub-slice of msg: the same bytes, or another
-			// "error" member.
-			found = len(value) > 0 && &value[0] == &msg[i+len(`"error":`)]
-			return false
-		}
-		return true
-	})
-	return found
-}
-
-// codeZero is how an error answer with code 0 starts, as go-sdk v1.8.0
-// encodes the errors it makes without a JSON-RPC code (mcp/shared.go,
-// internal/jsonrpc2/wire.go: "duplicate \"initialize\" received", "method
-// ... is invalid during session initialization").
-var codeZero = []byte(`"error":{"code":0,`)
-
 // withoutCodeZero gives an error answer with code 0, which JSON-RPC does
-// not define, the code of an Invalid Request (-32600): every such error
-// go-sdk sends refuses a request that is wrong at that point of the
-// session. Anything else passes unchanged.
+// not define, the code of an Invalid Request (-32600). go-sdk v1.8.0 sends
+// such errors for a request that is wrong at that point of the session
+// (mcp/shared.go, internal/jsonrpc2/wire.go: "duplicate \"initialize\"
+// received", "method ... is invalid during session initialization").
+// Anything else passes unchanged. It reads only the envelope: the top-level
+// members up to "result" or "error", never a result's value.
 func withoutCodeZero(msg []byte) []byte {
-	i := bytes.Index(msg, codeZero)
-	if i < 0 || !topLevelError(msg, i) {
-		return msg
+	o := jsonscan.NewObject(msg)
+	for o.Next() {
+		switch {
+		case jsonscan.KeyIs(o.Key(), "result"):
+			return msg
+		case jsonscan.KeyIs(o.Key(), "error"):
+			e := jsonscan.NewObject(o.Value())
+			for e.Next() {
+				if !jsonscan.KeyIs(e.Key(), "code") {
+					continue
+				}
+				code := e.Value()
+				if string(code) != "0" {
+					return msg
+				}
+				at := cap(msg) - cap(code) // code is a sub-slice of msg
+				out := make([]byte, 0, len(msg)+6)
+				out = append(out, msg[:at]...)
+				out = append(out, "-32600"...)
+				return append(out, msg[at+len(code):]...)
+			}
+			return msg
+		}
 	}
-	out := make([]byte, 0, len(msg)+6)
-	out = append(out, msg[:i]...)
-	out = append(out, `"error":{"code":-32600,`...)
-	return append(out, msg[i+len(codeZero):]...)
+	return msg
 }
 
 // Transport is the SDK's side of the connection: it reads the lines no

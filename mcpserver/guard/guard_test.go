@@ -420,6 +420,7 @@ func TestGuardSendsNoCodeZero(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"error":{"code":0,"message":"duplicate \"initialize\" received"}}` + "\n": `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"duplicate \"initialize\" received"}}` + "\n",
 		`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}` + "\n":                           `{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}` + "\n",
 		`{"jsonrpc":"2.0","id":4,"result":{"text":"\"error\":{\"code\":0,"}}` + "\n":                       `{"jsonrpc":"2.0","id":4,"result":{"text":"\"error\":{\"code\":0,"}}` + "\n",
+		`{"id":6, "error": {"message": "x", "code": 0}, "jsonrpc":"2.0"}` + "\n":                           `{"id":6, "error": {"message": "x", "code": -32600}, "jsonrpc":"2.0"}` + "\n",
 		`{"jsonrpc":"2.0","id":5,"result":{"structuredContent":{"error":{"code":0,"x":1}}}}` + "\n":        `{"jsonrpc":"2.0","id":5,"result":{"structuredContent":{"error":{"code":0,"x":1}}}}` + "\n",
 	} {
 		var out bytes.Buffer
