@@ -63,11 +63,11 @@ func tooDeep(line []byte) bool {
 // (null unless it is a request with a valid id). The last of duplicate keys
 // counts, and keys are compared decoded, as go-sdk decodes them.
 func checkMessage(msg []byte) (id []byte, why string) {
-	null := []byte("null")
+	null := nullID
 	var version, rawID, method, params, result, errObj []byte
 	o := jsonscan.NewObject(msg)
 	for o.Next() {
-		switch key(o.Key()) {
+		switch string(key(o.Key())) { // no allocation: a switch on bytes
 		case "jsonrpc":
 			version = o.Value()
 		case "id":
@@ -91,7 +91,7 @@ func checkMessage(msg []byte) (id []byte, why string) {
 	} else {
 		id = null
 	}
-	if v, ok := jsonscan.String(version); !ok || v != "2.0" {
+	if !isString(version, "2.0") {
 		if version == nil {
 			return id, `no "jsonrpc": "2.0" member`
 		}
@@ -101,7 +101,7 @@ func checkMessage(msg []byte) (id []byte, why string) {
 		return null, fmt.Sprintf("id %s is neither a string nor a number", clip(rawID))
 	}
 	if method != nil {
-		if _, ok := jsonscan.String(method); !ok {
+		if !isString(method, "") {
 			return id, fmt.Sprintf("method %s is not a string", clip(method))
 		}
 		// params null is taken as absent, as go-sdk takes it.
@@ -122,13 +122,27 @@ func checkMessage(msg []byte) (id []byte, why string) {
 	return nil, ""
 }
 
-// key is a member's key decoded ("" if it is not a plain string).
-func key(k []byte) string {
+// nullID is the id of an answer to a message whose id cannot be read.
+var nullID = []byte("null")
+
+// key is a member's key decoded (empty if it is not a string); a key
+// written without escapes, as nearly all are, is not copied.
+func key(k []byte) []byte {
 	if s, ok := jsonscan.PlainString(k); ok {
-		return string(s)
+		return s
 	}
 	s, _ := jsonscan.String(k)
-	return s
+	return []byte(s)
+}
+
+// isString reports whether v is a JSON string, equal to want unless want
+// is empty; one written without escapes is not decoded.
+func isString(v []byte, want string) bool {
+	if s, ok := jsonscan.PlainString(v); ok {
+		return want == "" || string(s) == want
+	}
+	s, ok := jsonscan.String(v)
+	return ok && (want == "" || s == want)
 }
 
 // validID reports whether raw is an id go-sdk reads: a string, a number a
@@ -150,13 +164,13 @@ func validError(raw []byte) bool {
 	o := jsonscan.NewObject(raw)
 	for o.Next() {
 		v := o.Value()
-		switch key(o.Key()) {
+		switch string(key(o.Key())) {
 		case "code":
 			if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
 				return false
 			}
 		case "message":
-			if _, ok := jsonscan.String(v); !ok && !bytes.Equal(v, []byte("null")) {
+			if !isString(v, "") && !bytes.Equal(v, nullID) {
 				return false
 			}
 		}
