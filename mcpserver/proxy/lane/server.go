@@ -152,7 +152,7 @@ func (l *Lane) fromServer(line []byte) bool {
 	if l.inflight.Load() == 0 || !bytes.Contains(line, laneMarker) {
 		return false
 	}
-	m, ok := readMessage(line)
+	m, ok := readMessage(line, false) // a server's line: nothing checked it
 	if !ok {
 		return l.oddAnswer(line)
 	}
