@@ -55,6 +55,8 @@ var migrations = []string{
 		percent     REAL
 	);
 	CREATE INDEX events_instance ON events(instance_id, seq);`,
+	// 2: `instance list --agent` reads only that agent's rows.
+	`CREATE INDEX instances_agent ON instances(agent, id);`,
 }
 
 // Store is the SQLite state of agentctl: instance records, questions, events.
@@ -195,6 +197,11 @@ func (s *Store) init(ctx context.Context) error {
 	return tx.Commit()
 }
 
+// dbError names the state database in an error from it.
+func (s *Store) dbError(err error) error {
+	return fmt.Errorf("state database %s: %w", filepath.Join(s.dir, DBFile), err)
+}
+
 func isBusy(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
 }
@@ -298,36 +305,6 @@ func decodeRecord(id, raw string) (*Record, error) {
 		r.Files = []string{}
 	}
 	return &r, nil
-}
-
-// List returns every instance whose record decodes, oldest first, and a
-// [*CorruptRecordError] for each one whose record does not: one broken
-// record hides no other instance.
-func (s *Store) List(ctx context.Context) ([]*Record, []*CorruptRecordError, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, record FROM instances ORDER BY id`)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	out := []*Record{}
-	var broken []*CorruptRecordError
-	for rows.Next() {
-		var id, raw string
-		if err := rows.Scan(&id, &raw); err != nil {
-			return nil, nil, err
-		}
-		r, err := decodeRecord(id, raw)
-		var ce *CorruptRecordError
-		if errors.As(err, &ce) {
-			broken = append(broken, ce)
-			continue
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	return out, broken, nil
 }
 
 // IDs returns every instance id with its label, for shell completion.

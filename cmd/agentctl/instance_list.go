@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/spf13/cobra"
 )
 
@@ -13,23 +16,47 @@ import (
 type InstanceListOptions struct {
 	IO    *IOStreams
 	Store storeOpener
+	Now   func() time.Time
 
 	Output string
+	Limit  int
+	Agent  string
+	Status string
+	Since  string
 }
 
 // NewCmdInstanceList is `agentctl instance list`; runF replaces
 // [instanceListRun] in tests.
 func NewCmdInstanceList(f *Factory, runF func(context.Context, *InstanceListOptions) error) *cobra.Command {
-	opts := &InstanceListOptions{IO: f.IOStreams, Store: f.Store}
+	opts := &InstanceListOptions{IO: f.IOStreams, Store: f.Store, Now: f.Now}
+	statuses := mcpserver.ProgressStatuses()
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List instances, oldest first",
+		Long: `List instances, oldest first, with the status each last reported.
+
+The filters run in the state database, so a listing costs what it prints,
+however many instances the store holds. --limit keeps the most recent N of
+the instances the other filters select (still printed oldest first, as
+` + "`tail -n`" + ` would). -o json streams an array of instance records, each with
+a "status" member once the instance has reported progress.`,
 		Example: `  agentctl instance list
+  agentctl instance list --limit 20 --agent claude-code
+  agentctl instance list --status blocked --since 24h
   agentctl instance list -o json | jq -r '.[].id'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(opts.Output); err != nil {
+				return err
+			}
+			if opts.Limit < 0 {
+				return usageErrorf("invalid --limit %d: use a positive number, or 0 for no limit", opts.Limit)
+			}
+			if opts.Status != "" && !slices.Contains(statuses, opts.Status) {
+				return usageErrorf("invalid --status %q: use one of %s", opts.Status, strings.Join(statuses, ", "))
+			}
+			if _, err := parseSince(opts.Since, opts.Now()); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -39,36 +66,94 @@ func NewCmdInstanceList(f *Factory, runF func(context.Context, *InstanceListOpti
 		},
 	}
 	addOutputFlag(cmd, &opts.Output)
+	cmd.Flags().IntVarP(&opts.Limit, "limit", "L", 0, "show only the `N` most recent matching instances (0: all)")
+	cmd.Flags().StringVar(&opts.Agent, "agent", "", "show only instances of this agent `ID`")
+	cmd.Flags().StringVar(&opts.Status, "status", "", "show only instances whose latest report has this `STATUS`: "+strings.Join(statuses, ", "))
+	cmd.Flags().StringVar(&opts.Since, "since", "", "show only instances created since `WHEN`: a duration ago (90m, 24h) or a date (2026-01-31, RFC 3339)")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(statuses, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-func instanceListRun(ctx context.Context, opts *InstanceListOptions) error {
-	recs := []*instance.Record{}
-	var broken []*instance.CorruptRecordError
-	err := withStore(ctx, opts.Store, func(st *instance.Store) error {
-		var err error
-		recs, broken, err = st.List(ctx)
-		return err
-	})
-	var ns *noStateError
-	if err != nil && !errors.As(err, &ns) {
-		return err
+// parseSince reads --since: a duration back from now, or a date or time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
 	}
-	// A broken record is a warning, not a failure (exit 0): the list of the
-	// others is still right, and the warning says how to remove it.
-	for _, b := range broken {
-		opts.IO.Narrate("warning: %v", b)
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
 	}
-	if opts.Output == formatJSON {
-		for i, r := range recs {
-			recs[i] = r.Redacted()
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
 		}
-		return opts.IO.PrintJSON(recs)
 	}
-	rows := make([][]string, len(recs))
-	for i, r := range recs {
-		rows[i] = []string{r.ID, orDash(r.Name), r.Agent, string(r.Capabilities.ToolNames.Namespacing),
-			r.ServerName, r.CreatedAt.Format(time.RFC3339), r.Workspace}
+	return time.Time{}, usageErrorf("invalid --since %q: use a duration ago (90m, 24h) or a date (2026-01-31, 2026-01-31T15:04, RFC 3339)", s)
+}
+
+func instanceListRun(ctx context.Context, opts *InstanceListOptions) error {
+	since, err := parseSince(opts.Since, opts.Now())
+	if err != nil {
+		return err
 	}
-	return opts.IO.PrintTable([]string{"ID", "NAME", "AGENT", "NAMESPACING", "SERVER", "CREATED", "WORKSPACE"}, rows)
+	lo := instance.ListOptions{Limit: opts.Limit, Agent: opts.Agent, Status: opts.Status, Since: since}
+	var out listPrinter = &tableLister{io: opts.IO}
+	if opts.Output == formatJSON {
+		out = &jsonLister{w: newJSONArrayWriter(opts.IO.Out)}
+	}
+	err = withStore(ctx, opts.Store, func(st *instance.Store) error {
+		for l, err := range st.Records(ctx, lo) {
+			// A broken record is a warning, not a failure (exit 0): the
+			// list of the others is still right, and the warning says how
+			// to remove it.
+			if ce, ok := errors.AsType[*instance.CorruptRecordError](err); ok {
+				opts.IO.Narrate("warning: %v", ce)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := out.add(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if _, ok := errors.AsType[*noStateError](err); err != nil && !ok {
+		return err
+	}
+	return out.flush()
+}
+
+// listPrinter prints the instances of a listing as they come.
+type listPrinter interface {
+	add(*instance.Listed) error
+	flush() error
+}
+
+// jsonLister streams the records as one JSON array.
+type jsonLister struct{ w *jsonArrayWriter }
+
+func (j *jsonLister) add(l *instance.Listed) error {
+	return j.w.Write(instance.Listed{Record: l.Redacted(), Status: l.Status})
+}
+func (j *jsonLister) flush() error { return j.w.Close() }
+
+// tableLister collects the rows: a table is fitted to its widest cell, so
+// it is printed whole (the rows are small; the records are not kept).
+type tableLister struct {
+	io   *IOStreams
+	rows [][]string
+}
+
+func (t *tableLister) add(l *instance.Listed) error {
+	r := l.Record
+	t.rows = append(t.rows, []string{r.ID, orDash(r.Name), r.Agent, string(r.Capabilities.ToolNames.Namespacing),
+		r.ServerName, r.CreatedAt.Format(time.RFC3339), r.Workspace, orDash(l.Status)})
+	return nil
+}
+
+func (t *tableLister) flush() error {
+	// STATUS comes last so that scripts cutting the tab-separated columns
+	// of earlier versions read the same fields.
+	return t.io.PrintTable([]string{"ID", "NAME", "AGENT", "NAMESPACING", "SERVER", "CREATED", "WORKSPACE", "STATUS"}, t.rows)
 }

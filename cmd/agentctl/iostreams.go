@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -275,4 +276,49 @@ func (s *IOStreams) PrintJSONLine(v any) error {
 	enc := json.NewEncoder(s.Out)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// jsonArrayWriter writes a JSON array one element at a time, in the layout
+// [IOStreams.PrintJSON] gives a whole slice, so that a long listing is
+// never held in memory.
+type jsonArrayWriter struct {
+	w   io.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
+	n   int
+}
+
+func newJSONArrayWriter(w io.Writer) *jsonArrayWriter {
+	a := &jsonArrayWriter{w: w}
+	a.enc = json.NewEncoder(&a.buf)
+	a.enc.SetIndent("  ", "  ")
+	a.enc.SetEscapeHTML(false)
+	return a
+}
+
+// Write adds v to the array.
+func (a *jsonArrayWriter) Write(v any) error {
+	a.buf.Reset()
+	if a.n == 0 {
+		a.buf.WriteString("[\n  ")
+	} else {
+		a.buf.WriteString(",\n  ")
+	}
+	if err := a.enc.Encode(v); err != nil {
+		return err
+	}
+	a.buf.Truncate(a.buf.Len() - 1) // the encoder's newline
+	a.n++
+	_, err := a.w.Write(a.buf.Bytes())
+	return err
+}
+
+// Close ends the array ("[]" when nothing was written).
+func (a *jsonArrayWriter) Close() error {
+	end := "\n]\n"
+	if a.n == 0 {
+		end = "[]\n"
+	}
+	_, err := io.WriteString(a.w, end)
+	return err
 }

@@ -1,0 +1,133 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// ListOptions select the instances [Store.Records] yields. The zero value
+// selects every instance.
+type ListOptions struct {
+	// Limit keeps only the Limit most recent matching instances; 0 keeps
+	// them all. They are still yielded oldest first, as `tail -n` would.
+	Limit int
+	// Agent keeps the instances of this agent definition id.
+	Agent string
+	// Status keeps the instances whose latest progress report has this
+	// status (one of mcpserver.ProgressStatuses).
+	Status string
+	// Since keeps the instances created at or after this time.
+	Since time.Time
+}
+
+// Listed is one instance as [Store.Records] yields it: the record and the
+// status of its latest progress report ("" before the first).
+type Listed struct {
+	*Record
+	Status string `json:"status,omitempty"`
+}
+
+// Records yields the instances o selects, oldest first, reading one row at
+// a time: the cost of a listing is that of what it yields, not of the size
+// of the store. The filters run in SQLite, on the primary key (instance ids
+// are ULIDs, so creation time orders them) and the indexes of migration 2.
+//
+// A record that does not decode is yielded as a [*CorruptRecordError] with
+// a nil [Listed], and the sequence goes on; any other error ends it.
+func (s *Store) Records(ctx context.Context, o ListOptions) iter.Seq2[*Listed, error] {
+	return func(yield func(*Listed, error) bool) {
+		q, args := listQuery(o)
+		rows, err := s.db.QueryContext(ctx, q, args...)
+		if err != nil {
+			yield(nil, s.dbError(err))
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, raw, status string
+			if err := rows.Scan(&id, &raw, &status); err != nil {
+				yield(nil, s.dbError(err))
+				return
+			}
+			r, err := decodeRecord(id, raw)
+			if err != nil {
+				if !yield(nil, err) {
+					return
+				}
+				continue
+			}
+			if !yield(&Listed{Record: r, Status: status}, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(nil, s.dbError(err))
+		}
+	}
+}
+
+// latestStatus is the status of an instance's latest progress report, read
+// through the events_instance index.
+const latestStatus = `coalesce((SELECT e.status FROM events e WHERE e.instance_id = i.id ORDER BY e.seq DESC LIMIT 1), '')`
+
+// listQuery builds the query of [Store.Records]: only the filters o sets,
+// so that SQLite can use an index for each.
+func listQuery(o ListOptions) (string, []any) {
+	var where []string
+	var args []any
+	if o.Agent != "" {
+		where = append(where, "i.agent = ?")
+		args = append(args, o.Agent)
+	}
+	if !o.Since.IsZero() {
+		// The smallest id made at or after Since: a ULID's first ten
+		// characters are its time in milliseconds.
+		var min ulid.ULID
+		ms := max(o.Since.UnixMilli(), 0)
+		if err := min.SetTime(uint64(ms)); err != nil {
+			min = ulid.ULID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		}
+		where = append(where, "i.id >= ?")
+		args = append(args, strings.ToLower(min.String()))
+	}
+	if o.Status != "" {
+		where = append(where, latestStatus+" = ?")
+		args = append(args, o.Status)
+	}
+	q := "SELECT i.id, i.record, " + latestStatus + " FROM instances i"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	if o.Limit > 0 {
+		q = "SELECT * FROM (" + q + " ORDER BY i.id DESC LIMIT ?) ORDER BY 1"
+		args = append(args, o.Limit)
+	} else {
+		q += " ORDER BY i.id"
+	}
+	return q, args
+}
+
+// List returns every instance, oldest first, and the records that do not
+// decode (see [CorruptRecordError]), which do not stop the listing of the
+// others.
+func (s *Store) List(ctx context.Context) ([]*Record, []*CorruptRecordError, error) {
+	out := []*Record{}
+	var broken []*CorruptRecordError
+	for l, err := range s.Records(ctx, ListOptions{}) {
+		var ce *CorruptRecordError
+		switch {
+		case errors.As(err, &ce):
+			broken = append(broken, ce)
+		case err != nil:
+			return nil, nil, err
+		default:
+			out = append(out, l.Record)
+		}
+	}
+	return out, broken, nil
+}
