@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -381,18 +382,48 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 // a crash left behind, never one in use.
 const leftoverAge = time.Hour
 
-// sweepLeftovers removes what a create or delete killed half-way left: its
-// .staging-* and .deleting-* directories, and instance directories that no
-// record names (a create killed between publishing its directory and
-// committing its record). A young directory is never touched: a create
-// publishes the directory (renames its staging directory into place) inside
-// the transaction that inserts the record, before the commit, so for a
-// moment a live instance's directory has no committed record.
+// sweepEvery is how often a create sweeps leftovers (see [Store.Sweep]): a
+// create reads the marker's time, not the instances directory, so its cost
+// does not grow with the store.
+const sweepEvery = time.Hour
+
+// sweepMarker is the file in the state directory whose modification time
+// says when a create last swept.
+const sweepMarker = ".last-sweep"
+
+// sweepLeftovers runs [Store.Sweep] when the last sweep is older than
+// [sweepEvery].
 func (s *Store) sweepLeftovers(ctx context.Context) {
-	entries, err := os.ReadDir(s.instancesDir())
-	if err != nil {
+	marker := filepath.Join(s.dir, sweepMarker)
+	if fi, err := os.Stat(marker); err == nil && s.now().Sub(fi.ModTime()) < sweepEvery {
 		return
 	}
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		return
+	}
+	now := s.now()
+	_ = os.Chtimes(marker, now, now)
+	_, _ = s.Sweep(ctx)
+}
+
+// Sweep removes what a create or delete killed half-way left, and returns
+// the paths it removed: .staging-* and .deleting-* directories, and
+// instance directories that no record names (a create killed between
+// publishing its directory and committing its record). A young directory
+// is never touched: a create publishes the directory (renames its staging
+// directory into place) inside the transaction that inserts the record,
+// before the commit, so for a moment a live instance's directory has no
+// committed record. `instance create` sweeps at most once an hour;
+// `agentctl gc` sweeps at once.
+func (s *Store) Sweep(ctx context.Context) ([]string, error) {
+	entries, err := os.ReadDir(s.instancesDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
 	for _, e := range entries {
 		name := e.Name()
 		staged := strings.HasPrefix(name, ".staging-") || strings.HasPrefix(name, ".deleting-")
@@ -404,10 +435,19 @@ func (s *Store) sweepLeftovers(ctx context.Context) {
 			continue
 		}
 		if !staged {
-			if ok, err := s.Exists(ctx, name); err != nil || ok {
+			ok, err := s.Exists(ctx, name)
+			if err != nil {
+				return removed, err
+			}
+			if ok {
 				continue
 			}
 		}
-		_ = os.RemoveAll(filepath.Join(s.instancesDir(), name))
+		path := filepath.Join(s.instancesDir(), name)
+		if err := os.RemoveAll(path); err != nil {
+			return removed, err
+		}
+		removed = append(removed, path)
 	}
+	return removed, nil
 }

@@ -1,8 +1,10 @@
 package instance_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -36,6 +38,16 @@ func TestCreateSweepsOldDirectoriesWithoutRecord(t *testing.T) {
 	setOld(kept.ID)
 	setOld("notes")
 
+	// A create sweeps at most once an hour: the first create swept (and
+	// found nothing), so this one leaves the old orphan...
+	create(t, st, "codex", nil)
+	if _, err := os.Stat(orphanOld.Dir); err != nil {
+		t.Errorf("a create within the hour of the last sweep swept %s: %v", orphanOld.Dir, err)
+	}
+	// ...and the first create an hour later removes it.
+	if err := os.Chtimes(filepath.Join(st.Dir(), ".last-sweep"), old, old); err != nil {
+		t.Fatal(err)
+	}
 	create(t, st, "codex", nil)
 
 	if _, err := os.Stat(orphanOld.Dir); !os.IsNotExist(err) {
@@ -45,5 +57,36 @@ func TestCreateSweepsOldDirectoriesWithoutRecord(t *testing.T) {
 		if _, err := os.Stat(dir); err != nil {
 			t.Errorf("%s: want it kept: %v", dir, err)
 		}
+	}
+}
+
+// Sweep (agentctl gc) removes leftovers at once and says what it removed.
+func TestSweepReportsWhatItRemoved(t *testing.T) {
+	st := openStore(t)
+	instances := filepath.Join(st.Dir(), "instances")
+	old := time.Now().Add(-2 * time.Hour)
+	orphan := create(t, st, "auggie", nil)
+	if err := st.ExecForTest(`DELETE FROM instances WHERE id = '` + orphan.ID + `'`); err != nil {
+		t.Fatal(err)
+	}
+	staging := filepath.Join(instances, ".staging-x-1")
+	if err := os.Mkdir(staging, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{orphan.Dir, staging} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := st.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(removed)
+	if want := []string{staging, orphan.Dir}; !slices.Equal(removed, want) {
+		t.Errorf("Sweep removed %v, want %v", removed, want)
+	}
+	if removed, err := st.Sweep(context.Background()); err != nil || len(removed) != 0 {
+		t.Errorf("second Sweep: %v, %v; want nothing", removed, err)
 	}
 }
