@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	_ "modernc.org/sqlite"
+)
+
+// BenchmarkStoreScale measures the CLI against a store of 10 and of 10,000
+// instances, whole process, with `agentctl version` (process start and
+// exit) as the floor in the same run: `instance list -o json --limit 50`
+// and `instance create` must cost the same whatever the size of the store.
+//
+//	go test -run '^$' -bench StoreScale -benchmem -count 6 ./cmd/agentctl
+func BenchmarkStoreScale(b *testing.B) {
+	bin := realBinary(b)
+	small, _ := benchEnv(b)
+	large, largeState := benchEnv(b)
+	seedInstances(b, bin, small, 10)
+	seedInstances(b, bin, large, 10_000)
+	if _, err := os.Stat(largeState); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("baseline_version", func(b *testing.B) { runProcess(b, bin, large, "version") })
+	for _, s := range []struct {
+		name string
+		env  []string
+	}{{"instances=10", small}, {"instances=10000", large}} {
+		b.Run("list_json_limit50/"+s.name, func(b *testing.B) {
+			runProcess(b, bin, s.env, "instance", "list", "-o", "json", "--limit", "50")
+		})
+		b.Run("create/"+s.name, func(b *testing.B) {
+			runProcess(b, bin, s.env, "instance", "create", "--agent", "auggie", "--workspace", b.TempDir())
+		})
+	}
+}
+
+// seedInstances fills the store of env with n instances quickly: one real
+// create, then n-1 copies of its row (ids one millisecond apart, as many
+// creates would have made them) and their directories.
+func seedInstances(b *testing.B, bin string, env []string, n int) {
+	b.Helper()
+	cmd := exec.Command(bin, "instance", "create", "--agent", "auggie", "--workspace", b.TempDir(), "-o", "json")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(out, &rec); err != nil {
+		b.Fatal(err)
+	}
+	state := envArgs(env)[1]
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(state, "state.db")+"?_pragma=busy_timeout(30000)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback()
+	start := time.Now().Add(-time.Duration(n) * time.Minute)
+	for i := 1; i < n; i++ {
+		t := start.Add(time.Duration(i) * time.Millisecond)
+		id := strings.ToLower(ulid.MustNew(ulid.Timestamp(t), rand.Reader).String())
+		dir := filepath.Join(state, "instances", id)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		rec["id"], rec["dir"], rec["name"] = id, dir, fmt.Sprintf("seed-%d", i)
+		rec["created_at"] = t.UTC().Format(time.RFC3339Nano)
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO instances (id, name, agent, created_at, record) VALUES (?, ?, ?, ?, ?)`,
+			id, rec["name"], rec["agent"], rec["created_at"], string(raw)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
