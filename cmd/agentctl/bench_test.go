@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -51,9 +52,24 @@ func runProcess(b *testing.B, bin string, env []string, args ...string) {
 	reportMedian(b, ds)
 }
 
+// BenchmarkProcess measures short commands as whole processes, with two
+// floors in the same run: `agentctl version` (agentctl's own start and
+// exit) and a minimal go-sdk program (testdata/minimal: links the SDK,
+// makes a server, prints a version), which is what start-up costs without
+// agentctl's other dependencies.
+//
+//	go test -run '^$' -bench Process -benchmem -count 6 ./cmd/agentctl
 func BenchmarkProcess(b *testing.B) {
 	bin := realBinary(b)
 	env, _ := benchEnv(b)
+	minimal := filepath.Join(b.TempDir(), "minimal")
+	_, file, _, _ := runtime.Caller(0)
+	build := exec.Command("go", "build", "-o", minimal, "./testdata/minimal")
+	build.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build testdata/minimal: %v\n%s", err, out)
+	}
+	b.Run("floor_minimal_gosdk", func(b *testing.B) { runProcess(b, minimal, env) })
 	b.Run("baseline_version", func(b *testing.B) { runProcess(b, bin, env, "version") })
 	b.Run("agents_list", func(b *testing.B) { runProcess(b, bin, env, "agents", "list") })
 	b.Run("instance_create", func(b *testing.B) {
