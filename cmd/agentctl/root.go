@@ -100,8 +100,45 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 	addSettingFlag(pf, keyAgentsDir)
 
 	root.AddCommand(NewCmdAgents(f), NewCmdInstance(f), NewCmdMCP(f), NewCmdVersion(f, nil), NewCmdGC(f, nil), newExitCodesTopic())
+	root.SetHelpCommand(newHelpCmd(root))
 	makeGroups(root)
 	return root
+}
+
+// newHelpCmd is `agentctl help [command...]`: cobra's own prints the root's
+// help and exits 0 for a topic it does not know, which a script cannot tell
+// from success; this one refuses it as a usage error (exit 2) with the
+// did-you-mean of an unknown subcommand.
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help about any command: agentctl help instance create is agentctl instance create --help.",
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := root.Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() || c.IsAdditionalHelpTopicCommand() {
+					out = append(out, c.Name())
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			cmd := root
+			for _, a := range args {
+				next, _, err := cmd.Find([]string{a})
+				if err != nil || next == cmd {
+					return groupRunE(cmd, []string{a})
+				}
+				cmd = next
+			}
+			return cmd.Help()
+		},
+	}
 }
 
 // makeGroups makes every command that only groups subcommands (the root
