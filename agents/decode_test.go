@@ -132,6 +132,9 @@ func TestCatalogHasRequiredAgents(t *testing.T) {
 	if d, _ := c.Lookup("vscode-copilot"); d.Capabilities.ToolNames.ServerMaxLength != 13 {
 		t.Errorf("vscode-copilot cuts the server to 13 characters")
 	}
+	if d, _ := c.Lookup("cursor"); d.Capabilities.ToolNames.CombinedMaxLength != 60 {
+		t.Errorf("cursor drops a tool whose server and tool names are over 60 characters together")
+	}
 	if d, _ := c.Lookup("gemini"); !d.MCP.Trust {
 		t.Errorf("gemini must trust the server by default for headless runs")
 	}
