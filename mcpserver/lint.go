@@ -226,7 +226,7 @@ func takesInProcess(m mount.Resolved, r *ToolRow, other *ToolRow, which string) 
 	return Finding{Code: FindingTakesInProcess, Severity: SeverityError, Source: r.Source, Tool: r.Canonical,
 		Problem: fmt.Sprintf("its %s %q is also the %s tool %s's (the model sees both as %q); the external tool is withheld and %s keeps its name",
 			which, nameOf(r, which), other.Source, other.Canonical, other.ModelVisible, other.Canonical),
-		Fix: fmt.Sprintf("give mount %q a tool_prefix (for example tool_prefix = %q)", m.Name, mount.SanitizePrefix(m.Name))}
+		Fix: fmt.Sprintf("give mount %q a tool_prefix, for example tool_prefix = %q", m.Name, mount.SanitizePrefix(m.Name))}
 }
 
 func nameOf(r *ToolRow, which string) string {
