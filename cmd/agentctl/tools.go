@@ -110,8 +110,16 @@ type agentNaming struct {
 
 // describeToolsTarget computes the reports of t: the mounts (from the
 // record or the flags), the external servers' listings if t.Connect, and
-// [mcpserver.DescribeTools] for each agent.
-func describeToolsTarget(ctx context.Context, catalog func() (*agents.Catalog, error), open storeOpener, t *ToolsTarget) ([]toolsReport, error) {
+// [mcpserver.DescribeTools] for each agent. The caller calls stopped once
+// done with the reports: it waits until the servers started to list them
+// have stopped, which they do meanwhile.
+func describeToolsTarget(ctx context.Context, catalog func() (*agents.Catalog, error), open storeOpener, t *ToolsTarget) (reports []toolsReport, stopped func(), err error) {
+	stopped = func() {}
+	reports, err = describeWith(ctx, catalog, open, t, &stopped)
+	return reports, stopped, err
+}
+
+func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), open storeOpener, t *ToolsTarget, stopped *func()) ([]toolsReport, error) {
 	cat, err := catalog()
 	if err != nil {
 		return nil, err
@@ -156,7 +164,7 @@ func describeToolsTarget(ctx context.Context, catalog func() (*agents.Catalog, e
 	}
 	var listings []mcpserver.ServerListing
 	if t.Connect {
-		listings = listServers(ctx, resolve)
+		listings, *stopped = listServers(ctx, resolve)
 	}
 	out := make([]toolsReport, 0, len(clients))
 	for _, c := range clients {
@@ -213,10 +221,12 @@ func staleFindings(cat *agents.Catalog, rec *instance.Record) []mcpserver.Findin
 }
 
 // listServers starts or dials the external servers among mounts, as `mcp
-// serve` does, each in its own [proxy.Pool] and all at once; it takes each
+// serve` does, each in its own [proxy.Pool] and all at once, and takes each
 // one's tools (or why it failed) as soon as its first attempt ends, within
-// its mount's timeout ([proxy.DefaultTimeout] by default), and stops it.
-func listServers(ctx context.Context, mounts []mount.Resolved) []mcpserver.ServerListing {
+// its mount's timeout ([proxy.DefaultTimeout] by default). Each server is
+// stopped once listed, in the background; wait waits until all are gone
+// (no orphans), so that the caller can describe and print meanwhile.
+func listServers(ctx context.Context, mounts []mount.Resolved) (listings []mcpserver.ServerListing, wait func()) {
 	var servers []mount.Resolved
 	for _, m := range mounts {
 		if m.Kind == mount.KindServer {
@@ -224,21 +234,25 @@ func listServers(ctx context.Context, mounts []mount.Resolved) []mcpserver.Serve
 		}
 	}
 	out := make([]mcpserver.ServerListing, len(servers))
-	var wg sync.WaitGroup
+	var listing, stopping sync.WaitGroup
 	for i, m := range servers {
-		wg.Go(func() { out[i] = listServer(ctx, m) })
+		listing.Go(func() {
+			pool := proxy.NewPool([]mount.Resolved{m}, noNamespace{}, proxy.Options{Version: version})
+			pool.Start(ctx)
+			out[i] = listServer(ctx, pool, m)
+			stopping.Go(func() {
+				pool.Stop()
+				pool.Wait()
+			})
+		})
 	}
-	wg.Wait()
-	return out
+	listing.Wait()
+	return out, stopping.Wait
 }
 
-func listServer(ctx context.Context, m mount.Resolved) mcpserver.ServerListing {
-	pool := proxy.NewPool([]mount.Resolved{m}, noNamespace{}, proxy.Options{Version: version})
-	pool.Start(ctx)
-	defer func() {
-		pool.Stop()
-		pool.Wait()
-	}()
+// listServer waits for the first attempt of pool's one server, m, and
+// returns what it listed or why it failed.
+func listServer(ctx context.Context, pool *proxy.Pool, m mount.Resolved) mcpserver.ServerListing {
 	l := mcpserver.ServerListing{Mount: m.Name, State: mcpserver.ListingUp, Tools: []string{}}
 	select {
 	case <-pool.FirstRound():

@@ -86,7 +86,8 @@ renamed).`, ExitProblems),
 }
 
 func toolsLintRun(ctx context.Context, opts *ToolsLintOptions) error {
-	reports, err := describeToolsTarget(ctx, opts.Catalog, opts.Store, &opts.Target)
+	reports, stopped, err := describeToolsTarget(ctx, opts.Catalog, opts.Store, &opts.Target)
+	defer stopped()
 	if err != nil {
 		return err
 	}

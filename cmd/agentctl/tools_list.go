@@ -75,7 +75,8 @@ object per agent. The JSON is a contract (fields are added, never renamed):
 }
 
 func toolsListRun(ctx context.Context, opts *ToolsListOptions) error {
-	reports, err := describeToolsTarget(ctx, opts.Catalog, opts.Store, &opts.Target)
+	reports, stopped, err := describeToolsTarget(ctx, opts.Catalog, opts.Store, &opts.Target)
+	defer stopped()
 	if err != nil {
 		return err
 	}
