@@ -179,7 +179,7 @@ func outsideCharset(server string, naming agents.ToolNaming, r *ToolRow) (Findin
 	f.Problem = fmt.Sprintf("%q contains %s, outside the client's charset %s; the client shows it as %q",
 		raw, strings.Join(quoted, ", "), naming.Charset, r.ModelVisible)
 	switch {
-	case len(agents.OutsideCharset(naming.Charset, "a"+server)) > 0 && strings.Contains(naming.Template, "{server}"):
+	case len(agents.OutsideCharset(naming.Charset, "a"+server)) > 0 && (strings.Contains(naming.Template, "{server}") || r.Kind == KindBuiltin):
 		f.Fix = fmt.Sprintf("create the instance with a --server-name that %s accepts", naming.Charset)
 	case r.Kind == KindServer && len(agents.OutsideCharset(naming.Charset, "a"+r.Base)) > 0:
 		f.Fix = fmt.Sprintf("rename the tool in MCP server %q, or use a client that accepts these characters", r.Mount)

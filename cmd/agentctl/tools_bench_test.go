@@ -10,7 +10,8 @@ import (
 // BenchmarkToolsList measures `tools list` and `tools lint` over every
 // agent (--agent all) for an instance with 5 knowledge bases and 2 external
 // stdio servers of 50 tools each (the test upstream), the servers started,
-// listed and stopped in each run, next to `agentctl version` as the floor.
+// listed and stopped in each run, next to `agentctl version` as the floor
+// and the same list without --connect.
 func BenchmarkToolsList(b *testing.B) {
 	bin, upstream := realBinary(b), serverBin(b)
 	env, _ := benchEnv(b)
@@ -34,4 +35,8 @@ func BenchmarkToolsList(b *testing.B) {
 	b.Run("baseline_version", func(b *testing.B) { runProcess(b, bin, env, "version") })
 	b.Run("tools_list_all", func(b *testing.B) { runProcess(b, bin, env, "tools", "list", "--instance", id, "--agent", "all") })
 	b.Run("tools_lint_all", func(b *testing.B) { runProcess(b, bin, env, "tools", "lint", "--instance", id, "--agent", "all") })
+	// The same without the servers: what starting and listing them costs.
+	b.Run("tools_list_all_no_connect", func(b *testing.B) {
+		runProcess(b, bin, env, "tools", "list", "--instance", id, "--agent", "all", "--connect=false")
+	})
 }

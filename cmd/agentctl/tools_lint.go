@@ -40,8 +40,9 @@ each problem on one line:
 
   AGENT/SOURCE: TOOL: PROBLEM (FIX)
 
-It exits 0 when there is no error, and %d when there is one (or a warning, with
---strict); see 'agentctl help exit-codes'. Errors:
+AGENT is "all" for a problem that every agent described has. It exits 0 when
+there is no error, and %d when there is one (or a warning, with --strict); see
+'agentctl help exit-codes'. Errors:
 
   too-long          the model-visible name is over the client's max_length (by how
                     much, and which part to shorten: prefix, server name, tool)
@@ -122,18 +123,34 @@ func toolsLintRun(ctx context.Context, opts *ToolsLintOptions) error {
 }
 
 // lintFindings flattens the reports' findings, each tool's after the
-// report's own, in report order.
+// report's own, in report order. A finding that every one of several
+// reports has (a bare name several tools share does not depend on the
+// client) is given once, for agent "all", where the first report has it.
 func lintFindings(reports []toolsReport) []lintFinding {
-	out := []lintFinding{}
+	var all []lintFinding
+	seen := map[mcpserver.Finding]int{}
 	for _, r := range reports {
-		for _, f := range r.Findings {
-			out = append(out, lintFinding{r.Agent, r.Instance, f})
-		}
+		fs := r.Findings
 		for _, t := range r.Tools {
-			for _, f := range t.Findings {
-				out = append(out, lintFinding{r.Agent, r.Instance, f})
-			}
+			fs = append(fs[:len(fs):len(fs)], t.Findings...)
 		}
+		for _, f := range fs {
+			all = append(all, lintFinding{r.Agent, r.Instance, f})
+			seen[f]++
+		}
+	}
+	out := []lintFinding{}
+	done := map[mcpserver.Finding]bool{}
+	for _, f := range all {
+		if len(reports) > 1 && seen[f.Finding] == len(reports) {
+			if !done[f.Finding] {
+				done[f.Finding] = true
+				f.Agent = agentAll
+				out = append(out, f)
+			}
+			continue
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -239,3 +239,34 @@ func TestToolsListJSONFields(t *testing.T) {
 		t.Fatalf("got %s", f.out)
 	}
 }
+
+// TestToolsLintAllAgents: a problem every agent has is given once, for
+// "all"; one that depends on the client is given for its agent.
+func TestToolsLintAllAgents(t *testing.T) {
+	f := newUnloadedTestFactory(t)
+	kbDir := t.TempDir()
+	// The server name makes kiro's (and only kiro's) names break its charset.
+	cmd := NewCmdToolsLint(f.Factory, nil)
+	cmd.SilenceUsage = true // as under the root command
+	err := runCommand(f, cmd, "--agent", "all", "--server-name", "my-tools", "--kb", "docs="+kbDir, "--kb", "notes="+kbDir)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != ExitProblems {
+		t.Fatalf("got %v, want exit %d", err, ExitProblems)
+	}
+	lines := strings.Split(strings.TrimSuffix(f.out.String(), "\n"), "\n")
+	var all, kiro, other int
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "all/kb docs, kb notes: concept_read: the bare name"):
+			all++
+		case strings.HasPrefix(l, "kiro/built-in: get_instance_my-tools: \"get_instance_my-tools\" contains '-', outside the client's charset ^[A-Za-z][A-Za-z0-9_]*$; the client shows it as \"get_instance_my_tools\" (create the instance with a --server-name that"):
+			kiro++
+		case strings.HasPrefix(l, "all/"), strings.HasPrefix(l, "kiro/"):
+		default:
+			other++
+		}
+	}
+	if all != 1 || kiro != 1 || other != 0 {
+		t.Fatalf("all %d, kiro %d, other %d in\n%s", all, kiro, other, f.out)
+	}
+}
