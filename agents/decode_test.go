@@ -218,3 +218,33 @@ func TestRenderProblems(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+func TestApplyTemplate(t *testing.T) {
+	for _, tt := range []struct{ tmpl, want string }{
+		{"{tool}_{server}", "fetch_agentctl"},
+		{"mcp__{server}__{tool}", "mcp__agentctl__fetch"},
+		{"{server}___{tool}", "agentctl___fetch"},
+		{"", "fetch"},
+		{"x{y}{tool}{", "x{y}fetch{"},
+	} {
+		if got := ApplyTemplate(ToolNaming{Template: tt.tmpl}, "agentctl", "fetch"); got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.tmpl, got, tt.want)
+		}
+	}
+	// VS Code's cut of the server part.
+	if got := ApplyTemplate(ToolNaming{Template: "mcp_{server}_{tool}", ServerMaxLength: 13}, "agentctl-frontend", "fetch"); got != "mcp_agentctl-fron_fetch" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestOutsideCharset(t *testing.T) {
+	if got := string(OutsideCharset("^[A-Za-z][A-Za-z0-9_]*$", "get-page.v2-x")); got != "-." {
+		t.Errorf("got %q", got)
+	}
+	if got := OutsideCharset(DefaultCharset, "get-page"); got != nil {
+		t.Errorf("got %q", got)
+	}
+	if MatchesCharset("^[a-z]+$", "a1") || !MatchesCharset("^[a-z]+$", "ab") {
+		t.Error("MatchesCharset")
+	}
+}

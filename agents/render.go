@@ -55,7 +55,37 @@ func ApplyTemplate(n ToolNaming, server, transport string) string {
 	if tmpl == "" {
 		tmpl = "{tool}"
 	}
-	return strings.NewReplacer("{tool}", transport, "{server}", server).Replace(tmpl)
+	// One pass, left to right, as a strings.Replacer would (without
+	// building one per name).
+	var b strings.Builder
+	b.Grow(len(tmpl) + len(transport) + len(server))
+	for t := tmpl; t != ""; {
+		i := strings.IndexByte(t, '{')
+		if i < 0 {
+			b.WriteString(t)
+			break
+		}
+		b.WriteString(t[:i])
+		switch t = t[i:]; {
+		case strings.HasPrefix(t, "{tool}"):
+			b.WriteString(transport)
+			t = t[len("{tool}"):]
+		case strings.HasPrefix(t, "{server}"):
+			b.WriteString(server)
+			t = t[len("{server}"):]
+		default:
+			b.WriteByte('{')
+			t = t[1:]
+		}
+	}
+	return b.String()
+}
+
+// MatchesCharset reports whether name matches the charset (a
+// [ToolNaming.Charset]); an invalid charset matches everything.
+func MatchesCharset(charset, name string) bool {
+	re := charsetRegexp(charset)
+	return re == nil || re.MatchString(name)
 }
 
 // OutsideCharset returns the characters of name, each once and in order,

@@ -161,11 +161,13 @@ func tooLong(server string, naming agents.ToolNaming, r *ToolRow) (Finding, bool
 
 func outsideCharset(server string, naming agents.ToolNaming, r *ToolRow) (Finding, bool) {
 	raw := agents.ApplyTemplate(naming, server, r.Transport)
+	if agents.MatchesCharset(naming.Charset, raw) {
+		return Finding{}, false
+	}
 	bad := agents.OutsideCharset(naming.Charset, raw)
 	f := Finding{Code: FindingCharset, Severity: SeverityError, Source: r.Source, Tool: r.Canonical}
 	if len(bad) == 0 {
-		rr := agents.RenderModelName(naming, server, r.Transport)
-		if !slices.ContainsFunc(rr.Problems, func(p string) bool { return strings.Contains(p, "charset") }) {
+		if agents.MatchesCharset(naming.Charset, r.ModelVisible) {
 			return Finding{}, false
 		}
 		f.Problem = fmt.Sprintf("the model-visible name %q does not match the client's charset %s", r.ModelVisible, naming.Charset)
