@@ -255,7 +255,7 @@ func sharedExternal(m mount.Resolved, r *ToolRow, rows []ToolRow) Finding {
 		}
 	}
 	return Finding{Code: FindingCollision, Severity: SeverityError, Source: r.Source, Tool: r.Canonical,
-		Problem: fmt.Sprintf("%s all offer %q; none of them is served", andList(sources), r.Canonical),
+		Problem: fmt.Sprintf("%s offer %q; none of them is served", andList(sources), r.Canonical),
 		Fix:     fmt.Sprintf("give mount %q a tool_prefix", m.Name)}
 }
 

@@ -232,3 +232,30 @@ func TestStaleCapability(t *testing.T) {
 	wantIn(t, "problem", f.Problem, `template "{tool}_{server}" -> "{tool}__{server}"`, "max_length 64 -> 48")
 	wantIn(t, "fix", f.Fix, "agentctl instance delete 01abc", "instance create --agent auggie")
 }
+
+func TestDescribeWithholdsExternalCollisions(t *testing.T) {
+	// Two unprefixed servers that offer one name: neither is served.
+	d := describe(t, "agentctl", namings[agents.NamespacingPrefix], mount.PrefixModeOff,
+		[]mount.Mount{{Name: "a"}, {Name: "b"}}, map[string][]string{"a": {"fetch", "only_a"}, "b": {"fetch"}})
+	var fetches int
+	for _, r := range d.Tools {
+		if r.Canonical != "fetch" {
+			continue
+		}
+		fetches++
+		f := finding(t, r, FindingCollision)
+		if r.Status != StatusWithheld || !strings.Contains(f.Problem, `mcp a and mcp b offer "fetch"; none of them is served`) {
+			t.Fatalf("%+v", r)
+		}
+	}
+	if fetches != 2 || row(t, d, "only_a").Status != StatusServed {
+		t.Fatalf("%+v", d.Tools)
+	}
+	// A name the MCP rules refuse is withheld too.
+	d = describe(t, "agentctl", namings[agents.NamespacingPrefix], mount.PrefixModeMountName,
+		[]mount.Mount{{Name: "a"}}, map[string][]string{"a": {"bad name"}})
+	r := row(t, d, "bad name")
+	if f := finding(t, r, FindingInvalidName); r.Status != StatusWithheld || !strings.Contains(f.Problem, "the endpoint does not serve it") {
+		t.Fatalf("%+v", r)
+	}
+}
