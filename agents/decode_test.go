@@ -132,6 +132,9 @@ func TestCatalogHasRequiredAgents(t *testing.T) {
 	if d, _ := c.Lookup("vscode-copilot"); d.Capabilities.ToolNames.ServerMaxLength != 13 {
 		t.Errorf("vscode-copilot cuts the server to 13 characters")
 	}
+	if d, _ := c.Lookup("cursor"); d.Capabilities.ToolNames.CombinedMaxLength != 60 {
+		t.Errorf("cursor drops a tool whose server and tool names are over 60 characters together")
+	}
 	if d, _ := c.Lookup("gemini"); !d.MCP.Trust {
 		t.Errorf("gemini must trust the server by default for headless runs")
 	}
@@ -213,5 +216,35 @@ func TestRenderProblems(t *testing.T) {
 	r = RenderModelName(n, "s", "a.b-c")
 	if r.Name != "a_b_c" || len(r.Problems) != 0 {
 		t.Fatalf("%+v", r)
+	}
+}
+
+func TestApplyTemplate(t *testing.T) {
+	for _, tt := range []struct{ tmpl, want string }{
+		{"{tool}_{server}", "fetch_agentctl"},
+		{"mcp__{server}__{tool}", "mcp__agentctl__fetch"},
+		{"{server}___{tool}", "agentctl___fetch"},
+		{"", "fetch"},
+		{"x{y}{tool}{", "x{y}fetch{"},
+	} {
+		if got := ApplyTemplate(ToolNaming{Template: tt.tmpl}, "agentctl", "fetch"); got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.tmpl, got, tt.want)
+		}
+	}
+	// VS Code's cut of the server part.
+	if got := ApplyTemplate(ToolNaming{Template: "mcp_{server}_{tool}", ServerMaxLength: 13}, "agentctl-frontend", "fetch"); got != "mcp_agentctl-fron_fetch" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestOutsideCharset(t *testing.T) {
+	if got := string(OutsideCharset("^[A-Za-z][A-Za-z0-9_]*$", "get-page.v2-x")); got != "-." {
+		t.Errorf("got %q", got)
+	}
+	if got := OutsideCharset(DefaultCharset, "get-page"); got != nil {
+		t.Errorf("got %q", got)
+	}
+	if MatchesCharset("^[a-z]+$", "a1") || !MatchesCharset("^[a-z]+$", "ab") {
+		t.Error("MatchesCharset")
 	}
 }

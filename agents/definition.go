@@ -77,6 +77,10 @@ type ToolNaming struct {
 	Charset string `toml:"charset" json:"charset"`
 	// ServerMaxLength, when positive, is where the client cuts the server part.
 	ServerMaxLength int `toml:"server_max_length" json:"server_max_length,omitempty"`
+	// CombinedMaxLength, when positive, is the longest server name plus
+	// tool name (transport name) the client keeps: it drops a tool over it
+	// without telling anyone (Cursor: 60).
+	CombinedMaxLength int `toml:"combined_max_length" json:"combined_max_length,omitempty"`
 }
 
 // Default capability values, the safe choice for model APIs.
@@ -152,6 +156,9 @@ func (d *Definition) validate() *fieldError {
 	}
 	if tn.ServerMaxLength < 0 {
 		return &fieldError{"capabilities.tool_names.server_max_length", fmt.Sprintf("%d is negative", tn.ServerMaxLength)}
+	}
+	if tn.CombinedMaxLength < 0 {
+		return &fieldError{"capabilities.tool_names.combined_max_length", fmt.Sprintf("%d is negative", tn.CombinedMaxLength)}
 	}
 	if _, err := regexp.Compile(tn.Charset); err != nil {
 		return &fieldError{"capabilities.tool_names.charset", fmt.Sprintf("not a regular expression: %v", err)}

@@ -3,6 +3,7 @@ package agents
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -23,14 +24,7 @@ type Rendered struct {
 // outside the charset or longer than the client's limit is returned with a
 // problem rather than cut, since clients differ in what they do with it.
 func RenderModelName(n ToolNaming, server, transport string) Rendered {
-	if n.ServerMaxLength > 0 && utf8.RuneCountInString(server) > n.ServerMaxLength {
-		server = string([]rune(server)[:n.ServerMaxLength])
-	}
-	tmpl := n.Template
-	if tmpl == "" {
-		tmpl = "{tool}"
-	}
-	name := strings.NewReplacer("{tool}", transport, "{server}", server).Replace(tmpl)
+	name := ApplyTemplate(n, server, transport)
 	var r Rendered
 	re := charsetRegexp(n.Charset)
 	if re != nil && !re.MatchString(name) {
@@ -48,6 +42,67 @@ func RenderModelName(n ToolNaming, server, transport string) Rendered {
 	}
 	r.Name = name
 	return r
+}
+
+// ApplyTemplate is the first step of [RenderModelName]: the client's
+// template applied to a transport name, with the server part cut where the
+// client cuts it ([ToolNaming.ServerMaxLength]), before any sanitising.
+func ApplyTemplate(n ToolNaming, server, transport string) string {
+	if n.ServerMaxLength > 0 && utf8.RuneCountInString(server) > n.ServerMaxLength {
+		server = string([]rune(server)[:n.ServerMaxLength])
+	}
+	tmpl := n.Template
+	if tmpl == "" {
+		tmpl = "{tool}"
+	}
+	// One pass, left to right, as a strings.Replacer would (without
+	// building one per name).
+	var b strings.Builder
+	b.Grow(len(tmpl) + len(transport) + len(server))
+	for t := tmpl; t != ""; {
+		i := strings.IndexByte(t, '{')
+		if i < 0 {
+			b.WriteString(t)
+			break
+		}
+		b.WriteString(t[:i])
+		switch t = t[i:]; {
+		case strings.HasPrefix(t, "{tool}"):
+			b.WriteString(transport)
+			t = t[len("{tool}"):]
+		case strings.HasPrefix(t, "{server}"):
+			b.WriteString(server)
+			t = t[len("{server}"):]
+		default:
+			b.WriteByte('{')
+			t = t[1:]
+		}
+	}
+	return b.String()
+}
+
+// MatchesCharset reports whether name matches the charset (a
+// [ToolNaming.Charset]); an invalid charset matches everything.
+func MatchesCharset(charset, name string) bool {
+	re := charsetRegexp(charset)
+	return re == nil || re.MatchString(name)
+}
+
+// OutsideCharset returns the characters of name, each once and in order,
+// that the charset (a [ToolNaming.Charset]) does not allow, which
+// [RenderModelName] turns into '_'. An invalid charset allows everything.
+func OutsideCharset(charset, name string) []rune {
+	re := charsetRegexp(charset)
+	if re == nil || re.MatchString(name) {
+		return nil
+	}
+	var out []rune
+	for _, c := range name {
+		if !re.MatchString("a"+string(c)) && !re.MatchString(string(c)) && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // sanitize replaces each character that the charset does not allow with '_'.

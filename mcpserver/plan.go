@@ -25,60 +25,32 @@ type PlannedTool struct {
 
 // PlanTools computes the tools an instance will serve from its configuration
 // alone, before anything runs: the built-ins and each knowledge base's tools,
-// with their canonical, transport and model-visible names. A collision in the
-// namespace is an error naming both sources.
+// with their canonical, transport and model-visible names and their
+// problems for this client ([DescribeTools] without external servers). A
+// collision in the namespace is an error naming both sources.
 func PlanTools(server string, naming agents.ToolNaming, mounts []mount.Resolved) ([]PlannedTool, error) {
-	reg := NewRegistry(nil)
-	for _, b := range BuiltinBases {
-		if err := reg.reserve(&Entry{Name: BuiltinName(b, server), Source: sourceBuiltin, Kind: KindBuiltin, Base: b}); err != nil {
-			return nil, err
+	d, err := DescribeTools(server, naming, mounts, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PlannedTool, 0, len(d.Tools))
+	for _, t := range d.Tools {
+		if t.Kind != KindServer {
+			out = append(out, t.PlannedTool)
 		}
 	}
-	for _, m := range mounts {
-		if m.Kind != mount.KindKB {
-			continue // external servers' tools are known only once connected
-		}
-		for _, b := range KBToolBases(m.ReadOnly) {
-			e := &Entry{Name: m.ToolName(b), Source: m.Source(), Kind: KindKB, Mount: m.Name, Prefix: m.EffectivePrefix, Base: b}
-			if err := reg.reserve(e); err != nil {
-				return nil, err
-			}
-		}
-	}
-	origins := map[string]mount.PrefixOrigin{}
-	for _, m := range mounts {
-		origins[m.Name] = m.PrefixOrigin
-	}
-	tools := describeTools(reg, server, naming)
-	for i := range tools {
-		tools[i].PrefixOrigin = origins[tools[i].Mount]
-	}
-	return tools, nil
+	return out, nil
 }
 
-// describeTools lists a registry's tools with their names for this client,
-// and marks names the client would render the same.
+// describeTools lists a registry's tools with their names for this client
+// and their problems (see [LintTools]): what get_instance shows.
 func describeTools(reg *Registry, server string, naming agents.ToolNaming) []PlannedTool {
-	entries := reg.Entries()
-	out := make([]PlannedTool, len(entries))
-	byVisible := map[string][]int{}
-	for i, e := range entries {
-		tn := PresentToolName(reg, naming.Namespacing, server, e.Name)
-		r := agents.RenderModelName(naming, server, tn)
-		out[i] = PlannedTool{Canonical: e.Name, Transport: tn, ModelVisible: r.Name, Source: e.Source, Mount: e.Mount, Base: e.Base, Problems: r.Problems}
-		byVisible[r.Name] = append(byVisible[r.Name], i)
-	}
-	for name, idx := range byVisible {
-		if len(idx) < 2 {
-			continue
-		}
-		for _, i := range idx {
-			for _, j := range idx {
-				if i != j {
-					out[i].Problems = append(out[i].Problems, fmt.Sprintf("the client shows %s as %q too", out[j].Canonical, name))
-				}
-			}
-		}
+	rows := nameEntries(reg.Entries(), reg, server, naming, nil)
+	LintTools(server, naming, rows)
+	out := make([]PlannedTool, len(rows))
+	for i, r := range rows {
+		out[i] = r.PlannedTool
+		out[i].Problems = problemTexts(r.Findings)
 	}
 	return out
 }

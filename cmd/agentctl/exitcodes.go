@@ -20,6 +20,7 @@ const (
 	ExitInvalid  = 4   // invalid configuration or input, or a conflict
 	ExitTimeout  = 5   // a wait ran out of time
 	ExitFailed   = 6   // the instance reported status failed (instance wait)
+	ExitProblems = 7   // tools lint found problems in the tool names
 	ExitSignal   = 130 // interrupted (SIGINT); 143 for SIGTERM
 )
 
@@ -35,6 +36,7 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
                 id prefix, deleting an instance an endpoint is serving (--force)
   5  timeout    'instance wait' ran out of time before the status was reached
   6  failed     'instance wait' saw the instance report status "failed"
+  7  problems   'tools lint' found a problem in the tool names a model would see
   130 interrupted by SIGINT (143 by SIGTERM); 'mcp serve' exits 0 on either
 
 The message on stderr says what was wrong and how to fix it.`

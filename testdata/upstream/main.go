@@ -18,6 +18,7 @@
 //	-crash-after N    exit with code 3 on the N-th tools/call (from 1; 0 = never)
 //	-echo-meta        also register echo_meta (below); off by default, so that
 //	                  the tool lists other tests compare stay as they are
+//	-tool-names, -tool-count  extra tools (see tools_flags.go)
 //
 // At start the -stderr text and the -pidfile are written first, then the
 // exit/hang flags are applied.
@@ -110,6 +111,7 @@ func main() {
 		addNumberedTool(server, fmt.Sprintf("tool_%d", i))
 	}
 	addSpecialTools(server)
+	addNamedTools(server) // tools_flags.go
 	if *echoMeta {
 		addEchoMeta(server)
 	}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// NewCmdTools is `agentctl tools`: the names each client's model will see.
+func NewCmdTools(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tools <command>",
+		Short: "Preview and check the tool names each client's model will see",
+		Long: `See, before anything runs, the exact tool names a client's model will see for an
+instance (--instance) or for one that 'instance create' would make (--agent with
+the same mount flags; nothing is written), and check them in CI.`,
+	}
+	cmd.AddCommand(NewCmdToolsList(f, nil), NewCmdToolsLint(f, nil))
+	return cmd
+}
+
+// agentAll is the --agent value that means every agent definition in force.
+const agentAll = "all"
+
+// ToolsTarget is what `tools list` and `tools lint` describe: an instance
+// (Instance), or a hypothetical one from the create flags, for one agent,
+// every agent ([agentAll]) or, with an instance, its own capability.
+type ToolsTarget struct {
+	Instance string
+	Agent    string
+	// The create flags, for a hypothetical instance.
+	ServerName string
+	PrefixMode mount.PrefixMode
+	Mounts     []mount.Mount
+	// Connect lists the external servers' tools: each is started or
+	// dialled, as `mcp serve` would, and stopped again.
+	Connect bool
+}
+
+// registerToolsTarget adds the flags that choose a [ToolsTarget]: --instance,
+// --agent, --connect and the create flags.
+func registerToolsTarget(f *Factory, cmd *cobra.Command, t *ToolsTarget, mounts *mountFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&t.Instance, "instance", "", "an instance: id, id prefix or label")
+	fl.StringVar(&t.Agent, "agent", "", `an agent id, or "all" for every agent side by side (with --instance: instead of the instance's own)`)
+	fl.BoolVar(&t.Connect, "connect", false, "start or dial the external MCP servers to list their tools, then stop them (default true with --instance)")
+	addSettingFlag(fl, keyServerName)
+	mounts.register(fl)
+	addSettingFlag(fl, keyToolPrefixMode)
+	_ = cmd.RegisterFlagCompletionFunc("instance", completeInstances(f))
+	_ = cmd.RegisterFlagCompletionFunc("agent", completeAgentIDs(f))
+	_ = cmd.RegisterFlagCompletionFunc("tool-prefix-mode", cobra.FixedCompletions([]string{"mount-name", "off"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// resolveToolsTarget fills t from the settings once the flags are parsed.
+func resolveToolsTarget(f *Factory, fl *pflag.FlagSet, t *ToolsTarget, mounts *mountFlags) error {
+	if t.Instance == "" && t.Agent == "" {
+		return usageErrorf("say what to describe: --instance ID, or --agent ID (or --agent all) with the mount flags of 'instance create'")
+	}
+	if !fl.Changed("connect") {
+		t.Connect = t.Instance != ""
+	}
+	if t.Instance != "" {
+		for _, name := range []string{"kb", "mcp", "mcp-json", "mcp-header", "server-name", "tool-prefix-mode"} {
+			if fl.Changed(name) {
+				return usageErrorf("--%s describes a hypothetical instance; with --instance the instance's own configuration is used (drop --%s, or --instance for --agent)", name, name)
+			}
+		}
+		return nil
+	}
+	c := f.Config
+	t.ServerName = c.String(keyServerName)
+	if err := instance.ValidateServerName(t.ServerName); err != nil {
+		return err
+	}
+	var err error
+	if t.PrefixMode, err = c.PrefixMode(); err != nil {
+		return err
+	}
+	fileMounts, err := c.FileMounts()
+	if err != nil {
+		return err
+	}
+	t.Mounts, err = mounts.mounts(fileMounts)
+	return err
+}
+
+// toolsReport is one agent's description, as `tools list -o json` prints
+// it: the agent, the instance if any, and [mcpserver.Description]'s fields.
+type toolsReport struct {
+	Agent    string `json:"agent"`
+	Instance string `json:"instance,omitempty"`
+	mcpserver.Description
+}
+
+// agentNaming is one client to describe for.
+type agentNaming struct {
+	id     string
+	naming agents.ToolNaming
+}
+
+// describeToolsTarget computes the reports of t: the mounts (from the
+// record or the flags), the external servers' listings if t.Connect, and
+// [mcpserver.DescribeTools] for each agent. The caller calls stopped once
+// done with the reports: it waits until the servers started to list them
+// have stopped, which they do meanwhile.
+func describeToolsTarget(ctx context.Context, catalog func() (*agents.Catalog, error), open storeOpener, t *ToolsTarget) (reports []toolsReport, stopped func(), err error) {
+	stopped = func() {}
+	reports, err = describeWith(ctx, catalog, open, t, &stopped)
+	return reports, stopped, err
+}
+
+func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), open storeOpener, t *ToolsTarget, stopped *func()) ([]toolsReport, error) {
+	cat, err := catalog()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		server  string
+		resolve []mount.Resolved
+		clients []agentNaming
+		ref     string
+		stale   []mcpserver.Finding
+	)
+	if t.Instance != "" {
+		err := withInstance(ctx, open, t.Instance, func(_ *instance.Store, rec *instance.Record) error {
+			plan, err := provision.RecordPlan(rec)
+			if err != nil {
+				return err
+			}
+			server, resolve, ref = rec.ServerName, plan.Mounts, rec.ID
+			if t.Agent == "" {
+				clients = []agentNaming{{rec.Agent, rec.Capabilities.ToolNames}}
+			}
+			stale = staleFindings(cat, rec)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		server = t.ServerName
+	}
+	if clients == nil {
+		if clients, err = agentNamings(cat, t.Agent); err != nil {
+			return nil, err
+		}
+	}
+	if t.Instance == "" {
+		plan, err := provision.PlanMounts(server, clients[0].naming, t.PrefixMode, t.Mounts)
+		if err != nil {
+			return nil, err
+		}
+		resolve = plan.Mounts
+	}
+	var listings []mcpserver.ServerListing
+	if t.Connect {
+		listings, *stopped = listServers(ctx, resolve)
+	}
+	out := make([]toolsReport, 0, len(clients))
+	for _, c := range clients {
+		d, err := mcpserver.DescribeTools(server, c.naming, resolve, listings)
+		if err != nil {
+			return nil, &provision.InvalidError{Err: err}
+		}
+		if c.id == agentOf(t, ref, clients) {
+			d.Findings = append(stale, d.Findings...)
+		}
+		out = append(out, toolsReport{Agent: c.id, Instance: ref, Description: d})
+	}
+	return out, nil
+}
+
+// agentOf is the agent whose report carries the instance's own findings
+// (a stale capability): the instance's agent, when it is described.
+func agentOf(t *ToolsTarget, ref string, clients []agentNaming) string {
+	if ref == "" || t.Agent != "" {
+		return ""
+	}
+	return clients[0].id
+}
+
+// agentNamings is the naming of one agent, or of every agent for "all".
+func agentNamings(cat *agents.Catalog, id string) ([]agentNaming, error) {
+	if id != agentAll {
+		def, err := cat.Lookup(id)
+		if err != nil {
+			return nil, err
+		}
+		return []agentNaming{{def.ID, def.Capabilities.ToolNames}}, nil
+	}
+	var out []agentNaming
+	for _, d := range cat.Definitions() {
+		out = append(out, agentNaming{d.ID, d.Capabilities.ToolNames})
+	}
+	return out, nil
+}
+
+// staleFindings compares an instance's stored capability with its agent's
+// definition now.
+func staleFindings(cat *agents.Catalog, rec *instance.Record) []mcpserver.Finding {
+	def, err := cat.Lookup(rec.Agent)
+	if err != nil {
+		return []mcpserver.Finding{{Code: mcpserver.FindingStale, Severity: mcpserver.SeverityError, Source: "instance " + rec.ID,
+			Problem: fmt.Sprintf("agent %q is not defined any more; the endpoint keeps using the capability stored at create", rec.Agent),
+			Fix:     fmt.Sprintf("restore the definition of %q, or re-create the instance for another agent", rec.Agent)}}
+	}
+	if f, ok := mcpserver.StaleCapability(rec.ID, rec.Agent, rec.Capabilities.ToolNames, def.Capabilities.ToolNames); ok {
+		return []mcpserver.Finding{f}
+	}
+	return nil
+}
+
+// listServers starts or dials the external servers among mounts, as `mcp
+// serve` does, each in its own [proxy.Pool] and all at once, and takes each
+// one's tools (or why it failed) as soon as its first attempt ends, within
+// its mount's timeout ([proxy.DefaultTimeout] by default). Each server is
+// stopped once listed, in the background; wait waits until all are gone
+// (no orphans), so that the caller can describe and print meanwhile.
+func listServers(ctx context.Context, mounts []mount.Resolved) (listings []mcpserver.ServerListing, wait func()) {
+	var servers []mount.Resolved
+	for _, m := range mounts {
+		if m.Kind == mount.KindServer {
+			servers = append(servers, m)
+		}
+	}
+	out := make([]mcpserver.ServerListing, len(servers))
+	var listing, stopping sync.WaitGroup
+	for i, m := range servers {
+		listing.Go(func() {
+			pool := proxy.NewPool([]mount.Resolved{m}, noNamespace{}, proxy.Options{Version: version})
+			pool.Start(ctx)
+			out[i] = listServer(ctx, pool, m)
+			stopping.Go(func() {
+				pool.Stop()
+				pool.Wait()
+			})
+		})
+	}
+	listing.Wait()
+	return out, stopping.Wait
+}
+
+// listServer waits for the first attempt of pool's one server, m, and
+// returns what it listed or why it failed.
+func listServer(ctx context.Context, pool *proxy.Pool, m mount.Resolved) mcpserver.ServerListing {
+	l := mcpserver.ServerListing{Mount: m.Name, State: mcpserver.ListingUp, Tools: []string{}}
+	select {
+	case <-pool.FirstRound():
+	case <-ctx.Done():
+		l.State, l.Error = mcpserver.ListingDown, context.Cause(ctx).Error()
+		return l
+	}
+	// Read at once: a failed server is retried after a back-off, which
+	// clears its error.
+	s := pool.Servers()[0]
+	if st := s.Status(); st.State != proxy.StateUp {
+		l.State, l.Error = mcpserver.ListingDown, st.Error
+		return l
+	}
+	for _, t := range s.Tools() {
+		l.Tools = append(l.Tools, t.Name)
+	}
+	return l
+}
+
+// noNamespace: listing needs no endpoint to reconcile.
+type noNamespace struct{}
+
+func (noNamespace) Reconcile() {}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/charmbracelet/x/ansi"
+)
+
+func TestNewCmdToolsList(t *testing.T) {
+	hypothetical := func(mod func(*ToolsTarget)) ToolsTarget {
+		tg := ToolsTarget{Agent: "auggie", ServerName: "agentctl", PrefixMode: mount.PrefixModeMountName}
+		if mod != nil {
+			mod(&tg)
+		}
+		return tg
+	}
+	tests := []struct {
+		args    []string
+		env     []string
+		want    ToolsTarget
+		output  string
+		wantErr string
+	}{
+		{args: []string{"--agent", "auggie"}, want: hypothetical(nil)},
+		{args: []string{"--agent", "all", "--kb", "docs=/srv/docs", "--mcp", "web=srv --x", "--server-name", "tools", "--tool-prefix-mode", "off", "--connect", "-o", "json"},
+			output: formatJSON,
+			want: hypothetical(func(tg *ToolsTarget) {
+				tg.Agent, tg.ServerName, tg.PrefixMode, tg.Connect = "all", "tools", mount.PrefixModeOff, true
+				tg.Mounts = []mount.Mount{{Kind: mount.KindKB, Name: "docs", Path: "/srv/docs"}, {Kind: mount.KindServer, Name: "web", Command: "srv", Args: []string{"--x"}}}
+			})},
+		{args: []string{"--agent", "auggie"}, env: []string{"AGENTCTL_SERVER_NAME=env", "AGENTCTL_TOOL_PREFIX_MODE=off"},
+			want: hypothetical(func(tg *ToolsTarget) { tg.ServerName, tg.PrefixMode = "env", mount.PrefixModeOff })},
+		// --connect is the default for an instance.
+		{args: []string{"--instance", "fix-login"}, want: ToolsTarget{Instance: "fix-login", Connect: true}},
+		{args: []string{"--instance", "fix-login", "--connect=false", "--agent", "all"}, want: ToolsTarget{Instance: "fix-login", Agent: "all"}},
+		{args: nil, wantErr: "say what to describe: --instance ID, or --agent ID"},
+		{args: []string{"--instance", "a", "--mcp", "web=srv"}, wantErr: "--mcp describes a hypothetical instance"},
+		{args: []string{"--agent", "auggie", "--kb", "docs"}, wantErr: `invalid --kb "docs"`},
+		{args: []string{"--agent", "auggie", "-o", "yaml"}, wantErr: `invalid output format "yaml"`},
+		{args: []string{"--agent", "auggie", "--tool-prefix-mode", "sometimes"}, wantErr: "sometimes"},
+	}
+	for _, tt := range tests {
+		f := newUnloadedTestFactory(t, tt.env...)
+		var got *ToolsListOptions
+		cmd := NewCmdToolsList(f.Factory, func(_ context.Context, o *ToolsListOptions) error {
+			got = o
+			return nil
+		})
+		err := runCommand(f, cmd, tt.args...)
+		if tt.wantErr != "" && !strings.Contains(tt.wantErr, "sometimes") {
+			checkUsageError(t, tt.args, err, tt.wantErr)
+			continue
+		}
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%q: %v, want an error saying %q", tt.args, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.args, err)
+			continue
+		}
+		if got.IO != f.IOStreams || got.Catalog == nil || got.Store == nil {
+			t.Errorf("%q: the options lack the factory's streams, catalog or store", tt.args)
+		}
+		if len(got.Target.Mounts) == 0 {
+			got.Target.Mounts = nil
+		}
+		wantOutput := tt.output
+		if wantOutput == "" {
+			wantOutput = formatTable
+		}
+		if !reflect.DeepEqual(got.Target, tt.want) || got.Output != wantOutput {
+			t.Errorf("%q:\n got %+v %s\nwant %+v %s", tt.args, got.Target, got.Output, tt.want, wantOutput)
+		}
+	}
+}
+
+func TestNewCmdToolsLint(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		strict bool
+	}{
+		{[]string{"--agent", "cursor"}, false},
+		{[]string{"--agent", "cursor", "--strict"}, true},
+	} {
+		f := newUnloadedTestFactory(t)
+		var got *ToolsLintOptions
+		cmd := NewCmdToolsLint(f.Factory, func(_ context.Context, o *ToolsLintOptions) error {
+			got = o
+			return nil
+		})
+		if err := runCommand(f, cmd, tt.args...); err != nil {
+			t.Fatalf("%q: %v", tt.args, err)
+		}
+		if got.Target.Agent != "cursor" || got.Strict != tt.strict || got.Target.Connect {
+			t.Errorf("%q: %+v", tt.args, got)
+		}
+	}
+}
+
+// runToolsList runs `tools list` with args through the real run function.
+func runToolsList(t *testing.T, f *testFactory, args ...string) error {
+	t.Helper()
+	f.reset()
+	return runCommand(f, NewCmdToolsList(f.Factory, nil), args...)
+}
+
+func TestToolsListOutput(t *testing.T) {
+	kbDir := t.TempDir()
+	t.Run("piped: tab-separated, no header", func(t *testing.T) {
+		f := newUnloadedTestFactory(t)
+		if err := runToolsList(t, f, "--agent", "claude-code", "--kb", "docs="+kbDir, "--kb", "notes="+kbDir+",prefix=n"); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(f.out.String(), "\n"), "\n")
+		want := "docs__concept_read\tdocs__concept_read\tmcp__agentctl__docs__concept_read\tkb docs\tderived\t33/64\t-"
+		if !slices.Contains(lines, want) || strings.Contains(f.out.String(), "CANONICAL") || strings.Contains(f.out.String(), "│") {
+			t.Fatalf("got\n%s\nwant a line %q", f.out, want)
+		}
+		if !strings.Contains(f.out.String(), "n__concept_read\tn__concept_read\tmcp__agentctl__n__concept_read\tkb notes\texplicit\t") {
+			t.Fatalf("got\n%s", f.out)
+		}
+	})
+	t.Run("terminal: a table fitted to its width", func(t *testing.T) {
+		for _, width := range []int{100, 250} {
+			f := newUnloadedTestFactory(t, "NO_COLOR=1")
+			f.IOStreams.SetStdoutTTY(true)
+			f.IOStreams.SetTerminalWidth(width)
+			if err := runToolsList(t, f, "--agent", "auggie", "--kb", "docs="+kbDir); err != nil {
+				t.Fatal(err)
+			}
+			out := f.out.String()
+			want := []string{"CANONICAL", "SENT", "MODEL SEES", "SOURCE", "PREFIX", "LENGTH", "PROBLEMS", "│ built-in │", "single-mount", "26/64"}
+			if width == 250 {
+				want = append(want, "│ ask_user_question_agentctl │ ask_user_question │ ask_user_question_agentctl │")
+			}
+			for _, s := range want {
+				if !strings.Contains(out, s) {
+					t.Errorf("width %d: the table lacks %q:\n%s", width, s, out)
+				}
+			}
+			for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+				if w := ansi.StringWidth(l); w > width {
+					t.Errorf("a line of %d columns on a terminal of %d: %q", w, width, l)
+				}
+			}
+		}
+	})
+	t.Run("several agents: an agent column", func(t *testing.T) {
+		f := newUnloadedTestFactory(t)
+		if err := runToolsList(t, f, "--agent", "all"); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			"auggie\task_user_question_agentctl\task_user_question\task_user_question_agentctl\t",
+			"gemini\task_user_question_agentctl\task_user_question_agentctl\tmcp_agentctl_ask_user_question_agentctl\t",
+			"kiro\tget_instance_agentctl\tget_instance_agentctl\tget_instance_agentctl\t",
+		} {
+			if !strings.Contains(f.out.String(), want) {
+				t.Errorf("no line starting %q in\n%s", want, f.out)
+			}
+		}
+	})
+}
+
+// TestToolsListJSONFields pins the JSON field names of `tools list -o json`
+// and `tools lint -o json`, a contract: fields are added, never renamed.
+func TestToolsListJSONFields(t *testing.T) {
+	f := newUnloadedTestFactory(t)
+	// Two knowledge bases: a warning (a bare name several tools share).
+	kbDir := t.TempDir()
+	if err := runToolsList(t, f, "--agent", "auggie", "--kb", "docs="+kbDir, "--kb", "notes="+kbDir, "-o", "json"); err != nil {
+		t.Fatal(err)
+	}
+	var reports []map[string]json.RawMessage
+	if err := json.Unmarshal(f.out.Bytes(), &reports); err != nil {
+		t.Fatal(err)
+	}
+	keysOf := func(raw json.RawMessage) []string {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	var whole json.RawMessage
+	whole, _ = json.Marshal(reports[0])
+	if got, want := keysOf(whole), []string{"agent", "findings", "naming", "server_name", "servers", "tools"}; !slices.Equal(got, want) {
+		t.Errorf("report fields %v, want %v", got, want)
+	}
+	var tools, findings []json.RawMessage
+	_ = json.Unmarshal(reports[0]["tools"], &tools)
+	_ = json.Unmarshal(reports[0]["findings"], &findings)
+	// A knowledge base's tool has every field (a built-in has no mount, no prefix origin).
+	if got, want := keysOf(tools[3]), []string{"base", "canonical", "findings", "kind", "length", "max_length", "model_visible", "mount", "prefix_origin", "source", "status", "transport"}; !slices.Equal(got, want) {
+		t.Errorf("tool fields %v, want %v", got, want)
+	}
+	if got, want := keysOf(findings[0]), []string{"code", "fix", "problem", "severity", "source", "tool"}; !slices.Equal(got, want) {
+		t.Errorf("finding fields %v, want %v", got, want)
+	}
+
+	// tools lint -o json: one array of findings with their agent; warnings
+	// do not fail without --strict.
+	f.reset()
+	lint := func(args ...string) error {
+		return runCommand(f, NewCmdToolsLint(f.Factory, nil), append([]string{"--agent", "auggie", "--kb", "docs=" + kbDir, "--kb", "notes=" + kbDir}, args...)...)
+	}
+	if err := lint("-o", "json"); err != nil {
+		t.Fatal(err)
+	}
+	var lints []json.RawMessage
+	if err := json.Unmarshal(f.out.Bytes(), &lints); err != nil || len(lints) != 4 {
+		t.Fatalf("%v: %s", err, f.out)
+	}
+	if got, want := keysOf(lints[0]), []string{"agent", "code", "fix", "problem", "severity", "source", "tool"}; !slices.Equal(got, want) {
+		t.Errorf("lint fields %v, want %v", got, want)
+	}
+	f.reset()
+	err := lint("--strict")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != ExitProblems || !strings.Contains(err.Error(), "0 errors, 4 warnings") {
+		t.Fatalf("--strict with warnings: %v", err)
+	}
+	if !strings.Contains(f.out.String(), `auggie/kb docs, kb notes: concept_read: the bare name "concept_read" is the unprefixed form of docs__concept_read and notes__concept_read`) {
+		t.Fatalf("got %s", f.out)
+	}
+}
+
+// TestToolsLintAllAgents: a problem every agent has is given once, for
+// "all"; one that depends on the client is given for its agent.
+func TestToolsLintAllAgents(t *testing.T) {
+	f := newUnloadedTestFactory(t)
+	kbDir := t.TempDir()
+	// The server name makes kiro's (and only kiro's) names break its charset.
+	cmd := NewCmdToolsLint(f.Factory, nil)
+	cmd.SilenceUsage = true // as under the root command
+	err := runCommand(f, cmd, "--agent", "all", "--server-name", "my-tools", "--kb", "docs="+kbDir, "--kb", "notes="+kbDir)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != ExitProblems {
+		t.Fatalf("got %v, want exit %d", err, ExitProblems)
+	}
+	lines := strings.Split(strings.TrimSuffix(f.out.String(), "\n"), "\n")
+	var all, kiro, other int
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "all/kb docs, kb notes: concept_read: the bare name"):
+			all++
+		case strings.HasPrefix(l, "kiro/built-in: get_instance_my-tools: \"get_instance_my-tools\" contains '-', outside the client's charset ^[A-Za-z][A-Za-z0-9_]*$; the client shows it as \"get_instance_my_tools\" (create the instance with a --server-name that"):
+			kiro++
+		case strings.HasPrefix(l, "all/"), strings.HasPrefix(l, "kiro/"):
+		default:
+			other++
+		}
+	}
+	if all != 1 || kiro != 1 || other != 0 {
+		t.Fatalf("all %d, kiro %d, other %d in\n%s", all, kiro, other, f.out)
+	}
+}

@@ -1,0 +1,217 @@
+package mcpserver
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+)
+
+// ServerListing is what an external server offered when it was asked for
+// its tools, or why it could not be asked: the input [DescribeTools] needs
+// from the outside world, so that it stays pure.
+type ServerListing struct {
+	// Mount is the server's mount name.
+	Mount string `json:"name"`
+	// State is "up" when Tools is what the server listed, "down" when it
+	// failed (Error says why), "unlisted" when nobody asked (no --connect).
+	State string `json:"state"`
+	// Error says why the server could not be listed.
+	Error string `json:"error,omitempty"`
+	// Tools are the server's own tool names, as it listed them.
+	Tools []string `json:"tools"`
+}
+
+// Listing states of a [ServerListing].
+const (
+	ListingUp       = "up"
+	ListingDown     = "down"
+	ListingUnlisted = "unlisted"
+)
+
+// Tool statuses of a [ToolRow].
+const (
+	// StatusServed: the endpoint serves the tool under these names.
+	StatusServed = "served"
+	// StatusWithheld: the endpoint does not serve the tool (a collision or
+	// an invalid name); its findings say why.
+	StatusWithheld = "withheld"
+)
+
+// ToolRow is one tool as `agentctl tools list` shows it: every name it has
+// ([PlannedTool]), the model-visible length against the client's limit, and
+// what is wrong with it. The JSON field names are a CLI contract: add
+// fields, never rename them.
+type ToolRow struct {
+	PlannedTool
+	// Kind is builtin, kb or mcp.
+	Kind Kind `json:"kind"`
+	// Length is the model-visible name's length in characters; MaxLength
+	// is the client's limit.
+	Length    int `json:"length"`
+	MaxLength int `json:"max_length"`
+	// Status is [StatusServed] or [StatusWithheld].
+	Status string `json:"status"`
+	// Findings are the problems with this tool's names, each with its fix.
+	Findings []Finding `json:"findings"`
+}
+
+// Description is everything an instance's client will show its model, for
+// one client: what `tools list` prints and what `tools lint` checks.
+type Description struct {
+	ServerName string            `json:"server_name"`
+	Naming     agents.ToolNaming `json:"naming"`
+	Tools      []ToolRow         `json:"tools"`
+	// Servers are the external servers and whether their tools are known.
+	Servers []ServerListing `json:"servers"`
+	// Findings are the problems that belong to no single tool (a server
+	// that could not be listed, a bare name several tools share).
+	Findings []Finding `json:"findings"`
+}
+
+// DescribeTools computes the description of an instance for one client:
+// the built-ins and knowledge bases from the configuration, the external
+// servers' tools from their listings, each tool with its canonical,
+// transport and model-visible names, and the findings of [LintTools]. It is
+// pure; the caller lists the servers (or not) and passes what it got.
+//
+// The run-time rule for an external tool that takes an in-process tool's
+// canonical, transport or model-visible name: the in-process tool keeps its
+// name and the external one is withheld. Two external tools with one
+// canonical name are both withheld. A configuration the contract refuses
+// (two knowledge bases with one name) is an error, as for [PlanTools].
+func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resolved, listings []ServerListing) (Description, error) {
+	static, err := staticRegistry(server, mounts)
+	if err != nil {
+		return Description{}, err
+	}
+	origins := map[string]mount.PrefixOrigin{}
+	byName := map[string]mount.Resolved{}
+	for _, m := range mounts {
+		origins[m.Name] = m.PrefixOrigin
+		byName[m.Name] = m
+	}
+	rows := nameEntries(static.Entries(), static, server, naming, origins)
+	// An in-process tool's canonical, transport and model-visible names.
+	canonical, transport, visible := map[string]*ToolRow{}, map[string]*ToolRow{}, map[string]*ToolRow{}
+	for i := range rows {
+		canonical[rows[i].Canonical] = &rows[i]
+		transport[rows[i].Transport] = &rows[i]
+		visible[rows[i].ModelVisible] = &rows[i]
+	}
+	d := Description{ServerName: server, Naming: naming}
+	// External tools, in mount order; a name two servers want is nobody's.
+	var ext []Entry
+	count := map[string]int{}
+	for _, m := range mounts {
+		if m.Kind != mount.KindServer {
+			continue
+		}
+		l := ServerListing{Mount: m.Name, State: ListingUnlisted, Tools: []string{}}
+		if i := slices.IndexFunc(listings, func(l ServerListing) bool { return l.Mount == m.Name }); i >= 0 {
+			l = listings[i]
+		}
+		d.Servers = append(d.Servers, l)
+		if l.State == ListingDown {
+			d.Findings = append(d.Findings, serverDown(m, l.Error))
+		}
+		for _, base := range l.Tools {
+			e := Entry{Name: m.ToolName(base), Source: m.Source(), Kind: KindServer, Mount: m.Name, Prefix: m.EffectivePrefix, Base: base}
+			ext = append(ext, e)
+			count[e.Name]++
+		}
+	}
+	extRows := nameEntries(ext, static, server, naming, origins)
+	for i := range extRows {
+		r := &extRows[i]
+		m := byName[r.Mount]
+		switch {
+		case ValidateToolName(r.Canonical) != nil:
+			r.withhold(invalidName(m, r.Base, ValidateToolName(r.Canonical)))
+		case canonical[r.Canonical] != nil:
+			r.withhold(takesInProcess(m, r, canonical[r.Canonical], "canonical name"))
+		case transport[r.Transport] != nil:
+			r.withhold(takesInProcess(m, r, transport[r.Transport], "name on the wire"))
+		case visible[r.ModelVisible] != nil:
+			r.withhold(takesInProcess(m, r, visible[r.ModelVisible], "model-visible name"))
+		case count[r.Canonical] > 1:
+			r.withhold(sharedExternal(m, r, extRows))
+		}
+	}
+	d.Tools = append(rows, extRows...)
+	slices.SortStableFunc(d.Tools, func(a, b ToolRow) int { return strings.Compare(a.Canonical, b.Canonical) })
+	d.Findings = append(d.Findings, LintTools(server, naming, d.Tools)...)
+	for i := range d.Tools {
+		d.Tools[i].Problems = problemTexts(d.Tools[i].Findings)
+		if d.Tools[i].Findings == nil {
+			d.Tools[i].Findings = []Finding{}
+		}
+	}
+	if d.Servers == nil {
+		d.Servers = []ServerListing{}
+	}
+	if d.Findings == nil {
+		d.Findings = []Finding{}
+	}
+	return d, nil
+}
+
+// staticRegistry reserves the in-process tools (built-ins and knowledge
+// bases) of a configuration, refusing a name taken twice.
+func staticRegistry(server string, mounts []mount.Resolved) (*Registry, error) {
+	reg := NewRegistry(nil)
+	for _, b := range BuiltinBases {
+		if err := reg.reserve(&Entry{Name: BuiltinName(b, server), Source: sourceBuiltin, Kind: KindBuiltin, Base: b}); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range mounts {
+		if m.Kind != mount.KindKB {
+			continue
+		}
+		for _, b := range KBToolBases(m.ReadOnly) {
+			e := &Entry{Name: m.ToolName(b), Source: m.Source(), Kind: KindKB, Mount: m.Name, Prefix: m.EffectivePrefix, Base: b}
+			if err := reg.reserve(e); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return reg, nil
+}
+
+// nameEntries gives each entry its transport name (presented against
+// names) and model-visible name for this client: the one place where a
+// tool's names are computed, for [PlanTools], get_instance and
+// [DescribeTools].
+func nameEntries(entries []Entry, names NameSet, server string, naming agents.ToolNaming, origins map[string]mount.PrefixOrigin) []ToolRow {
+	maxLen := naming.MaxLength
+	if maxLen == 0 {
+		maxLen = agents.DefaultMaxLength
+	}
+	out := make([]ToolRow, len(entries))
+	for i, e := range entries {
+		tn := PresentToolName(names, naming.Namespacing, server, e.Name)
+		r := agents.RenderModelName(naming, server, tn)
+		out[i] = ToolRow{
+			PlannedTool: PlannedTool{Canonical: e.Name, Transport: tn, ModelVisible: r.Name, Source: e.Source,
+				Mount: e.Mount, Base: e.Base, PrefixOrigin: origins[e.Mount]},
+			Kind: e.Kind, Length: utf8.RuneCountInString(r.Name), MaxLength: maxLen, Status: StatusServed,
+		}
+	}
+	return out
+}
+
+func (r *ToolRow) withhold(f Finding) {
+	r.Status = StatusWithheld
+	r.Findings = append(r.Findings, f)
+}
+
+func problemTexts(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Text())
+	}
+	return out
+}
