@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -179,15 +178,6 @@ func New(cfg Config) (*Endpoint, error) {
 
 func implementation(cfg Config) *mcp.Implementation {
 	return &mcp.Implementation{Name: "agentctl", Title: "agentctl instance " + cfg.Instance.ID, Version: cfg.Version}
-}
-
-// instructions names the built-ins by the names this client is sent.
-func instructions(cfg Config) string {
-	name := func(base string) string {
-		return PresentToolName(BuiltinNameSet(cfg.ServerName), cfg.Naming.Namespacing, cfg.ServerName, BuiltinName(base, cfg.ServerName))
-	}
-	return fmt.Sprintf("agentctl endpoint for instance %s (%s). Ask the person questions with %s, report progress with %s, and describe the instance and its tools with %s.",
-		cfg.Instance.ID, cfg.Instance.Agent, name(BaseAskUserQuestion), name(BaseReportProgress), name(BaseGetInstance))
 }
 
 // addMounts opens each knowledge base and registers its tools (external

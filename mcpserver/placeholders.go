@@ -22,11 +22,14 @@ func (e *PlaceholderError) Error() string {
 	return fmt.Sprintf("%s:%d: unknown placeholder {{tool:%s}}: %s", e.File, e.Line, e.Ref, e.Msg)
 }
 
-// ExpandPlaceholders replaces {{tool:REF}} in text with the tool's transport
-// name for this instance. REF is a built-in's base name
-// ({{tool:ask_user_question}}), MOUNT/TOOL ({{tool:docs/concept_read}}), a
-// canonical name, or a tool name that exactly one mount offers. An unknown
-// REF is an error naming the file and line.
+// ExpandPlaceholders replaces {{tool:REF}} in text with the tool's canonical
+// name, the same for every client (ask_user_question_agentctl,
+// docs__concept_read), and {{tool:REF|model}} with the name this instance's
+// client shows its model ([PlannedTool.ModelVisible]). REF is a built-in's
+// base name ({{tool:ask_user_question}}), MOUNT/TOOL
+// ({{tool:docs/concept_read}}), a canonical name, or a tool name that exactly
+// one mount offers. An unknown REF or form is an error naming the file and
+// line.
 func ExpandPlaceholders(file, text string, tools []PlannedTool) (string, error) {
 	var firstErr error
 	line := 1
@@ -36,7 +39,7 @@ func ExpandPlaceholders(file, text string, tools []PlannedTool) (string, error) 
 	for ; sc.Scan(); line++ {
 		expanded := placeholderRE.ReplaceAllStringFunc(sc.Text(), func(m string) string {
 			ref := placeholderRE.FindStringSubmatch(m)[1]
-			name, msg := resolvePlaceholder(ref, tools)
+			name, msg := expandPlaceholder(ref, tools)
 			if msg != "" && firstErr == nil {
 				firstErr = &PlaceholderError{File: file, Line: line, Ref: ref, Msg: msg}
 			}
@@ -54,11 +57,32 @@ func ExpandPlaceholders(file, text string, tools []PlannedTool) (string, error) 
 	return b.String(), sc.Err()
 }
 
-func resolvePlaceholder(ref string, tools []PlannedTool) (string, string) {
+// expandPlaceholder returns the name {{tool:ref}} stands for, or why there
+// is none.
+func expandPlaceholder(ref string, tools []PlannedTool) (string, string) {
+	ref, form, hasForm := strings.Cut(ref, "|")
+	ref, form = strings.TrimSpace(ref), strings.TrimSpace(form)
+	if hasForm && form != placeholderModel {
+		return "", fmt.Sprintf("unknown form %q; write {{tool:%s}} for the canonical name or {{tool:%s|model}} for the name the client's model sees", form, ref, ref)
+	}
+	t, msg := resolvePlaceholder(ref, tools)
+	switch {
+	case msg != "":
+		return "", msg
+	case hasForm:
+		return t.ModelVisible, ""
+	}
+	return t.Canonical, ""
+}
+
+// placeholderModel is the form of {{tool:REF|model}}.
+const placeholderModel = "model"
+
+func resolvePlaceholder(ref string, tools []PlannedTool) (PlannedTool, string) {
 	if mount, base, ok := strings.Cut(ref, "/"); ok {
 		for _, t := range tools {
 			if t.Mount == mount && t.Base == base {
-				return t.Transport, ""
+				return t, ""
 			}
 		}
 		var mounts []string
@@ -68,14 +92,14 @@ func resolvePlaceholder(ref string, tools []PlannedTool) (string, string) {
 			}
 		}
 		if !slices.Contains(mounts, mount) {
-			return "", fmt.Sprintf("no mount %q (mounts: %s)", mount, orNone(mounts))
+			return PlannedTool{}, fmt.Sprintf("no mount %q (mounts: %s)", mount, orNone(mounts))
 		}
-		return "", fmt.Sprintf("mount %q has no tool %q", mount, base)
+		return PlannedTool{}, fmt.Sprintf("mount %q has no tool %q", mount, base)
 	}
 	var hits []PlannedTool
 	for _, t := range tools {
 		if t.Canonical == ref {
-			return t.Transport, ""
+			return t, ""
 		}
 		if t.Base == ref {
 			hits = append(hits, t)
@@ -83,7 +107,7 @@ func resolvePlaceholder(ref string, tools []PlannedTool) (string, string) {
 	}
 	switch len(hits) {
 	case 1:
-		return hits[0].Transport, ""
+		return hits[0], ""
 	case 0:
 		var bases []string
 		for _, t := range tools {
@@ -91,13 +115,13 @@ func resolvePlaceholder(ref string, tools []PlannedTool) (string, string) {
 				bases = append(bases, t.Base)
 			}
 		}
-		return "", fmt.Sprintf("no such tool; use a built-in (%s) or MOUNT/TOOL such as docs/concept_read", strings.Join(bases, ", "))
+		return PlannedTool{}, fmt.Sprintf("no such tool; use a built-in (%s) or MOUNT/TOOL such as docs/concept_read", strings.Join(bases, ", "))
 	}
 	var refs []string
 	for _, t := range hits {
 		refs = append(refs, "{{tool:"+t.Mount+"/"+t.Base+"}}")
 	}
-	return "", fmt.Sprintf("several mounts offer %q; write one of %s", ref, strings.Join(refs, ", "))
+	return PlannedTool{}, fmt.Sprintf("several mounts offer %q; write one of %s", ref, strings.Join(refs, ", "))
 }
 
 func orNone(s []string) string {
