@@ -88,8 +88,12 @@ type InstanceOutput struct {
 	Tools       []PlannedTool `json:"tools"`
 	// MCPServers are the external servers' states (why one's tools are absent).
 	MCPServers []proxy.ServerStatus `json:"mcp_servers"`
-	// Conflicts are tool names that several sources want: none is served.
+	// Conflicts are tool names that several external servers want: none is
+	// served.
 	Conflicts []Conflict `json:"conflicts"`
+	// Withheld are external tools not served because a built-in or a
+	// knowledge base keeps the name ([WithheldExternal]).
+	Withheld []Withheld `json:"withheld"`
 }
 
 // IsInstanceDeleted reports whether err, from a [Store], says that the
@@ -324,9 +328,13 @@ func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ 
 		Tools:       e.ToolNames(),
 		MCPServers:  e.ServerStatuses(),
 		Conflicts:   e.Conflicts(),
+		Withheld:    e.Withheld(),
 	}
 	if out.Conflicts == nil {
 		out.Conflicts = []Conflict{}
+	}
+	if out.Withheld == nil {
+		out.Withheld = []Withheld{}
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
 	return textResult(string(b)), out, nil

@@ -57,7 +57,8 @@ import (
 //	    $XDG_STATE_HOME/agentctl; INSTANCE is anything `instance show` takes.
 //
 // $TSCLIENT_NODE is node and $EVERYTHING the reference server
-// @modelcontextprotocol/server-everything (start it with "stdio").
+// @modelcontextprotocol/server-everything (start it with "stdio");
+// $UPSTREAM is the test upstream (testdata/upstream, flags in its doc).
 //
 //	mcp INSTANCE STEP...
 //	    drive `agentctl mcp serve --instance INSTANCE` with the TypeScript MCP
@@ -77,6 +78,14 @@ func TestScripts(t *testing.T) {
 			env.Setenv("TSCLIENT", client)
 			// The reference MCP server, an external server for scripts.
 			env.Setenv("EVERYTHING", filepath.Join(filepath.Dir(client), "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+			// The test upstream (testdata/upstream), built by TestMain.
+			if b := builds["server"]; b != nil {
+				<-b.done
+				if b.err != nil {
+					return fmt.Errorf("go build testdata/upstream: %v\n%s", b.err, b.out)
+				}
+				env.Setenv("UPSTREAM", b.path)
+			}
 			home := filepath.Join(env.WorkDir, "home")
 			if err := os.MkdirAll(home, 0o755); err != nil {
 				return err

@@ -110,6 +110,7 @@ func main() {
 		addNumberedTool(server, fmt.Sprintf("tool_%d", i))
 	}
 	addSpecialTools(server)
+	addNamedTools(server) // -names, names_flags.go
 	if *echoMeta {
 		addEchoMeta(server)
 	}
