@@ -118,7 +118,8 @@ func TestRouteToolCallExplainsUnknownNames(t *testing.T) {
 		{"browser__nosuch", UnknownToolOnServer, `unknown tool "browser__nosuch": server "browser" has no tool "nosuch"; it has browser__click, browser__fetch`, ""},
 		{"fetch", BareName, `unknown tool "fetch"; did you mean "browser__fetch"?`, "browser__fetch"},
 		{"concept_list", BareName, `did you mean "docs__concept_list"?`, "docs__concept_list"},
-		{"concept_read", UnknownName, `unknown tool "concept_read"`, ""}, // two candidates: no guess
+		// Two candidates: both suggested, neither guessed.
+		{"concept_read", BareName, `unknown tool "concept_read"; did you mean "docs__concept_read" or "notes__concept_read"?`, ""},
 		{"ask_user_question", BareName, `did you mean "ask_user_question_agentctl"?`, "ask_user_question_agentctl"},
 		{"nothing_like_it", UnknownName, `unknown tool "nothing_like_it"`, ""},
 		{"agentctl__ask_user_question", UnknownServer, `server "agentctl" not found; "agentctl" is agentctl's own server name; its tools are called by their names (ask_user_question_agentctl)`, ""},

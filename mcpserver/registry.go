@@ -67,10 +67,43 @@ func NewRegistry(server *mcp.Server) *Registry {
 type CollisionError struct {
 	Name          string
 	First, Second string
+	// Escape says how to get out, when both sources are mounts; empty
+	// otherwise ("rename one of them").
+	Escape string
 }
 
 func (e *CollisionError) Error() string {
-	return fmt.Sprintf("tool name %q is provided by both %s and %s; rename one of them", e.Name, e.First, e.Second)
+	way := "rename one of them"
+	if e.Escape != "" {
+		way = e.Escape
+	}
+	return fmt.Sprintf("tool name %q is provided by both %s and %s; %s", e.Name, e.First, e.Second, way)
+}
+
+// newCollision is the error for name, which a holds and b wants. Two mounts
+// whose tools collide are both unprefixed (equal prefixes are refused
+// before), as with tool_prefix_mode "off": the error names the explicit
+// tool_prefix each could take.
+func newCollision(name string, a, b *Entry) *CollisionError {
+	err := &CollisionError{Name: name, First: a.Source, Second: b.Source}
+	if a.Mount == "" || b.Mount == "" {
+		return err
+	}
+	err.Escape = fmt.Sprintf("with no prefix their tools share one namespace: give each mount an explicit tool_prefix (%s; %s), or use tool_prefix_mode \"mount-name\" to derive them",
+		prefixEscape(a), prefixEscape(b))
+	return err
+}
+
+// prefixEscape says how to give e's mount an explicit tool prefix.
+func prefixEscape(e *Entry) string {
+	p := mount.SanitizePrefix(e.Mount)
+	if p == "" || p[0] >= '0' && p[0] <= '9' {
+		p = "P"
+	}
+	if e.Kind == KindKB {
+		return fmt.Sprintf("%s: --kb %s=DIR,prefix=%s, or tool_prefix = %q in its [[kbs]] table", e.Source, e.Mount, p, p)
+	}
+	return fmt.Sprintf("%s: \"tool_prefix\":%q in its --mcp-json, or tool_prefix = %q in its [[mcp_servers]] table", e.Source, p, p)
 }
 
 // reserve claims name for e, or reports who holds it.
@@ -81,7 +114,7 @@ func (r *Registry) reserve(e *Entry) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if prev, ok := r.entries[e.Name]; ok {
-		return &CollisionError{Name: e.Name, First: prev.Source, Second: e.Source}
+		return newCollision(e.Name, prev, e)
 	}
 	r.entries[e.Name] = e
 	return nil
