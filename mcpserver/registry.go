@@ -47,10 +47,6 @@ type Registry struct {
 
 	mu      sync.RWMutex
 	entries map[string]*Entry
-	// install re-adds a registered tool to the server; withheld holds the
-	// entries taken out of service by a collision, until it resolves.
-	install  map[string]func()
-	withheld map[string]*Entry
 	// tools are the definitions installed into the server, by name;
 	// gen counts changes to what is served (see [Registry.Listed]).
 	tools map[string]*mcp.Tool
@@ -60,7 +56,7 @@ type Registry struct {
 // NewRegistry returns an empty registry that installs tools into server. A
 // registry without a server only plans names.
 func NewRegistry(server *mcp.Server) *Registry {
-	return &Registry{server: server, entries: map[string]*Entry{}, install: map[string]func(){}, withheld: map[string]*Entry{}, tools: map[string]*mcp.Tool{}}
+	return &Registry{server: server, entries: map[string]*Entry{}, tools: map[string]*mcp.Tool{}}
 }
 
 // CollisionError is a name that two sources want.
@@ -138,10 +134,9 @@ func AddTool[In, Out any](r *Registry, e Entry, t *mcp.Tool, h mcp.ToolHandlerFo
 	return nil
 }
 
-// installed records how to install a reserved tool and installs it.
+// installed records a reserved tool's definition and installs it.
 func (r *Registry) installed(name string, t *mcp.Tool, install func()) {
 	r.mu.Lock()
-	r.install[name] = install
 	r.tools[name] = t
 	r.gen++
 	r.mu.Unlock()
@@ -189,7 +184,6 @@ func rawSchemas[In, Out any](t *mcp.Tool) error {
 func (r *Registry) unreserve(name string) {
 	r.mu.Lock()
 	delete(r.entries, name)
-	delete(r.install, name)
 	delete(r.tools, name)
 	r.gen++
 	r.mu.Unlock()
@@ -212,57 +206,12 @@ func (r *Registry) Remove(name string) {
 	r.mu.Lock()
 	_, ok := r.entries[name]
 	delete(r.entries, name)
-	delete(r.install, name)
 	delete(r.tools, name)
 	r.gen++
-	delete(r.withheld, name)
 	r.mu.Unlock()
 	if ok && r.server != nil {
 		r.server.RemoveTools(name)
 	}
-}
-
-// Withhold takes a registered tool out of service (a collision), keeping it
-// to be restored with [Registry.Restore].
-func (r *Registry) Withhold(name string) {
-	r.mu.Lock()
-	e, ok := r.entries[name]
-	if ok {
-		delete(r.entries, name)
-		r.withheld[name] = e
-		r.gen++
-	}
-	r.mu.Unlock()
-	if ok && r.server != nil {
-		r.server.RemoveTools(name)
-	}
-}
-
-// Restore puts a withheld tool back into service.
-func (r *Registry) Restore(name string) {
-	r.mu.Lock()
-	e, ok := r.withheld[name]
-	install := r.install[name]
-	if ok {
-		delete(r.withheld, name)
-		r.entries[name] = e
-		r.gen++
-	}
-	r.mu.Unlock()
-	if ok && install != nil && r.server != nil {
-		install()
-	}
-}
-
-// Withheld returns the entry withheld under name, if any.
-func (r *Registry) Withheld(name string) (Entry, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.withheld[name]
-	if !ok {
-		return Entry{}, false
-	}
-	return *e, true
 }
 
 // Has reports whether name is registered.
