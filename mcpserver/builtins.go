@@ -30,22 +30,26 @@ const sourceBuiltin = "built-in"
 // BuiltinBases lists the base names of the built-in tools.
 var BuiltinBases = []string{BaseAskUserQuestion, BaseReportProgress, BaseGetInstance}
 
-// BuiltinNameSet is the [NameSet] of an endpoint with only the built-in tools
-// for server S; it lets callers present names without starting an endpoint.
-type BuiltinNameSet string
-
-// Has reports whether name is a built-in tool's canonical name.
-func (s BuiltinNameSet) Has(name string) bool {
-	for _, b := range BuiltinBases {
-		if name == BuiltinName(b, string(s)) {
-			return true
-		}
-	}
-	return false
+// builtinEntry is the registry entry of the built-in tool base for server S.
+func builtinEntry(base, server string) Entry {
+	return Entry{Name: BuiltinName(base, server), Source: sourceBuiltin, Kind: KindBuiltin, Base: base}
 }
 
-// IsBuiltin is [BuiltinNameSet.Has]: every name in the set is a built-in.
-func (s BuiltinNameSet) IsBuiltin(name string) bool { return s.Has(name) }
+// BuiltinRegistry returns a registry, with no server behind it, that holds
+// the built-in tools of server S as [New] registers them: what presents and
+// routes a built-in's name without starting an endpoint (`agents show`,
+// `instance show`). It fails only for a server name that makes an invalid
+// tool name.
+func BuiltinRegistry(server string) (*Registry, error) {
+	reg := NewRegistry(nil)
+	for _, b := range BuiltinBases {
+		e := builtinEntry(b, server)
+		if err := reg.reserve(&e); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
 
 // AskInput is the input of ask_user_question.
 type AskInput struct {
@@ -84,8 +88,12 @@ type InstanceOutput struct {
 	Tools       []PlannedTool `json:"tools"`
 	// MCPServers are the external servers' states (why one's tools are absent).
 	MCPServers []proxy.ServerStatus `json:"mcp_servers"`
-	// Conflicts are tool names that several sources want: none is served.
+	// Conflicts are tool names that several external servers want: none is
+	// served.
 	Conflicts []Conflict `json:"conflicts"`
+	// Withheld are external tools not served because a built-in or a
+	// knowledge base keeps the name ([WithheldExternal]).
+	Withheld []Withheld `json:"withheld"`
 }
 
 // IsInstanceDeleted reports whether err, from a [Store], says that the
@@ -146,9 +154,8 @@ func (e *Endpoint) addBuiltins() error {
 	if err != nil {
 		return err
 	}
-	entry := func(t *mcp.Tool, base string) Entry {
-		return Entry{Name: t.Name, Source: sourceBuiltin, Kind: KindBuiltin, Base: base}
-	}
+	s := e.cfg.ServerName
+	entry := func(_ *mcp.Tool, base string) Entry { return builtinEntry(base, s) }
 	if err := AddTool(e.registry, entry(ask, BaseAskUserQuestion), ask, e.askUserQuestion); err != nil {
 		return err
 	}
@@ -321,9 +328,13 @@ func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ 
 		Tools:       e.ToolNames(),
 		MCPServers:  e.ServerStatuses(),
 		Conflicts:   e.Conflicts(),
+		Withheld:    e.Withheld(),
 	}
 	if out.Conflicts == nil {
 		out.Conflicts = []Conflict{}
+	}
+	if out.Withheld == nil {
+		out.Withheld = []Withheld{}
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
 	return textResult(string(b)), out, nil

@@ -95,11 +95,10 @@ func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resol
 	}
 	rows := nameEntries(static.Entries(), static, server, naming, origins)
 	// An in-process tool's canonical, transport and model-visible names.
-	canonical, transport, visible := map[string]*ToolRow{}, map[string]*ToolRow{}, map[string]*ToolRow{}
+	canonical, transport := map[string]*ToolRow{}, map[string]*ToolRow{}
 	for i := range rows {
 		canonical[rows[i].Canonical] = &rows[i]
 		transport[rows[i].Transport] = &rows[i]
-		visible[rows[i].ModelVisible] = &rows[i]
 	}
 	d := Description{ServerName: server, Naming: naming}
 	// External tools, in mount order; a name two servers want is nobody's.
@@ -124,18 +123,33 @@ func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resol
 		}
 	}
 	extRows := nameEntries(ext, static, server, naming, origins)
+	// The run-time rule is the endpoint's own: WithheldExternal decides
+	// which external tools an in-process tool keeps out.
+	inProcess := make([]PlannedTool, len(rows))
+	for i := range rows {
+		inProcess[i] = rows[i].PlannedTool
+	}
+	offered := make([]ExternalTool, len(extRows))
+	for i, r := range extRows {
+		offered[i] = ExternalTool{Name: r.Canonical, Mount: r.Mount, Source: r.Source}
+	}
+	held := map[[2]string]Withheld{}
+	for _, w := range WithheldExternal(server, naming, inProcess, offered) {
+		held[[2]string{w.Name, w.Source}] = w
+	}
 	for i := range extRows {
 		r := &extRows[i]
 		m := byName[r.Mount]
+		w, isHeld := held[[2]string{r.Canonical, r.Source}]
 		switch {
 		case ValidateToolName(r.Canonical) != nil:
 			r.withhold(invalidName(m, r.Base, ValidateToolName(r.Canonical)))
-		case canonical[r.Canonical] != nil:
-			r.withhold(takesInProcess(m, r, canonical[r.Canonical], "canonical name"))
-		case transport[r.Transport] != nil:
-			r.withhold(takesInProcess(m, r, transport[r.Transport], "name on the wire"))
-		case visible[r.ModelVisible] != nil:
-			r.withhold(takesInProcess(m, r, visible[r.ModelVisible], "model-visible name"))
+		case isHeld && w.Holder == r.Canonical:
+			r.withhold(takesInProcess(m, r, canonical[w.Holder], "canonical name"))
+		case isHeld && transport[r.Transport] == canonical[w.Holder]:
+			r.withhold(takesInProcess(m, r, canonical[w.Holder], "name on the wire"))
+		case isHeld:
+			r.withhold(takesInProcess(m, r, canonical[w.Holder], "model-visible name"))
 		case count[r.Canonical] > 1:
 			r.withhold(sharedExternal(m, r, extRows))
 		}

@@ -18,8 +18,10 @@
 //     mounted knowledge base's concepts as tools.
 //   - External servers are package proxy's: it keeps them connected and
 //     forwards their tools' calls; the endpoint serves their tools in the
-//     same namespace, and a name that two sources want is served by
-//     neither and reported ([Endpoint.Conflicts]).
+//     same namespace. An external tool that would take an in-process
+//     tool's name, or reach the model under its name, is withheld
+//     ([WithheldExternal], [Endpoint.Withheld]); a name that two external
+//     servers want is served by neither ([Endpoint.Conflicts]).
 //   - On stdio ([Endpoint.ServeStdio]) the input guard (package guard)
 //     reads the client's lines and sees that every request read is
 //     answered before the endpoint exits; the fast lane (package

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -98,10 +97,14 @@ type Endpoint struct {
 	// the rest (servers.go).
 	pool      *proxy.Pool
 	nsMu      sync.RWMutex           // held by reconcile; tools/list and routing read under it
-	static    map[string]bool        // built-in and knowledge-base names
+	inProcess []PlannedTool          // built-in and knowledge-base tools, with their names for this client
 	external  map[string]*servedTool // served external names
 	reported  map[string][]string    // collisions already logged
 	conflicts []Conflict
+	// withheld are external tools an in-process tool keeps out; reported
+	// those already logged.
+	withheld         []Withheld
+	reportedWithheld map[Withheld]bool
 	// lane forwards external stdio servers' tool calls raw, when serving
 	// on stdio (see stdio.go).
 	lane atomic.Pointer[lane.Lane]
@@ -157,8 +160,8 @@ func New(cfg Config) (*Endpoint, error) {
 	sdkLog := sdkLogger(cfg.Logger)
 	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
-		mounts: mounts,
-		static: map[string]bool{}, external: map[string]*servedTool{}}
+		mounts:   mounts,
+		external: map[string]*servedTool{}}
 	e.pool = proxy.NewPool(mounts, namespace{e}, proxy.Options{Version: cfg.Version, Logger: cfg.Logger, SDKLogger: sdkLog,
 		Stderr: cfg.ServerStderr, Stdio: e.stdioTransport})
 	if err := e.addBuiltins(); err != nil {
@@ -168,9 +171,7 @@ func New(cfg Config) (*Endpoint, error) {
 		e.Close()
 		return nil, err
 	}
-	for _, n := range e.registry.Names() {
-		e.static[n] = true
-	}
+	e.inProcess = describeTools(e.registry, cfg.ServerName, cfg.Naming)
 	// Installed last, so it runs first: before the SDK's lookup, validation,
 	// logging and dispatch.
 	server.AddReceivingMiddleware(e.presentation)
@@ -179,15 +180,6 @@ func New(cfg Config) (*Endpoint, error) {
 
 func implementation(cfg Config) *mcp.Implementation {
 	return &mcp.Implementation{Name: "agentctl", Title: "agentctl instance " + cfg.Instance.ID, Version: cfg.Version}
-}
-
-// instructions names the built-ins by the names this client is sent.
-func instructions(cfg Config) string {
-	name := func(base string) string {
-		return PresentToolName(BuiltinNameSet(cfg.ServerName), cfg.Naming.Namespacing, cfg.ServerName, BuiltinName(base, cfg.ServerName))
-	}
-	return fmt.Sprintf("agentctl endpoint for instance %s (%s). Ask the person questions with %s, report progress with %s, and describe the instance and its tools with %s.",
-		cfg.Instance.ID, cfg.Instance.Agent, name(BaseAskUserQuestion), name(BaseReportProgress), name(BaseGetInstance))
 }
 
 // addMounts opens each knowledge base and registers its tools (external

@@ -32,18 +32,19 @@ type InstructionsInput struct {
 }
 
 // RenderInstructions writes an agent-neutral description of the instance's
-// tools, by their transport names (the names a client is sent), one section
-// per mount.
+// tools, one section per mount. Tools are named by their canonical names,
+// identical for every client: what a suffix or none client's model sees, and
+// the tail of what a prefix client's model sees.
 func RenderInstructions(in InstructionsInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Tools of agentctl instance %s\n\n", in.InstanceID)
 	fmt.Fprintf(&b, "This instance (%s) reaches agentctl's tools through the MCP server %q. "+
-		"The names below are the names the server sends; your client may show them with its own prefix or suffix.\n", in.Agent, in.ServerName)
+		"The names below are the tools' canonical names, the same for every client; your client may show them with a prefix of its own in front.\n", in.Agent, in.ServerName)
 	section := func(title string, filter func(PlannedTool) bool) {
 		fmt.Fprintf(&b, "\n## %s\n\n", title)
 		for _, t := range in.Tools {
 			if filter(t) {
-				fmt.Fprintf(&b, "- `%s`: %s\n", t.Transport, toolSummaries[t.Base])
+				fmt.Fprintf(&b, "- `%s`: %s\n", t.Canonical, toolSummaries[t.Base])
 			}
 		}
 	}
@@ -74,4 +75,18 @@ func RenderInstructions(in InstructionsInput) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// instructions is what the endpoint says at initialize: the built-ins by
+// their canonical names, identical for every client (see [PlanTools]).
+func instructions(cfg Config) string {
+	name := map[string]string{}
+	tools, err := PlanTools(cfg.ServerName, cfg.Naming, nil)
+	if err == nil {
+		for _, t := range tools {
+			name[t.Base] = t.Canonical
+		}
+	}
+	return fmt.Sprintf("agentctl endpoint for instance %s (%s). Ask the person questions with %s, report progress with %s, and describe the instance and its tools with %s.",
+		cfg.Instance.ID, cfg.Instance.Agent, name[BaseAskUserQuestion], name[BaseReportProgress], name[BaseGetInstance])
 }

@@ -69,7 +69,7 @@ func RegisterKBTools(r *Registry, kbase *kb.Base, prefix string, name func(base 
 			return fmt.Errorf("%s: %w", source, err)
 		}
 		if prev, ok := r.Lookup(e.Name); ok {
-			return &CollisionError{Name: e.Name, First: prev.Source, Second: source}
+			return newCollision(e.Name, &prev, &e)
 		}
 	}
 	t, err := kbTools(kbase, name)

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentctl/agentctl/agents"
@@ -60,8 +61,12 @@ type UnknownToolError struct {
 	Reason UnknownReason
 	// Server and Tool are the two parts of a "<server>__<tool>" name.
 	Server, Tool string
-	// Suggestion is a registered name the caller probably meant, if any.
+	// Suggestion is the registered name the caller probably meant, when
+	// there is exactly one.
 	Suggestion string
+	// Suggestions are all the registered names the caller may have meant
+	// (a bare name that is the unprefixed form of several tools), sorted.
+	Suggestions []string
 	// Mounts lists the mount prefixes (UnknownServer); Tools lists a few of
 	// the server's tools (UnknownToolOnServer).
 	Mounts, Tools []string
@@ -89,7 +94,14 @@ func (e *UnknownToolError) Error() string {
 	case UnknownToolOnServer:
 		msg += fmt.Sprintf(": server %q has no tool %q; it has %s", e.Server, e.Tool, strings.Join(e.Tools, ", "))
 	}
-	if e.Suggestion != "" {
+	switch n := len(e.Suggestions); {
+	case n > 1:
+		quoted := make([]string, n)
+		for i, s := range e.Suggestions {
+			quoted[i] = strconv.Quote(s)
+		}
+		msg += fmt.Sprintf("; did you mean %s or %s?", strings.Join(quoted[:n-1], ", "), quoted[n-1])
+	case e.Suggestion != "":
 		msg += fmt.Sprintf("; did you mean %q?", e.Suggestion)
 	}
 	return msg
@@ -108,7 +120,8 @@ type EntryLister interface {
 //  3. else the name is unknown, and the error says why: an empty part of
 //     "<server>__<tool>", an unknown server (listing the mounts), an unknown
 //     tool on a known server (listing some of its tools), or a bare name that
-//     is the unprefixed form of exactly one tool (suggested, never resolved).
+//     is the unprefixed form of one tool or several (all suggested, never
+//     resolved).
 //
 // It is the inverse of [PresentToolName]: for every registered x,
 // RouteToolCall(PresentToolName(x)) is x.
@@ -168,16 +181,21 @@ func explainUnknown(names NameSet, server, name string) *UnknownToolError {
 		e.Reason, e.Tools = UnknownToolOnServer, tools[:min(len(tools), maxListed)]
 		return e
 	}
-	// A bare name: the unprefixed form of exactly one tool, or a built-in's
-	// base name sent by a client that does not strip the server suffix.
+	// A bare name: the unprefixed form of one tool or several (all are
+	// suggested, none is guessed), or a built-in's base name sent by a
+	// client that does not strip the server suffix.
 	var hits []string
 	for _, ent := range entries {
 		if ent.Prefix != "" && ent.Base == name || ent.Kind == KindBuiltin && strings.HasPrefix(ent.Name, name+"_") && ent.Base == name {
 			hits = append(hits, ent.Name)
 		}
 	}
+	if len(hits) > 0 {
+		sort.Strings(hits)
+		e.Reason, e.Suggestions = BareName, hits
+	}
 	if len(hits) == 1 {
-		e.Reason, e.Suggestion = BareName, hits[0]
+		e.Suggestion = hits[0]
 	}
 	return e
 }

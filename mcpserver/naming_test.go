@@ -118,7 +118,8 @@ func TestRouteToolCallExplainsUnknownNames(t *testing.T) {
 		{"browser__nosuch", UnknownToolOnServer, `unknown tool "browser__nosuch": server "browser" has no tool "nosuch"; it has browser__click, browser__fetch`, ""},
 		{"fetch", BareName, `unknown tool "fetch"; did you mean "browser__fetch"?`, "browser__fetch"},
 		{"concept_list", BareName, `did you mean "docs__concept_list"?`, "docs__concept_list"},
-		{"concept_read", UnknownName, `unknown tool "concept_read"`, ""}, // two candidates: no guess
+		// Two candidates: both suggested, neither guessed.
+		{"concept_read", BareName, `unknown tool "concept_read"; did you mean "docs__concept_read" or "notes__concept_read"?`, ""},
 		{"ask_user_question", BareName, `did you mean "ask_user_question_agentctl"?`, "ask_user_question_agentctl"},
 		{"nothing_like_it", UnknownName, `unknown tool "nothing_like_it"`, ""},
 		{"agentctl__ask_user_question", UnknownServer, `server "agentctl" not found; "agentctl" is agentctl's own server name; its tools are called by their names (ask_user_question_agentctl)`, ""},
@@ -196,7 +197,7 @@ func FuzzPresentRoute(f *testing.F) {
 }
 
 func ExamplePresentToolName() {
-	names := BuiltinNameSet("agentctl")
+	names, _ := BuiltinRegistry("agentctl")
 	fmt.Println(PresentToolName(names, agents.NamespacingSuffix, "agentctl", "ask_user_question_agentctl"))
 	fmt.Println(PresentToolName(names, agents.NamespacingPrefix, "agentctl", "ask_user_question_agentctl"))
 	// Output:
@@ -205,12 +206,12 @@ func ExamplePresentToolName() {
 }
 
 func ExampleRouteToolCall() {
-	names := BuiltinNameSet("agentctl")
+	names, _ := BuiltinRegistry("agentctl")
 	fmt.Println(RouteToolCall(names, agents.NamespacingSuffix, "agentctl", "ask_user_question").Canonical)
 	fmt.Println(RouteToolCall(names, agents.NamespacingPrefix, "agentctl", "ask_user_question").Err)
 	// Output:
 	// ask_user_question_agentctl
-	// unknown tool "ask_user_question"
+	// unknown tool "ask_user_question"; did you mean "ask_user_question_agentctl"?
 }
 
 // The router names an in-process service when the server part is its name
@@ -235,5 +236,26 @@ func TestRouteToolCallHintsInProcessNames(t *testing.T) {
 	r = RouteToolCall(reg, prefix, "agentctl", "browser__fetch")
 	if r.Err == nil || !strings.Contains(r.Err.Error(), `server "browser" not found; mounted: d, web`) {
 		t.Fatalf("got %v", r.Err)
+	}
+}
+
+// TestBuiltinRegistryIsWhatTheEndpointRegisters: the built-ins that names
+// are presented against without an endpoint are exactly the endpoint's.
+func TestBuiltinRegistryIsWhatTheEndpointRegisters(t *testing.T) {
+	for _, server := range []string{"agentctl", "ops"} {
+		ep, err := New(Config{ServerName: server, Naming: namings[agents.NamespacingSuffix], Store: newFakeStore()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, err := BuiltinRegistry(server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := reg.Entries(), ep.Registry().Entries(); !slices.Equal(got, want) {
+			t.Errorf("%s: BuiltinRegistry has %+v, the endpoint %+v", server, got, want)
+		}
+	}
+	if _, err := BuiltinRegistry("bad name"); err == nil || !strings.Contains(err.Error(), `tool name "ask_user_question_bad name" contains ' '`) {
+		t.Fatalf("got %v", err)
 	}
 }

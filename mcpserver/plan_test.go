@@ -100,23 +100,45 @@ func TestExpandPlaceholders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "Ask with ask_user_question.\nRead docs__concept_read or notes__concept_search.\n"; got != want {
+	if want := "Ask with ask_user_question_agentctl.\nRead docs__concept_read or notes__concept_search.\n"; got != want {
 		t.Fatalf("got %q", got)
 	}
 	for text, want := range map[string]string{
-		"ok\n{{tool:nosuch}}":        "skill.md:2: unknown placeholder {{tool:nosuch}}: no such tool",
-		"{{tool:wiki/concept_read}}": `skill.md:1: unknown placeholder {{tool:wiki/concept_read}}: no mount "wiki" (mounts: docs, notes)`,
-		"a\nb\n{{tool:docs/fetch}}":  `skill.md:3: unknown placeholder {{tool:docs/fetch}}: mount "docs" has no tool "fetch"`,
-		"{{tool:concept_read}}":      `several mounts offer "concept_read"; write one of {{tool:docs/concept_read}}, {{tool:notes/concept_read}}`,
+		"ok\n{{tool:nosuch}}":             "skill.md:2: unknown placeholder {{tool:nosuch}}: no such tool",
+		"{{tool:wiki/concept_read}}":      `skill.md:1: unknown placeholder {{tool:wiki/concept_read}}: no mount "wiki" (mounts: docs, notes)`,
+		"a\nb\n{{tool:docs/fetch}}":       `skill.md:3: unknown placeholder {{tool:docs/fetch}}: mount "docs" has no tool "fetch"`,
+		"{{tool:concept_read}}":           `several mounts offer "concept_read"; write one of {{tool:docs/concept_read}}, {{tool:notes/concept_read}}`,
+		"{{tool:docs/concept_read|wire}}": `skill.md:1: unknown placeholder {{tool:docs/concept_read|wire}}: unknown form "wire"; write {{tool:docs/concept_read}} for the canonical name or {{tool:docs/concept_read|model}} for the name the client's model sees`,
 	} {
 		if _, err := ExpandPlaceholders("skill.md", text, tools); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %s", text, err, want)
 		}
 	}
-	// For a prefix client the built-in keeps its full name.
-	tools, _ = PlanTools("agentctl", namings[agents.NamespacingPrefix], nil)
-	if got, _ := ExpandPlaceholders("f", "{{tool:ask_user_question}}", tools); got != "ask_user_question_agentctl" {
-		t.Fatalf("got %q", got)
+}
+
+// TestExpandPlaceholdersCanonicalForEveryClient pins the text for a suffix,
+// a prefix and a none client: {{tool:NAME}} is the canonical name, the same
+// for all three; {{tool:NAME|model}} is what each client's model sees.
+func TestExpandPlaceholdersCanonicalForEveryClient(t *testing.T) {
+	const text = "Ask with {{tool:ask_user_question}}, read with {{tool:docs/concept_read}}.\n" +
+		"Your model calls {{ tool:ask_user_question | model }} and {{tool:docs__concept_read|model}}.\n"
+	const canonical = "Ask with ask_user_question_agentctl, read with docs__concept_read.\n"
+	for style, model := range map[agents.Namespacing]string{
+		agents.NamespacingSuffix: "Your model calls ask_user_question_agentctl and docs__concept_read_agentctl.\n",
+		agents.NamespacingPrefix: "Your model calls mcp__agentctl__ask_user_question_agentctl and mcp__agentctl__docs__concept_read.\n",
+		agents.NamespacingNone:   "Your model calls ask_user_question_agentctl and docs__concept_read.\n",
+	} {
+		tools, err := PlanTools("agentctl", namings[style], kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ExpandPlaceholders("guide.md", text, tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := canonical + model; got != want {
+			t.Errorf("%s:\ngot  %q\nwant %q", style, got, want)
+		}
 	}
 }
 
@@ -129,7 +151,9 @@ func TestRenderInstructions(t *testing.T) {
 	out := RenderInstructions(InstructionsInput{InstanceID: "i1", Agent: "auggie", ServerName: "agentctl", Mounts: ms, Tools: tools})
 	for _, want := range []string{
 		"# Tools of agentctl instance i1",
-		"## Built-in tools\n\n- `ask_user_question`: ask the person",
+		"names below are the tools' canonical names, the same for every client",
+		"## Built-in tools\n\n- `ask_user_question_agentctl`: ask the person",
+		"- `get_instance_agentctl`: describe this instance",
 		"## Knowledge base \"docs\"\n\n- `docs__concept_list`",
 		"Its tools are prefixed `docs__` (derived).",
 		"## Knowledge base \"notes\"",
@@ -138,6 +162,19 @@ func TestRenderInstructions(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("instructions lack %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestInstructionsAtInitializeUseCanonicalNames pins the text a client gets
+// at initialize for a suffix, a prefix and a none client: the same names.
+func TestInstructionsAtInitializeUseCanonicalNames(t *testing.T) {
+	for _, style := range []agents.Namespacing{agents.NamespacingSuffix, agents.NamespacingPrefix, agents.NamespacingNone} {
+		cfg := Config{Instance: Instance{ID: "i1", Agent: "a"}, ServerName: "agentctl", Naming: namings[style]}
+		want := "agentctl endpoint for instance i1 (a). Ask the person questions with ask_user_question_agentctl, " +
+			"report progress with report_progress_agentctl, and describe the instance and its tools with get_instance_agentctl."
+		if got := instructions(cfg); got != want {
+			t.Errorf("%s:\ngot  %q\nwant %q", style, got, want)
 		}
 	}
 }

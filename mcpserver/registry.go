@@ -47,10 +47,6 @@ type Registry struct {
 
 	mu      sync.RWMutex
 	entries map[string]*Entry
-	// install re-adds a registered tool to the server; withheld holds the
-	// entries taken out of service by a collision, until it resolves.
-	install  map[string]func()
-	withheld map[string]*Entry
 	// tools are the definitions installed into the server, by name;
 	// gen counts changes to what is served (see [Registry.Listed]).
 	tools map[string]*mcp.Tool
@@ -60,17 +56,50 @@ type Registry struct {
 // NewRegistry returns an empty registry that installs tools into server. A
 // registry without a server only plans names.
 func NewRegistry(server *mcp.Server) *Registry {
-	return &Registry{server: server, entries: map[string]*Entry{}, install: map[string]func(){}, withheld: map[string]*Entry{}, tools: map[string]*mcp.Tool{}}
+	return &Registry{server: server, entries: map[string]*Entry{}, tools: map[string]*mcp.Tool{}}
 }
 
 // CollisionError is a name that two sources want.
 type CollisionError struct {
 	Name          string
 	First, Second string
+	// Escape says how to get out, when both sources are mounts; empty
+	// otherwise ("rename one of them").
+	Escape string
 }
 
 func (e *CollisionError) Error() string {
-	return fmt.Sprintf("tool name %q is provided by both %s and %s; rename one of them", e.Name, e.First, e.Second)
+	way := "rename one of them"
+	if e.Escape != "" {
+		way = e.Escape
+	}
+	return fmt.Sprintf("tool name %q is provided by both %s and %s; %s", e.Name, e.First, e.Second, way)
+}
+
+// newCollision is the error for name, which a holds and b wants. Two mounts
+// whose tools collide are both unprefixed (equal prefixes are refused
+// before), as with tool_prefix_mode "off": the error names the explicit
+// tool_prefix each could take.
+func newCollision(name string, a, b *Entry) *CollisionError {
+	err := &CollisionError{Name: name, First: a.Source, Second: b.Source}
+	if a.Mount == "" || b.Mount == "" {
+		return err
+	}
+	err.Escape = fmt.Sprintf("with no prefix their tools share one namespace: give each mount an explicit tool_prefix (%s; %s), or use tool_prefix_mode \"mount-name\" to derive them",
+		prefixEscape(a), prefixEscape(b))
+	return err
+}
+
+// prefixEscape says how to give e's mount an explicit tool prefix.
+func prefixEscape(e *Entry) string {
+	p := mount.SanitizePrefix(e.Mount)
+	if p == "" || p[0] >= '0' && p[0] <= '9' {
+		p = "P"
+	}
+	if e.Kind == KindKB {
+		return fmt.Sprintf("%s: --kb %s=DIR,prefix=%s, or tool_prefix = %q in its [[kbs]] table", e.Source, e.Mount, p, p)
+	}
+	return fmt.Sprintf("%s: \"tool_prefix\":%q in its --mcp-json, or tool_prefix = %q in its [[mcp_servers]] table", e.Source, p, p)
 }
 
 // reserve claims name for e, or reports who holds it.
@@ -81,7 +110,7 @@ func (r *Registry) reserve(e *Entry) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if prev, ok := r.entries[e.Name]; ok {
-		return &CollisionError{Name: e.Name, First: prev.Source, Second: e.Source}
+		return newCollision(e.Name, prev, e)
 	}
 	r.entries[e.Name] = e
 	return nil
@@ -105,10 +134,9 @@ func AddTool[In, Out any](r *Registry, e Entry, t *mcp.Tool, h mcp.ToolHandlerFo
 	return nil
 }
 
-// installed records how to install a reserved tool and installs it.
+// installed records a reserved tool's definition and installs it.
 func (r *Registry) installed(name string, t *mcp.Tool, install func()) {
 	r.mu.Lock()
-	r.install[name] = install
 	r.tools[name] = t
 	r.gen++
 	r.mu.Unlock()
@@ -156,7 +184,6 @@ func rawSchemas[In, Out any](t *mcp.Tool) error {
 func (r *Registry) unreserve(name string) {
 	r.mu.Lock()
 	delete(r.entries, name)
-	delete(r.install, name)
 	delete(r.tools, name)
 	r.gen++
 	r.mu.Unlock()
@@ -179,57 +206,12 @@ func (r *Registry) Remove(name string) {
 	r.mu.Lock()
 	_, ok := r.entries[name]
 	delete(r.entries, name)
-	delete(r.install, name)
 	delete(r.tools, name)
 	r.gen++
-	delete(r.withheld, name)
 	r.mu.Unlock()
 	if ok && r.server != nil {
 		r.server.RemoveTools(name)
 	}
-}
-
-// Withhold takes a registered tool out of service (a collision), keeping it
-// to be restored with [Registry.Restore].
-func (r *Registry) Withhold(name string) {
-	r.mu.Lock()
-	e, ok := r.entries[name]
-	if ok {
-		delete(r.entries, name)
-		r.withheld[name] = e
-		r.gen++
-	}
-	r.mu.Unlock()
-	if ok && r.server != nil {
-		r.server.RemoveTools(name)
-	}
-}
-
-// Restore puts a withheld tool back into service.
-func (r *Registry) Restore(name string) {
-	r.mu.Lock()
-	e, ok := r.withheld[name]
-	install := r.install[name]
-	if ok {
-		delete(r.withheld, name)
-		r.entries[name] = e
-		r.gen++
-	}
-	r.mu.Unlock()
-	if ok && install != nil && r.server != nil {
-		install()
-	}
-}
-
-// Withheld returns the entry withheld under name, if any.
-func (r *Registry) Withheld(name string) (Entry, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.withheld[name]
-	if !ok {
-		return Entry{}, false
-	}
-	return *e, true
 }
 
 // Has reports whether name is registered.

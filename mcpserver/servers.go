@@ -15,15 +15,19 @@ import (
 // The endpoint's side of the external servers (package proxy): one flat
 // namespace with the built-ins and knowledge bases, kept by reconcile.
 
-// Conflict is a tool name that several sources want; none of them is served.
+// Conflict is a tool name that several external servers want; none of them
+// is served.
 type Conflict struct {
 	Name    string   `json:"name"`
 	Sources []string `json:"sources"`
 }
 
 // reconcile makes the registry serve the tools of the external servers that
-// are up, next to the built-ins and knowledge bases. A name that two sources
-// want is served by neither, reported on stderr and by get_instance.
+// are up, next to the built-ins and knowledge bases. In-process names are
+// reserved: an external tool that would take one, or reach the model under
+// one's model-visible name, is withheld alone ([WithheldExternal]). A name
+// that two external servers want is served by neither. Both are reported
+// on stderr (once) and by get_instance.
 func (e *Endpoint) reconcile() {
 	e.nsMu.Lock()
 	defer e.nsMu.Unlock()
@@ -32,23 +36,31 @@ func (e *Endpoint) reconcile() {
 		tool *mcp.Tool
 	}
 	want := map[string][]candidate{}
+	var offered []ExternalTool
 	for _, s := range e.pool.Servers() {
+		m := s.Mount()
 		for _, t := range s.Tools() {
-			name := s.Mount().ToolName(t.Name)
+			name := m.ToolName(t.Name)
 			want[name] = append(want[name], candidate{s, t})
+			offered = append(offered, ExternalTool{Name: name, Mount: m.Name, Source: m.Source()})
 		}
+	}
+	withheld := WithheldExternal(e.cfg.ServerName, e.cfg.Naming, e.inProcess, offered)
+	reserved := map[string]bool{}
+	for _, w := range withheld {
+		reserved[w.Name] = true
 	}
 	conflicts := map[string][]string{}
 	invalid := map[string]bool{}
 	for name, cands := range want {
-		var sources []string
-		if ent, ok := e.staticEntry(name); ok {
-			sources = append(sources, ent.Source)
+		if reserved[name] {
+			continue
 		}
-		for _, c := range cands {
-			sources = append(sources, c.s.Mount().Source())
-		}
-		if len(sources) > 1 {
+		if len(cands) > 1 {
+			var sources []string
+			for _, c := range cands {
+				sources = append(sources, c.s.Mount().Source())
+			}
 			conflicts[name] = sources
 		}
 		if err := ValidateToolName(name); err != nil {
@@ -56,21 +68,14 @@ func (e *Endpoint) reconcile() {
 			invalid[name] = true
 		}
 	}
-	// Built-ins and knowledge-base tools step aside while a collision lasts.
-	for name := range e.static {
-		if _, clash := conflicts[name]; clash {
-			e.registry.Withhold(name)
-		} else {
-			e.registry.Restore(name)
-		}
-	}
-	// External tools: drop what is gone, changed or in conflict; add the
-	// rest. An unchanged definition stays registered (a relist or a restart
-	// of its server must not make a call fail or tell clients of a change).
+	// External tools: drop what is gone, changed, reserved or in conflict;
+	// add the rest. An unchanged definition stays registered (a relist or a
+	// restart of its server must not make a call fail or tell clients of a
+	// change).
 	for name, served := range e.external {
 		cands := want[name]
 		_, clash := conflicts[name]
-		if clash || len(cands) != 1 || cands[0].s != served.s || !sameTool(cands[0].tool, served.tool) {
+		if clash || reserved[name] || len(cands) != 1 || cands[0].s != served.s || !sameTool(cands[0].tool, served.tool) {
 			e.registry.Remove(name)
 			delete(e.external, name)
 		} else {
@@ -79,7 +84,7 @@ func (e *Endpoint) reconcile() {
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		cands := want[name]
-		if _, clash := conflicts[name]; clash || invalid[name] {
+		if _, clash := conflicts[name]; clash || invalid[name] || reserved[name] {
 			continue
 		}
 		if _, ok := e.external[name]; ok {
@@ -96,7 +101,7 @@ func (e *Endpoint) reconcile() {
 		}
 		e.external[name] = &servedTool{s: c.s, tool: c.tool}
 	}
-	// Report each new collision once.
+	// Report each new collision and each newly withheld tool once.
 	var list []Conflict
 	for _, name := range slices.Sorted(maps.Keys(conflicts)) {
 		list = append(list, Conflict{Name: name, Sources: conflicts[name]})
@@ -106,6 +111,16 @@ func (e *Endpoint) reconcile() {
 	}
 	e.reported = conflicts
 	e.conflicts = list
+	reportedWithheld := make(map[Withheld]bool, len(withheld))
+	for _, w := range withheld {
+		if !e.reportedWithheld[w] {
+			e.log.Warn("an external tool is withheld; the in-process tool keeps its name",
+				"tool", w.Name, "source", w.Source, "holder", w.Holder, "reason", w.Reason, "fix", w.Fix)
+		}
+		reportedWithheld[w] = true
+	}
+	e.reportedWithheld = reportedWithheld
+	e.withheld = withheld
 }
 
 // servedTool is an external tool the registry serves.
@@ -124,19 +139,16 @@ func sameTool(a, b *mcp.Tool) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
-// staticEntry returns the built-in or knowledge-base entry of name, also
-// when it is withheld.
-func (e *Endpoint) staticEntry(name string) (Entry, bool) {
-	if _, ok := e.static[name]; !ok {
-		return Entry{}, false
-	}
-	if ent, ok := e.registry.Lookup(name); ok {
-		return ent, true
-	}
-	return e.registry.Withheld(name)
+// Withheld returns the external tools withheld because an in-process tool
+// keeps their name (see [WithheldExternal]).
+func (e *Endpoint) Withheld() []Withheld {
+	e.nsMu.RLock()
+	defer e.nsMu.RUnlock()
+	return slices.Clone(e.withheld)
 }
 
-// Conflicts returns the tool names withheld because several sources want them.
+// Conflicts returns the tool names that several external servers want:
+// none of them is served.
 func (e *Endpoint) Conflicts() []Conflict {
 	e.nsMu.RLock()
 	defer e.nsMu.RUnlock()

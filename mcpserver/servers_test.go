@@ -425,29 +425,32 @@ func TestProxyHTTPServerDies(t *testing.T) {
 // TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool: an external
 // tool named like a knowledge base's (both unprefixed, mode off) takes both
 // out of service; when the server drops it, the knowledge base's returns.
-func TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool(t *testing.T) {
+func TestProxyKnowledgeBaseKeepsItsNameAtRunTime(t *testing.T) {
 	t.Parallel()
 	up, srv := httpServer(t, "concept_read", "other")
 	kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
 	remote := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL}
 	p := startProxy(t, mount.PrefixModeOff, kb, remote)
-	eventually(t, "the collision", func() bool { return len(p.ep.Conflicts()) == 1 })
-	if p.ep.Registry().Has("concept_read") {
-		t.Fatal("concept_read is served although two sources want it")
+	eventually(t, "the external tool withheld", func() bool { return len(p.ep.Withheld()) == 1 })
+	if e, ok := p.ep.Registry().Lookup("concept_read"); !ok || e.Kind != KindKB {
+		t.Fatalf("concept_read must stay the knowledge base's: %+v %v", e, ok)
 	}
-	if c := p.ep.Conflicts()[0]; c.Name != "concept_read" || !slices.Equal(c.Sources, []string{"kb docs", "mcp remote"}) {
-		t.Fatalf("conflict %+v", c)
+	if w := p.ep.Withheld()[0]; w.Name != "concept_read" || w.Source != "mcp remote" || w.Holder != "concept_read" || w.HolderSource != "kb docs" {
+		t.Fatalf("withheld %+v", w)
+	}
+	if len(p.ep.Conflicts()) != 0 {
+		t.Fatalf("a reserved name is not a conflict: %+v", p.ep.Conflicts())
 	}
 	if !p.ep.Registry().Has("other") || !p.ep.Registry().Has("concept_search") {
 		t.Fatal("the rest must keep working")
 	}
-	up.RemoveTools("concept_read") // the server sends tools/list_changed
-	eventually(t, "the knowledge base's tool back", func() bool {
-		e, ok := p.ep.Registry().Lookup("concept_read")
-		return ok && e.Kind == KindKB && len(p.ep.Conflicts()) == 0
-	})
 	if r, err := p.call(t, "concept_read", map[string]any{"id": "nosuch"}); err != nil || !strings.Contains(resultText(r), "not found in knowledge base") {
-		t.Fatalf("restored tool: %v %+v", err, r)
+		t.Fatalf("the knowledge base's tool: %v %+v", err, r)
+	}
+	up.RemoveTools("concept_read") // the server sends tools/list_changed
+	eventually(t, "nothing withheld", func() bool { return len(p.ep.Withheld()) == 0 })
+	if e, ok := p.ep.Registry().Lookup("concept_read"); !ok || e.Kind != KindKB {
+		t.Fatalf("concept_read: %+v %v", e, ok)
 	}
 }
 

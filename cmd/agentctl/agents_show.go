@@ -33,10 +33,15 @@ type nameExample struct {
 	Problems   []string `json:"problems,omitempty"`
 }
 
-// exampleName shows how ask_user_question_<S> reaches the client's model.
+// exampleName shows how ask_user_question_<S> reaches the client's model,
+// presented against the endpoint's built-ins ([mcpserver.BuiltinRegistry]).
 func exampleName(tn agents.ToolNaming, server string) nameExample {
 	canonical := mcpserver.BuiltinName(mcpserver.BaseAskUserQuestion, server)
-	transport := mcpserver.PresentToolName(mcpserver.BuiltinNameSet(server), tn.Namespacing, server, canonical)
+	reg, err := mcpserver.BuiltinRegistry(server)
+	if err != nil {
+		return nameExample{ServerName: server, Canonical: canonical, Transport: canonical, ModelSees: canonical, Problems: []string{err.Error()}}
+	}
+	transport := mcpserver.PresentToolName(reg, tn.Namespacing, server, canonical)
 	r := agents.RenderModelName(tn, server, transport)
 	return nameExample{ServerName: server, Canonical: canonical, Transport: transport, ModelSees: r.Name, Problems: r.Problems}
 }

@@ -16,8 +16,12 @@ type InstanceMountAddOptions struct {
 
 	Instance string
 	Mounts   []mount.Mount
-	Yes      bool
-	Output   string
+	// PrefixMode, when given (--tool-prefix-mode or
+	// AGENTCTL_TOOL_PREFIX_MODE), becomes the instance's tool prefix mode;
+	// empty keeps the one it was created with.
+	PrefixMode mount.PrefixMode
+	Yes        bool
+	Output     string
 }
 
 // NewCmdInstanceMountAdd is `agentctl instance mount add`; runF replaces
@@ -29,7 +33,8 @@ func NewCmdInstanceMountAdd(f *Factory, runF func(context.Context, *InstanceMoun
 		Use:   "add INSTANCE [--kb NAME=DIR] [--mcp NAME=COMMAND] ...",
 		Short: "Mount knowledge bases or external MCP servers into an instance",
 		Example: `  agentctl instance mount add fix-login --kb notes=./notes --yes
-  agentctl instance mount add fix-login --mcp 'browser=npx -y @playwright/mcp'`,
+  agentctl instance mount add fix-login --mcp 'browser=npx -y @playwright/mcp'
+  agentctl instance mount add fix-login --kb '3D docs=./3d' --tool-prefix-mode off`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
 		ValidArgsFunction: completeInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,6 +48,14 @@ func NewCmdInstanceMountAdd(f *Factory, runF func(context.Context, *InstanceMoun
 			if opts.Mounts, err = mounts.mounts(nil); err != nil { // config-file mounts apply at create only
 				return err
 			}
+			// Like the config file's mounts, its tool_prefix_mode applies at
+			// create only: without the flag or the variable the instance
+			// keeps its mode.
+			if c := f.Config; c.given[keyToolPrefixMode] {
+				if opts.PrefixMode, err = c.PrefixMode(); err != nil {
+					return err
+				}
+			}
 			opts.Instance = args[0]
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -51,6 +64,8 @@ func NewCmdInstanceMountAdd(f *Factory, runF func(context.Context, *InstanceMoun
 		},
 	}
 	mounts.register(cmd.Flags())
+	addSettingFlag(cmd.Flags(), keyToolPrefixMode)
+	_ = cmd.RegisterFlagCompletionFunc("tool-prefix-mode", cobra.FixedCompletions([]string{"mount-name", "off"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "accept the renames this change causes without asking")
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
@@ -58,6 +73,6 @@ func NewCmdInstanceMountAdd(f *Factory, runF func(context.Context, *InstanceMoun
 
 func instanceMountAddRun(ctx context.Context, opts *InstanceMountAddOptions) error {
 	return changeMounts(ctx, opts.IO, opts.Store, opts.Instance, opts.Yes, opts.Output, func(rec *instance.Record) (*provision.MountChange, error) {
-		return provision.PlanMountAdd(rec, opts.Mounts)
+		return provision.PlanMountAddInMode(rec, opts.Mounts, opts.PrefixMode)
 	})
 }

@@ -58,13 +58,14 @@ import (
 //
 // $TSCLIENT_NODE is node and $EVERYTHING the reference server
 // @modelcontextprotocol/server-everything (start it with "stdio");
-// $UPSTREAM is the test upstream (testdata/upstream).
+// $UPSTREAM is the test upstream (testdata/upstream, flags in its doc).
 //
 //	mcp INSTANCE STEP...
 //	    drive `agentctl mcp serve --instance INSTANCE` with the TypeScript MCP
-//	    client (testdata/tsclient). STEP is "list" or "call NAME JSON-ARGS"
-//	    (call takes the next two words). stdout gets one line per result:
-//	    "tool NAME" per listed tool, "result NAME JSON", "iserror NAME TEXT",
+//	    client (testdata/tsclient). STEP is "list", "instructions" or "call
+//	    NAME JSON-ARGS" (call takes the next two words). stdout gets one line
+//	    per result: "tool NAME" per listed tool, "instructions TEXT" (the
+//	    initialize instructions), "result NAME JSON", "iserror NAME TEXT",
 //	    "error NAME CODE MESSAGE"; stderr gets the endpoint's stderr.
 func TestScripts(t *testing.T) {
 	t.Parallel()
@@ -80,9 +81,10 @@ func TestScripts(t *testing.T) {
 			// The test upstream (testdata/upstream), built by TestMain.
 			if b := builds["server"]; b != nil {
 				<-b.done
-				if b.err == nil {
-					env.Setenv("UPSTREAM", b.path)
+				if b.err != nil {
+					return fmt.Errorf("go build testdata/upstream: %v\n%s", b.err, b.out)
 				}
+				env.Setenv("UPSTREAM", b.path)
 			}
 			home := filepath.Join(env.WorkDir, "home")
 			if err := os.MkdirAll(home, 0o755); err != nil {
@@ -390,8 +392,8 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 	var steps []map[string]any
 	for i := 1; i < len(args); i++ {
 		switch args[i] {
-		case "list":
-			steps = append(steps, map[string]any{"op": "list"})
+		case "list", "instructions":
+			steps = append(steps, map[string]any{"op": args[i]})
 		case "call":
 			if i+2 >= len(args) {
 				ts.Fatalf("call needs NAME and JSON arguments")
@@ -403,7 +405,7 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 			steps = append(steps, map[string]any{"op": "call", "name": args[i+1], "arguments": callArgs})
 			i += 2
 		default:
-			ts.Fatalf("unknown step %q (list, call NAME JSON)", args[i])
+			ts.Fatalf("unknown step %q (list, instructions, call NAME JSON)", args[i])
 		}
 	}
 	env := map[string]string{}

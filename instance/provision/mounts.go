@@ -26,17 +26,26 @@ type MountChange struct {
 	Record  *instance.Record
 	Plan    Plan
 	Renames []Rename
+	// PrefixMode is the instance's tool prefix mode after the change.
+	PrefixMode mount.PrefixMode
 }
 
 // PlanMountAdd plans mounting more knowledge bases or external servers into
 // an instance. The added knowledge bases' folders must exist (see
 // [CheckFolders]).
 func PlanMountAdd(rec *instance.Record, added []mount.Mount) (*MountChange, error) {
+	return PlanMountAddInMode(rec, added, "")
+}
+
+// PlanMountAddInMode is [PlanMountAdd] with the instance's tool prefix mode
+// changed to mode (empty: kept), as `instance mount add --tool-prefix-mode`
+// asks; the renames it causes are listed like any other.
+func PlanMountAddInMode(rec *instance.Record, added []mount.Mount, mode mount.PrefixMode) (*MountChange, error) {
 	added, err := CheckFolders(added)
 	if err != nil {
 		return nil, err
 	}
-	return planMountChange(rec, func(cur []mount.Mount) ([]mount.Mount, error) {
+	return planMountChange(rec, mode, func(cur []mount.Mount) ([]mount.Mount, error) {
 		return append(cur, added...), nil
 	})
 }
@@ -44,7 +53,7 @@ func PlanMountAdd(rec *instance.Record, added []mount.Mount) (*MountChange, erro
 // PlanMountRemove plans unmounting the mount called name; a name the
 // instance does not mount is an [instance.NotFoundError] listing its mounts.
 func PlanMountRemove(rec *instance.Record, name string) (*MountChange, error) {
-	return planMountChange(rec, func(cur []mount.Mount) ([]mount.Mount, error) {
+	return planMountChange(rec, "", func(cur []mount.Mount) ([]mount.Mount, error) {
 		i := slices.IndexFunc(cur, func(m mount.Mount) bool { return m.Name == name })
 		if i < 0 {
 			names := make([]string, len(cur))
@@ -62,9 +71,9 @@ func PlanMountRemove(rec *instance.Record, name string) (*MountChange, error) {
 }
 
 // planMountChange plans the change of the record's mounts that change makes
-// (it gets a copy of them). The record's own plan is checked first (see
-// [RecordPlan]).
-func planMountChange(rec *instance.Record, change func([]mount.Mount) ([]mount.Mount, error)) (*MountChange, error) {
+// (it gets a copy of them), in prefix mode mode (empty: the record's). The
+// record's own plan is checked first (see [RecordPlan]).
+func planMountChange(rec *instance.Record, mode mount.PrefixMode, change func([]mount.Mount) ([]mount.Mount, error)) (*MountChange, error) {
 	before, err := RecordPlan(rec)
 	if err != nil {
 		return nil, err
@@ -73,13 +82,15 @@ func planMountChange(rec *instance.Record, change func([]mount.Mount) ([]mount.M
 	if err != nil {
 		return nil, err
 	}
-	mode, _ := mount.ParsePrefixMode(rec.ToolPrefixMode) // RecordPlan parsed it
+	if mode == "" {
+		mode, _ = mount.ParsePrefixMode(rec.ToolPrefixMode) // RecordPlan parsed it
+	}
 	after, err := PlanMounts(rec.ServerName, rec.Capabilities.ToolNames, mode, next)
 	if err != nil {
 		return nil, err
 	}
 	rn := append(Renames(before.Tools, after.Tools), PrefixRenames(rec.Mounts, after.Mounts)...)
-	return &MountChange{Record: rec, Plan: after, Renames: rn}, nil
+	return &MountChange{Record: rec, Plan: after, Renames: rn, PrefixMode: mode}, nil
 }
 
 // Apply stores the new mount set with the instance's files expanded again
@@ -96,6 +107,9 @@ func (c *MountChange) Apply(ctx context.Context, st *instance.Store) (*instance.
 			return nil, &instance.InvalidError{Msg: "the instance's mounts changed while this command ran; run it again"}
 		}
 		cur.Mounts = c.Plan.Mounts
+		if c.PrefixMode != "" {
+			cur.ToolPrefixMode = string(c.PrefixMode)
+		}
 		return RenderFiles(cur, c.Plan, templates)
 	})
 }

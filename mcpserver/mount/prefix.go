@@ -18,12 +18,17 @@ const (
 	PrefixModeOff PrefixMode = "off"
 )
 
-// ParsePrefixMode checks a mode given by a user.
+// prefixModeKBName is accepted for [PrefixModeMountName]: configurations
+// written for tools that spell it so exist.
+const prefixModeKBName = "kb-name"
+
+// ParsePrefixMode checks a mode given by a user. "kb-name" is a synonym of
+// "mount-name", and is returned as [PrefixModeMountName].
 func ParsePrefixMode(s string) (PrefixMode, error) {
 	switch m := PrefixMode(s); m {
 	case PrefixModeMountName, PrefixModeOff:
 		return m, nil
-	case "":
+	case "", prefixModeKBName:
 		return PrefixModeMountName, nil
 	}
 	return "", fmt.Errorf("invalid tool prefix mode %q: use mount-name (derive prefixes from mount names) or off (no prefixes)", s)

@@ -14,7 +14,8 @@
 //     "steps": [
 //       {"op": "list"},
 //       {"op": "call", "name": "tool", "arguments": {...}},
-//       {"op": "notify_marker", "text": "..."}
+//       {"op": "notify_marker", "text": "..."},
+//       {"op": "instructions"}           // the server's initialize instructions
 //     ]
 //   }
 //
@@ -208,6 +209,8 @@ async function main() {
       } catch (err) {
         output.results.push({ op: 'call', name, error: errorObject(err) });
       }
+    } else if (op === 'instructions') {
+      output.results.push({ op: 'instructions', text: client.getInstructions() ?? null });
     } else if (op === 'notify_marker') {
       logEvent({ op: 'marker', text: step.text });
       output.results.push({ op: 'notify_marker', text: step.text });
@@ -234,10 +237,13 @@ async function main() {
 //   result NAME JSON                   (structuredContent, else the first text)
 //   iserror NAME TEXT                  (a result with isError)
 //   error NAME CODE MESSAGE            (a JSON-RPC error)
+//   instructions TEXT                  (the initialize instructions)
 function writeLines(output) {
   const lines = [];
   for (const r of output.results) {
-    if (r.op === 'list' && r.tools) {
+    if (r.op === 'instructions') {
+      lines.push(`instructions ${r.text ?? ''}`);
+    } else if (r.op === 'list' && r.tools) {
       for (const t of r.tools) lines.push(`tool ${t.name}`);
     } else if (r.error) {
       lines.push(`error ${r.name ?? r.op} ${r.error.code ?? ''} ${r.error.message}`);
