@@ -131,111 +131,6 @@ func (g *Guard) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeSDK writes one whole message of the SDK's to the client: an answer
-// with the client's id put back, and settled (dropped if the client
-// cancelled its request); a progress notification with the client's token
-// put back. See [Guard.Write].
-func (g *Guard) writeSDK(p []byte) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return 0, ErrClosed
-	}
-	msg := withoutCodeZero(p)
-	var err error
-	if isBatch(msg) {
-		if msg = g.batchFromSDKLocked(msg); msg != nil {
-			_, err = g.out.Write(msg)
-		}
-	} else {
-		err = g.fromSDKLocked(msg)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// fromSDKLocked writes one message of the SDK's (not a batch).
-func (g *Guard) fromSDKLocked(msg []byte) error {
-	m := readSDK(msg, g.tokens > 0)
-	var old []byte
-	var with string
-	switch {
-	case m.answer:
-		seq, ok := guardSeq(m.id)
-		r, found := g.sdk[seq]
-		if !ok || !found {
-			break
-		}
-		g.settleSDKLocked(seq, r)
-		if r.cancelled {
-			return nil
-		}
-		if r.initialize {
-			v := negotiatedVersion(msg)
-			g.batches = v != "" && v < "2025-06-18"
-		}
-		old, with = m.id, r.id
-	case m.token != nil:
-		if seq, ok := guardToken(m.token); ok && g.sdk[seq].token != "" {
-			old, with = m.token, g.sdk[seq].token
-		}
-	}
-	if old == nil {
-		_, err := g.out.Write(msg)
-		return err
-	}
-	// One write; a large message (a long tools/list) in two, around the
-	// id, rather than copied whole.
-	const copyUpTo = 16 << 10
-	if len(msg) <= copyUpTo {
-		g.wbuf = replaceAt(g.wbuf[:0], msg, old, with)
-		_, err := g.out.Write(g.wbuf)
-		return err
-	}
-	i := at(msg, old)
-	g.wbuf = append(append(g.wbuf[:0], msg[:i]...), with...)
-	if _, err := g.out.Write(g.wbuf); err != nil {
-		return err
-	}
-	_, err := g.out.Write(msg[i+len(old):])
-	return err
-}
-
-// batchFromSDKLocked is a batch of the SDK's answers (go-sdk answers a
-// batch with one, in sessions before 2025-06-18) as the client gets it: the
-// answers to cancelled requests left out (nil if none is left), the
-// client's ids put back.
-func (g *Guard) batchFromSDKLocked(p []byte) []byte {
-	batch := decodeBatch(p)
-	if batch == nil {
-		return p
-	}
-	kept := batch[:0]
-	for _, msg := range batch {
-		m := readSDK(msg, false)
-		seq, ok := guardSeq(m.id)
-		r, found := g.sdk[seq]
-		if !m.answer || !ok || !found {
-			kept = append(kept, msg)
-			continue
-		}
-		g.settleSDKLocked(seq, r)
-		if !r.cancelled {
-			kept = append(kept, replaceAt(nil, msg, m.id, r.id))
-		}
-	}
-	if len(kept) == 0 {
-		return nil
-	}
-	out, err := json.Marshal(kept)
-	if err != nil {
-		return p
-	}
-	return append(out, '\n')
-}
-
 // withoutCodeZero gives an error answer with code 0, which JSON-RPC does
 // not define, the code of an Invalid Request (-32600). go-sdk v1.8.0 sends
 // such errors for a request that is wrong at that point of the session
@@ -272,28 +167,22 @@ func withoutCodeZero(msg []byte) []byte {
 }
 
 // Transport is the SDK's side of the connection: it reads the lines no
-// taker took, and writes through [Guard.Write]. Closing it closes neither
-// the client's input nor its output.
+// taker took, with the guard's ids, and writes through the guard, which
+// puts the client's ids and progress tokens back (see ids.go) and settles
+// answers as [Guard.Write] does. Closing it closes neither the client's
+// input nor its output.
 func (g *Guard) Transport() mcp.Transport {
 	return &mcp.IOTransport{Reader: g.sdkR, Writer: sdkSide{g}}
 }
-
-// sdkSide is the client's output as the SDK holds it: through
-// [Guard.writeSDK]; closing the session must not close stdout under the
-// lane.
-type sdkSide struct{ g *Guard }
-
-func (s sdkSide) Write(p []byte) (int, error) { return s.g.writeSDK(p) }
-func (sdkSide) Close() error                  { return nil }
 
 // Serve reads the client's input until it ends. A line that is not JSON
 // is answered here with a JSON-RPC parse error (-32700), one that is JSON
 // but no message go-sdk can read with an Invalid Request error (-32600; see
 // the package documentation), and reading goes on; every other line goes
 // to take first (nil takes nothing), and to the SDK if take refuses it,
-// with the guard's ids (see ids.go). Then Serve waits for the answers to the requests
-// read (see the package documentation), or until ctx is done, and ends the
-// SDK's input. It returns why the input ended: nil at its end, or a line
+// with the guard's ids (see ids.go). Then Serve waits for the answers to
+// the requests read (see the package documentation), or until ctx is done,
+// and ends the SDK's input. It returns why the input ended: nil at its end, or a line
 // over the bound.
 func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) bool) error {
 	err, sdkGone := pump(NewLines(in, g.opts.MaxLine), g.sdkW, func(line []byte) []byte { return g.route(line, take) },
@@ -371,148 +260,6 @@ func (g *Guard) route(line []byte, take func([]byte) bool) []byte {
 	return line
 }
 
-// offerToTaker offers the request m (line) to take, and reports whether it
-// took it. The request is noted as the taker's while it is offered.
-func (g *Guard) offerToTaker(line []byte, m clientMessage, take func([]byte) bool) bool {
-	g.mu.Lock()
-	o := &g.offer
-	o.active, o.answered = !g.closed, false
-	if o.active {
-		g.seq++
-		o.seq = g.seq
-		o.key = append(o.key[:0], m.key...)
-		o.id = append(o.id[:0], m.id...)
-		g.waiting++
-	}
-	g.mu.Unlock()
-	took := take(line)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if o.active && !o.answered {
-		if took {
-			e, ok := g.lane[string(o.key)]
-			if !ok {
-				s := string(append(o.key, o.id...)) // one allocation for both
-				e.seq, e.id = o.seq, s[len(o.key):]
-				e.n = 1
-				g.lane[s[:len(o.key)]] = e
-			} else {
-				e.n++
-				g.lane[string(o.key)] = e
-			}
-		} else {
-			g.doneLocked(1)
-		}
-	}
-	o.active = false
-	return took
-}
-
-// requestToSDK notes the request m (msg), handed to the SDK, and appends
-// it to dst as the SDK gets it.
-func (g *Guard) requestToSDK(dst, msg []byte, m clientMessage) []byte {
-	mapToken := m.token != nil && !tokenCarried(m.token)
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		return append(dst, msg...)
-	}
-	g.seq++
-	seq := g.seq
-	r := sdkRequest{id: string(m.id), wait: !m.listen, initialize: m.initialize}
-	if mapToken {
-		r.token = string(m.token)
-		g.tokens++
-	}
-	g.sdk[seq] = r
-	if r.wait {
-		g.waiting++
-	}
-	g.mu.Unlock()
-	return appendToSDK(dst, msg, m, seq, mapToken)
-}
-
-// cancelTakers notes the cancellation of the taker's requests with the
-// given key: their answers are dropped, and not waited for.
-func (g *Guard) cancelTakers(key []byte) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if e, ok := g.lane[string(key)]; ok {
-		delete(g.lane, string(key))
-		g.cancelled[string(key)] += e.n
-		g.doneLocked(e.n)
-	}
-	if o := &g.offer; o.active && !o.answered && bytes.Equal(o.key, key) {
-		o.answered = true
-		g.cancelled[string(key)]++
-		g.doneLocked(1)
-	}
-}
-
-// cancelToSDK marks every request handed to the SDK whose id has the key of
-// the cancellation m's requestId cancelled, and appends the cancellation
-// msg to dst once for each, with the request's guard id.
-func (g *Guard) cancelToSDK(dst, msg []byte, m clientMessage) []byte {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, seq := range g.sdkWithKeyLocked(m.key) {
-		r := g.sdk[seq]
-		r.cancelled = true
-		g.sdk[seq] = r
-		if r.wait {
-			g.doneLocked(1)
-		}
-		dst = withID(dst, msg, m.id, seq)
-	}
-	return dst
-}
-
-// sdkWithKeyLocked are the guard ids of the requests handed to the SDK,
-// not cancelled, whose ids have the given key, in the order they came.
-func (g *Guard) sdkWithKeyLocked(key []byte) []uint64 {
-	var seqs []uint64
-	var buf [32]byte
-	for seq, r := range g.sdk {
-		if k, ok := AppendIDKey(buf[:0], []byte(r.id)); ok && !r.cancelled && bytes.Equal(k, key) {
-			seqs = append(seqs, seq)
-		}
-	}
-	slices.Sort(seqs)
-	return seqs
-}
-
-// batchToSDK notes the requests and cancellations of a batch and returns
-// it as the SDK gets it (see [Guard.route]); nil if nothing of it is left.
-func (g *Guard) batchToSDK(line []byte) []byte {
-	batch := decodeBatch(line)
-	if batch == nil {
-		return line
-	}
-	var out []json.RawMessage
-	for _, msg := range batch {
-		var buf [32]byte
-		switch m := readClient(buf[:0], msg); m.kind {
-		case request:
-			out = append(out, g.requestToSDK(nil, msg, m))
-		case cancellation:
-			g.cancelTakers(m.key)
-			for l := range bytes.Lines(g.cancelToSDK(nil, msg, m)) {
-				out = append(out, bytes.TrimSuffix(l, []byte("\n")))
-			}
-		default:
-			out = append(out, msg)
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return line
-	}
-	return b
-}
-
 // checkBatch says why a batch is refused ("" if it goes to the SDK): the
 // session's protocol version has no batches (none before the session is
 // initialized either), or go-sdk would end the connection on it.
@@ -566,54 +313,6 @@ func (g *Guard) parseError(line []byte) {
 		msg += ": " + err.Error()
 	}
 	g.reply(nil, codeParseError, msg)
-}
-
-// laneAnsweredLocked settles the taker's request whose key is key; true
-// if the client cancelled it, so that its answer is dropped. (A client that
-// used the id again after cancelling it, which MCP forbids, may lose the
-// second request's answer instead of the first's.)
-func (g *Guard) laneAnsweredLocked(key []byte) bool {
-	if c := g.cancelled[string(key)]; c > 0 {
-		if c == 1 {
-			delete(g.cancelled, string(key))
-		} else {
-			g.cancelled[string(key)] = c - 1
-		}
-		return true
-	}
-	if e, ok := g.lane[string(key)]; ok {
-		if e.n--; e.n == 0 {
-			delete(g.lane, string(key))
-		} else {
-			g.lane[string(key)] = e
-		}
-		g.doneLocked(1)
-	} else if o := &g.offer; o.active && !o.answered && bytes.Equal(o.key, key) {
-		o.answered = true
-		g.doneLocked(1)
-	}
-	return false
-}
-
-// settleSDKLocked forgets the request the SDK answered, r under the guard
-// id seq.
-func (g *Guard) settleSDKLocked(seq uint64, r sdkRequest) {
-	delete(g.sdk, seq)
-	if r.token != "" {
-		g.tokens--
-	}
-	if r.wait && !r.cancelled {
-		g.doneLocked(1)
-	}
-}
-
-// doneLocked counts n requests answered, or no longer waited for.
-func (g *Guard) doneLocked(n int) {
-	g.waiting -= n
-	if g.waiting <= 0 && g.idle != nil {
-		close(g.idle)
-		g.idle = nil
-	}
 }
 
 // drain waits until nothing is pending (true), the bound passes or ctx is
