@@ -230,6 +230,9 @@ func (g *Guard) route(line []byte, take func([]byte) bool) []byte {
 		g.reply(id, codeInvalidRequest, "Invalid Request: "+why)
 		return nil
 	}
+	if cap(g.toSDK) > 1<<20 {
+		g.toSDK = nil // a large request's copy is not kept
+	}
 	var buf [32]byte
 	m := readClient(buf[:0], line)
 	switch m.kind {

@@ -136,3 +136,51 @@ func TestGuardMapsProgressTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardKeepsTheTakersRequests: the taker (the lane) may answer a
+// request before it says it takes it; a request it took and never answered
+// gets the closing error with the client's id as written; one cancellation
+// reaches both the taker and the SDK when each has a request with that id.
+func TestGuardKeepsTheTakersRequests(t *testing.T) {
+	t.Parallel()
+	var out lockedBuffer
+	g := New(&out, Options{})
+	var offered []string
+	take := func(line []byte) bool {
+		offered = append(offered, string(line))
+		switch {
+		case strings.Contains(string(line), `"list"`): // answered at once
+			if _, err := g.Write([]byte(`{"jsonrpc":"2.0","id":"l","result":{}}` + "\n")); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		case strings.Contains(string(line), `"lane's"`):
+			return true
+		case strings.Contains(string(line), "notifications/cancelled"):
+			return strings.Contains(string(line), `"c"`)
+		}
+		return false
+	}
+	if got := g.route([]byte(`{"jsonrpc":"2.0","id":"l","method":"list"}`), take); got != nil {
+		t.Fatalf("the SDK got %s", got)
+	}
+	g.route([]byte(`{"jsonrpc":"2.0","id":"a\u0062","method":"x","params":{"name":"lane's"}}`), take)
+	g.route([]byte(`{"jsonrpc":"2.0","id":"c","method":"x","params":{"name":"lane's"}}`), take)
+	sdkC := sdkID(t, g.route([]byte(`{"jsonrpc":"2.0","id":"c","method":"x"}`), take))
+	if ids := g.pendingIDs(); !slices.Equal(ids, []string{`"a\u0062"`, `"c"`, `"c"`}) {
+		t.Fatalf("pending %q", ids)
+	}
+	got := string(g.route([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c"}}`), take))
+	if want := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + sdkC + `}}` + "\n"; got != want {
+		t.Fatalf("the SDK got %s, want %s", got, want)
+	}
+	if n := len(offered); n != 5 {
+		t.Fatalf("the taker was offered %d messages, want 5", n)
+	}
+	g.Close()
+	want := `{"jsonrpc":"2.0","id":"l","result":{}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"a\u0062","error":{"code":-32004,"message":"server is closing: agentctl stopped before answering"}}` + "\n"
+	if out.String() != want {
+		t.Fatalf("the client got\n%s\nwant\n%s", out.String(), want)
+	}
+}
