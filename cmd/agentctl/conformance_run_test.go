@@ -271,6 +271,9 @@ func normaliseNotes(notes [][]byte, norm *strings.Replacer) [][]byte {
 			if p, ok := m["params"].(map[string]any); ok {
 				delete(p, "progress")
 				delete(p, "message")
+				if _, tok := exactParts(l); tok != nil {
+					p["progressToken"] = tok // as written: see sameMessages
+				}
 			}
 		}
 		if slices.ContainsFunc(vals, func(w any) bool { return equalJSON(v, w) }) {
@@ -334,6 +337,9 @@ func equalJSON(a, b any) bool {
 			}
 		}
 		return true
+	case json.RawMessage:
+		b, ok := b.(json.RawMessage)
+		return ok && bytes.Equal(a, b)
 	case json.Number:
 		b, ok := b.(json.Number)
 		if !ok {
@@ -348,7 +354,9 @@ func equalJSON(a, b any) bool {
 }
 
 // sameMessages compares two lists of lines by JSON value (lines that are
-// not JSON, byte for byte).
+// not JSON, byte for byte), but for ids and progress tokens, which
+// agentctl gives back exactly as the client wrote them: those are compared
+// as written (see exactParts).
 func sameMessages(want, got [][]byte) bool {
 	if len(want) != len(got) {
 		return false
@@ -365,8 +373,32 @@ func sameMessages(want, got [][]byte) bool {
 		if !equalJSON(w, g) {
 			return false
 		}
+		wantID, wantTok := exactParts(want[i])
+		gotID, gotTok := exactParts(got[i])
+		if !bytes.Equal(wantID, gotID) || !bytes.Equal(wantTok, gotTok) {
+			return false
+		}
 	}
 	return true
+}
+
+// exactParts are a message's id and params.progressToken as written (nil
+// where it has none).
+func exactParts(line []byte) (id, token json.RawMessage) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return nil, nil
+	}
+	var p struct {
+		Token json.RawMessage `json:"progressToken"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return m.ID, nil
+	}
+	return m.ID, p.Token
 }
 
 // preview is the start of a message, for headers and errors.

@@ -93,7 +93,10 @@ package main
 //     white space, string escapes ("a\u0062c" is "abc") and the spelling of
 //     numbers (1e3 is 1000; numbers compare exactly, as decimals, so 1.5 is
 //     not 1 and 12345678901234567890 is not -9223372036854775808). The lane
-//     relays the bytes it got; go-sdk decodes and encodes again.
+//     relays the bytes it got; go-sdk decodes and encodes again. But an
+//     answer's id and a progress notification's token are compared as
+//     written: agentctl gives the client's back byte for byte on both paths
+//     (its input guard maps them for the SDK).
 //   - The instance id (a fresh ULID per run) reads $INSTANCE, and the test's
 //     temporary directories $WORK and $BIN, in answers and notifications.
 //   - Notifications are compared apart from answers, as a set of distinct

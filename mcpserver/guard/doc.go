@@ -15,8 +15,9 @@
 // gets, whoever answers, and keeps the requests still unanswered. A request
 // the client cancels (notifications/cancelled) gets no answer, as the MCP
 // specification says: the Guard drops the one go-sdk writes for it, and
-// the lane writes none. Requests are known by their ids' values, as go-sdk
-// tells them apart ([AppendIDKey]). When the
+// the lane writes none. A cancellation names requests by their ids'
+// values, as go-sdk told them apart ([AppendIDKey]: 1 and 1.0 are one id),
+// and cancels every request in flight with that id. When the
 // client's input ends it does not end the SDK's input at once (go-sdk
 // stops writing answers the moment its input ends, and drops those still
 // being worked on): it waits until every request it has read is answered,
@@ -54,8 +55,18 @@
 // Windows tools write it) is dropped and the rest read as usual. The
 // Guard's own errors settle no pending request, even one with the same id.
 //
-// Being the one place that reads every message in both directions, the
-// Guard is also where a mapping of the client's request ids would go.
+// Request ids and progress tokens come back exactly as the client wrote
+// them. go-sdk reads ids and tokens through a float64 or a decoded string
+// and writes back what it read (12345678901234567890 became
+// -9223372036854775808, 1.5 became 1, 1e2 became 100, "\u0061" became "a"),
+// and drops a request whose id is one still in flight. So the Guard hands
+// the SDK every request under an id of its own (the request's sequence
+// number) and a progress token the SDK would not write back as written
+// under a token of its own ("agentctl-guard-N"), and puts the client's
+// bytes back on the answer, whether the SDK's or the Guard's own (-32004),
+// and in notifications/progress. The SDK writes through [Guard.Transport];
+// the taker, which answers with the client's ids, through [Guard.Write].
+// The client's answers to the SDK's own requests pass unchanged.
 //
 // The shortest use:
 //

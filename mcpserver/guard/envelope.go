@@ -55,53 +55,14 @@ func eachMessage(line []byte, f func(msg []byte)) {
 }
 
 // readRequest reads one message of the client's: whether it is a request
-// or a cancellation, and the key of the request (appended to buf).
+// to be answered (not a subscriptions/listen) or a cancellation, and the
+// key of the request (appended to buf).
 func readRequest(buf, msg []byte) ([]byte, kind) {
-	var id, method, params []byte
-	o := jsonscan.NewObject(msg)
-	for o.Next() {
-		switch k := o.Key(); {
-		case jsonscan.KeyIs(k, "id"):
-			id = o.Value()
-		case jsonscan.KeyIs(k, "method"):
-			method = o.Value()
-		case jsonscan.KeyIs(k, "params"):
-			params = o.Value()
-		}
+	m := readClient(buf, msg)
+	if m.kind == request && m.listen {
+		return buf, otherMessage
 	}
-	name, ok := methodName(method)
-	switch {
-	case !ok:
-		// An answer of the client's to the server, or not JSON-RPC: the
-		// SDK's to judge.
-	case id != nil:
-		if key, ok := AppendIDKey(buf, id); ok && !bytes.Equal(name, listenMethod) {
-			return key, request
-		}
-	case bytes.Equal(name, cancelledMethod):
-		o := jsonscan.NewObject(params)
-		for o.Next() {
-			if jsonscan.KeyIs(o.Key(), "requestId") {
-				if key, ok := AppendIDKey(buf, o.Value()); ok {
-					return key, cancellation
-				}
-				break
-			}
-		}
-	}
-	return buf, otherMessage
-}
-
-// isInitialize reports whether a request is an initialize.
-func isInitialize(msg []byte) bool {
-	o := jsonscan.NewObject(msg)
-	for o.Next() {
-		if jsonscan.KeyIs(o.Key(), "method") {
-			name, _ := methodName(o.Value())
-			return string(name) == "initialize"
-		}
-	}
-	return false
+	return m.key, m.kind
 }
 
 // negotiatedVersion is the protocolVersion of an answer to initialize ("" if

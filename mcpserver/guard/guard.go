@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -37,30 +36,57 @@ type Options struct {
 type Guard struct {
 	opts Options
 	out  io.Writer
-	// sdkR and sdkW carry the lines nobody took to the SDK.
-	sdkR *io.PipeReader
-	sdkW *io.PipeWriter
+	// sdkR and sdkW carry the lines nobody took to the SDK; toSDK is the
+	// reused buffer of the line being handed over (only Serve's goroutine
+	// uses it).
+	sdkR  *io.PipeReader
+	sdkW  *io.PipeWriter
+	toSDK []byte
 
 	// inputEnded: Serve has read the client's input to its end.
 	inputEnded atomic.Bool
 
 	mu     sync.Mutex // one message at a time to out; the fields below
 	closed bool
-	// pending are the requests read and not yet answered: by id (see
-	// [AppendIDKey]), when each came.
-	pending map[string]uint64
-	seq     uint64
-	// cancelled are the requests the client cancelled while they were
-	// pending, whose answers are not yet written: the answer is dropped
-	// (see [Guard.Write]).
-	cancelled map[string]struct{}
-	// idle, while Serve drains, is closed once nothing is pending.
-	idle chan struct{}
-	// initKey is the key of the client's initialize request while it is
-	// unanswered; batches, whether the protocol version its answer gave
-	// has batches (those before 2025-06-18).
-	initKey string
+	// seq numbers the requests read; a request handed to the SDK goes
+	// under its number (see ids.go).
+	seq uint64
+	// sdk are the requests handed to the SDK and not yet answered, by the
+	// guard's id; tokens counts those whose progress token is the guard's.
+	sdk    map[uint64]sdkRequest
+	tokens int
+	// lane are the requests the taker (the fast lane) took and has not
+	// answered, by key ([AppendIDKey]); offer is the request being offered
+	// to it (it may answer before it says it takes it).
+	lane  map[string]laneRequest
+	offer offered
+	// cancelled counts the taker's requests the client cancelled while
+	// they were pending, whose answers are not yet written, by key: such
+	// an answer is dropped (see [Guard.Write]).
+	cancelled map[string]int
+	// waiting counts the requests the end of the input waits for; idle,
+	// while Serve drains, is closed once it is 0.
+	waiting int
+	idle    chan struct{}
+	// batches: the protocol version the answer to initialize gave has
+	// batches (those before 2025-06-18).
 	batches bool
+	// wbuf is the reused buffer of an answer whose id is put back.
+	wbuf []byte
+}
+
+// laneRequest is what the guard keeps of the taker's requests with one key.
+type laneRequest struct {
+	seq uint64 // the first's
+	n   int    // how many are unanswered
+	id  string // the first's id as written
+}
+
+// offered is the request being offered to the taker.
+type offered struct {
+	active, answered bool
+	seq              uint64
+	key, id          []byte // reused buffers
 }
 
 // New returns a guard that writes to the client's output out.
@@ -68,7 +94,7 @@ func New(out io.Writer, opts Options) *Guard {
 	if opts.Drain <= 0 {
 		opts.Drain = DefaultDrain
 	}
-	g := &Guard{opts: opts, out: out, pending: map[string]uint64{}, cancelled: map[string]struct{}{}}
+	g := &Guard{opts: opts, out: out, sdk: map[uint64]sdkRequest{}, lane: map[string]laneRequest{}, cancelled: map[string]int{}}
 	g.sdkR, g.sdkW = io.Pipe()
 	return g
 }
@@ -76,28 +102,29 @@ func New(out io.Writer, opts Options) *Guard {
 // ErrClosed is a write after [Guard.Close].
 var ErrClosed = errors.New("the connection is closed")
 
-// Write writes one whole message to the client; concurrent writers'
-// messages never interleave. An answer settles its request; the answer to a
-// request the client cancelled is not written at all (the MCP specification:
-// the receiver of a cancellation should not answer the cancelled request),
-// whoever wrote it. Write fails once the guard is closed: nothing reaches
-// the client's output after the endpoint has returned.
+// Write writes one whole message of the taker's (the fast lane's) to the
+// client; concurrent writers' messages never interleave. An answer settles
+// its request; the answer to a request the client cancelled is not written
+// at all (the MCP specification: the receiver of a cancellation should not
+// answer the cancelled request). Write fails once the guard is closed:
+// nothing reaches the client's output after the endpoint has returned. The
+// SDK's messages go through [Guard.Transport], which puts the client's ids
+// back.
 func (g *Guard) Write(p []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
 		return 0, ErrClosed
 	}
-	msg := p
-	if len(g.pending)+len(g.cancelled) > 0 {
+	if g.waiting+len(g.cancelled) > 0 && !isBatch(p) {
 		// Answered, even if the client can no longer read it: there is
 		// nothing more to wait for.
-		if msg = g.answeredLocked(p); msg == nil {
+		var buf [32]byte
+		if key, ok := readAnswer(buf[:0], p); ok && g.laneAnsweredLocked(key) {
 			return len(p), nil
 		}
 	}
-	msg = withoutCodeZero(msg)
-	n, err := g.out.Write(msg)
+	n, err := g.out.Write(withoutCodeZero(p))
 	if err == nil {
 		n = len(p)
 	}
@@ -140,22 +167,25 @@ func withoutCodeZero(msg []byte) []byte {
 }
 
 // Transport is the SDK's side of the connection: it reads the lines no
-// taker took, and writes through [Guard.Write]. Closing it closes neither
-// the client's input nor its output.
+// taker took, with the guard's ids, and writes through the guard, which
+// puts the client's ids and progress tokens back (see ids.go) and settles
+// answers as [Guard.Write] does. Closing it closes neither the client's
+// input nor its output.
 func (g *Guard) Transport() mcp.Transport {
-	return &mcp.IOTransport{Reader: g.sdkR, Writer: nopClose{g}}
+	return &mcp.IOTransport{Reader: g.sdkR, Writer: sdkSide{g}}
 }
 
 // Serve reads the client's input until it ends. A line that is not JSON
 // is answered here with a JSON-RPC parse error (-32700), one that is JSON
 // but no message go-sdk can read with an Invalid Request error (-32600; see
-// the package documentation), and reading goes on; every other line goes to take first (nil takes nothing), and to the
-// SDK if take refuses it. Then Serve waits for the answers to the requests
-// read (see the package documentation), or until ctx is done, and ends the
-// SDK's input. It returns why the input ended: nil at its end, or a line
+// the package documentation), and reading goes on; every other line goes
+// to take first (nil takes nothing), and to the SDK if take refuses it,
+// with the guard's ids (see ids.go). Then Serve waits for the answers to
+// the requests read (see the package documentation), or until ctx is done,
+// and ends the SDK's input. It returns why the input ended: nil at its end, or a line
 // over the bound.
 func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) bool) error {
-	err, sdkGone := pump(NewLines(in, g.opts.MaxLine), g.sdkW, func(line []byte) bool { return g.route(line, take) },
+	err, sdkGone := pump(NewLines(in, g.opts.MaxLine), g.sdkW, func(line []byte) []byte { return g.route(line, take) },
 		func(tl *TooLongError) {
 			g.reply(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: %v bytes; it was skipped, send a smaller message", tl))
 		})
@@ -174,51 +204,63 @@ func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) 
 // (or to a line over the bound): from then on, the SDK's input ends too.
 func (g *Guard) InputEnded() bool { return g.inputEnded.Load() }
 
-// route reads one line of the client's and says whether it goes to the
-// SDK: not a line that is not JSON (answered here), nor one take takes.
-// The requests in it, and their cancellations, are noted first: an answer
-// may follow at once.
-func (g *Guard) route(line []byte, take func([]byte) bool) bool {
+// route reads one line of the client's and returns what of it goes to the
+// SDK (nil: nothing): not a line that is not JSON (answered here), nor one
+// take takes; a request with the guard's id, a cancellation once for each
+// request handed to the SDK that it names (none if it names none). The
+// requests, and their cancellations, are noted before take sees them: an
+// answer may follow at once.
+func (g *Guard) route(line []byte, take func([]byte) bool) []byte {
 	if tooDeep(line) {
 		g.reply(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: nested deeper than %d levels", maxDepth))
-		return false
+		return nil
 	}
 	if !json.Valid(line) {
 		g.parseError(line)
-		return false
+		return nil
 	}
-	var buf [32]byte
-	key, k := buf[:0], otherMessage
 	if isBatch(line) {
 		if why := g.checkBatch(line); why != "" {
 			g.reply(nil, codeInvalidRequest, "Invalid Request: "+why)
-			return false
+			return nil
 		}
-		eachMessage(line, g.readOne) // never taken: the lane leaves arrays to the SDK
-	} else {
-		if id, why := checkMessage(line); why != "" {
-			g.reply(id, codeInvalidRequest, "Invalid Request: "+why)
-			return false
+		return g.batchToSDK(line) // never taken: the lane leaves arrays to the SDK
+	}
+	if id, why := checkMessage(line); why != "" {
+		g.reply(id, codeInvalidRequest, "Invalid Request: "+why)
+		return nil
+	}
+	if cap(g.toSDK) > 1<<20 {
+		g.toSDK = nil // a large request's copy is not kept
+	}
+	var buf [32]byte
+	m := readClient(buf[:0], line)
+	switch m.kind {
+	case request:
+		if take != nil && g.offerToTaker(line, m, take) {
+			return nil
 		}
-		key, k = readRequest(buf[:0], line)
-		g.note(key, k)
-		if k == request && isInitialize(line) {
+		g.toSDK = g.requestToSDK(g.toSDK[:0], line, m)
+		return g.toSDK
+	case cancellation:
+		g.cancelTakers(m.key)
+		if take != nil && take(line) {
+			// The taker (the lane) cancelled requests of its own, which it
+			// then never answers: there is no answer to drop.
 			g.mu.Lock()
-			g.initKey = string(key)
+			delete(g.cancelled, string(m.key))
 			g.mu.Unlock()
 		}
+		g.toSDK = g.cancelToSDK(g.toSDK[:0], line, m)
+		if len(g.toSDK) == 0 {
+			return nil // a cancellation the SDK has nothing to do with
+		}
+		return g.toSDK
 	}
-	if take == nil || !take(line) {
-		return true
+	if take != nil && take(line) {
+		return nil
 	}
-	if k == cancellation {
-		// The taker (the lane) cancelled a request of its own, which it
-		// then never answers: there is no answer to drop.
-		g.mu.Lock()
-		delete(g.cancelled, string(key))
-		g.mu.Unlock()
-	}
-	return false
+	return line
 }
 
 // checkBatch says why a batch is refused ("" if it goes to the SDK): the
@@ -234,8 +276,8 @@ func (g *Guard) checkBatch(line []byte) string {
 	return checkBatch(line, func(key []byte) bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		_, ok := g.pending[string(key)]
-		return ok
+		_, ok := g.lane[string(key)]
+		return ok || len(g.sdkWithKeyLocked(key)) > 0
 	})
 }
 
@@ -276,99 +318,11 @@ func (g *Guard) parseError(line []byte) {
 	g.reply(nil, codeParseError, msg)
 }
 
-// readOne notes one message of the client's.
-func (g *Guard) readOne(msg []byte) {
-	var buf [32]byte
-	g.note(readRequest(buf[:0], msg))
-}
-
-// note notes a request, or the cancellation of a pending one.
-func (g *Guard) note(key []byte, k kind) {
-	if k == otherMessage {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case k == cancellation:
-		if _, ok := g.pending[string(key)]; ok {
-			g.settleLocked(key) // nothing to wait for
-			g.cancelled[string(key)] = struct{}{}
-		}
-	case !g.closed:
-		g.seq++
-		g.pending[string(key)] = g.seq
-	}
-}
-
-// answeredLocked settles the requests an endpoint's message p answers, and
-// returns what of p goes to the client: nil for the answer to a request
-// the client cancelled, a batch of answers without those.
-func (g *Guard) answeredLocked(p []byte) []byte {
-	var buf [32]byte
-	if !isBatch(p) {
-		key, ok := readAnswer(buf[:0], p)
-		if ok && g.initKey != "" && string(key) == g.initKey {
-			g.initKey = ""
-			v := negotiatedVersion(p)
-			g.batches = v != "" && v < "2025-06-18"
-		}
-		if ok && g.answerLocked(key) {
-			return nil
-		}
-		return p
-	}
-	// go-sdk answers a batch with one (versions before 2025-06-18).
-	var batch []json.RawMessage
-	if json.Unmarshal(p, &batch) != nil {
-		return p
-	}
-	kept := batch[:0]
-	for _, m := range batch {
-		if key, ok := readAnswer(buf[:0], m); ok && g.answerLocked(key) {
-			continue
-		}
-		kept = append(kept, m)
-	}
-	if len(kept) == len(batch) {
-		return p
-	}
-	if len(kept) == 0 {
-		return nil
-	}
-	out, err := json.Marshal(kept)
-	if err != nil {
-		return p
-	}
-	return append(out, '\n')
-}
-
-// answerLocked settles the request whose key is key; true if the client
-// cancelled it, so that its answer is dropped. (A client that used the id
-// again after cancelling it, which MCP forbids, may lose the second
-// request's answer instead of the first's.)
-func (g *Guard) answerLocked(key []byte) bool {
-	if _, ok := g.cancelled[string(key)]; ok {
-		delete(g.cancelled, string(key))
-		return true
-	}
-	g.settleLocked(key)
-	return false
-}
-
-func (g *Guard) settleLocked(key []byte) {
-	delete(g.pending, string(key))
-	if len(g.pending) == 0 && g.idle != nil {
-		close(g.idle)
-		g.idle = nil
-	}
-}
-
 // drain waits until nothing is pending (true), the bound passes or ctx is
 // done (false).
 func (g *Guard) drain(ctx context.Context) bool {
 	g.mu.Lock()
-	if g.closed || len(g.pending) == 0 {
+	if g.closed || g.waiting <= 0 {
 		g.mu.Unlock()
 		return true
 	}
@@ -398,8 +352,8 @@ func (g *Guard) Close() {
 const codeServerClosing = -32004
 
 // finish answers every pending request with an error saying why, in the
-// order they came (with the id as go-sdk writes it in its answers), and
-// closes the guard.
+// order they came, each with the client's id as written, and closes the
+// guard.
 func (g *Guard) finish(why string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -407,24 +361,38 @@ func (g *Guard) finish(why string) {
 		return
 	}
 	g.closed = true
-	left := slices.SortedFunc(maps.Keys(g.pending), func(a, b string) int { return cmp.Compare(g.pending[a], g.pending[b]) })
+	type unanswered struct {
+		seq uint64
+		id  string
+	}
+	var left []unanswered
+	for seq, r := range g.sdk {
+		if r.wait && !r.cancelled {
+			left = append(left, unanswered{seq, r.id})
+		}
+	}
+	for _, e := range g.lane {
+		for range e.n {
+			left = append(left, unanswered{e.seq, e.id})
+		}
+	}
+	if o := &g.offer; o.active && !o.answered {
+		left = append(left, unanswered{o.seq, string(o.id)})
+	}
+	slices.SortStableFunc(left, func(a, b unanswered) int { return cmp.Compare(a.seq, b.seq) })
 	msg := jsonString("server is closing: " + why)
-	for _, key := range left {
-		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", appendID(nil, key), codeServerClosing, msg)
+	for _, u := range left {
+		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", u.id, codeServerClosing, msg)
 		if _, err := g.out.Write(line); err != nil {
 			break
 		}
 	}
-	clear(g.pending)
+	clear(g.sdk)
+	clear(g.lane)
 	clear(g.cancelled)
+	g.waiting, g.tokens = 0, 0
 	if g.idle != nil {
 		close(g.idle)
 		g.idle = nil
 	}
 }
-
-// nopClose is the client's output as the SDK holds it: closing the
-// session must not close stdout under the lane.
-type nopClose struct{ io.Writer }
-
-func (nopClose) Close() error { return nil }

@@ -73,16 +73,42 @@ func TestGuardServesTheSDKsSide(t *testing.T) {
 	}
 }
 
-// pendingIDs are the guard's unanswered requests' ids.
+// pendingIDs are the guard's unanswered requests' ids, as the client wrote
+// them.
 func (g *Guard) pendingIDs() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var ids []string
-	for key := range g.pending {
-		ids = append(ids, string(appendID(nil, key)))
+	for _, r := range g.sdk {
+		if r.wait && !r.cancelled {
+			ids = append(ids, r.id)
+		}
+	}
+	for _, e := range g.lane {
+		for range e.n {
+			ids = append(ids, e.id)
+		}
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// sdkID is the id the SDK got a request under: the guard's.
+func sdkID(t *testing.T, line []byte) string {
+	t.Helper()
+	m := readClient(nil, line)
+	if m.kind != request {
+		t.Fatalf("the SDK got %q, not a request", line)
+	}
+	return string(m.id)
+}
+
+// sdkWrite writes a message of the SDK's, as its transport does.
+func sdkWrite(t *testing.T, g *Guard, msg string) {
+	t.Helper()
+	if n, err := g.writeSDK([]byte(msg + "\n")); err != nil || n != len(msg)+1 {
+		t.Fatalf("writeSDK: %d, %v", n, err)
+	}
 }
 
 // eventually polls cond; a minute is far beyond any machine's slowness.
@@ -113,16 +139,20 @@ func TestGuardHoldsTheSDKsInputUntilAnswered(t *testing.T) {
 		served <- g.Serve(context.Background(), strings.NewReader(in), func(line []byte) bool { return bytes.Contains(line, []byte("lane's")) })
 	}()
 	sdk := NewLines(g.sdkR, 0)
+	var ids []string
 	for range 3 { // initialize, initialized, tools/list
-		if _, err := sdk.Next(); err != nil {
+		line, err := sdk.Next()
+		if err != nil {
 			t.Fatal(err)
+		}
+		if !bytes.Contains(line, []byte("initialized")) {
+			ids = append(ids, sdkID(t, line))
 		}
 	}
 	eventually(t, "the input to be read", func() bool { return len(g.pendingIDs()) == 3 })
-	for _, answer := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":3,"result":{"content":[]}}`} {
-		if _, err := g.Write([]byte(answer + "\n")); err != nil {
-			t.Fatal(err)
-		}
+	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+ids[0]+`,"result":{}}`)
+	if _, err := g.Write([]byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[]}}` + "\n")); err != nil {
+		t.Fatal(err)
 	}
 	if ids := g.pendingIDs(); !slices.Equal(ids, []string{`"two"`}) {
 		t.Fatalf("pending %v, want the tools/list's", ids)
@@ -133,21 +163,22 @@ func TestGuardHoldsTheSDKsInputUntilAnswered(t *testing.T) {
 	default:
 	}
 	// A notification is no answer.
-	g.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"id":"two"}}` + "\n"))
-	g.Write([]byte(`{"jsonrpc":"2.0","id":"two","result":{"tools":[]}}` + "\n"))
+	sdkWrite(t, g, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"id":`+ids[1]+`}}`)
+	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+ids[1]+`,"result":{"tools":[]}}`)
 	if _, err := sdk.Next(); err != io.EOF {
 		t.Fatalf("the SDK's input after the last answer: %v, want EOF", err)
 	}
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(out.String(), `"error"`) {
-		t.Fatalf("an error answer: %s", out.String())
+	if !strings.Contains(out.String(), `{"jsonrpc":"2.0","id":1,"result":{}}`) || !strings.Contains(out.String(), `{"jsonrpc":"2.0","id":"two","result":{"tools":[]}}`) ||
+		strings.Contains(out.String(), `"error"`) {
+		t.Fatalf("the client got %s", out.String())
 	}
 }
 
 // TestGuardAnswersWhatIsLeft: what is unanswered at the drain bound, or at
-// Close, gets an error with the request's id (as go-sdk writes ids), in
+// Close, gets an error with the request's id as the client wrote it, in
 // the order the requests came; then nothing more is written.
 func TestGuardAnswersWhatIsLeft(t *testing.T) {
 	t.Parallel()
@@ -160,13 +191,16 @@ func TestGuardAnswersWhatIsLeft(t *testing.T) {
 		if err := g.Serve(context.Background(), strings.NewReader(requests), nil); err != nil {
 			t.Fatal(err)
 		}
-		want := `{"jsonrpc":"2.0","id":"ab","error":{"code":-32004,"message":"server is closing: no answer within 20ms after the client's input ended"}}` + "\n" +
+		want := `{"jsonrpc":"2.0","id":"a\u0062","error":{"code":-32004,"message":"server is closing: no answer within 20ms after the client's input ended"}}` + "\n" +
 			`{"jsonrpc":"2.0","id":7,"error":{"code":-32004,"message":"server is closing: no answer within 20ms after the client's input ended"}}` + "\n"
 		if out.String() != want {
 			t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
 		}
-		if _, err := g.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")); !errors.Is(err, ErrClosed) {
+		if _, err := g.writeSDK([]byte(`{"jsonrpc":"2.0","id":2,"result":{}}` + "\n")); !errors.Is(err, ErrClosed) {
 			t.Fatalf("a late answer: %v", err)
+		}
+		if _, err := g.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")); !errors.Is(err, ErrClosed) {
+			t.Fatalf("a late answer of the taker's: %v", err)
 		}
 	})
 	t.Run("at Close", func(t *testing.T) {
@@ -183,7 +217,7 @@ func TestGuardAnswersWhatIsLeft(t *testing.T) {
 		eventually(t, "the requests to be read", func() bool { return len(g.pendingIDs()) == 2 })
 		g.Close()
 		if got := out.String(); strings.Count(got, `"message":"server is closing: agentctl stopped before answering"`) != 2 ||
-			strings.Index(got, `"ab"`) > strings.Index(got, `"id":7`) {
+			strings.Index(got, `"a\u0062"`) > strings.Index(got, `"id":7`) {
 			t.Fatalf("got %s", got)
 		}
 		if _, err := sdk.Next(); err != io.EOF {
@@ -259,23 +293,28 @@ func TestGuardReadsEnvelopes(t *testing.T) {
 
 // BenchmarkGuardWork is the guard's own work for one request and its
 // answer, without I/O: checking that the request is JSON, reading its
-// envelope and noting it, then
-// reading the answer's and settling it. The answer is a tools/list of 60 KB,
-// whose result the guard must not scan.
+// envelope, noting it and giving it the guard's id, then reading the
+// answer's envelope, settling it and putting the client's id back. The
+// answer is a tools/list of 60 KB, whose result the guard must not scan.
 func BenchmarkGuardWork(b *testing.B) {
 	g := New(io.Discard, Options{})
 	req := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/list","params":{"_meta":{"progressToken":"p-17"}}}` + "\n")
-	answer := []byte(`{"jsonrpc":"2.0","id":17,"result":{"tools":[` + strings.Repeat(`{"name":"tool","inputSchema":{"type":"object"}},`, 1200) + `{}]}}` + "\n")
+	// The SDK's answer, with the id it got written into the blanks.
+	const head = `{"jsonrpc":"2.0","id":`
+	answer := []byte(head + strings.Repeat(" ", 20) + `,"result":{"tools":[` + strings.Repeat(`{"name":"tool","inputSchema":{"type":"object"}},`, 1200) + `{}]}}` + "\n")
+	slot := answer[len(head) : len(head)+20]
 	b.ReportAllocs()
 	for b.Loop() {
-		if !g.route(req, nil) {
+		toSDK := g.route(req, nil)
+		if toSDK == nil {
 			b.Fatal("the request did not go to the SDK")
 		}
-		if _, err := g.Write(answer); err != nil {
+		copy(slot, strconv.AppendUint(slot[:0], g.seq, 10))
+		if _, err := g.writeSDK(answer); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if len(g.pending) != 0 {
+	if len(g.sdk) != 0 || g.waiting != 0 {
 		b.Fatal("requests left pending")
 	}
 }
@@ -283,8 +322,10 @@ func BenchmarkGuardWork(b *testing.B) {
 // TestGuardDropsTheAnswerToACancelledRequest: once the client cancels a
 // pending request, its answer is not written, whoever writes it (the SDK
 // answers a cancelled call with an error), nor waited for at the end of
-// the input; a request the taker cancels (the lane, which then sends no
-// answer) leaves nothing behind.
+// the input; the SDK hears of the cancellation under its own id for the
+// request; a request the taker cancels (the lane, which then sends no
+// answer) leaves nothing behind; a cancellation that names nothing the SDK
+// has does not reach it.
 func TestGuardDropsTheAnswerToACancelledRequest(t *testing.T) {
 	t.Parallel()
 	var out lockedBuffer
@@ -297,47 +338,49 @@ func TestGuardDropsTheAnswerToACancelledRequest(t *testing.T) {
 		})
 	}()
 	sdk := NewLines(g.sdkR, 0)
-	send := func(line string, toSDK bool) {
+	send := func(line string, toSDK bool) string {
 		t.Helper()
 		if _, err := io.WriteString(inW, line+"\n"); err != nil {
 			t.Fatal(err)
 		}
-		if toSDK {
-			if _, err := sdk.Next(); err != nil {
-				t.Fatal(err)
-			}
+		if !toSDK {
+			return ""
 		}
+		got, err := sdk.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSuffix(string(got), "\n")
 	}
-	send(`{"jsonrpc":"2.0","id":"c\u0031","method":"tools/call","params":{"name":"slow"}}`, true)
-	send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"slow"}}`, true)
-	send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`, true)
+	c1 := sdkID(t, []byte(send(`{"jsonrpc":"2.0","id":"c\u0031","method":"tools/call","params":{"name":"slow"}}`, true)))
+	six := sdkID(t, []byte(send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"slow"}}`, true)))
+	seven := sdkID(t, []byte(send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`, true)))
 	send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"lane's"}}`, false)
-	send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`, true)
-	// By value, as go-sdk matches them: "c1" and 6.
-	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"x"}}`, true)
-	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6.0}}`, true)
+	nine := sdkID(t, []byte(send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`, true)))
+	// By value, as go-sdk matched them: "c1" and 6.
+	if got, want := send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"x"}}`, true),
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+c1+`,"reason":"x"}}`; got != want {
+		t.Fatalf("the SDK got %s, want %s", got, want)
+	}
+	if got, want := send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6.0}}`, true),
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+six+`}}`; got != want {
+		t.Fatalf("the SDK got %s, want %s", got, want)
+	}
 	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8,"x":"lane's"}}`, false)
-	// An id never used, and one answered already: nothing to drop later.
-	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`, true)
+	// An id never used: nothing to drop later, nothing for the SDK.
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`, false)
 	eventually(t, "the input to be read", func() bool { return slices.Equal(g.pendingIDs(), []string{"7", "9"}) })
-	for _, answer := range []string{
-		`{"jsonrpc":"2.0","id":"c1","error":{"code":0,"message":"context canceled"}}`,
-		`{"jsonrpc":"2.0","id":6,"result":{"content":[]}}`, // finished before it heard of the cancellation
-		`{"jsonrpc":"2.0","id":9,"result":{}}`,
-	} {
-		if n, err := g.Write([]byte(answer + "\n")); err != nil || n != len(answer)+1 {
-			t.Fatalf("Write: %d, %v", n, err)
-		}
-	}
-	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, true)
-	if _, err := g.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")); err != nil {
-		t.Fatal(err)
-	}
+	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+c1+`,"error":{"code":0,"message":"context canceled"}}`)
+	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+six+`,"result":{"content":[]}}`) // finished before it heard of the cancellation
+	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+nine+`,"result":{}}`)
+	// One answered already: nothing to cancel.
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, false)
+	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+seven+`,"result":{}}`)
 	if want := `{"jsonrpc":"2.0","id":9,"result":{}}` + "\n" + `{"jsonrpc":"2.0","id":7,"result":{}}` + "\n"; out.String() != want {
 		t.Fatalf("the client got\n%s\nwant\n%s", out.String(), want)
 	}
 	g.mu.Lock()
-	left := len(g.cancelled)
+	left := len(g.cancelled) + len(g.sdk)
 	g.mu.Unlock()
 	if left != 0 {
 		t.Fatalf("%d cancellations still waiting for an answer", left)
@@ -353,18 +396,22 @@ func TestGuardDropsTheAnswerToACancelledRequest(t *testing.T) {
 }
 
 // TestGuardDropsCancelledAnswersFromABatch: go-sdk answers a batch with
-// one array; the answers to cancelled requests are left out of it.
+// one array; the answers to cancelled requests are left out of it, and the
+// others get the client's ids back.
 func TestGuardDropsCancelledAnswersFromABatch(t *testing.T) {
 	t.Parallel()
 	var out lockedBuffer
 	g := New(&out, Options{})
 	g.batches = true // a 2025-03-26 session
-	g.route([]byte(`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"},{"jsonrpc":"2.0","id":3,"method":"c"}]`), nil)
-	g.route([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`), nil)
-	g.route([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`), nil)
-	g.Write([]byte(`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]` + "\n"))
-	g.Write([]byte(`[{"jsonrpc":"2.0","id":3,"result":{}}]` + "\n"))
-	if want := `[{"jsonrpc":"2.0","id":1,"result":{}}]` + "\n"; out.String() != want {
+	toSDK := g.route([]byte(`[{"jsonrpc":"2.0","id":"a","method":"a"},{"jsonrpc":"2.0","id":"b","method":"b"},{"jsonrpc":"2.0","id":"c","method":"c"}]`), nil)
+	if want := `[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"},{"jsonrpc":"2.0","id":3,"method":"c"}]`; string(toSDK) != want {
+		t.Fatalf("the SDK got %s, want %s", toSDK, want)
+	}
+	g.route([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b"}}`), nil)
+	g.route([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c"}}`), nil)
+	sdkWrite(t, g, `[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]`)
+	sdkWrite(t, g, `[{"jsonrpc":"2.0","id":3,"result":{}}]`)
+	if want := `[{"jsonrpc":"2.0","id":"a","result":{}}]` + "\n"; out.String() != want {
 		t.Fatalf("the client got %s, want %s", out.String(), want)
 	}
 }
@@ -390,10 +437,10 @@ func TestGuardAnswersAParseErrorAndReadsOn(t *testing.T) {
 	}()
 	sdk := NewLines(g.sdkR, 0)
 	line, err := sdk.Next()
-	if err != nil || string(line) != `{"jsonrpc":"2.0","id":4,"method":"ping"}`+"\n" {
+	if err != nil || !bytes.Contains(line, []byte(`"method":"ping"`)) {
 		t.Fatalf("the SDK read %q, %v", line, err)
 	}
-	g.Write([]byte(`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n"))
+	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+sdkID(t, line)+`,"result":{}}`)
 	if _, err := sdk.Next(); err != io.EOF {
 		t.Fatalf("the SDK's input after the last line: %v", err)
 	}
@@ -423,13 +470,19 @@ func TestGuardSendsNoCodeZero(t *testing.T) {
 		`{"id":6, "error": {"message": "x", "code": 0}, "jsonrpc":"2.0"}` + "\n":                           `{"id":6, "error": {"message": "x", "code": -32600}, "jsonrpc":"2.0"}` + "\n",
 		`{"jsonrpc":"2.0","id":5,"result":{"structuredContent":{"error":{"code":0,"x":1}}}}` + "\n":        `{"jsonrpc":"2.0","id":5,"result":{"structuredContent":{"error":{"code":0,"x":1}}}}` + "\n",
 	} {
-		var out bytes.Buffer
-		g := New(&out, Options{})
-		if _, err := g.Write([]byte(in)); err != nil {
-			t.Fatal(err)
-		}
-		if out.String() != want {
-			t.Errorf("Write(%s) sent %s, want %s", in, out.String(), want)
+		for _, sdk := range []bool{false, true} {
+			var out bytes.Buffer
+			g := New(&out, Options{})
+			write := g.Write
+			if sdk {
+				write = g.writeSDK
+			}
+			if _, err := write([]byte(in)); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != want {
+				t.Errorf("the SDK's: %v; Write(%s) sent %s, want %s", sdk, in, out.String(), want)
+			}
 		}
 	}
 }
@@ -446,10 +499,10 @@ func TestGuardSkipsALineOverTheBound(t *testing.T) {
 	go func() { served <- g.Serve(context.Background(), strings.NewReader(in), nil) }()
 	sdk := NewLines(g.sdkR, 0)
 	line, err := sdk.Next()
-	if err != nil || string(line) != `{"jsonrpc":"2.0","id":4,"method":"ping"}`+"\n" {
+	if err != nil || string(line) != `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n" {
 		t.Fatalf("the SDK read %q, %v", line, err)
 	}
-	g.Write([]byte(`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n"))
+	sdkWrite(t, g, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	if _, err := sdk.Next(); err != io.EOF {
 		t.Fatalf("the SDK's input after the last line: %v", err)
 	}

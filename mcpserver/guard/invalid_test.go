@@ -44,7 +44,7 @@ func TestGuardAnswersInvalidRequests(t *testing.T) {
 		var out lockedBuffer
 		g := New(&out, Options{})
 		taken := false
-		if g.route([]byte(c.line), func([]byte) bool { taken = true; return false }) || taken {
+		if g.route([]byte(c.line), func([]byte) bool { taken = true; return false }) != nil || taken {
 			t.Errorf("%.60s went on to the SDK or the taker", c.line)
 		}
 		if want := strings.Replace(strings.Replace(invalid, "%s", c.id, 1), "%s", c.message, 1); out.String() != want {
@@ -56,29 +56,33 @@ func TestGuardAnswersInvalidRequests(t *testing.T) {
 	}
 }
 
-// TestGuardPassesValidMessages: what go-sdk reads goes on, untouched: ids
-// of both kinds and null, params null or absent, escaped keys, the
-// client's answers, 1000 levels of nesting.
+// TestGuardPassesValidMessages: what go-sdk reads goes on, untouched but
+// for a request's id, which becomes the guard's: ids of both kinds and
+// null, params null or absent, escaped keys, the client's answers, 1000
+// levels of nesting.
 func TestGuardPassesValidMessages(t *testing.T) {
 	t.Parallel()
-	for _, line := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":"a","method":"ping","params":{}}`,
-		`{"jsonrpc":"2.0","id":1.5,"method":"ping","params":null}`,
-		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","method":"x","params":[1]}`,
-		`{"jsonrpc":"2.0","\u0069d":2,"method":"ping"}`,
-		`{"jsonrpc":"2\u002e0","id":3,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":4,"result":{}}`,
-		`{"jsonrpc":"2.0","id":"s","error":{"code":-1,"message":"no","data":[1]}}`,
-		`{"jsonrpc":"2.0","method":"x","params":` + strings.Repeat(`{"a":`, 999) + "1" + strings.Repeat("}", 999) + "}",
-		`{"jsonrpc":"2.0","method":"x","params":{"s":"` + strings.Repeat("[", 2000) + `"}}`,
+	for line, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`:                                                                      `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"a","method":"ping","params":{}}`:                                                        `{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"ping","params":null}`:                                                      `{"jsonrpc":"2.0","id":1,"method":"ping","params":null}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{}}`:                                                 "",
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:                                                        "",
+		`{"jsonrpc":"2.0","method":"x","params":[1]}`:                                                                   "",
+		`{"jsonrpc":"2.0","\u0069d":2,"method":"ping"}`:                                                                 `{"jsonrpc":"2.0","\u0069d":1,"method":"ping"}`,
+		`{"jsonrpc":"2\u002e0","id":3,"method":"ping"}`:                                                                 `{"jsonrpc":"2\u002e0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":4,"result":{}}`:                                                                          "",
+		`{"jsonrpc":"2.0","id":"s","error":{"code":-1,"message":"no"}}`:                                                 "",
+		`{"jsonrpc":"2.0","method":"x","params":{"s":"` + strings.Repeat("[", 2000) + `"}}`:                             "",
+		`{"jsonrpc":"2.0","method":"x","params":` + strings.Repeat(`{"a":`, 999) + "1" + strings.Repeat("}", 999) + "}": "",
 	} {
+		if want == "" {
+			want = line
+		}
 		var out lockedBuffer
 		g := New(&out, Options{})
-		if !g.route([]byte(line), nil) || out.String() != "" {
-			t.Errorf("%.60s: refused with %s", line, out.String())
+		if got := g.route([]byte(line), nil); string(got) != want || out.String() != "" {
+			t.Errorf("%.60s: the SDK got %.60s, want %.60s; refused with %s", line, got, want, out.String())
 		}
 	}
 }
@@ -95,12 +99,12 @@ func TestGuardPassesBatchesOnlyToSessionsThatHaveThem(t *testing.T) {
 	}{{"2024-11-05", true}, {"2025-03-26", true}, {"2025-06-18", false}, {"2025-11-25", false}} {
 		var out lockedBuffer
 		g := New(&out, Options{})
-		if g.route([]byte(batch), nil) {
+		if g.route([]byte(batch), nil) != nil {
 			t.Errorf("%s: a batch before initialize went to the SDK", c.version)
 		}
-		g.route([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`), nil)
-		g.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"` + c.version + `"}}` + "\n"))
-		if got := g.route([]byte(batch), nil); got != c.passes {
+		id := sdkID(t, g.route([]byte(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{}}`), nil))
+		sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+id+`,"result":{"protocolVersion":"`+c.version+`"}}`)
+		if got := g.route([]byte(batch), nil) != nil; got != c.passes {
 			t.Errorf("%s: the batch went to the SDK: %v, want %v (client got %s)", c.version, got, c.passes, out.String())
 		}
 	}
@@ -117,7 +121,7 @@ func TestGuardPassesBatchesOnlyToSessionsThatHaveThem(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":9,"method":"ping"}]`, "message 1 of the batch: id 9 is already in use"},
 	} {
 		before := out.String()
-		if g.route([]byte(c.line), nil) {
+		if g.route([]byte(c.line), nil) != nil {
 			t.Errorf("%s went to the SDK", c.line)
 		}
 		want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: ` + c.message + `"}}` + "\n"

@@ -89,7 +89,12 @@ func (r *Lines) skip(size int, err error) error {
 // closes sdk with the reason (none at end of input) and returns it; a
 // failed write to sdk (the reader is gone) ends it too.
 func Pump(in io.Reader, max int, sdk *io.PipeWriter, take func([]byte) bool) error {
-	toSDK := func(line []byte) bool { return take == nil || !take(line) }
+	toSDK := func(line []byte) []byte {
+		if take != nil && take(line) {
+			return nil
+		}
+		return line
+	}
 	err, sdkGone := pump(NewLines(in, max), sdk, toSDK, nil)
 	if !sdkGone {
 		sdk.CloseWithError(err)
@@ -97,11 +102,11 @@ func Pump(in io.Reader, max int, sdk *io.PipeWriter, take func([]byte) bool) err
 	return err
 }
 
-// pump hands each non-blank line to route, and to sdk if route says so,
-// until the input ends (err: nil at its end) or sdk fails (sdkGone). A
+// pump hands each non-blank line to route, and what route returns for it
+// (nil: nothing) to sdk, until the input ends (err: nil at its end) or sdk fails (sdkGone). A
 // line over the bound goes to tooLong, and reading goes on; with tooLong
 // nil, it ends the input.
-func pump(lr *Lines, sdk io.Writer, route func([]byte) bool, tooLong func(*TooLongError)) (err error, sdkGone bool) {
+func pump(lr *Lines, sdk io.Writer, route func([]byte) []byte, tooLong func(*TooLongError)) (err error, sdkGone bool) {
 	for {
 		line, err := lr.Next()
 		if tl := (*TooLongError)(nil); tooLong != nil && errors.As(err, &tl) {
@@ -111,9 +116,11 @@ func pump(lr *Lines, sdk io.Writer, route func([]byte) bool, tooLong func(*TooLo
 		// A byte-order mark before a message (JSON forbids it, some
 		// Windows tools write it) is dropped, and the rest read as usual.
 		line = bytes.TrimPrefix(line, byteOrderMark)
-		if len(bytes.TrimSpace(line)) > 0 && route(line) {
-			if werr := writeLine(sdk, line); werr != nil {
-				return werr, true
+		if len(bytes.TrimSpace(line)) > 0 {
+			if out := route(line); out != nil {
+				if werr := writeLine(sdk, out); werr != nil {
+					return werr, true
+				}
 			}
 		}
 		if err != nil {
