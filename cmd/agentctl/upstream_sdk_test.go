@@ -220,7 +220,7 @@ func TestSDKPathSkipsABrokenLine(t *testing.T) {
 	cut := s.call("truncate_answer", "{}")
 	garbage := s.call("garbage_line", "{}") // a cut-short line without an id, then its answer
 	text, isErr := s.toolText(cut)
-	if !isErr || !strings.Contains(text, `MCP server "up" sent a line that is not JSON`) || !strings.Contains(text, "the server keeps running") {
+	if want := `MCP server "up" sent a line that is not JSON; agentctl skipped it, so this call failed (the server keeps running)`; !isErr || text != want {
 		t.Fatalf("the cut-short answer: isError %v, %q", isErr, text)
 	}
 	if got := s.result(garbage); got != "garbage written" {

@@ -74,7 +74,7 @@ func (r *callRecord) done() {
 	}
 }
 
-// answered records resp, the server's answer, and takes the result's
+// answeredWith records resp, the server's answer, and takes the result's
 // structuredContent out of it: go-sdk decodes it into float64s, which
 // round 12345678901234567890 and refuse 1e400; [Server.Handler] puts the
 // bytes back.

@@ -110,7 +110,7 @@ func (c *stdioConn) Read(context.Context) (jsonrpc.Message, error) {
 		line, err := c.lines.Next()
 		c.lineNo++
 		if tl := (*guard.TooLongError)(nil); errors.As(err, &tl) {
-			if m := c.failAnswer(&c.skipped, fmt.Sprintf("an answer of %d bytes, over the limit of %d (ask the tool for less)", tl.Size, tl.Max)); m != nil {
+			if m := c.failAnswer(&c.skipped, fmt.Sprintf("an answer of %d bytes, over the limit of %d (ask the tool for less)", tl.Size, tl.Max), nil); m != nil {
 				return m, nil
 			}
 			continue
@@ -133,11 +133,11 @@ func (c *stdioConn) message(line []byte) jsonrpc.Message {
 	if err != nil {
 		var ids idScanner
 		ids.feed(line)
-		why := "not JSON"
+		why := "a line that is not JSON"
 		if jsonValid(line) {
-			why = "not a JSON-RPC message"
+			why = "a line that is not a JSON-RPC message"
 		}
-		return c.failAnswer(&ids, fmt.Sprintf("a line that is %s (%v)", why, err))
+		return c.failAnswer(&ids, why, err)
 	}
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
@@ -154,9 +154,11 @@ func (c *stdioConn) message(line []byte) jsonrpc.Message {
 }
 
 // failAnswer reports a line of the server's that was skipped (what it
-// was: why) and, when ids read the id of a call of [Server.Handler] from
-// it, returns the answer that fails that call in its place.
-func (c *stdioConn) failAnswer(ids *idScanner, why string) jsonrpc.Message {
+// was: why, and what go-sdk said of it: detail, if anything) and, when ids
+// read the id of a call of [Server.Handler] from it, returns the answer
+// that fails that call in its place. The call's tool error says why, the
+// same on both paths; the report also has the detail.
+func (c *stdioConn) failAnswer(ids *idScanner, why string, detail error) jsonrpc.Message {
 	id, ok := ids.ID()
 	var rec *callRecord
 	if ok {
@@ -169,7 +171,11 @@ func (c *stdioConn) failAnswer(ids *idScanner, why string) jsonrpc.Message {
 	if rec != nil {
 		which = fmt.Sprintf("the call it answered (agentctl's id %v upstream) failed", id.Raw())
 	}
-	c.server.reportOutput(fmt.Sprintf("line %d of its output was %s; it was skipped and %s, and the server is kept", c.lineNo, why, which))
+	what := why
+	if detail != nil {
+		what = fmt.Sprintf("%s (%v)", why, detail)
+	}
+	c.server.reportOutput(fmt.Sprintf("line %d of its output was %s; it was skipped and %s, and the server is kept", c.lineNo, what, which))
 	if rec == nil {
 		return nil
 	}
