@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,6 +65,13 @@ func (r *callRecord) snapshot() answer {
 	return answer{r.answered, r.rpcErr, r.content, r.why}
 }
 
+// setForget sets how to take the record off its connection.
+func (r *callRecord) setForget(f func()) {
+	r.mu.Lock()
+	r.forget = f
+	r.mu.Unlock()
+}
+
 // done takes the record off its connection.
 func (r *callRecord) done() {
 	r.mu.Lock()
@@ -89,6 +97,9 @@ func (r *callRecord) answeredWith(resp *jsonrpc.Response) {
 			r.rpcErr = &cp
 		}
 		return
+	}
+	if !bytes.Contains(resp.Result, []byte(`"structuredContent"`)) {
+		return // nothing to keep (the name may also be written escaped: then it is decoded as before)
 	}
 	var members map[string]json.RawMessage
 	if json.Unmarshal(resp.Result, &members) != nil {

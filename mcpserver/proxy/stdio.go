@@ -81,11 +81,11 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			c.mu.Lock()
 			c.calls[req.ID] = rec
 			c.mu.Unlock()
-			rec.forget = func() {
+			rec.setForget(func() {
 				c.mu.Lock()
 				delete(c.calls, req.ID)
 				c.mu.Unlock()
-			}
+			})
 		}
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
