@@ -325,3 +325,33 @@ func TestSDKPathKeepsNumbers(t *testing.T) {
 		t.Fatalf("got  %s\nwant it to hold %s", line, want)
 	}
 }
+
+// TestSDKPathMisbehavingServerTSClient: what a real independent client
+// (the TypeScript SDK) sees of a call past its call_timeout and of a
+// server's error with a code go-sdk also uses for itself, lane off.
+func TestSDKPathMisbehavingServerTSClient(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	spec := fmt.Sprintf(`{"command":%q,"args":["-misbehave","-tools","0"],"call_timeout":"300ms"}`, serverBin(t))
+	rec := e.create(ctx, "--agent", "codex", "--workspace", e.work, "--mcp-json", "up="+spec)
+	out := runTS(ctx, t, tsPlan{
+		Command: e.bin, Args: []string{"mcp", "serve", "--instance", rec.ID, "--fast-lane=false"},
+		Steps: []tsStep{
+			{Op: "call", Name: "hang", Arguments: map[string]any{}},
+			{Op: "call", Name: "rpc_error", Arguments: map[string]any{"code": -32003}},
+			{Op: "call", Name: "echo", Arguments: map[string]any{"text": "still up"}},
+		},
+	}, e.work, e.cliEnv())
+	hang := out.result(t, 0, "call")
+	if hang.Result == nil || !hang.Result.IsError || !strings.Contains(hang.Result.String(), `did not answer within 300ms`) {
+		t.Fatalf("the call past its timeout: %s", hang)
+	}
+	wantCallError(t, out.result(t, 1, "call"), -32003)
+	var echo struct{ Text string }
+	structured(t, out.result(t, 2, "call"), &echo)
+	if echo.Text != "still up" {
+		t.Fatalf("echo after them: %+v", echo)
+	}
+}
