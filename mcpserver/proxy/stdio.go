@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -173,7 +174,12 @@ func (c *stdioConn) failAnswer(ids *idScanner, why string, detail error) jsonrpc
 	}
 	what := why
 	if detail != nil {
-		what = fmt.Sprintf("%s (%v)", why, detail)
+		// One line, and not the server's whole line, which go-sdk may quote.
+		d := strings.Join(strings.Fields(detail.Error()), " ")
+		if len(d) > maxDetail {
+			d = d[:maxDetail] + "..."
+		}
+		what = fmt.Sprintf("%s (%s)", why, d)
 	}
 	c.server.reportOutput(fmt.Sprintf("line %d of its output was %s; it was skipped and %s, and the server is kept", c.lineNo, what, which))
 	if rec == nil {
@@ -182,6 +188,9 @@ func (c *stdioConn) failAnswer(ids *idScanner, why string, detail error) jsonrpc
 	rec.broken(why)
 	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: why}}
 }
+
+// maxDetail bounds what a report repeats of go-sdk's error about a line.
+const maxDetail = 200
 
 // Close stops the server as the MCP specification says a client should:
 // close its input, wait, then SIGTERM, then SIGKILL. It mirrors go-sdk
