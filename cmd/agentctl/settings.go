@@ -63,7 +63,7 @@ var settings = []setting{
 	{Key: keyKBs, File: true, Mounts: mount.KindKB,
 		Help: "[[kbs]] tables: knowledge bases mounted by instance create"},
 	{Key: keyMCPServers, File: true, Mounts: mount.KindServer,
-		Help: "[[mcp_servers]] tables: external MCP servers mounted by instance create"},
+		Help: "[[mcp_servers]] tables: external MCP servers mounted by instance create (name, command, args, env or url, headers; tool_prefix, timeout, call_timeout)"},
 }
 
 // settingFor is the row of key.

@@ -36,6 +36,10 @@ type Lines struct {
 	br  *bufio.Reader
 	buf []byte
 	max int
+	// Skipped, if set, sees a line over the bound as [Lines.Next] skips
+	// it, a piece at a time and in order, never the whole line at once
+	// (the proxy reads the id of an answer too long to keep from it).
+	Skipped func(piece []byte)
 }
 
 // NewLines reads r's messages of at most max bytes (0: [MaxLine]).
@@ -59,6 +63,10 @@ func (r *Lines) Next() ([]byte, error) {
 			return chunk, nil // the whole line was in the buffer: no copy
 		}
 		if len(r.buf)+len(chunk) > r.max {
+			if r.Skipped != nil {
+				r.Skipped(r.buf)
+				r.Skipped(chunk)
+			}
 			return nil, r.skip(len(r.buf)+len(chunk), err)
 		}
 		r.buf = append(r.buf, chunk...)
@@ -77,6 +85,9 @@ func (r *Lines) skip(size int, err error) error {
 		var chunk []byte
 		chunk, err = r.br.ReadSlice('\n')
 		size += len(chunk)
+		if r.Skipped != nil {
+			r.Skipped(chunk)
+		}
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err

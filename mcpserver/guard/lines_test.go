@@ -114,3 +114,25 @@ func TestLinesSkipsALineOverTheBound(t *testing.T) {
 		}
 	}
 }
+
+// TestLinesShowsASkippedLine: Skipped sees every byte of a line over the
+// bound, in order, and nothing of the lines around it.
+func TestLinesShowsASkippedLine(t *testing.T) {
+	const max = 1 << 10
+	huge := "{" + strings.Repeat("a", 200<<10) + "}\n"
+	var seen bytes.Buffer
+	lr := NewLines(strings.NewReader("short\n"+huge+"next\n"), max)
+	lr.Skipped = func(piece []byte) { seen.Write(piece) }
+	if line, err := lr.Next(); err != nil || string(line) != "short\n" {
+		t.Fatalf("first line: %q, %v", line, err)
+	}
+	if _, err := lr.Next(); !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("the long line: %v", err)
+	}
+	if seen.String() != huge {
+		t.Fatalf("Skipped saw %d bytes (%.20q...), want the %d of the line", seen.Len(), seen.String(), len(huge))
+	}
+	if line, err := lr.Next(); err != nil || string(line) != "next\n" {
+		t.Fatalf("after it: %q, %v", line, err)
+	}
+}

@@ -66,6 +66,29 @@ type Mount struct {
 	// Timeout bounds connecting to an external server and listing its
 	// tools; 0 means the proxy's default.
 	Timeout Duration `json:"timeout,omitempty" toml:"timeout"`
+	// CallTimeout bounds one tools/call to an external server, after which
+	// the call fails with a tool error and is cancelled upstream; 0 means
+	// [DefaultCallTimeout]. See [Mount.CallTimeoutOrDefault].
+	CallTimeout Duration `json:"call_timeout,omitempty" toml:"call_timeout"`
+}
+
+// DefaultCallTimeout bounds one tools/call to an external server unless
+// its mount's call_timeout says otherwise. It is a backstop against a
+// server that never answers, not a budget: longer than the longest
+// tool-call timeout a client sets on its own (Gemini CLI and Qwen Code
+// wait 10 minutes), so that a client with a timeout gives up first and a
+// server's own long tools are cut off only where nothing else would end
+// them.
+const DefaultCallTimeout = 15 * time.Minute
+
+// CallTimeoutOrDefault is how long one tools/call to the mount's server
+// may take: its CallTimeout, else [DefaultCallTimeout]. Both ways of
+// reaching a stdio server (the SDK path and the fast lane) read it here.
+func (m Mount) CallTimeoutOrDefault() time.Duration {
+	if d := time.Duration(m.CallTimeout); d > 0 {
+		return d
+	}
+	return DefaultCallTimeout
 }
 
 // Source is how logs and tool descriptions name the mount: "kb docs",
@@ -98,8 +121,8 @@ func (m Mount) Validate() error {
 		switch {
 		case m.Path == "":
 			return bad("no path; give the knowledge base's folder")
-		case m.Command != "" || len(m.Args) > 0 || len(m.Env) > 0 || m.URL != "" || len(m.Headers) > 0 || m.Timeout != 0:
-			return bad("command, args, env, url, headers and timeout are for MCP servers, not knowledge bases")
+		case m.Command != "" || len(m.Args) > 0 || len(m.Env) > 0 || m.URL != "" || len(m.Headers) > 0 || m.Timeout != 0 || m.CallTimeout != 0:
+			return bad("command, args, env, url, headers, timeout and call_timeout are for MCP servers, not knowledge bases")
 		case m.MaxBytes < 0:
 			return bad("max_bytes must be a positive number of bytes")
 		}
@@ -119,6 +142,8 @@ func (m Mount) Validate() error {
 			return bad("path, read_only and max_bytes are for knowledge bases, not MCP servers")
 		case m.Timeout < 0:
 			return bad("timeout must be a positive duration such as 10s")
+		case m.CallTimeout < 0:
+			return bad("call_timeout must be a positive duration such as 30m (or leave it out for the default, %s)", DefaultCallTimeout)
 		}
 	default:
 		return fmt.Errorf("mount %q: unknown kind %q (use %q for a knowledge base or %q for an MCP server)", m.Name, m.Kind, KindKB, KindServer)

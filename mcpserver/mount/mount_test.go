@@ -37,6 +37,9 @@ func TestValidate(t *testing.T) {
 		"server headers, stdio": {srv(func(m *Mount) { m.Headers = map[string]string{"A": "b"} }), "headers need a url"},
 		"server with a path":    {srv(func(m *Mount) { m.Path = "/kb" }), "are for knowledge bases"},
 		"server neg timeout":    {srv(func(m *Mount) { m.Timeout = Duration(-time.Second) }), "timeout must be"},
+		"server call timeout":   {srv(func(m *Mount) { m.CallTimeout = Duration(time.Hour) }), ""},
+		"server neg call time":  {srv(func(m *Mount) { m.CallTimeout = Duration(-time.Second) }), "call_timeout must be a positive duration"},
+		"kb with call timeout":  {kb(func(m *Mount) { m.CallTimeout = Duration(time.Second) }), "call_timeout are for MCP servers"},
 		"unknown kind":          {Mount{Kind: "disk", Name: "d"}, `unknown kind "disk"`},
 		"empty name":            {kb(func(m *Mount) { m.Name = " " }), "empty name"},
 		"control in name":       {kb(func(m *Mount) { m.Name = "a\tb" }), "control characters"},
@@ -64,16 +67,18 @@ name = "web"
 command = "web-mcp"
 args = ["--port", "0"]
 timeout = "2m"
+call_timeout = "30m"
 `, &file)
 	if err != nil || len(md.Undecoded()) > 0 {
 		t.Fatalf("toml: %v, undecoded %v", err, md.Undecoded())
 	}
 	var fromJSON Mount
-	if err := json.Unmarshal([]byte(`{"name":"web","command":"web-mcp","args":["--port","0"],"timeout":"2m"}`), &fromJSON); err != nil {
+	if err := json.Unmarshal([]byte(`{"name":"web","command":"web-mcp","args":["--port","0"],"timeout":"2m","call_timeout":"30m"}`), &fromJSON); err != nil {
 		t.Fatal(err)
 	}
 	got := file.Servers[0]
-	if got.Timeout != Duration(2*time.Minute) || fromJSON.Timeout != got.Timeout || fromJSON.Command != got.Command || len(fromJSON.Args) != 2 {
+	if got.Timeout != Duration(2*time.Minute) || fromJSON.Timeout != got.Timeout ||
+		got.CallTimeout != Duration(30*time.Minute) || fromJSON.CallTimeout != got.CallTimeout || fromJSON.Command != got.Command || len(fromJSON.Args) != 2 {
 		t.Fatalf("toml %+v, json %+v", got, fromJSON)
 	}
 	if _, err := toml.Decode(`timeout = "soon"`, &struct{ Timeout Duration }{}); err == nil || !strings.Contains(err.Error(), "such as 10s") {
@@ -84,18 +89,18 @@ timeout = "2m"
 // The record's JSON for a resolved mount: the mount's fields plus the
 // effective prefix and its origin; a duration as a Go duration string.
 func TestResolvedJSON(t *testing.T) {
-	r := Resolved{Mount: Mount{Kind: KindServer, Name: "web", URL: "https://h/mcp", Timeout: Duration(10 * time.Second)},
+	r := Resolved{Mount: Mount{Kind: KindServer, Name: "web", URL: "https://h/mcp", Timeout: Duration(10 * time.Second), CallTimeout: Duration(time.Minute)},
 		EffectivePrefix: "web", PrefixOrigin: OriginDerived}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"kind":"mcp","name":"web","tool_prefix":"","read_only":false,"url":"https://h/mcp","timeout":"10s","effective_prefix":"web","prefix_origin":"derived"}`
+	want := `{"kind":"mcp","name":"web","tool_prefix":"","read_only":false,"url":"https://h/mcp","timeout":"10s","call_timeout":"1m0s","effective_prefix":"web","prefix_origin":"derived"}`
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)
 	}
 	var back Resolved
-	if err := json.Unmarshal(b, &back); err != nil || back.Timeout != r.Timeout || back.EffectivePrefix != "web" || back.PrefixOrigin != OriginDerived {
+	if err := json.Unmarshal(b, &back); err != nil || back.Timeout != r.Timeout || back.CallTimeout != r.CallTimeout || back.EffectivePrefix != "web" || back.PrefixOrigin != OriginDerived {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
 }
@@ -113,5 +118,15 @@ func TestRedacted(t *testing.T) {
 	}
 	if m.Headers["Authorization"] != "Bearer SECRET" {
 		t.Fatal("Redacted changed the original")
+	}
+}
+
+// A mount without call_timeout gets the default; one with it, its own.
+func TestCallTimeoutOrDefault(t *testing.T) {
+	if got := (Mount{}).CallTimeoutOrDefault(); got != DefaultCallTimeout {
+		t.Fatalf("unset: %s, want %s", got, DefaultCallTimeout)
+	}
+	if got := (Mount{CallTimeout: Duration(200 * time.Millisecond)}).CallTimeoutOrDefault(); got != 200*time.Millisecond {
+		t.Fatalf("set: %s, want 200ms", got)
 	}
 }

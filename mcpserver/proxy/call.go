@@ -120,7 +120,12 @@ func (p *ProgressRoutes[T]) Remove(tok string) {
 
 // Handler returns the SDK path's handler of the server's tool named tool
 // (its own name): the call goes to the server with its arguments and the
-// _meta [ForwardedMeta] passes, and its result comes back unchanged.
+// _meta [ForwardedMeta] passes, and its result comes back unchanged (its
+// structuredContent as the server wrote it, for a stdio server). An error
+// the server answers with is forwarded as it is, whatever its code; only a
+// broken connection restarts the server. A call the server does not answer
+// within the mount's call timeout is cancelled upstream and answered with
+// [CallTimedOut].
 func (s *Server) Handler(tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		cs := s.current()
@@ -134,13 +139,34 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 			defer s.pool.progress.Remove(ours)
 			params.SetProgressToken(ours)
 		}
-		res, err := cs.CallTool(ctx, params)
+		rec := &callRecord{}
+		defer rec.done()
+		timeout := s.mount.CallTimeoutOrDefault()
+		// When cctx ends, go-sdk sends notifications/cancelled upstream
+		// (v1.8.0 mcp/transport.go, func call).
+		cctx, cancel := context.WithTimeout(context.WithValue(ctx, callRecordKey{}, rec), timeout)
+		defer cancel()
+		res, err := cs.CallTool(cctx, params)
+		ans := rec.snapshot()
 		if err == nil {
+			if ans.content != nil {
+				res.StructuredContent = ans.content
+			}
 			return res, nil
 		}
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case cctx.Err() != nil:
+			return ToolError(CallTimedOut(s.mount.Name, timeout)), nil
+		case ans.why != "":
+			return ToolError(AnswerUnreadable(s.mount.Name, ans.why)), nil
+		case ans.rpcErr != nil:
+			return nil, ans.rpcErr // the server's own error, unchanged
+		case ans.answered:
+			return ToolError(AnswerUnreadable(s.mount.Name, fmt.Sprintf("a result that is not a tools/call result (%v)", callFailure(err)))), nil
 		}
+		// No answer was read (an HTTP server's calls are not recorded).
 		var rpcErr *jsonrpc.Error
 		if errors.As(err, &rpcErr) && !isTransportFailure(rpcErr) {
 			return nil, rpcErr // the server's own protocol error, unchanged
@@ -153,7 +179,8 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 }
 
 // isTransportFailure tells go-sdk's own transport errors (which it reports
-// as JSON-RPC errors with its implementation codes) from a server's answer.
+// as JSON-RPC errors with its implementation codes) from a server's answer
+// where no [callRecord] says which it was (a streamable HTTP server's).
 // The codes are go-sdk v1.8.0's, internal/jsonrpc2/wire.go: ErrUnknown
 // (-32001), ErrClientClosing (-32003), ErrServerClosing (-32004) and
 // ErrRejected (-32005); that package is internal, so they are written out

@@ -113,14 +113,15 @@ func (s *Server) command() *exec.Cmd {
 }
 
 // stdioTransport runs cmd: through the fast lane when there is one, else
-// with go-sdk's own transport and close sequence.
+// with go-sdk's close sequence and agentctl's line framing (see
+// [commandTransport]).
 func (s *Server) stdioTransport(cmd *exec.Cmd) mcp.Transport {
 	if f := s.pool.opts.Stdio; f != nil {
 		if t := f(cmd, s.mount.Name); t != nil {
 			return t
 		}
 	}
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: StopGrace}
+	return &commandTransport{server: s, cmd: cmd}
 }
 
 func explainStart(err error, m mount.Resolved) error {

@@ -15,7 +15,10 @@
 // The SDK path forwards a call through [Server.Handler], a go-sdk client
 // session's CallTool. On stdio the fast lane (package lane) forwards most
 // calls instead, raw; what both do to a call is defined here once:
-// [Arguments], [ForwardsMeta], [ProgressRoutes], [FailedDuringCall].
+// [Arguments], [ForwardsMeta], [ProgressRoutes], [FailedDuringCall],
+// [CallTimedOut], [AnswerUnreadable]. With the lane off, a stdio server's
+// output is read a line at a time by agentctl rather than by go-sdk's
+// stream decoder, so that a bad line costs at most the call it answers.
 //
 // The shortest use, with ns an endpoint's [Namespace]:
 //

@@ -33,8 +33,13 @@ type Options struct {
 	Stderr io.Writer
 	// Stdio returns the transport that runs a stdio server's command, which
 	// is ready to start (the fast lane's: see package lane). nil, or a nil
-	// result, runs it with go-sdk's own [mcp.CommandTransport].
+	// result, runs it as go-sdk's [mcp.CommandTransport] does, its output
+	// framed by agentctl (the SDK path).
 	Stdio func(cmd *exec.Cmd, server string) mcp.Transport
+	// MaxLine bounds one message of a stdio server's on the SDK path (0:
+	// [github.com/agentctl/agentctl/mcpserver/guard.MaxLine], go-sdk's 16 MiB, as for the client's messages). An
+	// answer over it fails its call alone.
+	MaxLine int
 }
 
 // Pool is an endpoint's external servers: it keeps each connected, from

@@ -106,8 +106,8 @@ func TestStdioTransport(t *testing.T) {
 			}
 			continue
 		}
-		ct, ok := tr.(*mcp.CommandTransport)
-		if !ok || ct.Command != cmd || ct.TerminateDuration != StopGrace {
+		ct, ok := tr.(*commandTransport)
+		if !ok || ct.cmd != cmd || ct.server != s {
 			t.Fatalf("%s: %T %+v", what, tr, tr)
 		}
 		if runtime.GOOS == "linux" && (cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid || cmd.SysProcAttr.Pdeathsig == 0) {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -60,6 +61,9 @@ type Server struct {
 type ServerStatus struct {
 	Name  string `json:"name"`
 	State string `json:"state"`
+	// Error is why the server is not up; while it is up, the last thing
+	// wrong with its output that agentctl skipped, keeping it (a line that
+	// is not JSON, an answer over the size limit).
 	Error string `json:"error,omitempty"`
 	Tools int    `json:"tools"`
 }
@@ -75,6 +79,23 @@ func (s *Server) Status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return ServerStatus{Name: s.mount.Name, State: s.state, Error: s.lastErr, Tools: len(s.tools)}
+}
+
+// reportOutput reports something wrong with the server's output that
+// agentctl skipped, keeping the server: in the pool's log, in the servers'
+// log (its stderr's destination) under its name, and in its
+// [ServerStatus] (until its state changes).
+func (s *Server) reportOutput(problem string) {
+	problem = s.scrub(errors.New(problem)).Error()
+	s.mu.Lock()
+	s.lastErr = problem
+	s.mu.Unlock()
+	s.log.Warn("MCP server wrote output agentctl could not read", "problem", problem)
+	if w := s.pool.opts.Stderr; w != nil {
+		s.pool.logMu.Lock()
+		fmt.Fprintf(w, "[%s] agentctl: %s\n", s.mount.Name, problem)
+		s.pool.logMu.Unlock()
+	}
 }
 
 // Up reports whether the server is connected.

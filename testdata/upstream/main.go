@@ -19,6 +19,8 @@
 //	-echo-meta        also register echo_meta (below); off by default, so that
 //	                  the tool lists other tests compare stay as they are
 //	-tool-names, -tool-count  extra tools (see tools_flags.go)
+//	-misbehave        also register the tools of a server that misbehaves
+//	                  (below); off by default for the same reason
 //
 // At start the -stderr text and the -pidfile are written first, then the
 // exit/hang flags are applied.
@@ -43,9 +45,25 @@
 //	                  had no _meta, {} when it had an empty one. A progress token
 //	                  that starts with "agentctl-" is shown as "agentctl-*" (its
 //	                  number differs by path and call); any other is shown as is
+//
+// With -misbehave:
+//
+//	truncate_answer   its answer is cut short: the line ends (with a newline)
+//	                  in the middle of the result, after the id
+//	garbage_line      writes a cut-short notification line (no id) before
+//	                  answering "garbage written" as usual
+//	big {bytes}       a text result of that many bytes of "x"
+//	rpc_error {code}  a JSON-RPC error answer with that code, message
+//	                  "upstream error CODE" and data {"detail":"kept"}
+//	hang              answers only when the call is cancelled: logs
+//	                  "hang cancelled" to stderr and returns the context error
+//	numbers           structured {"big":12345678901234567890,"huge":1e400,
+//	                  "tenth":0.1,"sum":0.30000000000000004}, written as is
+//	pid               its process id, as text
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -55,9 +73,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -72,6 +92,7 @@ func main() {
 		hangStart   = flag.Bool("hang-start", false, "never answer initialize")
 		crashAfter  = flag.Int("crash-after", 0, "exit with code 3 on the N-th tools/call")
 		echoMeta    = flag.Bool("echo-meta", false, "register echo_meta")
+		misbehave   = flag.Bool("misbehave", false, "register the misbehaving tools")
 	)
 	flag.Parse()
 
@@ -115,8 +136,14 @@ func main() {
 	if *echoMeta {
 		addEchoMeta(server)
 	}
+	var transport mcp.Transport = &mcp.StdioTransport{}
+	if *misbehave {
+		out := &cutter{w: os.Stdout}
+		addMisbehaving(server, out)
+		transport = &mcp.IOTransport{Reader: os.Stdin, Writer: out}
+	}
 
-	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	if err := server.Run(context.Background(), transport); err != nil {
 		fmt.Fprintln(os.Stderr, "upstream:", err)
 		os.Exit(1)
 	}
@@ -279,4 +306,79 @@ func addEchoMeta(s *mcp.Server) {
 
 func textResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// cutMarker in a message makes cutter end its line just before it.
+const cutMarker = "CUT-THIS-LINE-HERE"
+
+// cutter is the server's stdout with -misbehave: it cuts short a message
+// holding cutMarker, and writes raw lines between messages.
+type cutter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (c *cutter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := bytes.Index(p, []byte(cutMarker)); i >= 0 {
+		if _, err := c.w.Write(append(p[:i:i], '\n')); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return c.w.Write(p)
+}
+
+// raw writes line as it is, between two messages.
+func (c *cutter) raw(line string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	io.WriteString(c.w, line)
+}
+
+func (c *cutter) Close() error { return nil }
+
+type bigIn struct {
+	Bytes int `json:"bytes"`
+}
+
+type codeIn struct {
+	Code int64 `json:"code"`
+}
+
+func addMisbehaving(s *mcp.Server, out *cutter) {
+	s.AddTool(&mcp.Tool{Name: "truncate_answer", Description: "Its answer's line is cut short.", InputSchema: emptyObject},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult("this answer is " + cutMarker + " cut short"), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "garbage_line", Description: "Writes a cut-short line, then answers.", InputSchema: emptyObject},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			out.raw(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","da` + "\n")
+			return textResult("garbage written"), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "A text result of the given size."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+			return textResult(strings.Repeat("x", in.Bytes)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "rpc_error", Description: "A JSON-RPC error answer with the given code."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in codeIn) (*mcp.CallToolResult, any, error) {
+			return nil, nil, &jsonrpc.Error{Code: in.Code, Message: fmt.Sprintf("upstream error %d", in.Code), Data: json.RawMessage(`{"detail":"kept"}`)}
+		})
+	s.AddTool(&mcp.Tool{Name: "hang", Description: "Never answers.", InputSchema: emptyObject},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			fmt.Fprintln(os.Stderr, "hang cancelled")
+			return nil, ctx.Err()
+		})
+	s.AddTool(&mcp.Tool{Name: "numbers", Description: "Structured numbers a float64 cannot hold.", InputSchema: emptyObject},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res := textResult("numbers")
+			res.StructuredContent = json.RawMessage(`{"big":12345678901234567890,"huge":1e400,"tenth":0.1,"sum":0.30000000000000004}`)
+			return res, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "pid", Description: "The server's process id.", InputSchema: emptyObject},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult(strconv.Itoa(os.Getpid())), nil
+		})
 }

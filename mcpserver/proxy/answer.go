@@ -1,0 +1,253 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// CallTimedOut is the text of the tool error that answers a call its
+// server did not answer within its mount's call timeout (see
+// [github.com/agentctl/agentctl/mcpserver/mount.Mount.CallTimeoutOrDefault]),
+// the same on both paths. The call is cancelled upstream; the server is
+// kept.
+func CallTimedOut(server string, d time.Duration) string {
+	return fmt.Sprintf("MCP server %q did not answer within %s, so agentctl cancelled the call (the server keeps running); "+
+		"if its tools need longer, raise the mount's call_timeout ([[mcp_servers]] in the config file, or \"call_timeout\" in --mcp-json)", server, d)
+}
+
+// AnswerUnreadable is the text of the tool error that answers a call
+// whose answer the server wrote but agentctl could not read (why: a line
+// that is not JSON, or one over the size limit), the same on both paths.
+// That call alone fails; the server is kept.
+func AnswerUnreadable(server, why string) string {
+	return fmt.Sprintf("MCP server %q sent %s; agentctl skipped it, so this call failed (the server keeps running)", server, why)
+}
+
+// callRecordKey is the context key of a [callRecord].
+type callRecordKey struct{}
+
+// callRecord is what a stdio server wrote in answer to one tools/call of
+// [Server.Handler], as [stdioConn] read it: [Server.Handler] puts it in the
+// call's context, [stdioConn.Write] finds it there and files it under the
+// call's id, and [stdioConn.Read] fills it in before go-sdk sees the answer.
+// Through it the handler tells the server's own errors (whatever their
+// code) from go-sdk's transport errors, which share codes, and gets the
+// structuredContent as the server wrote it, which go-sdk would decode
+// into float64s.
+type callRecord struct {
+	mu sync.Mutex
+	// forget takes the record off its connection (the call is over).
+	forget func()
+
+	answered bool            // an answer arrived (result or error)
+	rpcErr   *jsonrpc.Error  // the server's error answer
+	content  json.RawMessage // the result's structuredContent, as written
+	why      string          // the answer could not be read: why
+}
+
+// answer is a snapshot of a callRecord.
+type answer struct {
+	answered bool
+	rpcErr   *jsonrpc.Error
+	content  json.RawMessage
+	why      string
+}
+
+func (r *callRecord) snapshot() answer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return answer{r.answered, r.rpcErr, r.content, r.why}
+}
+
+// setForget sets how to take the record off its connection.
+func (r *callRecord) setForget(f func()) {
+	r.mu.Lock()
+	r.forget = f
+	r.mu.Unlock()
+}
+
+// done takes the record off its connection.
+func (r *callRecord) done() {
+	r.mu.Lock()
+	forget := r.forget
+	r.mu.Unlock()
+	if forget != nil {
+		forget()
+	}
+}
+
+// answeredWith records resp, the server's answer, and takes the result's
+// structuredContent out of it: go-sdk decodes it into float64s, which
+// round 12345678901234567890 and refuse 1e400; [Server.Handler] puts the
+// bytes back.
+func (r *callRecord) answeredWith(resp *jsonrpc.Response) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.answered = true
+	if resp.Error != nil {
+		var we *jsonrpc.Error
+		if errors.As(resp.Error, &we) {
+			cp := *we
+			r.rpcErr = &cp
+		}
+		return
+	}
+	if !bytes.Contains(resp.Result, []byte(`"structuredContent"`)) {
+		return // nothing to keep (the name may also be written escaped: then it is decoded as before)
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(resp.Result, &members) != nil {
+		return // not an object: go-sdk says what is wrong with it
+	}
+	sc, ok := members["structuredContent"]
+	if !ok || string(sc) == "null" {
+		return
+	}
+	delete(members, "structuredContent")
+	rest, err := json.Marshal(members)
+	if err != nil {
+		return
+	}
+	r.content, resp.Result = sc, rest
+}
+
+// broken records that the answer could not be read, and why.
+func (r *callRecord) broken(why string) {
+	r.mu.Lock()
+	r.answered, r.why = true, why
+	r.mu.Unlock()
+}
+
+// idScanner reads the "id" member of a JSON object fed to it a piece at a
+// time, without holding it: the id of an answer too long to keep, or of a
+// line cut short. It reads what is there: an id written before the line
+// broke is found, one after is not.
+type idScanner struct {
+	depth       int
+	inString    bool
+	escaped     bool
+	inKey       bool // reading a member name of the top-level object
+	afterKey    bool // between a top-level member's name and its colon
+	inValue     bool // in a top-level member's value
+	isID        bool // ... and that member is "id"
+	key         []byte
+	id          []byte
+	done, valid bool
+}
+
+// maxIDLen bounds an id the scanner keeps.
+const maxIDLen = 128
+
+func (s *idScanner) feed(p []byte) {
+	for _, c := range p {
+		if s.done {
+			return
+		}
+		if s.inString {
+			if s.isID && s.inValue {
+				s.keep(c)
+			}
+			switch {
+			case s.escaped:
+				s.escaped = false
+			case c == '\\':
+				s.escaped = true
+			case c == '"':
+				s.inString = false
+				if s.inKey {
+					s.inKey, s.afterKey = false, true
+				} else if s.isID && s.inValue {
+					s.finish()
+				}
+			default:
+				if s.inKey && len(s.key) < 8 {
+					s.key = append(s.key, c)
+				}
+			}
+			continue
+		}
+		top := s.depth == 1
+		switch c {
+		case '"':
+			s.inString = true
+			switch {
+			case top && !s.inValue && !s.afterKey:
+				s.inKey, s.key = true, s.key[:0]
+			case top && s.isID && s.inValue:
+				s.keep(c)
+			}
+		case '{', '[':
+			if top && s.isID && s.inValue {
+				s.done = true // an id is no object or array
+				return
+			}
+			s.depth++
+		case '}', ']':
+			if top && s.isID && s.inValue {
+				s.finish()
+			}
+			s.depth--
+			if s.depth <= 0 {
+				s.done = true
+			}
+		case ':':
+			if top && s.afterKey {
+				s.afterKey, s.inValue = false, true
+				s.isID = string(s.key) == "id"
+			}
+		case ',':
+			if top {
+				if s.isID && s.inValue {
+					s.finish()
+				}
+				s.inValue, s.isID = false, false
+			}
+		case ' ', '\t', '\r', '\n':
+			if top && s.isID && s.inValue && len(s.id) > 0 {
+				s.finish()
+			}
+		default:
+			if top && s.isID && s.inValue {
+				s.keep(c)
+			}
+		}
+	}
+}
+
+func (s *idScanner) keep(c byte) {
+	if len(s.id) >= maxIDLen {
+		s.done = true
+		return
+	}
+	s.id = append(s.id, c)
+}
+
+func (s *idScanner) finish() { s.done, s.valid = true, len(s.id) > 0 }
+
+// ID returns the id read, if a whole one was.
+func (s *idScanner) ID() (jsonrpc.ID, bool) {
+	if !s.valid {
+		return jsonrpc.ID{}, false
+	}
+	var v any
+	if json.Unmarshal(s.id, &v) != nil {
+		return jsonrpc.ID{}, false
+	}
+	if f, ok := v.(float64); ok && f != float64(int64(f)) {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil || !id.IsValid() {
+		return jsonrpc.ID{}, false
+	}
+	return id, true
+}
+
+// jsonValid reports whether line is JSON, for reports.
+func jsonValid(line []byte) bool { return json.Valid(line) }
