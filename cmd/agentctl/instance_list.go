@@ -56,7 +56,7 @@ a "status" member once the instance has reported progress.`,
 			if opts.Status != "" && !slices.Contains(statuses, opts.Status) {
 				return usageErrorf("invalid --status %q: use one of %s", opts.Status, strings.Join(statuses, ", "))
 			}
-			if _, err := parseSince(opts.Since, opts.Now()); err != nil {
+			if _, err := parseSince(opts.Since, opts.Now); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -75,12 +75,12 @@ a "status" member once the instance has reported progress.`,
 }
 
 // parseSince reads --since: a duration back from now, or a date or time.
-func parseSince(s string, now time.Time) (time.Time, error) {
+func parseSince(s string, now func() time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
+		return now().Add(-d), nil
 	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
 		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
@@ -91,7 +91,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 func instanceListRun(ctx context.Context, opts *InstanceListOptions) error {
-	since, err := parseSince(opts.Since, opts.Now())
+	since, err := parseSince(opts.Since, opts.Now)
 	if err != nil {
 		return err
 	}
