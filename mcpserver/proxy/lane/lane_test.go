@@ -239,9 +239,14 @@ func TestLaneForwardsTheMetaTheSDKPathDoes(t *testing.T) {
 	t.Parallel()
 	var up syncBuffer
 	l, _ := laneWithTool(t, &up, io.Discard)
-	meta := `{"trace":"a","progress\u0054oken":"x","io.model\u0063ontextprotocol/clientInfo":{},"x\u002dmine":1,"progressToken":"p"}`
+	meta := `{"trace":"a","progress\u0054oken":"x","x\u002dmine":1,"progressToken":"p"}`
 	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":` + meta + `}}`)) {
 		t.Fatal("the lane did not take the call")
+	}
+	// A protocol key written with escapes is one to go-sdk: without a
+	// protocol version, the SDK's to judge.
+	if l.FromClient([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.model\u0063ontextprotocol/clientInfo":{}}}}`)) {
+		t.Fatal("the lane took a call with an escaped protocol key")
 	}
 	want := `"_meta":{"trace":"a","x\u002dmine":1,"progressToken":"agentctl-progress-1"}`
 	if !strings.Contains(up.String(), want) {

@@ -50,8 +50,8 @@ func (l *Lane) protocolOf(meta []byte) (tok []byte, p protocol, ok bool) {
 
 // readMeta reads a request's _meta: the progress token, and whether it is a
 // 2026-07-28 request (which needs no initialize). ok is false when the
-// lane should leave the request to the SDK: a key written with escapes,
-// an older version named per request, protocol keys without a version (the SDK explains), or a
+// lane should leave the request to the SDK: an older version named per
+// request, protocol keys without a version (the SDK explains), or a
 // numeric progress token that is not an [exactInteger]. It
 // mirrors go-sdk v1.8.0's validateRequestMeta (mcp/shared.go), taking only
 // what that function accepts without a doubt.
@@ -62,12 +62,16 @@ func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
 	var version, caps, info []byte
 	protocolKeys := false
 	if !jsonscan.EachMember(meta, func(k, v []byte) bool {
+		if bytes.IndexByte(k, '\\') >= 0 {
+			// A key written with escapes is the key it decodes to, for
+			// go-sdk: "progress\u0054oken" is the progress token.
+			key, ok := jsonscan.String(k)
+			if !ok {
+				return false
+			}
+			k = jsonscan.AppendString(nil, key)
+		}
 		switch {
-		case bytes.IndexByte(k, '\\') >= 0:
-			// A key written with escapes may be one of the keys below
-			// ("progress\u0054oken" is the progress token to go-sdk),
-			// which the lane reads only written plainly: the SDK's.
-			return false
 		case jsonscan.KeyIs(k, "progressToken"):
 			tok = v
 			if string(v) == "null" { // null asks for no progress
