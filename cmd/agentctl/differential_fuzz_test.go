@@ -74,6 +74,8 @@ type fuzzPeer struct {
 	lines  chan []byte
 	stderr *lockedBuffer
 	next   int
+	// last is the answer until found last.
+	last string
 }
 
 func FuzzLaneVersusSDK(f *testing.F) {
@@ -275,6 +277,7 @@ func issueSeeds() []string {
 
 // fuzzEnv is an isolated environment under root, as rcEnv's cliEnv.
 func fuzzEnv(tb testing.TB, root string) []string {
+	tb.Helper()
 	dirs := map[string]string{"state": "", "home": "", "config": "", "work": "", "xdg-state": "", "xdg-cache": "", "xdg-data": ""}
 	for d := range dirs {
 		dirs[d] = filepath.Join(root, d)
@@ -288,7 +291,7 @@ func fuzzEnv(tb testing.TB, root string) []string {
 }
 
 // startFuzzPeer starts one endpoint and opens a 2025-11-25 session in it.
-func startFuzzPeer(f *testing.F, bin string, env []string, dir, id string, lane bool) *fuzzPeer {
+func startFuzzPeer(f testing.TB, bin string, env []string, dir, id string, lane bool) *fuzzPeer {
 	p := &fuzzPeer{path: "sdk", lines: make(chan []byte, 256), stderr: &lockedBuffer{}}
 	args := []string{"mcp", "serve", "--instance", id}
 	if lane {
@@ -389,6 +392,7 @@ func (p *fuzzPeer) until(id string) (answers, notes [][]byte, err error) {
 				ID json.RawMessage `json:"id"`
 			}
 			if json.Unmarshal(l, &m) == nil && bytes.Equal(m.ID, want) {
+				p.last = string(l)
 				return answers, notes, nil
 			}
 			answers = append(answers, l)

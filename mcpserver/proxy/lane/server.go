@@ -15,7 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -75,7 +74,8 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	l.mu.Unlock()
 	pr, pw := io.Pipe()
 	go func() {
-		err := guard.Pump(stdout, 0, pw, l.fromServer)
+		err := l.readServer(link, stdout, pw, 0)
+		pw.CloseWithError(err)
 		link.close()
 		l.linkDown(link, orEOF(err))
 	}()
@@ -157,7 +157,7 @@ func (l *Lane) fromServer(line []byte) bool {
 	if l.inflight.Load() == 0 || !bytes.Contains(line, laneMarker) && bytes.IndexByte(line, '\\') < 0 {
 		return false
 	}
-	m, ok := readMessage(line, false) // a server's line: nothing checked it
+	m, ok := readMessage(line, true) // readServer checked it
 	if !ok {
 		return l.oddAnswer(line)
 	}
