@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -91,7 +92,7 @@ type Lane struct {
 
 	mu       sync.Mutex
 	calls    map[string]*call       // by upstream id
-	byClient map[string]*call       // by the client's request id
+	byClient map[string][]*call     // by the client's request id (a client may reuse one)
 	links    map[string]*serverLink // by server name: each stdio server's current connection
 }
 
@@ -115,7 +116,7 @@ func New(opts Options) *Lane {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Lane{ep: opts.Endpoint, client: opts.Client, log: log, serverInfo: info,
-		calls: map[string]*call{}, byClient: map[string]*call{}, links: map[string]*serverLink{},
+		calls: map[string]*call{}, byClient: map[string][]*call{}, links: map[string]*serverLink{},
 		progress: proxy.NewProgressRoutes[*call](tokenPrefix)}
 }
 
@@ -164,6 +165,13 @@ func (l *Lane) FromClient(line []byte) bool {
 	case "tools/list":
 		return l.list(m)
 	case "notifications/cancelled":
+		if m.id != nil {
+			// With an id it is a request, which the SDK answers (an
+			// Invalid Request error); go-sdk cancels what it names all
+			// the same, so the lane does too.
+			l.cancel(m)
+			return false
+		}
 		return l.cancel(m)
 	}
 	return false
@@ -355,7 +363,7 @@ func (s *statelessListing) get(gen uint64, plain, info []byte) []byte {
 func (l *Lane) add(c *call) {
 	l.mu.Lock()
 	l.calls[c.upID] = c
-	l.byClient[c.clientKey] = c
+	l.byClient[c.clientKey] = append(l.byClient[c.clientKey], c)
 	l.mu.Unlock()
 	l.inflight.Add(1)
 }
@@ -378,20 +386,23 @@ func (l *Lane) removeLocked(c *call) {
 	if c.upTok != "" {
 		l.progress.Remove(c.upTok)
 	}
-	if l.byClient[c.clientKey] == c {
+	if same := slices.DeleteFunc(l.byClient[c.clientKey], func(o *call) bool { return o == c }); len(same) == 0 {
 		delete(l.byClient, c.clientKey)
+	} else {
+		l.byClient[c.clientKey] = same
 	}
 	l.inflight.Add(-1)
 }
 
-// cancel forwards the client's cancellation of a lane call, named by its
+// cancel forwards the client's cancellation of lane calls, named by its
 // id's value as go-sdk names it (so 6.0 and 6.5 both cancel 6, as on the
-// SDK path); false leaves the cancellation to the SDK: no lane call has
-// that id, or the requestId is no id.
+// SDK path): every call in flight with that id, as the input guard cancels
+// every request with it; false leaves the cancellation to the SDK: no lane
+// call has that id, or the requestId is no id.
 func (l *Lane) cancel(m message) bool {
 	var requestID, reason []byte
 	jsonscan.EachMember(m.params, func(k, v []byte) bool {
-		switch {
+		switch k = plainKey(k); {
 		case jsonscan.KeyIs(k, "requestId"):
 			requestID = v
 		case jsonscan.KeyIs(k, "reason"):
@@ -404,20 +415,22 @@ func (l *Lane) cancel(m message) bool {
 		return false
 	}
 	l.mu.Lock()
-	c := l.byClient[key]
-	if c != nil {
+	cs := slices.Clone(l.byClient[key])
+	for _, c := range cs {
 		l.removeLocked(c)
 	}
 	l.mu.Unlock()
-	if c == nil {
+	if len(cs) == 0 {
 		return false
 	}
-	msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), jsonscan.AppendString(nil, c.upID)...)
-	if reason != nil {
-		msg = append(append(msg, `,"reason":`...), reason...)
+	for _, c := range cs {
+		msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), jsonscan.AppendString(nil, c.upID)...)
+		if reason != nil {
+			msg = append(append(msg, `,"reason":`...), reason...)
+		}
+		msg = append(msg, "}}\n"...)
+		_ = c.link.send(msg) // a server that is gone or stuck has nothing to cancel
 	}
-	msg = append(msg, "}}\n"...)
-	_ = c.link.send(msg) // a server that is gone or stuck has nothing to cancel
 	return true
 }
 
@@ -505,4 +518,18 @@ func idKey(raw []byte) (string, bool) {
 	var buf [32]byte
 	key, ok := guard.AppendIDKey(buf[:0], raw)
 	return string(key), ok
+}
+
+// plainKey is a member's key as jsonscan gives it, its escapes decoded
+// ("request\u0049d" is "requestId" to go-sdk), so that [jsonscan.KeyIs]
+// compares what go-sdk compares; a key that does not decode stays as it is.
+func plainKey(k []byte) []byte {
+	if bytes.IndexByte(k, '\\') < 0 {
+		return k
+	}
+	key, ok := jsonscan.String(k)
+	if !ok {
+		return k
+	}
+	return jsonscan.AppendString(nil, key)
 }

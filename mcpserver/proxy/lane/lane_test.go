@@ -380,3 +380,44 @@ func TestLaneTakesTheLastProgressToken(t *testing.T) {
 		t.Fatalf("sent upstream:\n%s", up.String())
 	}
 }
+
+// TestLaneCancelsEveryCallWithTheID: one cancellation names every call in
+// flight with its id (a client may reuse an id; the input guard cancels
+// them all too), however its requestId key is written; a cancellation
+// that carries an id of its own is the SDK's to answer, but cancels all
+// the same, as go-sdk does.
+func TestLaneCancelsEveryCallWithTheID(t *testing.T) {
+	t.Parallel()
+	var up, client syncBuffer
+	l, _ := laneWithTool(t, &up, &client)
+	for range 2 {
+		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+			t.Fatal("the lane did not take the call")
+		}
+	}
+	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":"other","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+		t.Fatal("the lane did not take the call")
+	}
+	if !l.FromClient([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"request\u0049d":"dup"}}`)) {
+		t.Fatal("the lane left the cancellation of its calls to the SDK")
+	}
+	for _, id := range []string{"agentctl-call-1", "agentctl-call-2"} {
+		if !strings.Contains(up.String(), `"method":"notifications/cancelled","params":{"requestId":"`+id+`"}`) {
+			t.Fatalf("no cancellation of %s went upstream:\n%s", id, up.String())
+		}
+	}
+	if l.FromClient([]byte(`{"jsonrpc":"2.0","id":9,"method":"notifications/cancelled","params":{"requestId":"other"}}`)) {
+		t.Fatal("the lane took a cancellation with an id of its own: the SDK answers it")
+	}
+	if !strings.Contains(up.String(), `"requestId":"agentctl-call-3"`) || l.Stats().InFlight != 0 {
+		t.Fatalf("%d calls in flight; upstream got:\n%s", l.Stats().InFlight, up.String())
+	}
+	// The server's late answers do not reach the client: a cancelled call
+	// gets none (the SDK's session drops an answer to an id it never sent).
+	for _, id := range []string{"agentctl-call-1", "agentctl-call-2", "agentctl-call-3"} {
+		l.fromServer([]byte(`{"jsonrpc":"2.0","id":"` + id + `","result":{"content":[]}}`))
+	}
+	if client.String() != "" {
+		t.Fatalf("the client got:\n%s", client.String())
+	}
+}

@@ -62,16 +62,9 @@ func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
 	var version, caps, info []byte
 	protocolKeys := false
 	if !jsonscan.EachMember(meta, func(k, v []byte) bool {
-		if bytes.IndexByte(k, '\\') >= 0 {
-			// A key written with escapes is the key it decodes to, for
-			// go-sdk: "progress\u0054oken" is the progress token.
-			key, ok := jsonscan.String(k)
-			if !ok {
-				return false
-			}
-			k = jsonscan.AppendString(nil, key)
-		}
-		switch {
+		// A key written with escapes is the key it decodes to, for go-sdk:
+		// "progress\u0054oken" is the progress token.
+		switch k = plainKey(k); {
 		case jsonscan.KeyIs(k, "progressToken"):
 			tok = v
 			if string(v) == "null" { // null asks for no progress
