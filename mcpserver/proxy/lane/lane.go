@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
@@ -62,14 +63,20 @@ type Options struct {
 	Implementation *mcp.Implementation
 	// Logger receives the lane's debug logs; nil discards them.
 	Logger *slog.Logger
+	// CallTimeout is how long a call to the server named server may take
+	// (its mount's call_timeout, mount.Mount.CallTimeoutOrDefault): then
+	// the call fails with a tool error naming the server and is cancelled
+	// upstream. nil, or 0 for a server, sets no bound.
+	CallTimeout func(server string) time.Duration
 }
 
 // Lane forwards tools/call of external tools between one client connection
 // and the external servers' connections, and answers tools/list.
 type Lane struct {
-	ep     Endpoint
-	client io.Writer
-	log    *slog.Logger
+	ep          Endpoint
+	client      io.Writer
+	log         *slog.Logger
+	callTimeout func(server string) time.Duration
 	// serverInfo is agentctl's implementation, as 2026-07-28 results name it.
 	serverInfo json.RawMessage
 	// session is the SDK's session with the client, once connected: the
@@ -104,6 +111,7 @@ type call struct {
 	upID, upTok string
 	link        *serverLink
 	proto       protocol
+	timer       *time.Timer // the call's timeout, if it has one (under Lane.mu)
 }
 
 type sessionRef struct{ ss Session }
@@ -115,7 +123,7 @@ func New(opts Options) *Lane {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Lane{ep: opts.Endpoint, client: opts.Client, log: log, serverInfo: info,
+	return &Lane{ep: opts.Endpoint, client: opts.Client, log: log, serverInfo: info, callTimeout: opts.CallTimeout,
 		calls: map[string]*call{}, byClient: map[string][]*call{}, links: map[string]*serverLink{},
 		progress: proxy.NewProgressRoutes[*call](tokenPrefix)}
 }
@@ -275,7 +283,11 @@ func (l *Lane) call(m message) bool {
 	}
 	msg = append(msg, "}}\n"...)
 
-	l.add(c)
+	var limit time.Duration
+	if l.callTimeout != nil {
+		limit = l.callTimeout(r.Server)
+	}
+	l.add(c, limit)
 	l.forwarded.Add(1)
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {
 		l.log.Debug("tools/call", "tool", r.Canonical, "lane", "fast")
@@ -360,8 +372,13 @@ func (s *statelessListing) get(gen uint64, plain, info []byte) []byte {
 	return s.result
 }
 
-func (l *Lane) add(c *call) {
+// add notes a call in flight, failed after limit unless answered (0: no
+// limit).
+func (l *Lane) add(c *call, limit time.Duration) {
 	l.mu.Lock()
+	if limit > 0 {
+		c.timer = time.AfterFunc(limit, func() { l.expire(c, limit) })
+	}
 	l.calls[c.upID] = c
 	l.byClient[c.clientKey] = append(l.byClient[c.clientKey], c)
 	l.mu.Unlock()
@@ -382,6 +399,9 @@ func (l *Lane) take(upID string) *call {
 }
 
 func (l *Lane) removeLocked(c *call) {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 	delete(l.calls, c.upID)
 	if c.upTok != "" {
 		l.progress.Remove(c.upTok)
@@ -424,14 +444,32 @@ func (l *Lane) cancel(m message) bool {
 		return false
 	}
 	for _, c := range cs {
-		msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), jsonscan.AppendString(nil, c.upID)...)
-		if reason != nil {
-			msg = append(append(msg, `,"reason":`...), reason...)
-		}
-		msg = append(msg, "}}\n"...)
-		_ = c.link.send(msg) // a server that is gone or stuck has nothing to cancel
+		c.cancelUpstream(reason)
 	}
 	return true
+}
+
+// cancelUpstream tells the call's server that it is cancelled, with the
+// reason (a JSON string) if not nil.
+func (c *call) cancelUpstream(reason []byte) {
+	msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), jsonscan.AppendString(nil, c.upID)...)
+	if reason != nil {
+		msg = append(append(msg, `,"reason":`...), reason...)
+	}
+	msg = append(msg, "}}\n"...)
+	_ = c.link.send(msg) // a server that is gone or stuck has nothing to cancel
+}
+
+// expire fails a call its server did not answer within limit, and cancels
+// it upstream.
+func (l *Lane) expire(c *call, limit time.Duration) {
+	if l.take(c.upID) == nil {
+		return // answered, cancelled or failed meanwhile
+	}
+	c.cancelUpstream(jsonscan.AppendString(nil, fmt.Sprintf("agentctl's call timeout (%s) ran out", limit)))
+	l.log.Warn("MCP server did not answer a call in time; cancelled it", "mcp_server", c.link.server, "call_timeout", limit)
+	l.replyError(c, fmt.Sprintf("MCP server %q did not answer within %s, its mount's call_timeout; agentctl cancelled the call. "+
+		"Try again, or raise the server's call_timeout (in its [[mcp_servers]] entry or --mcp-json)", c.link.server, limit))
 }
 
 // message is the part of a JSON-RPC message the lane reads: slices of the

@@ -421,3 +421,50 @@ func TestLaneCancelsEveryCallWithTheID(t *testing.T) {
 		t.Fatalf("the client got:\n%s", client.String())
 	}
 }
+
+// TestLaneCallTimeout: a call its server does not answer within the
+// mount's call timeout fails with a tool error naming the server and the
+// bound, and is cancelled upstream; the server's late answer is dropped,
+// and calls answered in time are not touched.
+func TestLaneCallTimeout(t *testing.T) {
+	t.Parallel()
+	var up, client syncBuffer
+	l, _ := laneWithTool(t, &up, &client)
+	l.callTimeout = func(server string) time.Duration {
+		if server != "up" {
+			t.Errorf("call timeout asked for %q", server)
+		}
+		return 20 * time.Millisecond
+	}
+	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+		t.Fatal("the lane did not take the call")
+	}
+	eventually(t, "the call's timeout", func() bool { return client.String() != "" })
+	want := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"MCP server \"up\" did not answer within 20ms, its mount's call_timeout; agentctl cancelled the call.`
+	if !strings.HasPrefix(client.String(), want) || !strings.Contains(client.String(), `"isError":true`) {
+		t.Fatalf("the client got:\n%s\nwant it to start %s", client.String(), want)
+	}
+	if !strings.Contains(up.String(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"agentctl-call-1","reason":"agentctl's call timeout (20ms) ran out"}}`) {
+		t.Fatalf("upstream got:\n%s", up.String())
+	}
+	l.fromServer([]byte(`{"jsonrpc":"2.0","id":"agentctl-call-1","result":{"content":[]}}`))
+	if n := strings.Count(client.String(), "\n"); n != 1 || l.Stats().InFlight != 0 {
+		t.Fatalf("%d answers, %d in flight:\n%s", n, l.Stats().InFlight, client.String())
+	}
+
+	// Answered in time: the timer is stopped, nothing more comes.
+	l.callTimeout = func(string) time.Duration { return time.Hour }
+	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+		t.Fatal("the lane did not take the call")
+	}
+	l.mu.Lock()
+	c := l.calls["agentctl-call-2"]
+	l.mu.Unlock()
+	if c == nil || c.timer == nil {
+		t.Fatal("the call has no timer")
+	}
+	l.fromServer([]byte(`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]}}`))
+	if c.timer.Stop() {
+		t.Fatal("the answered call's timer still runs")
+	}
+}
