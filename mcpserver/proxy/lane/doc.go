@@ -25,7 +25,10 @@
 // server runs through
 // [Lane.Transport], which reads the server's lines the same way: answers and
 // progress of the lane's calls go straight back to the client; everything
-// else goes to the SDK client session.
+// else goes to the SDK client session. A server's line that is not JSON,
+// or over 16 MiB, is logged and skipped (the call whose id it names fails),
+// where it would end the SDK's session; a lane call not answered within
+// [Options.CallTimeout] fails and is cancelled upstream.
 //
 // What both paths do to a call (null arguments, which _meta goes upstream,
 // progress tokens, the crash message) is package proxy's, called by both.
@@ -34,9 +37,12 @@
 // there say; the endpoint's tests compare the two paths' answers by value
 // (TestLaneAnswersAsTheSDKDoes in package mcpserver).
 //
-// A server's result reaches the client byte for byte, with only the id put
-// back, but for what go-sdk adds to it: an empty or null result becomes
-// {}; in a 2026-07-28 session "resultType":"complete" goes in front of it;
+// A server's result in the plain shape (text content, structured content,
+// isError true, valid UTF-8) reaches the client byte for byte, with only
+// the id put back; any other result (null, members MCP does not define,
+// bytes that are not UTF-8) goes through go-sdk's own decoding and
+// encoding first, as on the SDK path. Then what go-sdk adds to it: in a
+// 2026-07-28 session "resultType":"complete" goes in front of it;
 // and for a 2026-07-28 request agentctl's serverInfo goes into its _meta,
 // in front of it when it has no "_meta" member, else by decoding it and
 // encoding it again with encoding/json (members in key order, no

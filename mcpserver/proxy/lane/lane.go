@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
@@ -61,14 +63,20 @@ type Options struct {
 	Implementation *mcp.Implementation
 	// Logger receives the lane's debug logs; nil discards them.
 	Logger *slog.Logger
+	// CallTimeout is how long a call to the server named server may take
+	// (its mount's call_timeout, mount.Mount.CallTimeoutOrDefault): then
+	// the call fails with a tool error naming the server and is cancelled
+	// upstream. nil, or 0 for a server, sets no bound.
+	CallTimeout func(server string) time.Duration
 }
 
 // Lane forwards tools/call of external tools between one client connection
 // and the external servers' connections, and answers tools/list.
 type Lane struct {
-	ep     Endpoint
-	client io.Writer
-	log    *slog.Logger
+	ep          Endpoint
+	client      io.Writer
+	log         *slog.Logger
+	callTimeout func(server string) time.Duration
 	// serverInfo is agentctl's implementation, as 2026-07-28 results name it.
 	serverInfo json.RawMessage
 	// session is the SDK's session with the client, once connected: the
@@ -91,7 +99,7 @@ type Lane struct {
 
 	mu       sync.Mutex
 	calls    map[string]*call       // by upstream id
-	byClient map[string]*call       // by the client's request id
+	byClient map[string][]*call     // by the client's request id (a client may reuse one)
 	links    map[string]*serverLink // by server name: each stdio server's current connection
 }
 
@@ -103,6 +111,7 @@ type call struct {
 	upID, upTok string
 	link        *serverLink
 	proto       protocol
+	timer       *time.Timer // the call's timeout, if it has one (under Lane.mu)
 }
 
 type sessionRef struct{ ss Session }
@@ -114,8 +123,8 @@ func New(opts Options) *Lane {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Lane{ep: opts.Endpoint, client: opts.Client, log: log, serverInfo: info,
-		calls: map[string]*call{}, byClient: map[string]*call{}, links: map[string]*serverLink{},
+	return &Lane{ep: opts.Endpoint, client: opts.Client, log: log, serverInfo: info, callTimeout: opts.CallTimeout,
+		calls: map[string]*call{}, byClient: map[string][]*call{}, links: map[string]*serverLink{},
 		progress: proxy.NewProgressRoutes[*call](tokenPrefix)}
 }
 
@@ -164,6 +173,13 @@ func (l *Lane) FromClient(line []byte) bool {
 	case "tools/list":
 		return l.list(m)
 	case "notifications/cancelled":
+		if m.id != nil {
+			// With an id it is a request, which the SDK answers (an
+			// Invalid Request error); go-sdk cancels what it names all
+			// the same, so the lane does too.
+			l.cancel(m)
+			return false
+		}
 		return l.cancel(m)
 	}
 	return false
@@ -267,7 +283,11 @@ func (l *Lane) call(m message) bool {
 	}
 	msg = append(msg, "}}\n"...)
 
-	l.add(c)
+	var limit time.Duration
+	if l.callTimeout != nil {
+		limit = l.callTimeout(r.Server)
+	}
+	l.add(c, limit)
 	l.forwarded.Add(1)
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {
 		l.log.Debug("tools/call", "tool", r.Canonical, "lane", "fast")
@@ -352,10 +372,15 @@ func (s *statelessListing) get(gen uint64, plain, info []byte) []byte {
 	return s.result
 }
 
-func (l *Lane) add(c *call) {
+// add notes a call in flight, failed after limit unless answered (0: no
+// limit).
+func (l *Lane) add(c *call, limit time.Duration) {
 	l.mu.Lock()
+	if limit > 0 {
+		c.timer = time.AfterFunc(limit, func() { l.expire(c, limit) })
+	}
 	l.calls[c.upID] = c
-	l.byClient[c.clientKey] = c
+	l.byClient[c.clientKey] = append(l.byClient[c.clientKey], c)
 	l.mu.Unlock()
 	l.inflight.Add(1)
 }
@@ -374,24 +399,30 @@ func (l *Lane) take(upID string) *call {
 }
 
 func (l *Lane) removeLocked(c *call) {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 	delete(l.calls, c.upID)
 	if c.upTok != "" {
 		l.progress.Remove(c.upTok)
 	}
-	if l.byClient[c.clientKey] == c {
+	if same := slices.DeleteFunc(l.byClient[c.clientKey], func(o *call) bool { return o == c }); len(same) == 0 {
 		delete(l.byClient, c.clientKey)
+	} else {
+		l.byClient[c.clientKey] = same
 	}
 	l.inflight.Add(-1)
 }
 
-// cancel forwards the client's cancellation of a lane call, named by its
+// cancel forwards the client's cancellation of lane calls, named by its
 // id's value as go-sdk names it (so 6.0 and 6.5 both cancel 6, as on the
-// SDK path); false leaves the cancellation to the SDK: no lane call has
-// that id, or the requestId is no id.
+// SDK path): every call in flight with that id, as the input guard cancels
+// every request with it; false leaves the cancellation to the SDK: no lane
+// call has that id, or the requestId is no id.
 func (l *Lane) cancel(m message) bool {
 	var requestID, reason []byte
 	jsonscan.EachMember(m.params, func(k, v []byte) bool {
-		switch {
+		switch k = plainKey(k); {
 		case jsonscan.KeyIs(k, "requestId"):
 			requestID = v
 		case jsonscan.KeyIs(k, "reason"):
@@ -404,21 +435,41 @@ func (l *Lane) cancel(m message) bool {
 		return false
 	}
 	l.mu.Lock()
-	c := l.byClient[key]
-	if c != nil {
+	cs := slices.Clone(l.byClient[key])
+	for _, c := range cs {
 		l.removeLocked(c)
 	}
 	l.mu.Unlock()
-	if c == nil {
+	if len(cs) == 0 {
 		return false
 	}
+	for _, c := range cs {
+		c.cancelUpstream(reason)
+	}
+	return true
+}
+
+// cancelUpstream tells the call's server that it is cancelled, with the
+// reason (a JSON string) if not nil.
+func (c *call) cancelUpstream(reason []byte) {
 	msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), jsonscan.AppendString(nil, c.upID)...)
 	if reason != nil {
 		msg = append(append(msg, `,"reason":`...), reason...)
 	}
 	msg = append(msg, "}}\n"...)
 	_ = c.link.send(msg) // a server that is gone or stuck has nothing to cancel
-	return true
+}
+
+// expire fails a call its server did not answer within limit, and cancels
+// it upstream.
+func (l *Lane) expire(c *call, limit time.Duration) {
+	if l.take(c.upID) == nil {
+		return // answered, cancelled or failed meanwhile
+	}
+	c.cancelUpstream(jsonscan.AppendString(nil, fmt.Sprintf("agentctl's call timeout (%s) ran out", limit)))
+	l.log.Warn("MCP server did not answer a call in time; cancelled it", "mcp_server", c.link.server, "call_timeout", limit)
+	l.replyError(c, fmt.Sprintf("MCP server %q did not answer within %s, its mount's call_timeout; agentctl cancelled the call. "+
+		"Try again, or raise the server's call_timeout (in its [[mcp_servers]] entry or --mcp-json)", c.link.server, limit))
 }
 
 // message is the part of a JSON-RPC message the lane reads: slices of the
@@ -505,4 +556,18 @@ func idKey(raw []byte) (string, bool) {
 	var buf [32]byte
 	key, ok := guard.AppendIDKey(buf[:0], raw)
 	return string(key), ok
+}
+
+// plainKey is a member's key as jsonscan gives it, its escapes decoded
+// ("request\u0049d" is "requestId" to go-sdk), so that [jsonscan.KeyIs]
+// compares what go-sdk compares; a key that does not decode stays as it is.
+func plainKey(k []byte) []byte {
+	if bytes.IndexByte(k, '\\') < 0 {
+		return k
+	}
+	key, ok := jsonscan.String(k)
+	if !ok {
+		return k
+	}
+	return jsonscan.AppendString(nil, key)
 }

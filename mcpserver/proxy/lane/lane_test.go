@@ -239,9 +239,14 @@ func TestLaneForwardsTheMetaTheSDKPathDoes(t *testing.T) {
 	t.Parallel()
 	var up syncBuffer
 	l, _ := laneWithTool(t, &up, io.Discard)
-	meta := `{"trace":"a","progress\u0054oken":"x","io.model\u0063ontextprotocol/clientInfo":{},"x\u002dmine":1,"progressToken":"p"}`
+	meta := `{"trace":"a","progress\u0054oken":"x","x\u002dmine":1,"progressToken":"p"}`
 	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":` + meta + `}}`)) {
 		t.Fatal("the lane did not take the call")
+	}
+	// A protocol key written with escapes is one to go-sdk: without a
+	// protocol version, the SDK's to judge.
+	if l.FromClient([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.model\u0063ontextprotocol/clientInfo":{}}}}`)) {
+		t.Fatal("the lane took a call with an escaped protocol key")
 	}
 	want := `"_meta":{"trace":"a","x\u002dmine":1,"progressToken":"agentctl-progress-1"}`
 	if !strings.Contains(up.String(), want) {
@@ -373,5 +378,93 @@ func TestLaneTakesTheLastProgressToken(t *testing.T) {
 	sent := strings.Split(strings.TrimSpace(up.String()), "\n")
 	if len(sent) != 2 || strings.Contains(sent[0], "progressToken") || !strings.Contains(sent[1], `"progressToken":"agentctl-progress-1"`) {
 		t.Fatalf("sent upstream:\n%s", up.String())
+	}
+}
+
+// TestLaneCancelsEveryCallWithTheID: one cancellation names every call in
+// flight with its id (a client may reuse an id; the input guard cancels
+// them all too), however its requestId key is written; a cancellation
+// that carries an id of its own is the SDK's to answer, but cancels all
+// the same, as go-sdk does.
+func TestLaneCancelsEveryCallWithTheID(t *testing.T) {
+	t.Parallel()
+	var up, client syncBuffer
+	l, _ := laneWithTool(t, &up, &client)
+	for range 2 {
+		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+			t.Fatal("the lane did not take the call")
+		}
+	}
+	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":"other","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+		t.Fatal("the lane did not take the call")
+	}
+	if !l.FromClient([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"request\u0049d":"dup"}}`)) {
+		t.Fatal("the lane left the cancellation of its calls to the SDK")
+	}
+	for _, id := range []string{"agentctl-call-1", "agentctl-call-2"} {
+		if !strings.Contains(up.String(), `"method":"notifications/cancelled","params":{"requestId":"`+id+`"}`) {
+			t.Fatalf("no cancellation of %s went upstream:\n%s", id, up.String())
+		}
+	}
+	if l.FromClient([]byte(`{"jsonrpc":"2.0","id":9,"method":"notifications/cancelled","params":{"requestId":"other"}}`)) {
+		t.Fatal("the lane took a cancellation with an id of its own: the SDK answers it")
+	}
+	if !strings.Contains(up.String(), `"requestId":"agentctl-call-3"`) || l.Stats().InFlight != 0 {
+		t.Fatalf("%d calls in flight; upstream got:\n%s", l.Stats().InFlight, up.String())
+	}
+	// The server's late answers do not reach the client: a cancelled call
+	// gets none (the SDK's session drops an answer to an id it never sent).
+	for _, id := range []string{"agentctl-call-1", "agentctl-call-2", "agentctl-call-3"} {
+		l.fromServer([]byte(`{"jsonrpc":"2.0","id":"` + id + `","result":{"content":[]}}`))
+	}
+	if client.String() != "" {
+		t.Fatalf("the client got:\n%s", client.String())
+	}
+}
+
+// TestLaneCallTimeout: a call its server does not answer within the
+// mount's call timeout fails with a tool error naming the server and the
+// bound, and is cancelled upstream; the server's late answer is dropped,
+// and calls answered in time are not touched.
+func TestLaneCallTimeout(t *testing.T) {
+	t.Parallel()
+	var up, client syncBuffer
+	l, _ := laneWithTool(t, &up, &client)
+	l.callTimeout = func(server string) time.Duration {
+		if server != "up" {
+			t.Errorf("call timeout asked for %q", server)
+		}
+		return 20 * time.Millisecond
+	}
+	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+		t.Fatal("the lane did not take the call")
+	}
+	eventually(t, "the call's timeout", func() bool { return client.String() != "" })
+	want := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"MCP server \"up\" did not answer within 20ms, its mount's call_timeout; agentctl cancelled the call.`
+	if !strings.HasPrefix(client.String(), want) || !strings.Contains(client.String(), `"isError":true`) {
+		t.Fatalf("the client got:\n%s\nwant it to start %s", client.String(), want)
+	}
+	if !strings.Contains(up.String(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"agentctl-call-1","reason":"agentctl's call timeout (20ms) ran out"}}`) {
+		t.Fatalf("upstream got:\n%s", up.String())
+	}
+	l.fromServer([]byte(`{"jsonrpc":"2.0","id":"agentctl-call-1","result":{"content":[]}}`))
+	if n := strings.Count(client.String(), "\n"); n != 1 || l.Stats().InFlight != 0 {
+		t.Fatalf("%d answers, %d in flight:\n%s", n, l.Stats().InFlight, client.String())
+	}
+
+	// Answered in time: the timer is stopped, nothing more comes.
+	l.callTimeout = func(string) time.Duration { return time.Hour }
+	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+		t.Fatal("the lane did not take the call")
+	}
+	l.mu.Lock()
+	c := l.calls["agentctl-call-2"]
+	l.mu.Unlock()
+	if c == nil || c.timer == nil {
+		t.Fatal("the call has no timer")
+	}
+	l.fromServer([]byte(`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]}}`))
+	if c.timer.Stop() {
+		t.Fatal("the answered call's timer still runs")
 	}
 }

@@ -62,7 +62,9 @@ func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
 	var version, caps, info []byte
 	protocolKeys := false
 	if !jsonscan.EachMember(meta, func(k, v []byte) bool {
-		switch {
+		// A key written with escapes is the key it decodes to, for go-sdk:
+		// "progress\u0054oken" is the progress token.
+		switch k = plainKey(k); {
 		case jsonscan.KeyIs(k, "progressToken"):
 			tok = v
 			if string(v) == "null" { // null asks for no progress

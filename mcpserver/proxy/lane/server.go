@@ -13,8 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
-	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,16 +67,19 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	l := t.lane
 	link := newServerLink(t.server, stdin)
+	ps := &processStdin{stdin: stdin, cmd: t.cmd, link: link, terminate: t.terminate}
+	link.stop = func() { go ps.Close() }
 	l.mu.Lock()
 	l.links[t.server] = link
 	l.mu.Unlock()
 	pr, pw := io.Pipe()
 	go func() {
-		err := guard.Pump(stdout, 0, pw, l.fromServer)
+		err := l.readServer(link, stdout, pw, 0)
+		pw.CloseWithError(err)
 		link.close()
 		l.linkDown(link, orEOF(err))
 	}()
-	return (&mcp.IOTransport{Reader: pr, Writer: &processStdin{stdin: stdin, cmd: t.cmd, link: link, terminate: t.terminate}}).Connect(ctx)
+	return (&mcp.IOTransport{Reader: pr, Writer: ps}).Connect(ctx)
 }
 
 func orEOF(err error) error {
@@ -149,16 +152,25 @@ func (p *processStdin) stop() error {
 // fromServer takes an external server's line if it answers or reports
 // progress of a lane call.
 func (l *Lane) fromServer(line []byte) bool {
-	if l.inflight.Load() == 0 || !bytes.Contains(line, laneMarker) {
+	// A line of the lane's names one of its ids or tokens, plainly or
+	// with escapes ("\u0061gentctl-call-1" is an answer of the lane's too).
+	if l.inflight.Load() == 0 || !bytes.Contains(line, laneMarker) && bytes.IndexByte(line, '\\') < 0 {
 		return false
 	}
-	m, ok := readMessage(line, false) // a server's line: nothing checked it
+	m, ok := readMessage(line, true) // readServer checked it
 	if !ok {
 		return l.oddAnswer(line)
 	}
 	if m.method == "" && m.id != nil {
 		id, plain := jsonscan.PlainString(m.id)
-		if !plain || !bytes.HasPrefix(id, []byte(idPrefix)) {
+		if !plain {
+			s, ok := jsonscan.String(m.id)
+			if !ok {
+				return false
+			}
+			id = []byte(s)
+		}
+		if !bytes.HasPrefix(id, []byte(idPrefix)) {
 			return false
 		}
 		if c := l.take(string(id)); c != nil {
@@ -187,13 +199,16 @@ func (l *Lane) fromServer(line []byte) bool {
 	msg := append(make([]byte, 0, len(m.params)+64), `{"jsonrpc":"2.0","method":"notifications/progress","params":{`...)
 	first := true
 	jsonscan.EachMember(m.params, func(k, v []byte) bool {
+		switch {
+		case jsonscan.KeyIs(k, "progressToken"):
+			v = c.clientToken
+		case !jsonscan.KeyIs(k, "progress") && !jsonscan.KeyIs(k, "total") && !jsonscan.KeyIs(k, "message") && !jsonscan.KeyIs(k, "_meta"):
+			return true // go-sdk's ProgressNotificationParams has no such member: the SDK path drops it
+		}
 		if !first {
 			msg = append(msg, ',')
 		}
 		first = false
-		if jsonscan.KeyIs(k, "progressToken") {
-			v = c.clientToken
-		}
 		msg = append(append(append(msg, k...), ':'), v...)
 		return true
 	})
@@ -235,6 +250,19 @@ func (l *Lane) reply(c *call, result, rpcErr []byte, failure error) {
 	if string(rpcErr) == "null" {
 		rpcErr = nil // some servers write "error": null beside a result
 	}
+	if len(rpcErr) == 0 {
+		shaped, err := sdkResult(result)
+		if err != nil {
+			// go-sdk cannot read it: the SDK path fails the call with
+			// go-sdk's words and restarts the server (proxy's Handler).
+			c.link.abort()
+			l.replyError(c, proxy.FailedDuringCall(c.link.server, err))
+			return
+		}
+		result = shaped
+	} else {
+		rpcErr = sdkError(rpcErr)
+	}
 	msg := make([]byte, 0, len(result)+len(rpcErr)+len(c.clientID)+80)
 	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
 	msg = append(msg, c.clientID...)
@@ -260,6 +288,9 @@ func (l *Lane) replyError(c *call, text string) {
 
 // write sends msg to the client, unless the lane is closed.
 func (l *Lane) write(msg []byte) {
+	if !utf8.Valid(msg) {
+		msg = validUTF8(msg)
+	}
 	if !l.closed.Load() {
 		_, _ = l.client.Write(msg)
 	}

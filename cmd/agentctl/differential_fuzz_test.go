@@ -1,0 +1,517 @@
+package main
+
+// FuzzLaneVersusSDK: the fast lane and the SDK path must answer a client's
+// message alike. It drives the built binary, like the conformance corpus,
+// but keeps one `agentctl mcp serve` of each kind running for the whole
+// fuzzing process (starting two endpoints and their servers per input
+// would cost some 100 ms): each input is one client line, sent to both,
+// and what each answers is compared by value with the corpus' own
+// normalisation (sameMessages, normaliseNotes).
+//
+//	go test ./cmd/agentctl -run FuzzLaneVersusSDK                     # the seeds
+//	go test ./cmd/agentctl -run '^$' -fuzz FuzzLaneVersusSDK -parallel 1 -fuzztime 10m
+//
+// The seeds are every client line of testdata/conformance (the session's
+// opening lines left out), plus testdata/fuzz/FuzzLaneVersusSDK.
+//
+// What one input may do is bounded so that the comparison is not timing:
+//
+//   - a line that names a tool whose behaviour is time or state (slow,
+//     crash, change_tools: anywhere in it, once decoded) is not sent: the
+//     corpus pins those with awaited progress;
+//   - a line holding a newline is not one message; one over 64 KiB is
+//     the guard's size limit's business, pinned elsewhere;
+//   - a line that names notifications/cancelled is sent while a slow call
+//     of the harness's (id "c1", as in the corpus' cancel seeds, with a
+//     progress token) is running on both paths, so that the lane has a
+//     call to match it against; the harness then cancels that call itself.
+//     Neither path may answer it.
+//
+// Besides the corpus' normalisation, the names in go-sdk's "unexpected
+// additional properties [...]" are compared sorted: the test server lists
+// them in Go's map order, differently on each call. The known differences,
+// each with its reason, are [laneKnownDifferences]; docs/ARCHITECTURE.md
+// lists them too.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// laneKnownDifferences are the inputs on which the two paths may answer
+// differently, each with why that is accepted: a test of the input, and
+// the reason. Keep it short: every entry is a promise of the README broken.
+var laneKnownDifferences = []struct {
+	applies func(line []byte) bool
+	reason  string
+}{{
+	applies: func(line []byte) bool {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		return json.Unmarshal(bytes.TrimPrefix(line, []byte("\ufeff")), &m) == nil && m.Method == "notifications/cancelled" &&
+			(len(m.ID) > 0 && string(m.ID) != "null" || !bytes.Contains(line, []byte(`"requestId"`)))
+	},
+	reason: "a cancellation the input guard does not read as one (with an id of its own, or its requestId key " +
+		"written with escapes): both paths cancel the call, but on the SDK path the cancelled call's error " +
+		"reaches the client, as the guard does not know to drop it (a guard fix; the lane answers nothing)",
+}}
+
+// fuzzMaxLine bounds a fuzzed line: the size limit has its own tests.
+const fuzzMaxLine = 64 << 10
+
+// fuzzWait bounds each wait for an answer: only a real hang runs it out.
+const fuzzWait = 20 * time.Second
+
+// fuzzPeer is one running endpoint and what it writes.
+type fuzzPeer struct {
+	path   string // "lane" or "sdk"
+	cmd    *exec.Cmd
+	stdin  interface{ Write([]byte) (int, error) }
+	lines  chan []byte
+	stderr *lockedBuffer
+	next   int
+	// last is the answer until found last.
+	last string
+}
+
+func FuzzLaneVersusSDK(f *testing.F) {
+	for _, line := range fuzzSeeds(f) {
+		f.Add(line)
+	}
+	for _, line := range issueSeeds() {
+		f.Add([]byte(line))
+	}
+	bin, up := realBinary(f), serverBin(f)
+	root, err := os.MkdirTemp("", "agentctl-fuzz-")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { os.RemoveAll(root) })
+	env := fuzzEnv(f, root)
+	spec, err := json.Marshal(map[string]any{"command": up, "args": []string{"-tools", "0", "-echo-meta"}, "tool_prefix": "up", "timeout": "5m"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	work := filepath.Join(root, "work")
+	create := exec.Command(bin, "instance", "create", "--agent", "codex", "--workspace", work, "--mcp-json", "up="+string(spec))
+	create.Env, create.Dir = env, work
+	out, err := create.Output()
+	if err != nil {
+		f.Fatalf("instance create: %v", err)
+	}
+	id := strings.TrimSpace(string(out))
+	norm := strings.NewReplacer(id, "$INSTANCE", root, "$WORK", filepath.Dir(bin), "$BIN")
+	lane := startFuzzPeer(f, bin, env, work, id, true)
+	sdk := startFuzzPeer(f, bin, env, work, id, false)
+
+	var mu sync.Mutex // one input at a time on the shared endpoints
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !fuzzable(line) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var held string
+		if bytes.Contains(line, []byte("cancelled")) {
+			held = "c1"
+		}
+		type result struct {
+			answers, notes [][]byte
+			err            error
+		}
+		results := make([]result, 2)
+		var wg sync.WaitGroup
+		for i, p := range []*fuzzPeer{lane, sdk} {
+			wg.Go(func() {
+				a, n, err := p.exchange(line, held)
+				results[i] = result{a, n, err}
+			})
+		}
+		wg.Wait()
+		for i, p := range []*fuzzPeer{lane, sdk} {
+			if results[i].err != nil {
+				t.Fatalf("%s path, line %s: %v\nstderr:\n%s", p.path, line, results[i].err, tail(p.stderr.String(), 3000))
+			}
+		}
+		la, sa := normaliseAll(results[0].answers, norm), normaliseAll(results[1].answers, norm)
+		if !sameMessages(sa, la) && sameMessages(sortedProperties(sa), sortedProperties(la)) {
+			la = sa
+		}
+		ln, sn := normaliseNotes(results[0].notes, norm), normaliseNotes(results[1].notes, norm)
+		if sameMessages(sa, la) && sameMessages(sn, ln) {
+			return
+		}
+		for _, k := range laneKnownDifferences {
+			if k.applies(line) {
+				t.Logf("known difference (%s)", k.reason)
+				return
+			}
+		}
+		t.Errorf("line %s\nanswers:\n lane: %s\n  sdk: %s\nnotifications:\n lane: %s\n  sdk: %s",
+			line, showLines(la), showLines(sa), showLines(ln), showLines(sn))
+	})
+}
+
+// fuzzable says whether the harness sends line (see the file comment).
+func fuzzable(line []byte) bool {
+	if len(line) == 0 || len(line) > fuzzMaxLine || bytes.ContainsAny(line, "\n\r") {
+		return false
+	}
+	if len(bytes.TrimSpace(line)) == 0 {
+		return false // a blank line is no message: the guard skips it
+	}
+	text := strings.ToLower(string(line))
+	if v, err := decodeJSON(line); err == nil {
+		text = strings.ToLower(string(encodeJSON(v)) + fmt.Sprint(keysOf(v)))
+	}
+	for _, w := range []string{"slow", "crash", "change_tools", "fuzz-"} {
+		if strings.Contains(text, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// keysOf lists every object key in a decoded value (encodeJSON shows keys
+// with escapes undone, but a key may still hide a word in its spelling).
+func keysOf(v any) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, w := range v {
+			out = append(out, k)
+			out = append(out, keysOf(w)...)
+		}
+	case []any:
+		for _, w := range v {
+			out = append(out, keysOf(w)...)
+		}
+	}
+	return out
+}
+
+// unexpectedProperties is go-sdk's jsonschema error naming the arguments a
+// tool's schema does not allow, in Go's map order: a different order on
+// each call, whichever path forwarded it.
+var unexpectedProperties = regexp.MustCompile(`unexpected additional properties \[[^\]]*\]`)
+
+// sortedProperties is lines with the names in unexpectedProperties sorted.
+func sortedProperties(lines [][]byte) [][]byte {
+	out := make([][]byte, len(lines))
+	for i, l := range lines {
+		out[i] = unexpectedProperties.ReplaceAllFunc(l, func(m []byte) []byte {
+			open := bytes.IndexByte(m, '[')
+			names := strings.Fields(string(m[open+1 : len(m)-1]))
+			slices.Sort(names)
+			return append(slices.Clip(m[:open+1]), strings.Join(names, " ")+"]"...)
+		})
+	}
+	return out
+}
+
+func normaliseAll(lines [][]byte, norm *strings.Replacer) [][]byte {
+	out := make([][]byte, len(lines))
+	for i, l := range lines {
+		out[i] = []byte(norm.Replace(string(l)))
+	}
+	return out
+}
+
+// fuzzSeeds are the corpus' client lines but a session's opening ones.
+func fuzzSeeds(tb testing.TB) [][]byte {
+	files, err := filepath.Glob(filepath.Join(confDir, "*.txtar"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no corpus in %s: %v", confDir, err)
+	}
+	var out [][]byte
+	seen := map[string]bool{}
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, f := range ar.Files {
+			if f.Name != "client" {
+				continue
+			}
+			for l := range strings.Lines(string(f.Data)) {
+				l = strings.TrimRight(l, "\r\n")
+				t := strings.TrimSpace(l)
+				if t == "" || t[0] == '#' || t[0] == '@' || seen[l] ||
+					strings.Contains(l, `"initialize"`) || strings.Contains(l, `"notifications/initialized"`) {
+					continue
+				}
+				seen[l] = true
+				out = append(out, []byte(l))
+			}
+		}
+	}
+	return out
+}
+
+// issueSeeds are the differences issue 9 lists, as single lines.
+func issueSeeds() []string {
+	deep := func(n int) string {
+		return `{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{"name":"up__echo","arguments":{"text":"x","n":` +
+			strings.Repeat("[", n) + strings.Repeat("]", n) + `}}}`
+	}
+	call := func(meta string) string {
+		return `{"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"up__echo_meta","arguments":{},"_meta":` + meta + `}}`
+	}
+	return []string{
+		deep(990), deep(996), deep(997), deep(998), deep(999), deep(1000), deep(2000),
+		call(`{}`), call(`{"progressToken":"a","progressToken":"b"}`), call(`{"progress\u0054oken":"esc"}`),
+		call(`{"progressToken":1e3}`), call(`{"progressToken":1.0}`), call(`{"progressToken":12345678901234567890}`),
+		call(`{"progressToken":"a","progress\u0054oken":"b"}`), call(`{"progress\u0054oken":"a","progressToken":"b"}`),
+		call(`{"progressToken":{}}`), call(`{"progressToken":[1]}`), call(`{"progressToken":""}`),
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"request\u0049d":"c1","reason":"x"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c\u0031"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"notifications/cancelled","params":{"requestId":"c1"}}`,
+	}
+}
+
+// fuzzEnv is an isolated environment under root, as rcEnv's cliEnv.
+func fuzzEnv(tb testing.TB, root string) []string {
+	tb.Helper()
+	dirs := map[string]string{"state": "", "home": "", "config": "", "work": "", "xdg-state": "", "xdg-cache": "", "xdg-data": ""}
+	for d := range dirs {
+		dirs[d] = filepath.Join(root, d)
+		if err := os.MkdirAll(dirs[d], 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return append(cleanEnviron(),
+		"AGENTCTL_STATE_DIR="+dirs["state"], "HOME="+dirs["home"], "XDG_CONFIG_HOME="+dirs["config"],
+		"XDG_STATE_HOME="+dirs["xdg-state"], "XDG_CACHE_HOME="+dirs["xdg-cache"], "XDG_DATA_HOME="+dirs["xdg-data"], "NO_COLOR=1")
+}
+
+// startFuzzPeer starts one endpoint and opens a 2025-11-25 session in it.
+func startFuzzPeer(f testing.TB, bin string, env []string, dir, id string, lane bool) *fuzzPeer {
+	p := &fuzzPeer{path: "sdk", lines: make(chan []byte, 256), stderr: &lockedBuffer{}}
+	args := []string{"mcp", "serve", "--instance", id}
+	if lane {
+		p.path = "lane"
+	} else {
+		args = append(args, "--fast-lane=false")
+	}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env, p.cmd.Dir, p.cmd.Stderr = env, dir, p.stderr
+	stdin, err := p.cmd.StdinPipe()
+	if err != nil {
+		f.Fatal(err)
+	}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		f.Fatal(err)
+	}
+	p.stdin = stdin
+	go func() {
+		defer close(p.lines)
+		br := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			l, err := br.ReadBytes('\n')
+			if len(bytes.TrimSpace(l)) > 0 {
+				p.lines <- bytes.TrimRight(l, "\r\n")
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	f.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() {
+			for range p.lines {
+			}
+			_ = p.cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(fuzzWait):
+			_ = p.cmd.Process.Kill()
+			<-done
+		}
+	})
+	for _, l := range []string{
+		`{"jsonrpc":"2.0","id":"fuzz-open-1","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"fuzz-open-2","method":"tools/list"}`,
+	} {
+		if _, err := io2(p.stdin, l); err != nil {
+			f.Fatal(err)
+		}
+		if strings.Contains(l, `"id"`) {
+			if _, _, err := p.until(idOf(l)); err != nil {
+				f.Fatalf("%s path: opening the session: %v", p.path, err)
+			}
+		}
+	}
+	return p
+}
+
+func io2(w interface{ Write([]byte) (int, error) }, line string) (int, error) {
+	return w.Write([]byte(line + "\n"))
+}
+
+// idOf is the id of a line the harness writes.
+func idOf(line string) string {
+	var m struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal([]byte(line), &m)
+	return m.ID
+}
+
+// until reads lines until one is the answer to the harness's request id;
+// it returns the other answers and the notifications read meanwhile.
+func (p *fuzzPeer) until(id string) (answers, notes [][]byte, err error) {
+	timer := time.NewTimer(fuzzWait)
+	defer timer.Stop()
+	want, _ := json.Marshal(id)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				return answers, notes, errors.New("the endpoint's output ended")
+			}
+			if isServerMessage(l) {
+				notes = append(notes, l)
+				continue
+			}
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.Unmarshal(l, &m) == nil && bytes.Equal(m.ID, want) {
+				p.last = string(l)
+				return answers, notes, nil
+			}
+			answers = append(answers, l)
+		case <-timer.C:
+			return answers, notes, fmt.Errorf("no answer to %s within %s; read meanwhile: %s", want, fuzzWait, showLines(append(answers, notes...)))
+		}
+	}
+}
+
+// awaitAnswers reads until n answers have come (notifications aside).
+func (p *fuzzPeer) awaitAnswers(n int, answers, notes [][]byte) ([][]byte, [][]byte, error) {
+	timer := time.NewTimer(fuzzWait)
+	defer timer.Stop()
+	for len(answers) < n {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				return answers, notes, errors.New("the endpoint's output ended")
+			}
+			if isServerMessage(l) {
+				notes = append(notes, l)
+			} else {
+				answers = append(answers, l)
+			}
+		case <-timer.C:
+			return answers, notes, fmt.Errorf("%d of %d answers within %s: %s", len(answers), n, fuzzWait, showLines(answers))
+		}
+	}
+	return answers, notes, nil
+}
+
+// exchange sends line (with the harness's slow call held, if held is
+// set) and returns what the endpoint answered to it.
+//
+// A request (a JSON object with a method and an id that is not null, the
+// corpus' rule) is awaited until its answer; then, for every line, a ping
+// of the harness's goes after it, and its answer is awaited too, so that
+// what the endpoint writes about line before reading the ping is caught.
+// The lane answers a forwarded call from the server, perhaps after the
+// ping: hence the wait for the request's own answer first.
+func (p *fuzzPeer) exchange(line []byte, held string) (answers, notes [][]byte, err error) {
+	if held != "" {
+		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"up__slow","arguments":{"ms":600000},"_meta":{"progressToken":%q}}}`, held, held)
+		if _, err := io2(p.stdin, call); err != nil {
+			return nil, nil, err
+		}
+		if err := p.awaitProgress(held); err != nil {
+			return nil, nil, err
+		}
+	}
+	if _, err := p.stdin.Write(append(bytes.Clone(line), '\n')); err != nil {
+		return nil, nil, err
+	}
+	// The corpus' rule, on the line as the guard reads it: without a
+	// byte-order mark in front.
+	msg := bytes.TrimPrefix(line, []byte("\ufeff"))
+	want := 0
+	if isCall(msg) || !json.Valid(msg) {
+		want = 1
+	}
+	if answers, notes, err = p.awaitAnswers(want, nil, nil); err != nil {
+		return answers, notes, err
+	}
+	p.next++
+	ping := fmt.Sprintf(`{"jsonrpc":"2.0","id":"fuzz-ping-%d","method":"ping"}`, p.next)
+	if _, err := io2(p.stdin, ping); err != nil {
+		return answers, notes, err
+	}
+	a, n, err := p.until(idOf(ping))
+	answers, notes = append(answers, a...), append(notes, n...)
+	if err != nil || held == "" {
+		return answers, notes, err
+	}
+	cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%q}}`, held)
+	if _, err := io2(p.stdin, cancel); err != nil {
+		return answers, notes, err
+	}
+	// The held call gets no answer on either path (whichever cancel ended
+	// it): what comes before the answer to a ping after the cancel is
+	// compared as the input's.
+	after := strings.Replace(ping, "ping-", "ping-after-", 1)
+	if _, err := io2(p.stdin, after); err != nil {
+		return answers, notes, err
+	}
+	a, n, err = p.until(idOf(after))
+	answers, notes = append(answers, a...), append(notes, n...)
+	// The held call's progress comes on both paths, as timing allows.
+	notes = slices.DeleteFunc(notes, func(l []byte) bool { return bytes.Contains(l, []byte(`"`+held+`"`)) })
+	return answers, notes, err
+}
+
+// awaitProgress waits for progress of the harness's held call; what else
+// arrives meanwhile is the previous input's business and was checked.
+func (p *fuzzPeer) awaitProgress(tok string) error {
+	timer := time.NewTimer(fuzzWait)
+	defer timer.Stop()
+	want := []byte(`"progressToken":"` + tok + `"`)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				return errors.New("the endpoint's output ended")
+			}
+			if bytes.Contains(l, want) {
+				return nil
+			}
+		case <-timer.C:
+			return fmt.Errorf("no progress of %s within %s", tok, fuzzWait)
+		}
+	}
+}

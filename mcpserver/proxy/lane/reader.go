@@ -1,0 +1,164 @@
+package lane
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentctl/agentctl/mcpserver/guard"
+	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+)
+
+// Reading an external server's output. A server's line that is not JSON
+// (a line cut short, a stray print) or longer than the limit
+// ([guard.MaxLine], go-sdk's 16 MiB) would end the SDK client session,
+// which reads the server's output as one stream of JSON values: every
+// call in flight would be lost and later notifications with them. The
+// lane reads the server's lines itself, so it recovers at the next
+// newline instead: the line is logged, naming the server, and only the
+// call whose id can be read from it fails (the lane's with an error to
+// the client, the SDK's with an error answer handed to its session).
+
+// maxHead is how much of a line over the limit is kept to read its id.
+const maxHead = 4 << 10
+
+// errNotJSON describes a server's line that is not JSON.
+var errNotJSON = errors.New("a line that is not JSON")
+
+// readServer reads the server's output until it ends: the lane's lines
+// go to the client, the rest to the SDK's session through sdk. It returns
+// nil at the end of the output.
+func (l *Lane) readServer(link *serverLink, out io.Reader, sdk *io.PipeWriter, max int) error {
+	if max <= 0 {
+		max = guard.MaxLine
+	}
+	br := bufio.NewReaderSize(out, 64<<10)
+	var buf []byte
+	for {
+		line, size, err := nextLine(br, &buf, max)
+		switch {
+		case size > max:
+			l.badLine(link, line, sdk, fmt.Errorf("%d bytes, over the limit of %d bytes for one message", size, max))
+		case len(bytes.TrimSpace(line)) == 0:
+		case !json.Valid(line):
+			l.badLine(link, line, sdk, errNotJSON)
+		case !l.fromServer(line):
+			if line[len(line)-1] != '\n' {
+				line = append(line, '\n')
+			}
+			if _, werr := sdk.Write(line); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// nextLine reads the next line into *buf (or returns it from br's buffer);
+// a line over max is read to its end but only its first maxHead bytes are
+// kept: size is then its whole length.
+func nextLine(br *bufio.Reader, buf *[]byte, max int) (line []byte, size int, err error) {
+	*buf = (*buf)[:0]
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(*buf) == 0 && err == nil && len(chunk) <= max {
+			return chunk, len(chunk), nil
+		}
+		size += len(chunk)
+		if size > max {
+			if room := maxHead - len(*buf); room > 0 {
+				*buf = append(*buf, chunk[:min(room, len(chunk))]...)
+			}
+			for err == bufio.ErrBufferFull {
+				chunk, err = br.ReadSlice('\n')
+				size += len(chunk)
+			}
+			return *buf, size, err
+		}
+		*buf = append(*buf, chunk...)
+		if err != bufio.ErrBufferFull {
+			return *buf, size, err
+		}
+	}
+}
+
+// badLine handles a server's line the lane cannot pass on (why says what
+// it was): logged, and the call its id names, if any, fails.
+func (l *Lane) badLine(link *serverLink, line []byte, sdk io.Writer, why error) {
+	id := idOf(line)
+	l.log.Warn("MCP server wrote a line agentctl cannot read; skipping it", "mcp_server", link.server,
+		"line", clip(line), "why", why.Error(), "id", string(id))
+	if id == nil {
+		return
+	}
+	text := fmt.Sprintf("MCP server %q answered this call with %v; the call failed, and the server goes on", link.server, why)
+	if s, ok := jsonscan.String(id); ok && strings.HasPrefix(s, idPrefix) {
+		if c := l.take(s); c != nil {
+			l.replyError(c, text)
+		}
+		return
+	}
+	// An id of the SDK's: its session gets an error answer for it (the
+	// SDK path passes a server's error on to the client).
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id),
+		"error": map[string]any{"code": -32603, "message": text}})
+	_, _ = sdk.Write(append(msg, '\n'))
+}
+
+// idOf finds an answer's id in the start of a line that is no valid JSON:
+// the value after its first "id" member, if it is a whole string or
+// integer; nil if there is none (then nothing can be failed).
+func idOf(line []byte) []byte {
+	i := bytes.Index(line, []byte(`"id"`))
+	if i < 0 {
+		return nil
+	}
+	rest := bytes.TrimLeft(line[i+4:], " \t")
+	if len(rest) == 0 || rest[0] != ':' {
+		return nil
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t")
+	if len(rest) == 0 {
+		return nil
+	}
+	if rest[0] == '"' {
+		for j := 1; j < len(rest); j++ {
+			switch rest[j] {
+			case '\\':
+				j++
+			case '"':
+				if _, ok := jsonscan.String(rest[:j+1]); ok {
+					return rest[:j+1]
+				}
+				return nil
+			}
+		}
+		return nil
+	}
+	j := 0
+	for j < len(rest) && (rest[j] == '-' || rest[j] >= '0' && rest[j] <= '9') {
+		j++
+	}
+	if j == len(rest) || !exactInteger(rest[:j]) {
+		return nil // cut inside the number, or none
+	}
+	return rest[:j]
+}
+
+// clip is the start of a line, for the log.
+func clip(line []byte) string {
+	line = bytes.TrimSpace(line)
+	if len(line) > 200 {
+		return string(line[:200]) + "…"
+	}
+	return string(line)
+}

@@ -1,0 +1,106 @@
+package lane
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// readServerLines runs readServer on out and returns what went to the SDK's
+// session.
+func readServerLines(t *testing.T, l *Lane, link *serverLink, out string, max int) []string {
+	t.Helper()
+	pr, pw := io.Pipe()
+	got := make(chan []string)
+	go func() {
+		var lines []string
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		got <- lines
+	}()
+	err := l.readServer(link, strings.NewReader(out), pw, max)
+	pw.CloseWithError(err)
+	if err != nil {
+		t.Fatalf("readServer: %v", err)
+	}
+	return <-got
+}
+
+// TestLaneRecoversFromABrokenServerLine: a line cut short fails only the
+// call its id names (the lane's with a tool error to the client, the SDK's
+// with an error answer to its session), and the lines after it, a
+// notification and the answer to another call, go where they belong.
+func TestLaneRecoversFromABrokenServerLine(t *testing.T) {
+	t.Parallel()
+	var client syncBuffer
+	l, link := laneWithTool(t, io.Discard, &client)
+	for _, id := range []string{`1`, `2`} {
+		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+			t.Fatal("the lane did not take the call")
+		}
+	}
+	out := `{"jsonrpc":"2.0","id":"agentctl-call-1","result":{"content":[{"type":"te` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n" +
+		`{"jsonrpc":"2.0","id":7,"result":{"cont` + "\n" +
+		`this is not JSON` + "\n" +
+		`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]}}` + "\n"
+	sdk := readServerLines(t, l, link, out, 0)
+	answers := strings.Split(strings.TrimSpace(client.String()), "\n")
+	if len(answers) != 2 ||
+		!strings.Contains(answers[0], `"id":1,`) || !strings.Contains(answers[0], `MCP server \"up\" answered this call with a line that is not JSON; the call failed`) || !strings.Contains(answers[0], `"isError":true`) ||
+		!strings.Contains(answers[1], `"id":2,`) || !strings.Contains(answers[1], `"text":"two"`) {
+		t.Fatalf("the client got:\n%s", client.String())
+	}
+	if len(sdk) != 2 || sdk[0] != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` ||
+		!strings.Contains(sdk[1], `"id":7`) || !strings.Contains(sdk[1], `"code":-32603`) || !strings.Contains(sdk[1], `MCP server \"up\" answered this call with a line that is not JSON`) {
+		t.Fatalf("the SDK got:\n%s", strings.Join(sdk, "\n"))
+	}
+	if s := l.Stats(); s.InFlight != 0 {
+		t.Fatalf("%d calls still in flight", s.InFlight)
+	}
+}
+
+// TestLaneFailsAnAnswerOverTheLimit: an answer longer than the limit fails
+// its call with an error naming the server and the limit, is never held
+// whole, and reading goes on.
+func TestLaneFailsAnAnswerOverTheLimit(t *testing.T) {
+	t.Parallel()
+	var client syncBuffer
+	l, link := laneWithTool(t, io.Discard, &client)
+	for _, id := range []string{`1`, `2`} {
+		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+			t.Fatal("the lane did not take the call")
+		}
+	}
+	const max = 256 << 10
+	huge := `{"jsonrpc":"2.0","id":"agentctl-call-1","result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 4*max) + `"}]}}`
+	out := huge + "\n" + `{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]}}` + "\n"
+	readServerLines(t, l, link, out, max)
+	answers := strings.Split(strings.TrimSpace(client.String()), "\n")
+	want := fmt.Sprintf(`MCP server \"up\" answered this call with %d bytes, over the limit of %d bytes for one message; the call failed, and the server goes on`, len(huge)+1, max)
+	if len(answers) != 2 || !strings.Contains(answers[0], `"id":1,`) || !strings.Contains(answers[0], want) ||
+		!strings.Contains(answers[1], `"text":"two"`) {
+		t.Fatalf("the client got:\n%.2000s\nwant the first to say %s", client.String(), want)
+	}
+}
+
+// TestNextLineHoldsNoLongLine: a line over the limit costs at most its head.
+func TestNextLineHoldsNoLongLine(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("y", 1<<20) + "\nnext\n"
+	br := bufio.NewReaderSize(strings.NewReader(long), 64<<10)
+	var buf []byte
+	line, size, err := nextLine(br, &buf, 1000)
+	if err != nil || size != 1<<20+1 || len(line) > maxHead || cap(buf) > 2*maxHead {
+		t.Fatalf("size %d, held %d (cap %d), err %v", size, len(line), cap(buf), err)
+	}
+	line, _, _ = nextLine(br, &buf, 1000)
+	if !bytes.Equal(line, []byte("next\n")) {
+		t.Fatalf("then %q", line)
+	}
+}

@@ -1,0 +1,132 @@
+package lane
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// What a server's answer looks like once the SDK path has read it and
+// written it again. go-sdk v1.8.0's client session decodes a tools/call
+// result into an [mcp.CallToolResult] (CallToolResult.UnmarshalJSON,
+// mcp/protocol.go) and the server session encodes that again: members MCP
+// does not define are dropped, "content" is always there, an isError of
+// false and an empty _meta are left out, and bytes that are not UTF-8
+// become U+FFFD. The lane relays a result as the server wrote it when that
+// changes nothing (the common shape, checked by one scan); any other result
+// goes through the same decoding and encoding as on the SDK path.
+
+// sdkResult is result as the SDK path answers it; the error is go-sdk's
+// when it cannot read it as a tools/call result (not an object, a content
+// item of no type it knows), on which the SDK path fails the call and
+// restarts the server.
+func sdkResult(result []byte) (out []byte, err error) {
+	if len(result) == 0 || string(result) == "null" {
+		result = []byte("{}")
+	}
+	if plainResult(result) {
+		return result, nil
+	}
+	var r mcp.CallToolResult
+	if err := json.Unmarshal(result, &r); err != nil {
+		return nil, err
+	}
+	return json.Marshal(&r)
+}
+
+// plainResult reports whether go-sdk would write result back the same, by
+// value: an object of content (text items only, each with a type and a
+// text), structuredContent and isError true, all in valid UTF-8 and with
+// plain keys. Numbers in structuredContent are not looked at: the SDK
+// path reads them through a float64 (see the known differences in
+// docs/ARCHITECTURE.md).
+func plainResult(result []byte) bool {
+	if !utf8.Valid(result) {
+		return false
+	}
+	content := false
+	return jsonscan.EachMember(result, func(k, v []byte) bool {
+		switch {
+		case jsonscan.KeyIs(k, "content"):
+			content = true
+			return plainContent(v)
+		case jsonscan.KeyIs(k, "structuredContent"):
+			return string(v) != "null"
+		case jsonscan.KeyIs(k, "isError"):
+			return string(v) == "true"
+		}
+		return false
+	}) && content
+}
+
+// plainContent reports whether v is an array of text items, each just a
+// type and a text.
+func plainContent(v []byte) bool {
+	v = bytes.TrimSpace(v)
+	if len(v) < 2 || v[0] != '[' {
+		return false
+	}
+	var items []json.RawMessage
+	if len(bytes.TrimSpace(v[1:len(v)-1])) > 0 && json.Unmarshal(v, &items) != nil {
+		return false
+	}
+	for _, it := range items {
+		typ, text := false, false
+		if !jsonscan.EachMember(it, func(k, v []byte) bool {
+			switch {
+			case jsonscan.KeyIs(k, "type"):
+				typ = string(v) == `"text"`
+				return typ
+			case jsonscan.KeyIs(k, "text"):
+				text = len(v) > 0 && v[0] == '"'
+				return text
+			}
+			return false
+		}) || !typ || !text {
+			return false
+		}
+	}
+	return true
+}
+
+// sdkError is a server's JSON-RPC error as the SDK path passes it on
+// (go-sdk's jsonrpc.Error: code, message and data): other members dropped.
+func sdkError(rpcErr []byte) []byte {
+	if utf8.Valid(rpcErr) && jsonscan.EachMember(rpcErr, func(k, _ []byte) bool {
+		return jsonscan.KeyIs(k, "code") || jsonscan.KeyIs(k, "message") || jsonscan.KeyIs(k, "data")
+	}) {
+		return rpcErr
+	}
+	var e struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data,omitempty"`
+	}
+	if json.Unmarshal(rpcErr, &e) != nil {
+		return rpcErr
+	}
+	out, err := json.Marshal(e)
+	if err != nil {
+		return rpcErr
+	}
+	return out
+}
+
+// validUTF8 is msg with each byte that is not part of valid UTF-8 replaced
+// by U+FFFD, as encoding/json decodes it on the SDK path.
+func validUTF8(msg []byte) []byte {
+	out := make([]byte, 0, len(msg)+16)
+	for len(msg) > 0 {
+		r, n := utf8.DecodeRune(msg)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, msg[:n]...)
+		}
+		msg = msg[n:]
+	}
+	return out
+}
