@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +10,8 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+
+	"github.com/agentctl/agentctl/mcpserver/mount"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver/guard"
@@ -36,7 +40,8 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 	defer context.AfterFunc(ctx, g.Close)()
 	var take func([]byte) bool
 	if !e.cfg.NoFastLane {
-		l := lane.New(lane.Options{Endpoint: laneRoutes{e}, Client: g, Implementation: implementation(e.cfg), Logger: e.log})
+		l := lane.New(lane.Options{Endpoint: laneRoutes{e}, Client: g, Implementation: implementation(e.cfg), Logger: e.log,
+			CallTimeout: e.callTimeout, Report: e.reportOutput})
 		e.lane.Store(l)
 		take = l.FromClient
 		defer l.Close()
@@ -131,4 +136,24 @@ func (c *listing) get(e *Endpoint) (uint64, []byte, bool) {
 		c.gen, c.result = gen, b
 	}
 	return c.gen, c.result, true
+}
+
+// callTimeout is the call timeout of the external server mounted as name
+// (its mount's call_timeout, or the default), for the fast lane; the SDK
+// path reads the same from the mount.
+func (e *Endpoint) callTimeout(name string) time.Duration {
+	for _, m := range e.mounts {
+		if m.Kind == mount.KindServer && m.Name == name {
+			return m.CallTimeoutOrDefault()
+		}
+	}
+	return mount.DefaultCallTimeout
+}
+
+// reportOutput reports a line of a server's output that the fast lane
+// skipped, as the SDK path reports its own.
+func (e *Endpoint) reportOutput(server, problem string) {
+	if s := e.pool.Server(server); s != nil {
+		s.ReportOutput(problem)
+	}
 }

@@ -90,6 +90,16 @@ func NewPool(mounts []mount.Resolved, ns Namespace, opts Options) *Pool {
 // Servers returns the servers, in mount order.
 func (p *Pool) Servers() []*Server { return p.servers }
 
+// Server returns the server mounted as name, or nil.
+func (p *Pool) Server(name string) *Server {
+	for _, s := range p.servers {
+		if s.mount.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
 // Start connects the servers in the background, until ctx is done or
 // [Pool.Stop]; each one's tools reach the [Namespace] as it comes up. Only
 // the first call starts anything: each server runs once, with that call's

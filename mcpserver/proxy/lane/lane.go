@@ -68,6 +68,10 @@ type Options struct {
 	// the call fails with a tool error naming the server and is cancelled
 	// upstream. nil, or 0 for a server, sets no bound.
 	CallTimeout func(server string) time.Duration
+	// Report, if set, is told of a line of a server's output the lane
+	// skipped (problem says what it was and what it cost), as the SDK
+	// path reports it (proxy.Server.ReportOutput); else the lane logs it.
+	Report func(server, problem string)
 }
 
 // Lane forwards tools/call of external tools between one client connection
@@ -77,6 +81,7 @@ type Lane struct {
 	client      io.Writer
 	log         *slog.Logger
 	callTimeout func(server string) time.Duration
+	report      func(server, problem string)
 	// serverInfo is agentctl's implementation, as 2026-07-28 results name it.
 	serverInfo json.RawMessage
 	// session is the SDK's session with the client, once connected: the
@@ -123,7 +128,7 @@ func New(opts Options) *Lane {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Lane{ep: opts.Endpoint, client: opts.Client, log: log, serverInfo: info, callTimeout: opts.CallTimeout,
+	return &Lane{ep: opts.Endpoint, client: opts.Client, log: log, serverInfo: info, callTimeout: opts.CallTimeout, report: opts.Report,
 		calls: map[string]*call{}, byClient: map[string][]*call{}, links: map[string]*serverLink{},
 		progress: proxy.NewProgressRoutes[*call](tokenPrefix)}
 }
@@ -468,8 +473,7 @@ func (l *Lane) expire(c *call, limit time.Duration) {
 	}
 	c.cancelUpstream(jsonscan.AppendString(nil, fmt.Sprintf("agentctl's call timeout (%s) ran out", limit)))
 	l.log.Warn("MCP server did not answer a call in time; cancelled it", "mcp_server", c.link.server, "call_timeout", limit)
-	l.replyError(c, fmt.Sprintf("MCP server %q did not answer within %s, its mount's call_timeout; agentctl cancelled the call. "+
-		"Try again, or raise the server's call_timeout (in its [[mcp_servers]] entry or --mcp-json)", c.link.server, limit))
+	l.replyError(c, proxy.CallTimedOut(c.link.server, limit)) // the SDK path's words
 }
 
 // message is the part of a JSON-RPC message the lane reads: slices of the

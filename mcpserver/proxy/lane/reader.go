@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 )
 
 // Reading an external server's output. A server's line that is not JSON
@@ -42,7 +43,7 @@ func (l *Lane) readServer(link *serverLink, out io.Reader, sdk *io.PipeWriter, m
 		line, size, err := nextLine(br, &buf, max)
 		switch {
 		case size > max:
-			l.badLine(link, line, sdk, fmt.Errorf("%d bytes, over the limit of %d bytes for one message", size, max))
+			l.badLine(link, line, sdk, fmt.Errorf("an answer of %d bytes, over the limit of %d (ask the tool for less)", size, max))
 		case len(bytes.TrimSpace(line)) == 0:
 		case !json.Valid(line):
 			l.badLine(link, line, sdk, errNotJSON)
@@ -95,12 +96,20 @@ func nextLine(br *bufio.Reader, buf *[]byte, max int) (line []byte, size int, er
 // it was): logged, and the call its id names, if any, fails.
 func (l *Lane) badLine(link *serverLink, line []byte, sdk io.Writer, why error) {
 	id := idOf(line)
-	l.log.Warn("MCP server wrote a line agentctl cannot read; skipping it", "mcp_server", link.server,
-		"line", clip(line), "why", why.Error(), "id", string(id))
+	if l.report != nil {
+		which := "no call's answer could be matched to it"
+		if id != nil {
+			which = fmt.Sprintf("the call it answered (id %s upstream) failed", clip(id))
+		}
+		l.report(link.server, fmt.Sprintf("a line of its output was %v; it was skipped and %s, and the server is kept", why, which))
+	} else {
+		l.log.Warn("MCP server wrote a line agentctl cannot read; skipping it", "mcp_server", link.server,
+			"line", clip(line), "why", why.Error(), "id", string(id))
+	}
 	if id == nil {
 		return
 	}
-	text := fmt.Sprintf("MCP server %q answered this call with %v; the call failed, and the server goes on", link.server, why)
+	text := proxy.AnswerUnreadable(link.server, why.Error()) // the SDK path's words
 	if s, ok := jsonscan.String(id); ok && strings.HasPrefix(s, idPrefix) {
 		if c := l.take(s); c != nil {
 			l.replyError(c, text)

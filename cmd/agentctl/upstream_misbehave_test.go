@@ -1,8 +1,9 @@
 package main
 
-// A misbehaving external stdio server on the SDK path (--fast-lane=false):
-// the built binary in front of testdata/upstream -misbehave, spoken to in
-// raw JSON-RPC lines so that the answers' bytes can be checked.
+// A misbehaving external stdio server, on both paths (the fast lane and
+// --fast-lane=false), which must answer alike: the built binary in front
+// of testdata/upstream -misbehave, spoken to in raw JSON-RPC lines so that
+// the answers' bytes can be checked.
 
 import (
 	"bufio"
@@ -35,14 +36,14 @@ type rawServe struct {
 // upstream with -misbehave and the given mount JSON members (e.g.
 // `"call_timeout":"200ms"`), serves it with the fast lane off and
 // initializes a session.
-func startRawServe(t *testing.T, mountJSON string) *rawServe {
+func startRawServe(t *testing.T, mountJSON string, lane bool) *rawServe {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 	t.Cleanup(cancel)
 	e := newRCEnv(t)
 	spec := fmt.Sprintf(`{"command":%q,"args":["-misbehave","-tools","1"]%s}`, serverBin(t), mountJSON)
 	rec := e.create(ctx, "--agent", "codex", "--workspace", e.work, "--mcp-json", "up="+spec)
-	cmd := exec.CommandContext(ctx, e.bin, "mcp", "serve", "--instance", rec.ID, "--fast-lane=false")
+	cmd := exec.CommandContext(ctx, e.bin, "mcp", "serve", "--instance", rec.ID, "--fast-lane="+strconv.FormatBool(lane))
 	cmd.Env, cmd.Dir = e.cliEnv(), e.work
 	s := &rawServe{t: t, lines: make(chan map[string]any, 64), raw: map[string]string{}, stderr: &lockedBuffer{}, dir: rec.Dir, nextID: 100}
 	cmd.Stderr = s.stderr
@@ -206,123 +207,143 @@ func (s *rawServe) serverLog(text string) {
 	}
 }
 
-// TestSDKPathSkipsABrokenLine: a server's line cut short fails the call
+// TestBothPathsSkipsABrokenLine: a server's line cut short fails the call
 // it answers (its id is read from what is there) and nothing else: a call
 // in flight meanwhile is answered, later calls are, tools/list_changed
 // still arrives, the server is not restarted, and the problem is reported
 // in the log and by get_instance (the server's "error" while it is up). Before, go-sdk's stream decoder waited
 // for the server's next output and then failed every call in flight.
-func TestSDKPathSkipsABrokenLine(t *testing.T) {
-	t.Parallel()
-	s := startRawServe(t, "")
-	pid := s.pid()
-	slow := s.call("slow", `{"ms":300}`)
-	cut := s.call("truncate_answer", "{}")
-	garbage := s.call("garbage_line", "{}") // a cut-short line without an id, then its answer
-	text, isErr := s.toolText(cut)
-	if want := `MCP server "up" sent a line that is not JSON; agentctl skipped it, so this call failed (the server keeps running)`; !isErr || text != want {
-		t.Fatalf("the cut-short answer: isError %v, %q", isErr, text)
-	}
-	if got := s.result(garbage); got != "garbage written" {
-		t.Fatalf("the call after an id-less broken line: %q", got)
-	}
-	if got := s.result(slow); got != "slow: done after 300ms" {
-		t.Fatalf("the call in flight meanwhile: %q", got)
-	}
-	s.forget("notifications/tools/list_changed") // the one of the server's start
-	changed := s.call("change_tools", "{}")
-	s.result(changed)
-	s.await("tools/list_changed", func(m map[string]any) bool { return m["method"] == "notifications/tools/list_changed" })
-	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
-	if line := s.answer(3)["_line"].(string); !strings.Contains(line, `"name":"tool_new"`) {
-		t.Fatalf("tools/list after the change: %s", line)
-	}
-	if got := s.pid(); got != pid {
-		t.Fatalf("the server was restarted: pid %s, then %s", pid, got)
-	}
-	info := s.result(s.call("get_instance_agentctl", "{}"))
-	var inst struct {
-		Servers []struct {
-			State, Error string
-		} `json:"mcp_servers"`
-	}
-	if err := json.Unmarshal([]byte(info), &inst); err != nil || len(inst.Servers) != 1 {
-		t.Fatalf("get_instance: %v\n%s", err, info)
-	}
-	if st := inst.Servers[0]; st.State != "up" || !strings.Contains(st.Error, "of its output was a line that is not JSON") {
-		t.Fatalf("get_instance's server: %+v", st)
-	}
-	s.serverLog("[up] agentctl: line ")
-	if !strings.Contains(s.stderr.String(), "MCP server wrote output agentctl could not read") {
-		t.Fatalf("no report on stderr:\n%s", s.stderr)
+func TestBothPathsSkipsABrokenLine(t *testing.T) {
+	for _, lane := range []bool{false, true} {
+		t.Run(pathName(lane), func(t *testing.T) {
+			t.Parallel()
+			s := startRawServe(t, "", lane)
+			pid := s.pid()
+			slow := s.call("slow", `{"ms":300}`)
+			cut := s.call("truncate_answer", "{}")
+			garbage := s.call("garbage_line", "{}") // a cut-short line without an id, then its answer
+			text, isErr := s.toolText(cut)
+			if want := `MCP server "up" sent a line that is not JSON; agentctl skipped it, so this call failed (the server keeps running)`; !isErr || text != want {
+				t.Fatalf("the cut-short answer: isError %v, %q", isErr, text)
+			}
+			if got := s.result(garbage); got != "garbage written" {
+				t.Fatalf("the call after an id-less broken line: %q", got)
+			}
+			if got := s.result(slow); got != "slow: done after 300ms" {
+				t.Fatalf("the call in flight meanwhile: %q", got)
+			}
+			s.forget("notifications/tools/list_changed") // the one of the server's start
+			changed := s.call("change_tools", "{}")
+			s.result(changed)
+			s.await("tools/list_changed", func(m map[string]any) bool { return m["method"] == "notifications/tools/list_changed" })
+			s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+			if line := s.answer(3)["_line"].(string); !strings.Contains(line, `"name":"tool_new"`) {
+				t.Fatalf("tools/list after the change: %s", line)
+			}
+			if got := s.pid(); got != pid {
+				t.Fatalf("the server was restarted: pid %s, then %s", pid, got)
+			}
+			info := s.result(s.call("get_instance_agentctl", "{}"))
+			var inst struct {
+				Servers []struct {
+					State, Error string
+				} `json:"mcp_servers"`
+			}
+			if err := json.Unmarshal([]byte(info), &inst); err != nil || len(inst.Servers) != 1 {
+				t.Fatalf("get_instance: %v\n%s", err, info)
+			}
+			if st := inst.Servers[0]; st.State != "up" || !strings.Contains(st.Error, "of its output was a line that is not JSON") {
+				t.Fatalf("get_instance's server: %+v", st)
+			}
+			s.serverLog("of its output was a line that is not JSON")
+			if !strings.Contains(s.stderr.String(), "MCP server wrote output agentctl could not read") {
+				t.Fatalf("no report on stderr:\n%s", s.stderr)
+			}
+		})
 	}
 }
 
-// TestSDKPathForwardsServerErrors: a server's JSON-RPC error is its
+// TestBothPathsForwardsServerErrors: a server's JSON-RPC error is its
 // answer, forwarded with its code, message and data, whatever the code,
 // including those go-sdk uses for its own transport failures (-32001,
 // -32003, -32004), which used to restart the server.
-func TestSDKPathForwardsServerErrors(t *testing.T) {
-	t.Parallel()
-	s := startRawServe(t, "")
-	pid := s.pid()
-	for _, code := range []int{-32001, -32003, -32004, -32603, 7} {
-		id := s.call("rpc_error", fmt.Sprintf(`{"code":%d}`, code))
-		line := s.answer(id)["_line"].(string)
-		want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":%d,"message":"upstream error %d","data":{"detail":"kept"}}}`, id, code, code)
-		if line != want {
-			t.Fatalf("code %d:\n got %s\nwant %s", code, line, want)
-		}
-	}
-	if got := s.pid(); got != pid {
-		t.Fatalf("the server was restarted: pid %s, then %s", pid, got)
+func TestBothPathsForwardsServerErrors(t *testing.T) {
+	for _, lane := range []bool{false, true} {
+		t.Run(pathName(lane), func(t *testing.T) {
+			t.Parallel()
+			s := startRawServe(t, "", lane)
+			pid := s.pid()
+			for _, code := range []int{-32001, -32003, -32004, -32603, 7} {
+				id := s.call("rpc_error", fmt.Sprintf(`{"code":%d}`, code))
+				line := s.answer(id)["_line"].(string)
+				want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":%d,"message":"upstream error %d","data":{"detail":"kept"}}}`, id, code, code)
+				if line != want {
+					t.Fatalf("code %d:\n got %s\nwant %s", code, line, want)
+				}
+			}
+			if got := s.pid(); got != pid {
+				t.Fatalf("the server was restarted: pid %s, then %s", pid, got)
+			}
+		})
 	}
 }
 
-// TestSDKPathCallTimeout: a call the server does not answer within the
+// TestBothPathsCallTimeout: a call the server does not answer within the
 // mount's call_timeout fails with a tool error naming the server, the
 // timeout and how to raise it; the server gets the cancellation and is
 // kept.
-func TestSDKPathCallTimeout(t *testing.T) {
-	t.Parallel()
-	s := startRawServe(t, `,"call_timeout":"200ms"`)
-	pid := s.pid()
-	text, isErr := s.toolText(s.call("hang", "{}"))
-	if !isErr || !strings.Contains(text, `MCP server "up" did not answer within 200ms`) || !strings.Contains(text, "call_timeout") {
-		t.Fatalf("the call that never returns: isError %v, %q", isErr, text)
-	}
-	s.serverLog("[up] hang cancelled")
-	if got := s.pid(); got != pid {
-		t.Fatalf("the server was restarted: pid %s, then %s", pid, got)
+func TestBothPathsCallTimeout(t *testing.T) {
+	for _, lane := range []bool{false, true} {
+		t.Run(pathName(lane), func(t *testing.T) {
+			t.Parallel()
+			s := startRawServe(t, `,"call_timeout":"200ms"`, lane)
+			pid := s.pid()
+			text, isErr := s.toolText(s.call("hang", "{}"))
+			if !isErr || !strings.Contains(text, `MCP server "up" did not answer within 200ms`) || !strings.Contains(text, "call_timeout") {
+				t.Fatalf("the call that never returns: isError %v, %q", isErr, text)
+			}
+			s.serverLog("[up] hang cancelled")
+			if got := s.pid(); got != pid {
+				t.Fatalf("the server was restarted: pid %s, then %s", pid, got)
+			}
+		})
 	}
 }
 
-// TestSDKPathAnswerOverTheLimit: an answer over 16 MiB fails its call
+// TestBothPathsAnswerOverTheLimit: an answer over 16 MiB fails its call
 // alone, with the sizes; the server is kept and answers the next call.
 // Before, it ended the connection and restarted the server.
-func TestSDKPathAnswerOverTheLimit(t *testing.T) {
-	t.Parallel()
-	s := startRawServe(t, "")
-	pid := s.pid()
-	text, isErr := s.toolText(s.call("big", fmt.Sprintf(`{"bytes":%d}`, 17<<20)))
-	if !isErr || !strings.Contains(text, `MCP server "up" sent an answer of `) || !strings.Contains(text, "over the limit of 16777216") {
-		t.Fatalf("the huge answer: isError %v, %q", isErr, text)
-	}
-	if got := s.pid(); got != pid {
-		t.Fatalf("the server was restarted: pid %s, then %s", pid, got)
+func TestBothPathsAnswerOverTheLimit(t *testing.T) {
+	for _, lane := range []bool{false, true} {
+		t.Run(pathName(lane), func(t *testing.T) {
+			t.Parallel()
+			s := startRawServe(t, "", lane)
+			pid := s.pid()
+			text, isErr := s.toolText(s.call("big", fmt.Sprintf(`{"bytes":%d}`, 17<<20)))
+			if !isErr || !strings.Contains(text, `MCP server "up" sent an answer of `) || !strings.Contains(text, "over the limit of 16777216") {
+				t.Fatalf("the huge answer: isError %v, %q", isErr, text)
+			}
+			if got := s.pid(); got != pid {
+				t.Fatalf("the server was restarted: pid %s, then %s", pid, got)
+			}
+		})
 	}
 }
 
-// TestSDKPathKeepsNumbers: structuredContent reaches the client as the
+// TestBothPathsKeepsNumbers: structuredContent reaches the client as the
 // server wrote it: no number rounded to a float64 (12345678901234567890,
 // 0.30000000000000004) nor refused (1e400).
-func TestSDKPathKeepsNumbers(t *testing.T) {
-	t.Parallel()
-	s := startRawServe(t, "")
-	line := s.answer(s.call("numbers", "{}"))["_line"].(string)
-	want := `"structuredContent":{"big":12345678901234567890,"huge":1e400,"tenth":0.1,"sum":0.30000000000000004}`
-	if !strings.Contains(line, want) {
-		t.Fatalf("got  %s\nwant it to hold %s", line, want)
+func TestBothPathsKeepsNumbers(t *testing.T) {
+	for _, lane := range []bool{false, true} {
+		t.Run(pathName(lane), func(t *testing.T) {
+			t.Parallel()
+			s := startRawServe(t, "", lane)
+			line := s.answer(s.call("numbers", "{}"))["_line"].(string)
+			want := `"structuredContent":{"big":12345678901234567890,"huge":1e400,"tenth":0.1,"sum":0.30000000000000004}`
+			if !strings.Contains(line, want) {
+				t.Fatalf("got  %s\nwant it to hold %s", line, want)
+			}
+		})
 	}
 }
 
@@ -354,4 +375,12 @@ func TestSDKPathMisbehavingServerTSClient(t *testing.T) {
 	if echo.Text != "still up" {
 		t.Fatalf("echo after them: %+v", echo)
 	}
+}
+
+// pathName names a test's path: the fast lane or the SDK path.
+func pathName(lane bool) string {
+	if lane {
+		return "lane"
+	}
+	return "sdk"
 }
