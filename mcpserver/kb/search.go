@@ -27,16 +27,22 @@ type SearchOutput struct {
 	Results []SearchResult `json:"results" jsonschema:"The best matches, best first; empty when nothing matches."`
 }
 
-// Search ranks the concepts for query (BM25 over title and body, title
-// matches weighted up) and returns the best limit (default 10, at most 50),
-// each with a snippet around its best match.
+// Search ranks the concepts for query and returns the best limit (default
+// 10, at most 50), each with a snippet around its best match.
 //
-// The first search walks the folder and builds an in-memory inverted index;
-// the index holds postings, titles and lengths, not the contents, and the
-// snippets are cut from the top hits' files. Writes through [Base.Write] update
-// the index at once. Edits made outside agentctl are picked up by a stat walk
-// (no reads) at most once per RefreshInterval, which re-reads only files whose
-// size or modification time changed.
+// Ranking is SQLite FTS5's BM25 over title and body, title matches weighted
+// 3×, with Porter stemming ("deploying" finds "deploy") and diacritics
+// folded; a concept matches if it has any of the query's words. Ties are
+// broken by id. The snippets are cut from the top hits' files.
+//
+// The index is a database under [Options.IndexDir] shared by every process
+// mounting the folder. Writes through [Base.Write] update it in the same
+// step as the file. Edits made outside agentctl are picked up by a
+// reconcile: a stat walk (no reads) that re-reads only files whose size,
+// modification time or inode changed. A search reconciles first when no
+// process has completed a reconcile within RefreshInterval; while searches
+// come, a background reconcile keeps the index fresher than that, so they do
+// not wait for the walk.
 func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutput, error) {
 	out := SearchOutput{Results: []SearchResult{}}
 	if err := kb.usable(ctx); err != nil {
@@ -50,24 +56,26 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 	}
 	limit = min(limit, MaxSearchLimit)
 	kb.lastSearch.Store(time.Now().UnixNano())
-	if err := kb.refresh(ctx, kb.opts.RefreshInterval); err != nil {
-		return out, err
+	if _, err := kb.reconcile(ctx, kb.opts.RefreshInterval, nil); err != nil {
+		return out, kb.closedOr(ctx, err)
 	}
+	kb.bgOnce.Do(func() { kb.bgDone.Go(kb.backgroundRefresh) })
 	terms := queryTerms(query)
 	if len(terms) == 0 {
 		return out, nil
 	}
-	kb.idxMu.RLock()
-	if kb.idx == nil { // closed meanwhile
-		kb.idxMu.RUnlock()
-		return out, kb.usable(ctx)
+	ix, err := kb.index(ctx)
+	if err != nil {
+		return out, err
 	}
-	hits := kb.idx.search(terms, limit)
-	kb.idxMu.RUnlock()
+	hits, err := ix.search(ctx, terms, limit, kb.opts.MaxBytes)
+	if err != nil {
+		return out, kb.closedOr(ctx, kb.indexError(ix, err))
+	}
 
 	results := make([]SearchResult, len(hits))
 	keep := make([]bool, len(hits))
-	err := forEach(ctx, len(hits), func(_, i int) {
+	err = forEach(ctx, len(hits), func(_, i int) {
 		h := hits[i]
 		data, _, err := kb.readConcept(h.id)
 		if err != nil {
@@ -85,7 +93,19 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 	return out, err
 }
 
+// closedOr returns the error of a closed base, if it was closed meanwhile,
+// else err.
+func (kb *Base) closedOr(ctx context.Context, err error) error {
+	if uerr := kb.usable(ctx); uerr != nil {
+		return uerr
+	}
+	return err
+}
+
+// roundScore keeps 4 significant digits. FTS5's BM25 gives a word found in
+// more than half of the concepts a weight of 1e-6, so in a small knowledge
+// base scores can be tiny; rounding to decimal places would make them 0.
 func roundScore(s float64) float64 {
-	r, _ := strconv.ParseFloat(strconv.FormatFloat(s, 'f', 4, 64), 64)
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(s, 'g', 4, 64), 64)
 	return r
 }
