@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,8 +25,8 @@ const indexSchemaVersion = 1
 // indexSchema: files has a row per concept seen, with what its file was
 // when it was indexed; fts has the text of those with indexed = 1, under the
 // same rowid. fts is contentless (it keeps the index, not the text), so the
-// database stays a fraction of the corpus. meta holds reconciled_ns, when
-// the last complete reconcile started.
+// database stays a fraction of the corpus. meta holds "reconciled": when
+// the last complete reconcile started and the MaxBytes it indexed up to.
 var indexSchema = []string{
 	`DROP TABLE IF EXISTS files`,
 	`DROP TABLE IF EXISTS fts`,
@@ -148,26 +147,31 @@ func (ix *ftsIndex) close() error {
 }
 
 // reconciledAt returns when the last complete reconcile, by any process,
-// started; zero if none has completed.
-func (ix *ftsIndex) reconciledAt(ctx context.Context) (time.Time, error) {
+// started, and the MaxBytes it indexed up to; zero if none has completed.
+func (ix *ftsIndex) reconciledAt(ctx context.Context) (time.Time, int64, error) {
 	var v string
-	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'reconciled_ns'`).Scan(&v)
+	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'reconciled'`).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, nil
+		return time.Time{}, 0, nil
 	}
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, 0, err
 	}
-	ns, _ := strconv.ParseInt(v, 10, 64)
-	return time.Unix(0, ns), nil
+	var ns, maxBytes int64
+	if _, err := fmt.Sscan(v, &ns, &maxBytes); err != nil {
+		return time.Time{}, 0, nil // unreadable: as if never
+	}
+	return time.Unix(0, ns), maxBytes, nil
 }
 
-// setReconciledAt records a complete reconcile that started at t, unless a
-// later one is recorded.
-func (ix *ftsIndex) setReconciledAt(ctx context.Context, t time.Time) error {
-	_, err := ix.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('reconciled_ns', ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE CAST(excluded.value AS INTEGER) > CAST(value AS INTEGER)`,
-		strconv.FormatInt(t.UnixNano(), 10))
+// setReconciledAt records a complete reconcile that started at t and
+// indexed concepts up to maxBytes, unless one that started later is
+// recorded.
+func (ix *ftsIndex) setReconciledAt(ctx context.Context, t time.Time, maxBytes int64) error {
+	_, err := ix.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('reconciled', ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value
+		WHERE CAST(excluded.value AS INTEGER) > CAST(value AS INTEGER)`,
+		fmt.Sprintf("%d %d", t.UnixNano(), maxBytes))
 	return err
 }
 
@@ -319,7 +323,7 @@ func (ix *ftsIndex) top(ctx context.Context, match string, n int, maxBytes int64
 	if err := rs.Err(); err != nil || len(docs) == 0 {
 		return nil, false, err
 	}
-	rs, err = ix.db.QueryContext(ctx, `SELECT doc, id, title FROM files WHERE size <= ? AND doc IN (?`+strings.Repeat(",?", len(docs)-1)+`)`,
+	rs, err = ix.db.QueryContext(ctx, `SELECT doc, id, title, size, mtime_ns, inode FROM files WHERE size <= ? AND doc IN (?`+strings.Repeat(",?", len(docs)-1)+`)`,
 		append([]any{maxBytes}, docs...)...)
 	if err != nil {
 		return nil, false, err
@@ -328,7 +332,7 @@ func (ix *ftsIndex) top(ctx context.Context, match string, n int, maxBytes int64
 	for rs.Next() {
 		var doc int64
 		var h hit
-		if err := rs.Scan(&doc, &h.id, &h.title); err != nil {
+		if err := rs.Scan(&doc, &h.id, &h.title, &h.size, &h.mtime, &h.inode); err != nil {
 			return nil, false, err
 		}
 		h.score = scores[doc]
@@ -337,7 +341,9 @@ func (ix *ftsIndex) top(ctx context.Context, match string, n int, maxBytes int64
 	return hits, len(docs) == n, rs.Err()
 }
 
+// hit is a search's match, with what its file was when indexed.
 type hit struct {
-	id, title string
-	score     float64
+	id, title          string
+	score              float64
+	size, mtime, inode int64
 }

@@ -87,11 +87,12 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 		if last := kb.lastRefresh.Load(); last != 0 && time.Since(time.Unix(0, last)) < maxAge {
 			return true, nil
 		}
-		at, err := ix.reconciledAt(ctx)
+		at, upTo, err := ix.reconciledAt(ctx)
 		if err != nil {
 			return false, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
 		}
-		if !at.IsZero() && time.Since(at) < maxAge {
+		// A reconcile with a smaller MaxBytes left larger files out.
+		if !at.IsZero() && time.Since(at) < maxAge && upTo >= kb.opts.MaxBytes {
 			kb.lastRefresh.Store(at.UnixNano())
 			return true, nil
 		}
@@ -141,7 +142,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 	if err := kb.applyChanges(ctx, ix, changed, progress); err != nil {
 		return stats, err
 	}
-	if err := ix.setReconciledAt(ctx, start); err != nil {
+	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes); err != nil {
 		return stats, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
 	}
 	kb.lastRefresh.Store(start.UnixNano())

@@ -68,29 +68,67 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 	if err != nil {
 		return out, err
 	}
-	hits, err := ix.search(ctx, terms, limit, kb.opts.MaxBytes)
-	if err != nil {
-		return out, kb.closedOr(ctx, kb.indexError(ix, err))
-	}
-
-	results := make([]SearchResult, len(hits))
-	keep := make([]bool, len(hits))
-	err = forEach(ctx, len(hits), func(_, i int) {
-		h := hits[i]
-		data, _, err := kb.readConcept(h.id)
+	// A hit whose file is no longer what was indexed (an edit the
+	// reconcile has not seen yet, a process killed between a write's
+	// rename and its index update) is indexed again and the search run
+	// again, once; then it is left out. So no result is for text its
+	// concept no longer has.
+	for attempt := 0; ; attempt++ {
+		hits, err := ix.search(ctx, terms, limit, kb.opts.MaxBytes)
 		if err != nil {
-			return // gone or changed since indexing; the next refresh catches up
+			return out, kb.closedOr(ctx, kb.indexError(ix, err))
+		}
+		results, stale, err := kb.searchResults(ctx, hits, terms)
+		if err != nil || len(stale) == 0 || attempt == 1 {
+			out.Results = results
+			return out, err
+		}
+		if err := kb.reindex(ctx, ix, stale); err != nil {
+			return out, kb.closedOr(ctx, err)
+		}
+	}
+}
+
+// searchResults reads the hits' files for their snippets, in parallel, and
+// returns the results of those still as indexed, and the others' files.
+func (kb *Base) searchResults(ctx context.Context, hits []hit, terms []string) ([]SearchResult, []file, error) {
+	results := make([]SearchResult, len(hits))
+	state := make([]int8, len(hits)) // 0 gone, 1 ok, 2 stale
+	err := forEach(ctx, len(hits), func(_, i int) {
+		h := hits[i]
+		data, fi, err := kb.readConcept(h.id)
+		if err != nil {
+			state[i] = 2 // gone or unreadable: the index must say so
+			return
+		}
+		if fi.Size() != h.size || inode(fi) != h.inode || h.mtime != -1 && fi.ModTime().UnixNano() != h.mtime {
+			state[i] = 2
+			return
 		}
 		_, body, _ := splitFrontMatter(data)
 		results[i] = SearchResult{ID: h.id, Title: h.title, Snippet: snippet(body, terms), Score: roundScore(h.score)}
-		keep[i] = true
+		state[i] = 1
 	})
+	out := []SearchResult{}
+	var stale []file
 	for i := range results {
-		if keep[i] {
-			out.Results = append(out.Results, results[i])
+		switch state[i] {
+		case 1:
+			out = append(out, results[i])
+		case 2:
+			stale = append(stale, file{id: hits[i].id, known: true})
 		}
 	}
-	return out, err
+	return out, stale, err
+}
+
+// reindex reads files again and applies them, as a reconcile does.
+func (kb *Base) reindex(ctx context.Context, ix *ftsIndex, files []file) error {
+	batch := make([]indexed, len(files))
+	for i, f := range files {
+		batch[i] = kb.readForIndex(f)
+	}
+	return kb.applyBatch(ctx, ix, batch)
 }
 
 // closedOr returns the error of a closed base, if it was closed meanwhile,
