@@ -99,7 +99,7 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 	addSettingFlag(pf, keyStateDir)
 	addSettingFlag(pf, keyAgentsDir)
 
-	root.AddCommand(NewCmdAgents(f), NewCmdInstance(f), NewCmdMCP(f), NewCmdVersion(f, nil), newExitCodesTopic())
+	root.AddCommand(NewCmdAgents(f), NewCmdInstance(f), NewCmdKB(f), NewCmdMCP(f), NewCmdVersion(f, nil), newExitCodesTopic())
 	makeGroups(root)
 	return root
 }
