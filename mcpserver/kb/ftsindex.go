@@ -46,7 +46,7 @@ var indexSchema = []string{
 
 // IndexPath returns the file that holds the search index of the folder dir
 // under indexDir: one database per folder, named by the SHA-256 of the
-// folder's real path, so every process that mounts the folder, under any
+// folder's real path (its first 128 bits, in hex), so every process that mounts the folder, under any
 // name or through any link, shares it.
 func IndexPath(indexDir, dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
@@ -85,6 +85,9 @@ func openIndex(ctx context.Context, path string) (*ftsIndex, error) {
 	if err := ix.init(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open search index %s: %w; remove it (and its -wal and -shm files) and the next search rebuilds it", path, err)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Chmod(f, 0o600) // it holds the words of the concepts; SQLite creates by the umask
 	}
 	return ix, nil
 }
