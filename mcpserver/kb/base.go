@@ -30,7 +30,8 @@ type Options struct {
 	// [DefaultMaxBytes].
 	MaxBytes int64
 	// RefreshInterval is how stale the search index may get with respect to
-	// edits made outside agentctl; 0 means 2s. Writes through [Base.Write]
+	// edits made outside agentctl while searches come (see [Base.Search]);
+	// 0 means 2s. Writes through [Base.Write]
 	// are searchable at once, by every process sharing the index.
 	RefreshInterval time.Duration
 	// IndexDir is the folder of the persistent search indexes, shared by
@@ -102,8 +103,10 @@ type Base struct {
 	// started once by the first search.
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
-	bgOnce   sync.Once
-	bgDone   sync.WaitGroup
+	// kick asks the refresher for a reconcile now (buffered: one pending).
+	kick   chan struct{}
+	bgOnce sync.Once
+	bgDone sync.WaitGroup
 
 	// ixMu guards ix, the index database, opened on first use.
 	ixMu sync.Mutex
@@ -146,6 +149,7 @@ func Open(name, dir string, opts Options) (*Base, error) {
 	}
 	kb := &Base{name: name, dir: dir, opts: opts, root: root, indexPath: indexPath, staleTempAge: defaultStaleTempAge}
 	kb.bgCtx, kb.bgCancel = context.WithCancel(context.Background())
+	kb.kick = make(chan struct{}, 1)
 	return kb, nil
 }
 

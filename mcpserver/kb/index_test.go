@@ -238,3 +238,39 @@ func TestSearchNeverStale(t *testing.T) {
 		t.Fatalf("search gamma after the stale hit was indexed again: %v", ids)
 	}
 }
+
+// TestStaleSearchDoesNotWaitForTheWalk: once an index is built, a search
+// that finds it stale answers from it at once while the reconcile runs in
+// the background; here another process (the flock held) is reconciling, so a
+// search that waited for a reconcile of its own would not answer.
+func TestStaleSearchDoesNotWaitForTheWalk(t *testing.T) {
+	kb, dir := openTest(t, "docs", map[string]string{"a.md": "alpha"}, Options{IndexDir: t.TempDir(), RefreshInterval: time.Nanosecond})
+	if ids := searchIDs(t, kb, "alpha", 5); !slices.Equal(ids, []string{"a"}) {
+		t.Fatal(ids)
+	}
+	unlock, err := lockFile(kb.IndexFile() + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"late.md": "wombat"})
+	done := make(chan []string)
+	go func() {
+		out, _ := kb.Search(context.Background(), "alpha wombat", 5)
+		var ids []string
+		for _, r := range out.Results {
+			ids = append(ids, r.ID)
+		}
+		done <- ids
+	}()
+	select {
+	case ids := <-done:
+		if !slices.Equal(ids, []string{"a"}) {
+			t.Errorf("stale search: %v, want the index as it was", ids)
+		}
+	case <-time.After(30 * time.Second): // a backstop: it answers at once
+		unlock()
+		t.Fatal("a search on a stale index waited for the reconcile")
+	}
+	unlock()
+	waitForSearch(t, kb, "wombat", func(ids []string) bool { return slices.Equal(ids, []string{"late"}) })
+}

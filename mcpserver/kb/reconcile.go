@@ -81,22 +81,8 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 	}
 	stats := IndexStats{Path: ix.path}
 	fresh := func() (bool, error) {
-		if maxAge <= 0 {
-			return false, nil
-		}
-		if last := kb.lastRefresh.Load(); last != 0 && time.Since(time.Unix(0, last)) < maxAge {
-			return true, nil
-		}
-		at, upTo, err := ix.reconciledAt(ctx)
-		if err != nil {
-			return false, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
-		}
-		// A reconcile with a smaller MaxBytes left larger files out.
-		if !at.IsZero() && time.Since(at) < maxAge && upTo >= kb.opts.MaxBytes {
-			kb.lastRefresh.Store(at.UnixNano())
-			return true, nil
-		}
-		return false, nil
+		ok, _, err := kb.freshness(ctx, ix, maxAge)
+		return ok, err
 	}
 	if ok, err := fresh(); ok || err != nil {
 		return stats, err
@@ -147,6 +133,28 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 	}
 	kb.lastRefresh.Store(start.UnixNano())
 	return stats, nil
+}
+
+// freshness reports whether a complete reconcile (by this process or any
+// other sharing the index) that indexed files up to this base's MaxBytes
+// started less than maxAge ago, and whether any such reconcile has
+// completed (else the index may hold only part of the folder).
+func (kb *Base) freshness(ctx context.Context, ix *ftsIndex, maxAge time.Duration) (fresh, built bool, err error) {
+	if last := kb.lastRefresh.Load(); last != 0 {
+		if maxAge > 0 && time.Since(time.Unix(0, last)) < maxAge {
+			return true, true, nil
+		}
+	}
+	at, upTo, err := ix.reconciledAt(ctx)
+	if err != nil {
+		return false, false, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
+	}
+	// A reconcile with a smaller MaxBytes left larger files out.
+	if !at.IsZero() && maxAge > 0 && time.Since(at) < maxAge && upTo >= kb.opts.MaxBytes {
+		kb.lastRefresh.Store(at.UnixNano())
+		return true, true, nil
+	}
+	return false, !at.IsZero() && upTo >= kb.opts.MaxBytes, nil
 }
 
 // reconcileBatch is how many changed files one transaction applies: large
@@ -293,9 +301,8 @@ const activeWindow = time.Minute
 // backgroundRefresh keeps the index of a knowledge base in use fresh, so
 // that searches do not wait for the stat walk: while there was a search
 // within activeWindow, it reconciles every RefreshInterval/2 unless some
-// process sharing the index did so meanwhile. Once searches stop it idles;
-// the next search then reconciles itself before answering if the index is
-// older than RefreshInterval.
+// process sharing the index did so meanwhile; and at once when a search
+// found the index older than RefreshInterval (kick).
 func (kb *Base) backgroundRefresh() {
 	every := max(kb.opts.RefreshInterval/2, time.Millisecond)
 	active := max(activeWindow, 2*kb.opts.RefreshInterval)
@@ -305,6 +312,9 @@ func (kb *Base) backgroundRefresh() {
 		select {
 		case <-kb.bgCtx.Done():
 			return
+		case <-kb.kick: // a search found the index stale
+			_, _ = kb.reconcile(kb.bgCtx, kb.opts.RefreshInterval, nil)
+			continue
 		case <-t.C:
 		}
 		if time.Since(time.Unix(0, kb.lastSearch.Load())) > active {

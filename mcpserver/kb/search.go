@@ -39,10 +39,15 @@ type SearchOutput struct {
 // mounting the folder. Writes through [Base.Write] update it in the same
 // step as the file. Edits made outside agentctl are picked up by a
 // reconcile: a stat walk (no reads) that re-reads only files whose size,
-// modification time or inode changed. A search reconciles first when no
-// process has completed a reconcile within RefreshInterval; while searches
-// come, a background reconcile keeps the index fresher than that, so they do
-// not wait for the walk.
+// modification time or inode changed. The first search of an index that no
+// reconcile has completed builds it first. Later, a search finding that no
+// process has completed a reconcile within RefreshInterval starts one in
+// the background and answers from the index as it is; while searches come,
+// a background reconcile every RefreshInterval/2 keeps it fresher than that.
+// So a search waits for the walk only when there is no index yet. Edits
+// outside agentctl are searchable within about RefreshInterval (plus one
+// walk) while searches come; a hit whose file changed since it was indexed
+// is indexed again before the search answers (see below).
 func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutput, error) {
 	out := SearchOutput{Results: []SearchResult{}}
 	if err := kb.usable(ctx); err != nil {
@@ -56,17 +61,32 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 	}
 	limit = min(limit, MaxSearchLimit)
 	kb.lastSearch.Store(time.Now().UnixNano())
-	if _, err := kb.reconcile(ctx, kb.opts.RefreshInterval, nil); err != nil {
-		return out, kb.closedOr(ctx, err)
-	}
-	kb.bgOnce.Do(func() { kb.bgDone.Go(kb.backgroundRefresh) })
-	terms := queryTerms(query)
-	if len(terms) == 0 {
-		return out, nil
-	}
 	ix, err := kb.index(ctx)
 	if err != nil {
 		return out, err
+	}
+	// An index no reconcile has completed is built (or completed) first.
+	// A stale one answers at once while the refresher reconciles it: the
+	// search waits only for its own hits that changed (below).
+	fresh, built, err := kb.freshness(ctx, ix, kb.opts.RefreshInterval)
+	if err != nil {
+		return out, kb.closedOr(ctx, err)
+	}
+	if !built {
+		if _, err := kb.reconcile(ctx, kb.opts.RefreshInterval, nil); err != nil {
+			return out, kb.closedOr(ctx, err)
+		}
+	}
+	kb.bgOnce.Do(func() { kb.bgDone.Go(kb.backgroundRefresh) })
+	if !fresh && built {
+		select {
+		case kb.kick <- struct{}{}:
+		default: // one is pending already
+		}
+	}
+	terms := queryTerms(query)
+	if len(terms) == 0 {
+		return out, nil
 	}
 	// A hit whose file is no longer what was indexed (an edit the
 	// reconcile has not seen yet, a process killed between a write's
