@@ -32,8 +32,9 @@ func NewCmdKBSearch(f *Factory, runF func(context.Context, *KBSearchOptions) err
 		Use:   "search DIR QUERY...",
 		Short: "Search a knowledge base as its instances' concept_search does",
 		Long: `Search the knowledge-base folder DIR for QUERY (the words after DIR), ranked as
-the concept_search tool ranks them, through the same shared index (built first if
-there is none; see 'agentctl kb index').`,
+the concept_search tool ranks them, through the same shared index. The index is
+built first if there is none, and brought up to date first if no process has done
+so within kb_refresh_interval (see 'agentctl kb index').`,
 		Example: `  agentctl kb search ~/notes deploy rollback
   agentctl kb search ./docs "rate limits" --limit 3 -o json | jq -r '.results[].id'`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -71,6 +72,11 @@ func kbSearchRun(ctx context.Context, opts *KBSearchOptions) error {
 		return err
 	}
 	defer base.Close()
+	// One search and out: the index is brought up to date first, not in
+	// the background, when it is older than the refresh interval.
+	if err := base.Refresh(ctx); err != nil {
+		return err
+	}
 	out, err := base.Search(ctx, opts.Query, opts.Limit)
 	if errors.Is(err, kb.ErrInvalidRequest) {
 		return usageErrorf("%v", err)

@@ -66,6 +66,20 @@ func (kb *Base) Index(ctx context.Context, progress func(done, total int)) (Inde
 	return kb.reconcile(ctx, 0, progress)
 }
 
+// Refresh brings the search index up to date with the folder unless a
+// complete reconcile (by any process sharing the index) started within
+// RefreshInterval. A process that searches once and exits (agentctl kb
+// search) calls it first: [Base.Search] on a stale index answers from it as
+// it is and reconciles in the background, which such a process would cut
+// short.
+func (kb *Base) Refresh(ctx context.Context) error {
+	if err := kb.usable(ctx); err != nil {
+		return err
+	}
+	_, err := kb.reconcile(ctx, kb.opts.RefreshInterval, nil)
+	return err
+}
+
 // reconcile brings the index up to date with the folder, unless a complete
 // reconcile (by this process or any other sharing the index) started less
 // than maxAge ago. It walks the folder (stat only), compares each file's
