@@ -142,6 +142,13 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 	if err := kb.applyChanges(ctx, ix, changed, progress); err != nil {
 		return stats, err
 	}
+	// After many changes (a build), merge FTS5's segments into one, so
+	// searches read one b-tree per term rather than one per batch.
+	if len(changed) >= optimizeAfter {
+		if _, err := ix.db.ExecContext(ctx, `INSERT INTO fts (fts) VALUES ('optimize')`); err != nil {
+			return stats, kb.indexError(ix, err)
+		}
+	}
 	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes); err != nil {
 		return stats, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
 	}
@@ -175,6 +182,10 @@ func (kb *Base) freshness(ctx context.Context, ix *ftsIndex, maxAge time.Duratio
 // enough that commits do not dominate a build, small enough that a search
 // or a write of another process waits little for one.
 const reconcileBatch = 256
+
+// optimizeAfter is how many changed files make a reconcile merge the index's
+// segments.
+const optimizeAfter = 2000
 
 func (kb *Base) applyRemovals(ctx context.Context, ix *ftsIndex, gone map[string]row) error {
 	if len(gone) == 0 {
