@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -273,4 +274,57 @@ func TestStaleSearchDoesNotWaitForTheWalk(t *testing.T) {
 	}
 	unlock()
 	waitForSearch(t, kb, "wombat", func(ids []string) bool { return slices.Equal(ids, []string{"late"}) })
+}
+
+// TestSharedIndexConcurrentWriters: two bases sharing one index (two
+// processes' connections) write, search and reconcile at once; no write is
+// lost from the index.
+func TestSharedIndexConcurrentWriters(t *testing.T) {
+	indexDir := t.TempDir()
+	a, dir := openTest(t, "docs", map[string]string{"seed.md": "seed"}, Options{IndexDir: indexDir, RefreshInterval: time.Millisecond})
+	b, err := Open("docs", dir, Options{IndexDir: indexDir, RefreshInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w, base := range []*Base{a, b} {
+		wg.Go(func() {
+			for i := range 25 {
+				if _, err := base.Write(ctx, fmt.Sprintf("w%d/c%d", w, i), fmt.Sprintf("# C\nword%dx%d common", w, i)); err != nil {
+					t.Error(err)
+				}
+				if _, err := base.Search(ctx, "common", 5); err != nil {
+					t.Error(err)
+				}
+				if i%10 == 0 {
+					if _, err := base.Index(ctx, nil); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// A third base, no reconcile of its own (the index is fresh): every
+	// write must be in the index as the two left it.
+	a.Close()
+	b.Close()
+	c, err := Open("docs", dir, Options{IndexDir: indexDir, RefreshInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for w := range 2 {
+		for i := range 25 {
+			want := fmt.Sprintf("w%d/c%d", w, i)
+			if ids := searchIDs(t, c, fmt.Sprintf("word%dx%d", w, i), 5); !slices.Equal(ids, []string{want}) {
+				t.Fatalf("%s: %v", want, ids)
+			}
+		}
+	}
+	if st, err := c.Index(ctx, nil); err != nil || st.Removed != 0 {
+		t.Fatalf("%+v, %v", st, err)
+	}
 }
