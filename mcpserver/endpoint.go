@@ -75,6 +75,13 @@ type Config struct {
 	// NoFastLane makes [Endpoint.ServeStdio] hand every message to the SDK,
 	// external tools' calls too (for comparison and troubleshooting).
 	NoFastLane bool
+	// KBIndexDir is where the knowledge bases' shared search indexes live
+	// ([github.com/agentctl/agentctl/mcpserver/kb.Options.IndexDir]); empty
+	// means a private index per endpoint. KBRefreshInterval is how often at
+	// most they are reconciled with their folders while searches come
+	// (0: the kb package's default).
+	KBIndexDir        string
+	KBRefreshInterval time.Duration
 	// DrainTimeout bounds how long [Endpoint.ServeStdio] waits, once the
 	// client's input has ended, for the answers to the requests it has
 	// read; those still unanswered then get a JSON-RPC error. Default:
@@ -189,7 +196,8 @@ func (e *Endpoint) addMounts() error {
 		if m.Kind == mount.KindServer {
 			continue
 		}
-		base, err := kb.Open(m.Name, m.Path, kb.Options{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes})
+		base, err := kb.Open(m.Name, m.Path, kb.Options{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes,
+			IndexDir: e.cfg.KBIndexDir, RefreshInterval: e.cfg.KBRefreshInterval})
 		if err != nil {
 			return &MountError{Mount: m.Name, Err: err}
 		}

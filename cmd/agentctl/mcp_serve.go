@@ -24,6 +24,8 @@ type MCPServeOptions struct {
 	Instance string
 	LogLevel slog.Level
 	FastLane bool
+	// KBRefreshInterval: see [Config.KBRefreshInterval].
+	KBRefreshInterval time.Duration
 }
 
 // NewCmdMCPServe is `agentctl mcp serve`; runF replaces [mcpServeRun] in
@@ -60,6 +62,9 @@ and answers every request read before the end of input.`,
 			}
 			var err error
 			if opts.LogLevel, err = f.Config.LogLevel(); err != nil {
+				return err
+			}
+			if opts.KBRefreshInterval, err = f.Config.KBRefreshInterval(); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -99,6 +104,7 @@ func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 		cfg := endpointConfig(rec, st, logger)
 		cfg.Mounts, cfg.PrefixMode = provision.Unresolved(plan.Mounts), mount.PrefixMode(rec.ToolPrefixMode)
 		cfg.NoFastLane = !opts.FastLane
+		cfg.KBIndexDir, cfg.KBRefreshInterval = kbIndexDir(st.Dir()), opts.KBRefreshInterval
 		if slices.ContainsFunc(plan.Mounts, func(m mount.Resolved) bool { return m.Kind == mount.KindServer }) {
 			// External servers' stderr goes to the instance's log file,
 			// never to stdout (the protocol) nor to our stderr; rotated

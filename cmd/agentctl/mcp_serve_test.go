@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestNewCmdMCPServe(t *testing.T) {
@@ -14,13 +15,14 @@ func TestNewCmdMCPServe(t *testing.T) {
 		want    MCPServeOptions
 		wantErr string
 	}{
-		{args: []string{"--instance", "fix-login"}, want: MCPServeOptions{Instance: "fix-login", LogLevel: slog.LevelInfo, FastLane: true}},
-		{args: []string{"--instance", "01jq3", "--fast-lane=false"}, want: MCPServeOptions{Instance: "01jq3", LogLevel: slog.LevelInfo}},
-		{args: []string{"--instance=x", "--log-level", "debug"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelDebug, FastLane: true}},
-		{args: []string{"--instance", "x", "--log-level", "warn", "--fast-lane"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelWarn, FastLane: true}},
+		{args: []string{"--instance", "fix-login"}, want: MCPServeOptions{Instance: "fix-login", LogLevel: slog.LevelInfo, FastLane: true, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance", "01jq3", "--fast-lane=false"}, want: MCPServeOptions{Instance: "01jq3", LogLevel: slog.LevelInfo, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance=x", "--log-level", "debug"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelDebug, FastLane: true, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance", "x", "--log-level", "warn", "--fast-lane"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelWarn, FastLane: true, KBRefreshInterval: 2 * time.Second}},
 		// The flag wins over the environment, which wins over the default.
-		{args: []string{"--instance", "x"}, env: []string{"AGENTCTL_LOG_LEVEL=error"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelError, FastLane: true}},
-		{args: []string{"--instance", "x", "--log-level", "debug"}, env: []string{"AGENTCTL_LOG_LEVEL=error"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelDebug, FastLane: true}},
+		{args: []string{"--instance", "x"}, env: []string{"AGENTCTL_LOG_LEVEL=error"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelError, FastLane: true, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance", "x", "--log-level", "debug"}, env: []string{"AGENTCTL_LOG_LEVEL=error"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelDebug, FastLane: true, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance", "x"}, env: []string{"AGENTCTL_KB_REFRESH_INTERVAL=30s"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelInfo, FastLane: true, KBRefreshInterval: 30 * time.Second}},
 		{args: nil, wantErr: "--instance is required"},
 		{args: []string{"--instance", "x", "--log-level", "loud"}, wantErr: `invalid --log-level "loud"`},
 		{args: []string{"--instance", "x", "--fast-lane=maybe"}, wantErr: `invalid argument "maybe" for "--fast-lane"`},

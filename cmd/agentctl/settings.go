@@ -27,6 +27,7 @@ const (
 	keyServerName      = "server_name"
 	keyQuestionTimeout = "question_timeout"
 	keyToolPrefixMode  = "mcp.tool_prefix_mode"
+	keyKBRefresh       = "kb_refresh_interval"
 	keyKBs             = "kbs"
 	keyMCPServers      = "mcp_servers"
 )
@@ -60,6 +61,8 @@ var settings = []setting{
 		Help: "how long ask_user_question waits for an answer"},
 	{Key: keyToolPrefixMode, Flag: "tool-prefix-mode", Env: "AGENTCTL_TOOL_PREFIX_MODE", Default: string(mount.PrefixModeMountName), File: true,
 		Help: "how mounts without an explicit prefix get one: mount-name or off"},
+	{Key: keyKBRefresh, Env: "AGENTCTL_KB_REFRESH_INTERVAL", Default: "2s", File: true,
+		Help: "how often at most a serving endpoint reconciles a knowledge base's search index with its folder"},
 	{Key: keyKBs, File: true, Mounts: mount.KindKB,
 		Help: "[[kbs]] tables: knowledge bases mounted by instance create"},
 	{Key: keyMCPServers, File: true, Mounts: mount.KindServer,
@@ -368,6 +371,16 @@ func (c *Config) QuestionTimeout() (time.Duration, error) {
 	d, err := time.ParseDuration(c.String(keyQuestionTimeout))
 	if err != nil || d <= 0 {
 		return 0, c.invalid(keyQuestionTimeout, "use a positive duration such as 10m or 90s")
+	}
+	return d, nil
+}
+
+// KBRefreshInterval is how stale a knowledge base's search index may get
+// with respect to edits made outside agentctl.
+func (c *Config) KBRefreshInterval() (time.Duration, error) {
+	d, err := time.ParseDuration(c.String(keyKBRefresh))
+	if err != nil || d <= 0 {
+		return 0, c.invalid(keyKBRefresh, "use a positive duration such as 2s or 1m")
 	}
 	return d, nil
 }

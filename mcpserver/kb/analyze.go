@@ -1,7 +1,6 @@
 package kb
 
 import (
-	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -9,70 +8,23 @@ import (
 )
 
 const (
-	// maxTokenBytes: longer tokens (hashes, base64) are not indexed.
+	// maxTokenBytes: longer tokens (hashes, base64) are not searched for.
 	maxTokenBytes = 64
 	maxQueryTerms = 32
 )
 
-// analysis is what the index keeps of a document.
-type analysis struct {
-	title    string
-	bodyLen  uint32
-	titleLen uint16
-	terms    []termFreq
-}
-
-type termFreq struct {
-	term        string
-	body, title uint32
-}
-
-// analyzer tokenises documents, reusing its scratch space.
-type analyzer struct {
-	pos map[string]int
-	buf []byte
-}
-
-func newAnalyzer() *analyzer { return &analyzer{pos: map[string]int{}} }
-
-func (a *analyzer) analyze(data []byte) analysis {
-	title, body, _ := splitFrontMatter(data)
+// indexedText splits a concept into what the index holds: its title (front
+// matter title, else first # heading; at most 512 bytes) and its body (the
+// text after the front matter).
+func indexedText(data []byte) (title string, body []byte) {
+	title, body, _ = splitFrontMatter(data)
 	if title == "" {
 		title = headingTitle(body)
 	}
 	if len(title) > 512 {
 		title = strings.ToValidUTF8(title[:512], "")
 	}
-	var out analysis
-	clear(a.pos)
-	count := func(tok []byte, isTitle bool) {
-		i, ok := a.pos[string(tok)]
-		if !ok {
-			i = len(out.terms)
-			t := string(tok)
-			a.pos[t] = i
-			out.terms = append(out.terms, termFreq{term: t})
-		}
-		if isTitle {
-			out.terms[i].title++
-		} else {
-			out.terms[i].body++
-		}
-	}
-	var n int
-	a.buf = tokens([]byte(title), a.buf, func(tok []byte, _, _ int) {
-		count(tok, true)
-		n++
-	})
-	out.titleLen = uint16(min(n, math.MaxUint16))
-	n = 0
-	a.buf = tokens(body, a.buf, func(tok []byte, _, _ int) {
-		count(tok, false)
-		n++
-	})
-	out.bodyLen = uint32(n)
-	out.title = title
-	return out
+	return title, body
 }
 
 // tokens calls fn for each token of text: a maximal run of letters, digits

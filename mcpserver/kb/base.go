@@ -30,9 +30,15 @@ type Options struct {
 	// [DefaultMaxBytes].
 	MaxBytes int64
 	// RefreshInterval is how stale the search index may get with respect to
-	// edits made outside agentctl; 0 means 2s. Writes through [Base.Write]
-	// are searchable at once.
+	// edits made outside agentctl while searches come (see [Base.Search]);
+	// 0 means 2s. Writes through [Base.Write]
+	// are searchable at once, by every process sharing the index.
 	RefreshInterval time.Duration
+	// IndexDir is the folder of the persistent search indexes, shared by
+	// every process that mounts the same folder (see [IndexPath]); agentctl
+	// uses <state directory>/kb. Empty means a private index in a temporary
+	// folder, removed by [Base.Close].
+	IndexDir string
 }
 
 // Errors an [Error] wraps, for [errors.Is].
@@ -71,8 +77,9 @@ func errorf(kind error, format string, args ...any) *Error {
 // Every file access goes through an [os.Root] opened on the folder, so
 // nothing outside it is read or written, also not through symbolic links.
 // Writes are atomic (temporary file, fsync, rename; see [Base.Write]). Search
-// uses an in-memory inverted index built on the first search and kept fresh
-// (see [Base.Search]). Its methods are safe for concurrent use.
+// uses a persistent SQLite FTS5 index, shared by every process mounting the
+// folder and kept fresh (see [Base.Search]). Its methods are safe for
+// concurrent use.
 type Base struct {
 	name string
 	dir  string
@@ -81,24 +88,29 @@ type Base struct {
 	// staleTempAge is defaultStaleTempAge; tests shorten it.
 	staleTempAge time.Duration
 
-	// mu orders the changes to the index against the files: a refresh
-	// (walk, read, apply) and a write's rename and index update never
-	// interleave, so the index never loses a write.
+	// indexPath is the index database; "" for a private one.
+	indexPath string
+
+	// mu makes this process's reconciles one at a time (a flock does so
+	// across processes).
 	mu sync.Mutex
-	// lastRefresh is when the last complete refresh started (UnixNano).
+	// lastRefresh is when the last complete reconcile seen by this process
+	// started (UnixNano).
 	lastRefresh atomic.Int64
 	// lastSearch is when the last search started (UnixNano).
 	lastSearch atomic.Int64
-	// The background refresher (see backgroundRefresh) runs on bgCtx;
-	// bgStarted is guarded by mu.
-	bgCtx     context.Context
-	bgCancel  context.CancelFunc
-	bgStarted bool
-	bgDone    sync.WaitGroup
+	// The background refresher (see backgroundRefresh) runs on bgCtx,
+	// started once by the first search.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	// kick asks the refresher for a reconcile now (buffered: one pending).
+	kick   chan struct{}
+	bgOnce sync.Once
+	bgDone sync.WaitGroup
 
-	// idxMu guards idx; searches hold it for reading.
-	idxMu sync.RWMutex
-	idx   *index // nil until the first search
+	// ixMu guards ix, the index database, opened on first use.
+	ixMu sync.Mutex
+	ix   *ftsIndex
 
 	closed atomic.Bool
 }
@@ -125,12 +137,19 @@ func Open(name, dir string, opts Options) (*Base, error) {
 	if opts.RefreshInterval <= 0 {
 		opts.RefreshInterval = defaultRefreshInterval
 	}
+	var indexPath string
+	if opts.IndexDir != "" {
+		if indexPath, err = IndexPath(opts.IndexDir, dir); err != nil {
+			return nil, fmt.Errorf("knowledge base %q: %w", name, err)
+		}
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge base %q: %w", name, err)
 	}
-	kb := &Base{name: name, dir: dir, opts: opts, root: root, staleTempAge: defaultStaleTempAge}
+	kb := &Base{name: name, dir: dir, opts: opts, root: root, indexPath: indexPath, staleTempAge: defaultStaleTempAge}
 	kb.bgCtx, kb.bgCancel = context.WithCancel(context.Background())
+	kb.kick = make(chan struct{}, 1)
 	return kb, nil
 }
 
@@ -140,16 +159,25 @@ func (kb *Base) Close() error {
 		return nil
 	}
 	kb.bgCancel()
-	// Once we hold mu, no refresh can start the background refresher, and
-	// none rebuilds the index (they check closed).
-	kb.mu.Lock()
-	kb.idxMu.Lock()
-	kb.idx = nil
-	kb.idxMu.Unlock()
-	kb.mu.Unlock()
+	kb.bgOnce.Do(func() {}) // no refresher starts from now on
 	kb.bgDone.Wait()
-	return kb.root.Close()
+	// Once we hold mu, no reconcile is running; none opens the index again
+	// (they check closed).
+	kb.mu.Lock()
+	kb.ixMu.Lock()
+	var err error
+	if kb.ix != nil {
+		err = kb.ix.close()
+		kb.ix = nil
+	}
+	kb.ixMu.Unlock()
+	kb.mu.Unlock()
+	return errors.Join(err, kb.root.Close())
 }
+
+// IndexFile returns the path of the search index database, or "" for a
+// private one (no [Options.IndexDir]).
+func (kb *Base) IndexFile() string { return kb.indexPath }
 
 // Name returns the knowledge base's name.
 func (kb *Base) Name() string { return kb.name }

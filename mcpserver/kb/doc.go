@@ -3,7 +3,7 @@
 //
 // The shortest use:
 //
-//	base, err := kb.Open("docs", dir, kb.Options{})
+//	base, err := kb.Open("docs", dir, kb.Options{IndexDir: stateDir + "/kb"})
 //	defer base.Close()
 //	page, err := base.List(ctx, "guides/", "", 0)   // ids and titles, sorted
 //	c, err := base.Read(ctx, "guides/setup")         // the Markdown of guides/setup.md
@@ -13,8 +13,10 @@
 // A concept's id is its path in the folder without ".md" (see
 // [CleanConceptID]). Every file access goes through an [os.Root], so nothing
 // outside the folder is read or written; writes are atomic; search ranks by
-// BM25 over an in-memory index that is built on the first search and kept
-// fresh (see [Base.Search]). A refused operation returns an [*Error] whose
+// BM25 over a persistent SQLite FTS5 index, one per folder under
+// [Options.IndexDir], shared by every process that mounts the folder,
+// reconciled with the folder incrementally and updated by every write (see
+// [Base.Search] and [Base.Index]). A refused operation returns an [*Error] whose
 // message says what to do instead; [errors.Is] tells its kind
 // ([ErrConceptNotFound], [ErrInvalidConceptID] and the others).
 //

@@ -104,20 +104,28 @@ func (kb *Base) List(ctx context.Context, prefix, cursor string, limit int) (Lis
 		}
 	}
 	out.Concepts = make([]ConceptSummary, len(page))
-	kb.idxMu.RLock()
-	idx := kb.idx
+	// Titles from the search index when it is open and knows the file as
+	// it is; the rest are read.
+	var known map[string]row
+	kb.ixMu.Lock()
+	ix := kb.ix
+	kb.ixMu.Unlock()
+	if ix != nil {
+		ids := make([]string, len(page))
+		for i, f := range page {
+			ids[i] = f.id
+		}
+		known, _ = ix.titles(ctx, ids) // on error, read them all
+	}
 	var missing []int
 	for i, f := range page {
 		out.Concepts[i].ID = f.id
-		if idx != nil {
-			if d, ok := idx.byID[f.id]; ok && idx.docs[d].size == f.size && idx.docs[d].mtime == f.mtime {
-				out.Concepts[i].Title = idx.docs[d].title
-				continue
-			}
+		if r, ok := known[f.id]; ok && r.size == f.size && r.mtime == f.mtime {
+			out.Concepts[i].Title = r.title
+			continue
 		}
 		missing = append(missing, i)
 	}
-	kb.idxMu.RUnlock()
 	err = forEach(ctx, len(missing), func(_, j int) {
 		c := &out.Concepts[missing[j]]
 		if head, err := kb.readHead(c.ID+".md", min(kb.opts.MaxBytes, titleScanBytes)); err == nil {
@@ -301,23 +309,53 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 	if err := kb.writeTemp(tmp, content, perm); err != nil {
 		return WriteOutput{}, kb.pathError(cid, err)
 	}
-	kb.mu.Lock()
-	if err := kb.root.Rename(tmp, rel); err != nil {
-		kb.mu.Unlock()
-		_ = kb.root.Remove(tmp)
-		return WriteOutput{}, kb.pathError(cid, err)
+	if err := kb.renameAndIndex(ctx, tmp, cid, content); err != nil {
+		return WriteOutput{}, err
 	}
-	// kb.mu is held: only refresh (also under kb.mu) sets kb.idx.
-	if fi, err := kb.root.Lstat(rel); err == nil && kb.idx != nil {
-		doc := newAnalyzer().analyze([]byte(content))
-		kb.idxMu.Lock()
-		kb.idx.add(cid, fi.Size(), indexMtime(fi, time.Now()), doc)
-		kb.idx.maybeCompact()
-		kb.idxMu.Unlock()
-	}
-	kb.mu.Unlock()
 	kb.syncDir(dir)
 	return WriteOutput{ID: cid, Bytes: len(content), Created: created}, nil
+}
+
+// renameAndIndex renames the written temporary file over the concept and
+// updates the search index in one step: the rename happens inside the
+// index's write transaction, so no reconcile (of this process or another)
+// applies an older read of the file after it, and a process killed between
+// the two leaves an index whose row no longer matches the file, which the
+// next reconcile reads again. Without an index (it cannot be opened), the
+// write still happens; the next reconcile indexes it.
+func (kb *Base) renameAndIndex(ctx context.Context, tmp, cid, content string) error {
+	rel := cid + ".md"
+	rename := func() error {
+		if err := kb.root.Rename(tmp, rel); err != nil {
+			_ = kb.root.Remove(tmp)
+			return kb.pathError(cid, err)
+		}
+		return nil
+	}
+	ix, err := kb.index(context.WithoutCancel(ctx))
+	if err != nil {
+		return rename()
+	}
+	tx, err := ix.db.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return rename()
+	}
+	defer tx.Rollback()
+	if err := rename(); err != nil {
+		return err
+	}
+	fi, err := kb.root.Lstat(rel)
+	if err != nil {
+		return nil // replaced or removed already; the next reconcile sees it
+	}
+	data := []byte(content)
+	title, body := indexedText(data)
+	r := row{size: fi.Size(), mtime: indexMtime(fi, time.Now()), inode: inode(fi), indexed: true, title: title}
+	if err := put(context.WithoutCancel(ctx), tx, cid, r, body, true); err != nil {
+		return nil // the file is written; the next reconcile indexes it
+	}
+	_ = tx.Commit()
+	return nil
 }
 
 // tempName names the temporary file of a write of base.

@@ -18,6 +18,8 @@ type file struct {
 	id    string
 	size  int64
 	mtime int64
+	inode int64
+	known bool // reconcile: the index has a row for it
 }
 
 // scan walks the folder dir (relative, "" for the whole knowledge base) and
@@ -141,7 +143,7 @@ func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs
 			if err != nil {
 				continue
 			}
-			files = append(files, file{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano()})
+			files = append(files, file{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi)})
 		}
 	}
 	return subdirs, files, nil

@@ -27,16 +27,27 @@ type SearchOutput struct {
 	Results []SearchResult `json:"results" jsonschema:"The best matches, best first; empty when nothing matches."`
 }
 
-// Search ranks the concepts for query (BM25 over title and body, title
-// matches weighted up) and returns the best limit (default 10, at most 50),
-// each with a snippet around its best match.
+// Search ranks the concepts for query and returns the best limit (default
+// 10, at most 50), each with a snippet around its best match.
 //
-// The first search walks the folder and builds an in-memory inverted index;
-// the index holds postings, titles and lengths, not the contents, and the
-// snippets are cut from the top hits' files. Writes through [Base.Write] update
-// the index at once. Edits made outside agentctl are picked up by a stat walk
-// (no reads) at most once per RefreshInterval, which re-reads only files whose
-// size or modification time changed.
+// Ranking is SQLite FTS5's BM25 over title and body, title matches weighted
+// 3×, with Porter stemming ("deploying" finds "deploy") and diacritics
+// folded; a concept matches if it has any of the query's words. Ties are
+// broken by id. The snippets are cut from the top hits' files.
+//
+// The index is a database under [Options.IndexDir] shared by every process
+// mounting the folder. Writes through [Base.Write] update it in the same
+// step as the file. Edits made outside agentctl are picked up by a
+// reconcile: a stat walk (no reads) that re-reads only files whose size,
+// modification time or inode changed. The first search of an index that no
+// reconcile has completed builds it first. Later, a search finding that no
+// process has completed a reconcile within RefreshInterval starts one in
+// the background and answers from the index as it is; while searches come,
+// a background reconcile every RefreshInterval/2 keeps it fresher than that.
+// So a search waits for the walk only when there is no index yet. Edits
+// outside agentctl are searchable within about RefreshInterval (plus one
+// walk) while searches come; a hit whose file changed since it was indexed
+// is indexed again before the search answers (see below).
 func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutput, error) {
 	out := SearchOutput{Results: []SearchResult{}}
 	if err := kb.usable(ctx); err != nil {
@@ -50,42 +61,109 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 	}
 	limit = min(limit, MaxSearchLimit)
 	kb.lastSearch.Store(time.Now().UnixNano())
-	if err := kb.refresh(ctx, kb.opts.RefreshInterval); err != nil {
+	ix, err := kb.index(ctx)
+	if err != nil {
 		return out, err
+	}
+	// An index no reconcile has completed is built (or completed) first.
+	// A stale one answers at once while the refresher reconciles it: the
+	// search waits only for its own hits that changed (below).
+	fresh, built, err := kb.freshness(ctx, ix, kb.opts.RefreshInterval)
+	if err != nil {
+		return out, kb.closedOr(ctx, err)
+	}
+	if !built {
+		if _, err := kb.reconcile(ctx, kb.opts.RefreshInterval, nil); err != nil {
+			return out, kb.closedOr(ctx, err)
+		}
+	}
+	kb.bgOnce.Do(func() { kb.bgDone.Go(kb.backgroundRefresh) })
+	if !fresh && built {
+		select {
+		case kb.kick <- struct{}{}:
+		default: // one is pending already
+		}
 	}
 	terms := queryTerms(query)
 	if len(terms) == 0 {
 		return out, nil
 	}
-	kb.idxMu.RLock()
-	if kb.idx == nil { // closed meanwhile
-		kb.idxMu.RUnlock()
-		return out, kb.usable(ctx)
+	// A hit whose file is no longer what was indexed (an edit the
+	// reconcile has not seen yet, a process killed between a write's
+	// rename and its index update) is indexed again and the search run
+	// again, once; then it is left out. So no result is for text its
+	// concept no longer has.
+	for attempt := 0; ; attempt++ {
+		hits, err := ix.search(ctx, terms, limit, kb.opts.MaxBytes)
+		if err != nil {
+			return out, kb.closedOr(ctx, kb.indexError(ix, err))
+		}
+		results, stale, err := kb.searchResults(ctx, hits, terms)
+		if err != nil || len(stale) == 0 || attempt == 1 {
+			out.Results = results
+			return out, err
+		}
+		if err := kb.reindex(ctx, ix, stale); err != nil {
+			return out, kb.closedOr(ctx, err)
+		}
 	}
-	hits := kb.idx.search(terms, limit)
-	kb.idxMu.RUnlock()
+}
 
+// searchResults reads the hits' files for their snippets, in parallel, and
+// returns the results of those still as indexed, and the others' files.
+func (kb *Base) searchResults(ctx context.Context, hits []hit, terms []string) ([]SearchResult, []file, error) {
 	results := make([]SearchResult, len(hits))
-	keep := make([]bool, len(hits))
+	state := make([]int8, len(hits)) // 0 gone, 1 ok, 2 stale
 	err := forEach(ctx, len(hits), func(_, i int) {
 		h := hits[i]
-		data, _, err := kb.readConcept(h.id)
+		data, fi, err := kb.readConcept(h.id)
 		if err != nil {
-			return // gone or changed since indexing; the next refresh catches up
+			state[i] = 2 // gone or unreadable: the index must say so
+			return
+		}
+		if fi.Size() != h.size || inode(fi) != h.inode || h.mtime != -1 && fi.ModTime().UnixNano() != h.mtime {
+			state[i] = 2
+			return
 		}
 		_, body, _ := splitFrontMatter(data)
 		results[i] = SearchResult{ID: h.id, Title: h.title, Snippet: snippet(body, terms), Score: roundScore(h.score)}
-		keep[i] = true
+		state[i] = 1
 	})
+	out := []SearchResult{}
+	var stale []file
 	for i := range results {
-		if keep[i] {
-			out.Results = append(out.Results, results[i])
+		switch state[i] {
+		case 1:
+			out = append(out, results[i])
+		case 2:
+			stale = append(stale, file{id: hits[i].id, known: true})
 		}
 	}
-	return out, err
+	return out, stale, err
 }
 
+// reindex reads files again and applies them, as a reconcile does.
+func (kb *Base) reindex(ctx context.Context, ix *ftsIndex, files []file) error {
+	batch := make([]indexed, len(files))
+	for i, f := range files {
+		batch[i] = kb.readForIndex(f)
+	}
+	return kb.applyBatch(ctx, ix, batch)
+}
+
+// closedOr returns the error of a closed base, if it was closed meanwhile,
+// else err.
+func (kb *Base) closedOr(ctx context.Context, err error) error {
+	if uerr := kb.usable(ctx); uerr != nil {
+		return uerr
+	}
+	return err
+}
+
+// roundScore keeps 4 significant digits. FTS5's BM25 gives a word found in
+// more than half of the concepts a weight of 1e-6, so in a small knowledge
+// base scores can be tiny; rounding to decimal places would make them 0.
 func roundScore(s float64) float64 {
-	r, _ := strconv.ParseFloat(strconv.FormatFloat(s, 'f', 4, 64), 64)
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(s, 'g', 4, 64), 64)
 	return r
 }

@@ -7,6 +7,22 @@ import (
 	"unicode/utf8"
 )
 
+// sameStem reports whether a word of a concept matches a query term for
+// the snippet: the same word, or, as the index's Porter stemming matches
+// them, two forms of one ("deploy" and "deploying", "install" and
+// "installation"): one a prefix of the other, of at least 4 bytes, the
+// other at most 5 bytes longer.
+func sameStem(word, term string) bool {
+	if word == term {
+		return true
+	}
+	p := 0
+	for p < len(word) && p < len(term) && word[p] == term[p] {
+		p++
+	}
+	return p >= 4 && p == min(len(word), len(term)) && max(len(word), len(term))-p <= 5
+}
+
 // snippetBytes is the length of a snippet, before "…" marks.
 const snippetBytes = 200
 
@@ -17,7 +33,7 @@ func snippet(body []byte, terms []string) string {
 	type match struct{ start, end, term int }
 	var ms []match
 	tokens(body, nil, func(tok []byte, s, e int) {
-		if i := slices.Index(terms, string(tok)); i >= 0 {
+		if i := slices.IndexFunc(terms, func(t string) bool { return sameStem(string(tok), t) }); i >= 0 {
 			ms = append(ms, match{s, e, i})
 		}
 	})

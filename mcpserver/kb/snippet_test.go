@@ -25,4 +25,24 @@ func TestSnippet(t *testing.T) {
 	}
 }
 
+// TestSnippetStems: a concept found through a stemmed form of a query word
+// gets its snippet around that form, not its first 200 bytes.
+func TestSnippetStems(t *testing.T) {
+	long := []byte(strings.Repeat("filler ", 60) + "see the installation guide " + strings.Repeat("filler ", 60))
+	if got := snippet(long, []string{"install"}); !strings.Contains(got, "installation guide") {
+		t.Fatalf("%q", got)
+	}
+	for _, tc := range []struct {
+		word, term string
+		want       bool
+	}{
+		{"deploying", "deploy", true}, {"deploy", "deploying", true}, {"zebras", "zebra", true},
+		{"installation", "install", true}, {"car", "cart", false}, {"instance", "install", false},
+	} {
+		if got := sameStem(tc.word, tc.term); got != tc.want {
+			t.Errorf("sameStem(%q, %q) = %v", tc.word, tc.term, got)
+		}
+	}
+}
+
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\ufffd") == s }

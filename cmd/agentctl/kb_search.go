@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/mcpserver/kb"
+	"github.com/spf13/cobra"
+)
+
+// KBSearchOptions are the inputs of `kb search`.
+type KBSearchOptions struct {
+	IO       *IOStreams
+	StateDir func() string
+	// RefreshInterval: see [Config.KBRefreshInterval].
+	RefreshInterval func() (time.Duration, error)
+
+	Dir    string
+	Query  string
+	Limit  int
+	Output string
+}
+
+// NewCmdKBSearch is `agentctl kb search DIR QUERY`; runF replaces [kbSearchRun] in tests.
+func NewCmdKBSearch(f *Factory, runF func(context.Context, *KBSearchOptions) error) *cobra.Command {
+	opts := &KBSearchOptions{IO: f.IOStreams, StateDir: func() string { return f.Config.StateDir() },
+		RefreshInterval: func() (time.Duration, error) { return f.Config.KBRefreshInterval() }}
+	cmd := &cobra.Command{
+		Use:   "search DIR QUERY...",
+		Short: "Search a knowledge base as its instances' concept_search does",
+		Long: `Search the knowledge-base folder DIR for QUERY (the words after DIR), ranked as
+the concept_search tool ranks them, through the same shared index. The index is
+built first if there is none, and brought up to date first if no process has done
+so within kb_refresh_interval (see 'agentctl kb index').`,
+		Example: `  agentctl kb search ~/notes deploy rollback
+  agentctl kb search ./docs "rate limits" --limit 3 -o json | jq -r '.results[].id'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return usageErrorf("%s needs a knowledge-base folder and a query (got %s)", cmd.CommandPath(), countArgs(len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(opts.Output); err != nil {
+				return err
+			}
+			if opts.Limit < 1 || opts.Limit > kb.MaxSearchLimit {
+				return usageErrorf("invalid --limit %d: give 1 to %d", opts.Limit, kb.MaxSearchLimit)
+			}
+			opts.Dir, opts.Query = args[0], strings.Join(args[1:], " ")
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return kbSearchRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().IntVar(&opts.Limit, "limit", 10, "how many results at most (1 to 50)")
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func kbSearchRun(ctx context.Context, opts *KBSearchOptions) error {
+	every, err := opts.RefreshInterval()
+	if err != nil {
+		return err
+	}
+	base, err := openKB(opts.Dir, opts.StateDir(), kb.Options{RefreshInterval: every})
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	// One search and out: the index is brought up to date first, not in
+	// the background, when it is older than the refresh interval.
+	if err := base.Refresh(ctx); err != nil {
+		return err
+	}
+	out, err := base.Search(ctx, opts.Query, opts.Limit)
+	if errors.Is(err, kb.ErrInvalidRequest) {
+		return usageErrorf("%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	if opts.Output == formatJSON {
+		return opts.IO.PrintJSON(out)
+	}
+	rows := make([][]string, len(out.Results))
+	for i, r := range out.Results {
+		rows[i] = []string{r.ID, orDash(r.Title), strconv.FormatFloat(r.Score, 'g', 4, 64), r.Snippet}
+	}
+	return opts.IO.PrintTable([]string{"ID", "TITLE", "SCORE", "SNIPPET"}, rows)
+}

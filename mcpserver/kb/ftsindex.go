@@ -1,0 +1,352 @@
+package kb
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, with FTS5
+)
+
+// indexSchemaVersion is the index database's schema (PRAGMA user_version).
+// An index of another version is dropped and rebuilt from the files: it
+// holds nothing the folder does not.
+const indexSchemaVersion = 1
+
+// indexSchema: files has a row per concept seen, with what its file was
+// when it was indexed; fts has the text of those with indexed = 1, under the
+// same rowid. fts is contentless (it keeps the index, not the text), so the
+// database stays a fraction of the corpus. meta holds "reconciled": when
+// the last complete reconcile started and the MaxBytes it indexed up to.
+var indexSchema = []string{
+	`DROP TABLE IF EXISTS files`,
+	`DROP TABLE IF EXISTS fts`,
+	`DROP TABLE IF EXISTS meta`,
+	`CREATE TABLE files (
+		doc      INTEGER PRIMARY KEY,
+		id       TEXT NOT NULL UNIQUE,
+		size     INTEGER NOT NULL,
+		mtime_ns INTEGER NOT NULL, -- -1: modified as it was read; read again
+		inode    INTEGER NOT NULL,
+		indexed  INTEGER NOT NULL, -- 0: over the MaxBytes of the process that saw it
+		title    TEXT NOT NULL
+	)`,
+	`CREATE VIRTUAL TABLE fts USING fts5(title, body, content='', contentless_delete=1, tokenize='porter unicode61')`,
+	`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`,
+}
+
+// IndexPath returns the file that holds the search index of the folder dir
+// under indexDir: one database per folder, named by the SHA-256 of the
+// folder's real path (its first 128 bits, in hex), so every process that mounts the folder, under any
+// name or through any link, shares it.
+func IndexPath(indexDir, dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(real))
+	return filepath.Join(indexDir, hex.EncodeToString(sum[:16])+".db"), nil
+}
+
+// ftsIndex is an open index database.
+type ftsIndex struct {
+	db   *sql.DB
+	path string
+	// private is a temporary folder holding the index of a base opened
+	// without [Options.IndexDir]; Close removes it.
+	private string
+}
+
+// openIndex opens (creating it when missing) the index database at path.
+func openIndex(ctx context.Context, path string) (*ftsIndex, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("search index folder: %w", err)
+	}
+	dsn := "file:" + path +
+		"?_pragma=busy_timeout(30000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open search index %s: %w", path, err)
+	}
+	ix := &ftsIndex{db: db, path: path}
+	if err := ix.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open search index %s: %w; remove it (and its -wal and -shm files) and the next search rebuilds it", path, err)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Chmod(f, 0o600) // it holds the words of the concepts; SQLite creates by the umask
+	}
+	return ix, nil
+}
+
+// init turns WAL on and creates the schema, or recreates it when its version
+// is not this one's; safe against other processes doing the same.
+func (ix *ftsIndex) init(ctx context.Context) error {
+	var mode string
+	for i := 0; ; i++ {
+		err := ix.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil {
+			break
+		}
+		if i >= 200 || !isBusy(err) {
+			return err
+		}
+		time.Sleep(time.Duration(5+i%10) * time.Millisecond)
+	}
+	var v int
+	if err := ix.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v == indexSchemaVersion {
+		return nil
+	}
+	tx, err := ix.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one creator at a time
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v == indexSchemaVersion {
+		return nil
+	}
+	for _, q := range indexSchema {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", indexSchemaVersion)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func isBusy(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+}
+
+func (ix *ftsIndex) close() error {
+	err := ix.db.Close()
+	if ix.private != "" {
+		if rerr := os.RemoveAll(ix.private); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// reconciledAt returns when the last complete reconcile, by any process,
+// started, and the MaxBytes it indexed up to; zero if none has completed.
+func (ix *ftsIndex) reconciledAt(ctx context.Context) (time.Time, int64, error) {
+	var v string
+	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'reconciled'`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, 0, nil
+	}
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	var ns, maxBytes int64
+	if _, err := fmt.Sscan(v, &ns, &maxBytes); err != nil {
+		return time.Time{}, 0, nil // unreadable: as if never
+	}
+	return time.Unix(0, ns), maxBytes, nil
+}
+
+// setReconciledAt records a complete reconcile that started at t and
+// indexed concepts up to maxBytes, unless one that started later is
+// recorded.
+func (ix *ftsIndex) setReconciledAt(ctx context.Context, t time.Time, maxBytes int64) error {
+	_, err := ix.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('reconciled', ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value
+		WHERE CAST(excluded.value AS INTEGER) > CAST(value AS INTEGER)`,
+		fmt.Sprintf("%d %d", t.UnixNano(), maxBytes))
+	return err
+}
+
+// row is what files holds of a concept.
+type row struct {
+	doc                int64
+	size, mtime, inode int64
+	indexed            bool
+	title              string
+}
+
+// rows loads the files table, by id.
+func (ix *ftsIndex) rows(ctx context.Context) (map[string]row, error) {
+	rs, err := ix.db.QueryContext(ctx, `SELECT doc, id, size, mtime_ns, inode, indexed FROM files`)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	out := map[string]row{}
+	for rs.Next() {
+		var id string
+		var r row
+		if err := rs.Scan(&r.doc, &id, &r.size, &r.mtime, &r.inode, &r.indexed); err != nil {
+			return nil, err
+		}
+		out[id] = r
+	}
+	return out, rs.Err()
+}
+
+// titles returns the rows of ids that are in files, by id.
+func (ix *ftsIndex) titles(ctx context.Context, ids []string) (map[string]row, error) {
+	out := map[string]row{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	q := `SELECT id, size, mtime_ns, title FROM files WHERE id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
+	rs, err := ix.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var id string
+		var r row
+		if err := rs.Scan(&id, &r.size, &r.mtime, &r.title); err != nil {
+			return nil, err
+		}
+		out[id] = r
+	}
+	return out, rs.Err()
+}
+
+// put replaces the row (and the text) of the concept id within tx; existed
+// false says there is none to remove. body is nil for a concept that is not
+// indexed (too large for this process).
+func put(ctx context.Context, tx *sql.Tx, id string, r row, body []byte, existed bool) error {
+	if existed {
+		if err := remove(ctx, tx, id); err != nil {
+			return err
+		}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO files (id, size, mtime_ns, inode, indexed, title) VALUES (?, ?, ?, ?, ?, ?)`,
+		id, r.size, r.mtime, r.inode, r.indexed, r.title)
+	if err != nil {
+		return err
+	}
+	if !r.indexed {
+		return nil
+	}
+	doc, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)`, doc, r.title, body)
+	return err
+}
+
+// remove deletes the concept id from the index within tx.
+func remove(ctx context.Context, tx *sql.Tx, id string) error {
+	var doc int64
+	err := tx.QueryRowContext(ctx, `DELETE FROM files WHERE id = ? RETURNING doc`, id).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM fts WHERE rowid = ?`, doc)
+	return err
+}
+
+// Ranking: FTS5's BM25 with the title's matches weighted titleWeight times
+// the body's.
+const titleWeight = 3.0
+
+// search returns the best k concepts no larger than maxBytes matching any of
+// terms, best first, ties broken by id.
+//
+// FTS5 scores every match; the query asks it for rowids only (no join per
+// match), and looks up the top ones' rows after. Concepts over maxBytes (a
+// shared index may hold them for a process with a larger limit) are
+// filtered then, asking for more when some were.
+func (ix *ftsIndex) search(ctx context.Context, terms []string, k int, maxBytes int64) ([]hit, error) {
+	quoted := make([]string, len(terms))
+	for i, t := range terms {
+		quoted[i] = `"` + t + `"` // tokens hold letters, digits and marks only
+	}
+	match := strings.Join(quoted, " OR ")
+	for want := k + 8; ; want *= 4 {
+		hits, more, err := ix.top(ctx, match, want, maxBytes)
+		if err != nil || len(hits) >= k || !more {
+			slices.SortStableFunc(hits, func(a, b hit) int {
+				if c := cmp.Compare(b.score, a.score); c != 0 {
+					return c
+				}
+				return strings.Compare(a.id, b.id)
+			})
+			return hits[:min(k, len(hits))], err
+		}
+	}
+}
+
+// top returns the best n matches (fewer if some are over maxBytes), and
+// whether FTS5 had more.
+func (ix *ftsIndex) top(ctx context.Context, match string, n int, maxBytes int64) (hits []hit, more bool, err error) {
+	rs, err := ix.db.QueryContext(ctx, `SELECT rowid, -bm25(fts, ?, 1.0) AS score FROM fts WHERE fts MATCH ? ORDER BY score DESC LIMIT ?`,
+		titleWeight, match, n)
+	if err != nil {
+		return nil, false, err
+	}
+	scores := map[int64]float64{}
+	var docs []any
+	for rs.Next() {
+		var doc int64
+		var score float64
+		if err := rs.Scan(&doc, &score); err != nil {
+			rs.Close()
+			return nil, false, err
+		}
+		scores[doc] = score
+		docs = append(docs, doc)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil || len(docs) == 0 {
+		return nil, false, err
+	}
+	rs, err = ix.db.QueryContext(ctx, `SELECT doc, id, title, size, mtime_ns, inode FROM files WHERE size <= ? AND doc IN (?`+strings.Repeat(",?", len(docs)-1)+`)`,
+		append([]any{maxBytes}, docs...)...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var doc int64
+		var h hit
+		if err := rs.Scan(&doc, &h.id, &h.title, &h.size, &h.mtime, &h.inode); err != nil {
+			return nil, false, err
+		}
+		h.score = scores[doc]
+		hits = append(hits, h)
+	}
+	return hits, len(docs) == n, rs.Err()
+}
+
+// hit is a search's match, with what its file was when indexed.
+type hit struct {
+	id, title          string
+	score              float64
+	size, mtime, inode int64
+}

@@ -1,0 +1,365 @@
+package kb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// index returns the open search index, opening (or creating) it on first
+// use.
+func (kb *Base) index(ctx context.Context) (*ftsIndex, error) {
+	kb.ixMu.Lock()
+	defer kb.ixMu.Unlock()
+	if kb.closed.Load() {
+		return nil, kb.usable(ctx)
+	}
+	if kb.ix != nil {
+		return kb.ix, nil
+	}
+	path, private := kb.indexPath, ""
+	if path == "" {
+		dir, err := os.MkdirTemp("", "agentctl-kb-")
+		if err != nil {
+			return nil, fmt.Errorf("knowledge base %q: search index: %w", kb.name, err)
+		}
+		path, private = filepath.Join(dir, "index.db"), dir
+	}
+	ix, err := openIndex(ctx, path)
+	if err != nil {
+		if private != "" {
+			os.RemoveAll(private)
+		}
+		return nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
+	}
+	ix.private = private
+	kb.ix = ix
+	return ix, nil
+}
+
+// IndexStats describes what [Base.Index] did.
+type IndexStats struct {
+	// Path is the index database.
+	Path string `json:"path"`
+	// Concepts is how many concepts the folder holds.
+	Concepts int `json:"concepts"`
+	// Read is how many were read and (re)indexed; Removed, how many were
+	// dropped from the index because their file is gone.
+	Read    int `json:"read"`
+	Removed int `json:"removed"`
+}
+
+// Index builds the search index, or brings it up to date with the folder
+// however recently that was done, and reports what it did. progress, when
+// not nil, is called as files are indexed with the count done and the count
+// to do. Searches do this themselves when needed (see [Base.Search]); Index
+// is for building an index ahead of time.
+func (kb *Base) Index(ctx context.Context, progress func(done, total int)) (IndexStats, error) {
+	if err := kb.usable(ctx); err != nil {
+		return IndexStats{}, err
+	}
+	return kb.reconcile(ctx, 0, progress)
+}
+
+// Refresh brings the search index up to date with the folder unless a
+// complete reconcile (by any process sharing the index) started within
+// RefreshInterval. A process that searches once and exits (agentctl kb
+// search) calls it first: [Base.Search] on a stale index answers from it as
+// it is and reconciles in the background, which such a process would cut
+// short.
+func (kb *Base) Refresh(ctx context.Context) error {
+	if err := kb.usable(ctx); err != nil {
+		return err
+	}
+	_, err := kb.reconcile(ctx, kb.opts.RefreshInterval, nil)
+	return err
+}
+
+// reconcile brings the index up to date with the folder, unless a complete
+// reconcile (by this process or any other sharing the index) started less
+// than maxAge ago. It walks the folder (stat only), compares each file's
+// size, modification time and inode with the files table, and reads only
+// what changed. Changes are applied in transactions of reconcileBatch
+// files, each checking that the file is still what was read: a process
+// killed half-way leaves an index whose every row is true of its file, and
+// the next reconcile does the rest.
+func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress func(done, total int)) (IndexStats, error) {
+	ix, err := kb.index(ctx)
+	if err != nil {
+		return IndexStats{}, err
+	}
+	stats := IndexStats{Path: ix.path}
+	fresh := func() (bool, error) {
+		ok, _, err := kb.freshness(ctx, ix, maxAge)
+		return ok, err
+	}
+	if ok, err := fresh(); ok || err != nil {
+		return stats, err
+	}
+	// One reconcile at a time in this process, and across processes (the
+	// flock): a second process's first search waits for the first's build
+	// instead of doing it again.
+	kb.mu.Lock()
+	defer kb.mu.Unlock()
+	unlock, err := lockFile(ix.path + ".lock")
+	if err != nil {
+		return stats, fmt.Errorf("knowledge base %q: lock search index %s: %w", kb.name, ix.path, err)
+	}
+	defer unlock()
+	if ok, err := fresh(); ok || err != nil {
+		return stats, err
+	}
+	start := time.Now()
+	files, err := kb.scan(ctx, "")
+	if err != nil {
+		return stats, err
+	}
+	stats.Concepts = len(files)
+	rows, err := ix.rows(ctx)
+	if err != nil {
+		return stats, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
+	}
+	var changed []file
+	for _, f := range files {
+		r, ok := rows[f.id]
+		delete(rows, f.id)
+		if ok && r.size == f.size && r.mtime == f.mtime && r.inode == f.inode && (r.indexed || f.size > kb.opts.MaxBytes) {
+			continue
+		}
+		f.known = ok
+		changed = append(changed, f)
+	}
+	stats.Read = len(changed)
+	stats.Removed = len(rows)
+	if err := kb.applyRemovals(ctx, ix, rows); err != nil {
+		return stats, err
+	}
+	if err := kb.applyChanges(ctx, ix, changed, progress); err != nil {
+		return stats, err
+	}
+	// After many changes (a build), merge FTS5's segments into one, so
+	// searches read one b-tree per term rather than one per batch.
+	if len(changed) >= optimizeAfter {
+		if _, err := ix.db.ExecContext(ctx, `INSERT INTO fts (fts) VALUES ('optimize')`); err != nil {
+			return stats, kb.indexError(ix, err)
+		}
+	}
+	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes); err != nil {
+		return stats, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
+	}
+	kb.lastRefresh.Store(start.UnixNano())
+	return stats, nil
+}
+
+// freshness reports whether a complete reconcile (by this process or any
+// other sharing the index) that indexed files up to this base's MaxBytes
+// started less than maxAge ago, and whether any such reconcile has
+// completed (else the index may hold only part of the folder).
+func (kb *Base) freshness(ctx context.Context, ix *ftsIndex, maxAge time.Duration) (fresh, built bool, err error) {
+	if last := kb.lastRefresh.Load(); last != 0 {
+		if maxAge > 0 && time.Since(time.Unix(0, last)) < maxAge {
+			return true, true, nil
+		}
+	}
+	at, upTo, err := ix.reconciledAt(ctx)
+	if err != nil {
+		return false, false, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
+	}
+	// A reconcile with a smaller MaxBytes left larger files out.
+	if !at.IsZero() && maxAge > 0 && time.Since(at) < maxAge && upTo >= kb.opts.MaxBytes {
+		kb.lastRefresh.Store(at.UnixNano())
+		return true, true, nil
+	}
+	return false, !at.IsZero() && upTo >= kb.opts.MaxBytes, nil
+}
+
+// reconcileBatch is how many changed files one transaction applies: large
+// enough that commits do not dominate a build, small enough that a search
+// or a write of another process waits little for one.
+const reconcileBatch = 256
+
+// optimizeAfter is how many changed files make a reconcile merge the index's
+// segments.
+const optimizeAfter = 2000
+
+func (kb *Base) applyRemovals(ctx context.Context, ix *ftsIndex, gone map[string]row) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		return kb.indexError(ix, err)
+	}
+	defer tx.Rollback()
+	for id := range gone {
+		// Still gone? A write in another process may have created it.
+		if _, err := kb.root.Lstat(id + ".md"); err == nil {
+			continue
+		}
+		if err := remove(ctx, tx, id); err != nil {
+			return kb.indexError(ix, err)
+		}
+	}
+	return kb.indexError(ix, tx.Commit())
+}
+
+// indexed is a changed file, read: the row to store and its body.
+type indexed struct {
+	id    string
+	row   row
+	body  []byte
+	gone  bool
+	known bool // the index had a row for it
+}
+
+// applyChanges reads the changed files in parallel and applies them in
+// batches, as they come, so the texts read never pile up.
+func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, progress func(done, total int)) error {
+	if progress != nil {
+		progress(0, len(changed))
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	results := make(chan indexed, reconcileBatch)
+	var readErr error
+	go func() {
+		readErr = forEach(ctx, len(changed), func(_, i int) {
+			results <- kb.readForIndex(changed[i])
+		})
+		close(results)
+	}()
+	var applyErr error
+	batch := make([]indexed, 0, reconcileBatch)
+	done := 0
+	flush := func() {
+		if applyErr == nil && len(batch) > 0 {
+			applyErr = kb.applyBatch(ctx, ix, batch)
+		}
+		done += len(batch)
+		batch = batch[:0]
+		if progress != nil && applyErr == nil {
+			progress(done, len(changed))
+		}
+	}
+	for r := range results {
+		batch = append(batch, r)
+		if len(batch) == reconcileBatch {
+			flush()
+		}
+	}
+	flush()
+	if readErr != nil {
+		return readErr
+	}
+	return applyErr
+}
+
+// readForIndex reads one changed file (unless it is over MaxBytes).
+func (kb *Base) readForIndex(f file) indexed {
+	if f.size > kb.opts.MaxBytes {
+		return indexed{id: f.id, known: f.known, row: row{size: f.size, mtime: f.mtime, inode: f.inode}}
+	}
+	now := time.Now()
+	data, fi, err := kb.readConcept(f.id)
+	if err != nil {
+		return indexed{id: f.id, known: f.known, gone: true}
+	}
+	title, body := indexedText(data)
+	return indexed{id: f.id, known: f.known, body: body, row: row{size: fi.Size(), mtime: indexMtime(fi, now), inode: inode(fi), indexed: true, title: title}}
+}
+
+// applyBatch stores a batch of read files in one transaction, each only if
+// its file is still the one read: a write through another process (which
+// renames, then updates the index in its own transaction) is never
+// overwritten by an older read.
+func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) error {
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		return kb.indexError(ix, err)
+	}
+	defer tx.Rollback()
+	for _, r := range batch {
+		fi, err := kb.root.Stat(r.id + ".md")
+		switch {
+		case err != nil || !fi.Mode().IsRegular():
+			err = remove(ctx, tx, r.id)
+		case r.gone:
+			err = remove(ctx, tx, r.id) // unreadable now: the next reconcile reads it
+		case fi.Size() != r.row.size || inode(fi) != r.row.inode ||
+			r.row.mtime != -1 && fi.ModTime().UnixNano() != r.row.mtime:
+			continue // changed since read: the next reconcile reads it
+		default:
+			// Another process may have added it since our walk.
+			err = put(ctx, tx, r.id, r.row, r.body, r.known || kb.mayHaveRow(ctx, tx, r.id))
+		}
+		if err != nil {
+			return kb.indexError(ix, err)
+		}
+	}
+	return kb.indexError(ix, tx.Commit())
+}
+
+// mayHaveRow reports whether files has a row for id (true when unsure).
+func (kb *Base) mayHaveRow(ctx context.Context, tx *sql.Tx, id string) bool {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM files WHERE id = ?`, id).Scan(&one)
+	return !errors.Is(err, sql.ErrNoRows)
+}
+
+func (kb *Base) indexError(ix *ftsIndex, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
+}
+
+// activeWindow is how long after a search the background refresher keeps
+// walking (at least twice RefreshInterval).
+const activeWindow = time.Minute
+
+// backgroundRefresh keeps the index of a knowledge base in use fresh, so
+// that searches do not wait for the stat walk: while there was a search
+// within activeWindow, it reconciles every RefreshInterval/2 unless some
+// process sharing the index did so meanwhile; and at once when a search
+// found the index older than RefreshInterval (kick).
+func (kb *Base) backgroundRefresh() {
+	every := max(kb.opts.RefreshInterval/2, time.Millisecond)
+	active := max(activeWindow, 2*kb.opts.RefreshInterval)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-kb.bgCtx.Done():
+			return
+		case <-kb.kick: // a search found the index stale
+			_, _ = kb.reconcile(kb.bgCtx, kb.opts.RefreshInterval, nil)
+			continue
+		case <-t.C:
+		}
+		if time.Since(time.Unix(0, kb.lastSearch.Load())) > active {
+			continue
+		}
+		// An error (the folder vanished, say) leaves the index as it was;
+		// the next search's own reconcile reports it.
+		_, _ = kb.reconcile(kb.bgCtx, every, nil)
+	}
+}
+
+// racyWindow: a file modified this close to when it was read may be
+// modified again within the file system's timestamp granularity without its
+// modification time changing. Such a file is indexed with mtime -1, so the
+// next reconcile reads it again.
+const racyWindow = time.Second
+
+func indexMtime(fi fs.FileInfo, readAt time.Time) int64 {
+	if readAt.Sub(fi.ModTime()) < racyWindow {
+		return -1
+	}
+	return fi.ModTime().UnixNano()
+}
