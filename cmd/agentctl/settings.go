@@ -27,6 +27,7 @@ const (
 	keyServerName      = "server_name"
 	keyQuestionTimeout = "question_timeout"
 	keyToolPrefixMode  = "mcp.tool_prefix_mode"
+	keyFirstListWait   = "first_list_wait"
 	keyKBs             = "kbs"
 	keyMCPServers      = "mcp_servers"
 )
@@ -60,6 +61,8 @@ var settings = []setting{
 		Help: "how long ask_user_question waits for an answer"},
 	{Key: keyToolPrefixMode, Flag: "tool-prefix-mode", Env: "AGENTCTL_TOOL_PREFIX_MODE", Default: string(mount.PrefixModeMountName), File: true,
 		Help: "how mounts without an explicit prefix get one: mount-name or off"},
+	{Key: keyFirstListWait, Flag: "first-list-wait", Env: "AGENTCTL_FIRST_LIST_WAIT", Default: mcpserver.DefaultFirstListWait.String(), File: true,
+		Help: "how long the first tools/list of a client that follows tools/list_changed waits for slow external servers (0: not at all)"},
 	{Key: keyKBs, File: true, Mounts: mount.KindKB,
 		Help: "[[kbs]] tables: knowledge bases mounted by instance create"},
 	{Key: keyMCPServers, File: true, Mounts: mount.KindServer,
@@ -368,6 +371,16 @@ func (c *Config) QuestionTimeout() (time.Duration, error) {
 	d, err := time.ParseDuration(c.String(keyQuestionTimeout))
 	if err != nil || d <= 0 {
 		return 0, c.invalid(keyQuestionTimeout, "use a positive duration such as 10m or 90s")
+	}
+	return d, nil
+}
+
+// FirstListWait is the first tools/list's wait in force, for clients that
+// follow tools/list_changed; 0 answers at once with what is ready.
+func (c *Config) FirstListWait() (time.Duration, error) {
+	d, err := time.ParseDuration(c.String(keyFirstListWait))
+	if err != nil || d < 0 {
+		return 0, c.invalid(keyFirstListWait, "use a duration such as 300ms or 1s, or 0 to answer at once")
 	}
 	return d, nil
 }

@@ -19,6 +19,7 @@
 //	-echo-meta        also register echo_meta (below); off by default, so that
 //	                  the tool lists other tests compare stay as they are
 //	-tool-names, -tool-count  extra tools (see tools_flags.go)
+//	-start-delay, -start-gate  come up late (see delay_flags.go)
 //
 // At start the -stderr text and the -pidfile are written first, then the
 // exit/hang flags are applied.
@@ -84,6 +85,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	delayStart() // delay_flags.go
 	if *flagFile != "" {
 		if _, err := os.Stat(*flagFile); err == nil {
 			*exitAtStart = true
