@@ -64,6 +64,17 @@ type MCPConfig struct {
 // Capabilities are what an instance snapshots from its definition.
 type Capabilities struct {
 	ToolNames ToolNaming `toml:"tool_names" json:"tool_names"`
+	// ToolsListChanged says that the client follows
+	// notifications/tools/list_changed: it lists the tools again when the
+	// endpoint sends it, and its model then sees the new list. The
+	// endpoint then answers the first tools/list after a short wait, with
+	// the external servers that are up by then, and announces the others
+	// as they come up. false (the default, also for records made before
+	// the field existed) makes the first tools/list wait for every
+	// external server's first connection attempt, as a client that lists
+	// once must. Set it true only on evidence: a client wrongly said to
+	// follow would never see a slow server's tools.
+	ToolsListChanged bool `toml:"tools_list_changed" json:"tools_list_changed"`
 }
 
 // ToolNaming describes how a client renders an MCP tool name for its model.

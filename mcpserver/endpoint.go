@@ -82,6 +82,17 @@ type Config struct {
 	// (0: the kb package's default).
 	KBIndexDir        string
 	KBRefreshInterval time.Duration
+	// ToolsListChanged says that the client follows
+	// notifications/tools/list_changed ([agents.Capabilities.ToolsListChanged],
+	// snapshotted in the record): its first tools/list waits at most
+	// FirstListWait for the external servers, not for every server's first
+	// connection attempt. See [DefaultFirstListWait].
+	ToolsListChanged bool
+	// FirstListWait bounds that wait, counted from [Endpoint.Start]; 0
+	// answers at once with what is ready. `mcp serve` gives
+	// [DefaultFirstListWait] unless told otherwise. Unused when
+	// ToolsListChanged is false.
+	FirstListWait time.Duration
 	// DrainTimeout bounds how long [Endpoint.ServeStdio] waits, once the
 	// client's input has ended, for the answers to the requests it has
 	// read; those still unanswered then get a JSON-RPC error. Default:
@@ -117,6 +128,8 @@ type Endpoint struct {
 	lane atomic.Pointer[lane.Lane]
 	// listing is tools/list's encoding for the lane.
 	listing listing
+	// first is the gate in front of the first tools/list (firstlist.go).
+	first firstList
 }
 
 // DefaultQuestionTimeout is how long ask_user_question waits for an answer
@@ -168,7 +181,8 @@ func New(cfg Config) (*Endpoint, error) {
 	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
 		mounts:   mounts,
-		external: map[string]*servedTool{}}
+		external: map[string]*servedTool{},
+		first:    firstList{ready: make(chan struct{})}}
 	e.pool = proxy.NewPool(mounts, namespace{e}, proxy.Options{Version: cfg.Version, Logger: cfg.Logger, SDKLogger: sdkLog,
 		Stderr: cfg.ServerStderr, Stdio: e.stdioTransport})
 	if err := e.addBuiltins(); err != nil {
@@ -213,7 +227,10 @@ func (e *Endpoint) addMounts() error {
 // done; their tools appear as each comes up. Run calls it; a Start before
 // Run is the one that starts them ([proxy.Pool.Start] runs once), and Run
 // still stops them when it returns.
-func (e *Endpoint) Start(ctx context.Context) { e.pool.Start(ctx) }
+func (e *Endpoint) Start(ctx context.Context) {
+	e.pool.Start(ctx)
+	e.startFirstList()
+}
 
 // awaitFirstRound lets a client's first tools/list see the external
 // servers that come up within their timeout ([proxy.Pool.FirstRound]).
@@ -306,7 +323,7 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/list":
-			e.awaitFirstRound(ctx)
+			e.awaitFirstList(ctx)
 			// One consistent namespace: never half of a reconcile.
 			e.nsMu.RLock()
 			defer e.nsMu.RUnlock()

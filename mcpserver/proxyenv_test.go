@@ -140,11 +140,21 @@ func startProxy(t *testing.T, mode mount.PrefixMode, mounts ...mount.Mount) *pro
 // the test ends, then every server must have stopped.
 func startProxyOn(t *testing.T, path servePath, mode mount.PrefixMode, mounts ...mount.Mount) *proxyEnv {
 	t.Helper()
+	return startProxyWith(t, path, nil, mode, mounts...)
+}
+
+// startProxyWith is startProxyOn with configure, if not nil, applied to
+// the endpoint's configuration last.
+func startProxyWith(t *testing.T, path servePath, configure func(*Config), mode mount.PrefixMode, mounts ...mount.Mount) *proxyEnv {
+	t.Helper()
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
 	cfg.Mounts, cfg.PrefixMode = mounts, mode
 	logBuf, stderr := &syncBuffer{}, &syncBuffer{}
 	cfg.ServerStderr = logBuf
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	if configure != nil {
+		configure(&cfg)
+	}
 	ep, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -92,10 +92,11 @@ func (r laneRoutes) Route(name string) (lane.Route, bool) {
 
 // ToolsList is tools/list's result, encoded once per generation of the
 // registry, as the SDK path presents it ([Endpoint.presentList]); not
-// before the first round of connections (the SDK path waits for it).
+// before the first tools/list may be answered (the SDK path waits for
+// that: firstlist.go).
 func (r laneRoutes) ToolsList() (uint64, []byte, bool) {
 	e := r.e
-	if !e.firstRoundDone() {
+	if !e.firstListReady() {
 		return 0, nil, false
 	}
 	return e.listing.get(e)

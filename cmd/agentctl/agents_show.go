@@ -91,6 +91,7 @@ func agentsShowRun(opts *AgentsShowOptions) error {
 		{"config format", d.MCP.ConfigFormat},
 		{"namespacing", string(tn.Namespacing)}, {"template", tn.Template},
 		{"max length", fmt.Sprint(tn.MaxLength)}, {"charset", tn.Charset},
+		{"tools list changed", listChangedText(d.Capabilities.ToolsListChanged)},
 	}
 	if tn.ServerMaxLength > 0 {
 		fields = append(fields, [2]string{"server max length", fmt.Sprint(tn.ServerMaxLength)})
@@ -104,4 +105,13 @@ func agentsShowRun(opts *AgentsShowOptions) error {
 		fields = append(fields, [2]string{"problem", p})
 	}
 	return opts.IO.PrintFields(fields)
+}
+
+// listChangedText says what the tools_list_changed capability means for
+// the client's first tools/list.
+func listChangedText(follows bool) string {
+	if follows {
+		return "followed (the first tools/list answers after first_list_wait; slower servers are announced)"
+	}
+	return "not followed (the first tools/list waits for every external server's first attempt)"
 }

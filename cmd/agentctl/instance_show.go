@@ -58,6 +58,7 @@ func instanceShowRun(ctx context.Context, opts *InstanceShowOptions) error {
 			{"id", r.ID}, {"name", orDash(r.Name)}, {"agent", r.Agent},
 			{"created", r.CreatedAt.Format(time.RFC3339)}, {"server name", r.ServerName},
 			{"namespacing", string(tn.Namespacing)}, {"template", tn.Template},
+			{"tools list changed", listChangedText(r.Capabilities.ToolsListChanged)},
 			{"workspace", r.Workspace}, {"transport", r.Transport.Kind},
 			{"question timeout", time.Duration(r.QuestionTimeout).String()},
 			{"directory", r.Dir}, {"mcp config", r.MCPConfigPath},

@@ -26,6 +26,9 @@ type MCPServeOptions struct {
 	FastLane bool
 	// KBRefreshInterval: see [Config.KBRefreshInterval].
 	KBRefreshInterval time.Duration
+	// FirstListWait bounds the first tools/list's wait for a client that
+	// follows tools/list_changed (setting first_list_wait).
+	FirstListWait time.Duration
 }
 
 // NewCmdMCPServe is `agentctl mcp serve`; runF replaces [mcpServeRun] in
@@ -53,7 +56,15 @@ decoded and encoded again. --fast-lane=false sends every message through the
 MCP SDK instead (for comparison, or to rule the lane out when troubleshooting),
 still behind agentctl's input guard, which in both modes answers a line that is
 not JSON with a parse error, drops the answers to requests the client cancelled,
-and answers every request read before the end of input.`,
+and answers every request read before the end of input.
+
+The client's first tools/list waits for the external servers according to the
+instance's tools_list_changed capability (agentctl agents show AGENT): a client
+that lists its tools again on notifications/tools/list_changed gets its first
+list after at most --first-list-wait (default 300ms), with the servers that are
+up by then, and a notification as each later one comes up; any other client's
+first list waits for every server's first connection attempt, each bounded by
+its connect timeout, since it would never see a later server's tools.`,
 		Example: `  agentctl mcp serve --instance fix-login --log-level debug`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,6 +78,9 @@ and answers every request read before the end of input.`,
 			if opts.KBRefreshInterval, err = f.Config.KBRefreshInterval(); err != nil {
 				return err
 			}
+			if opts.FirstListWait, err = f.Config.FirstListWait(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -76,6 +90,7 @@ and answers every request read before the end of input.`,
 	cmd.Flags().StringVar(&opts.Instance, "instance", "", "the instance to serve: id, id prefix or label (required)")
 	cmd.Flags().BoolVar(&opts.FastLane, "fast-lane", true, "forward external stdio servers' tool calls without decoding them")
 	addSettingFlag(cmd.Flags(), keyLogLevel)
+	addSettingFlag(cmd.Flags(), keyFirstListWait)
 	_ = cmd.RegisterFlagCompletionFunc("instance", completeInstances(f))
 	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -105,6 +120,7 @@ func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 		cfg.Mounts, cfg.PrefixMode = provision.Unresolved(plan.Mounts), mount.PrefixMode(rec.ToolPrefixMode)
 		cfg.NoFastLane = !opts.FastLane
 		cfg.KBIndexDir, cfg.KBRefreshInterval = kbIndexDir(st.Dir()), opts.KBRefreshInterval
+		cfg.FirstListWait = opts.FirstListWait
 		if slices.ContainsFunc(plan.Mounts, func(m mount.Resolved) bool { return m.Kind == mount.KindServer }) {
 			// External servers' stderr goes to the instance's log file,
 			// never to stdout (the protocol) nor to our stderr; rotated
@@ -129,12 +145,15 @@ func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 // endpointConfig builds the endpoint's configuration from the record alone.
 func endpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logger) mcpserver.Config {
 	return mcpserver.Config{
-		Instance:        mcpserver.Instance{ID: rec.ID, Name: rec.Name, Agent: rec.Agent, Workspace: rec.Workspace},
-		ServerName:      rec.ServerName,
-		Naming:          rec.Capabilities.ToolNames,
-		QuestionTimeout: time.Duration(rec.QuestionTimeout),
-		Store:           st,
-		Logger:          logger,
-		Version:         version,
+		Instance:   mcpserver.Instance{ID: rec.ID, Name: rec.Name, Agent: rec.Agent, Workspace: rec.Workspace},
+		ServerName: rec.ServerName,
+		Naming:     rec.Capabilities.ToolNames,
+		// The client follows tools/list_changed: its first tools/list
+		// need not wait for every external server.
+		ToolsListChanged: rec.Capabilities.ToolsListChanged,
+		QuestionTimeout:  time.Duration(rec.QuestionTimeout),
+		Store:            st,
+		Logger:           logger,
+		Version:          version,
 	}
 }

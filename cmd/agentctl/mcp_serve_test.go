@@ -6,23 +6,31 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/mcpserver"
 )
 
 func TestNewCmdMCPServe(t *testing.T) {
+	dflt := mcpserver.DefaultFirstListWait
 	tests := []struct {
 		args    []string
 		env     []string
 		want    MCPServeOptions
 		wantErr string
 	}{
-		{args: []string{"--instance", "fix-login"}, want: MCPServeOptions{Instance: "fix-login", LogLevel: slog.LevelInfo, FastLane: true, KBRefreshInterval: 2 * time.Second}},
-		{args: []string{"--instance", "01jq3", "--fast-lane=false"}, want: MCPServeOptions{Instance: "01jq3", LogLevel: slog.LevelInfo, KBRefreshInterval: 2 * time.Second}},
-		{args: []string{"--instance=x", "--log-level", "debug"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelDebug, FastLane: true, KBRefreshInterval: 2 * time.Second}},
-		{args: []string{"--instance", "x", "--log-level", "warn", "--fast-lane"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelWarn, FastLane: true, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance", "fix-login"}, want: MCPServeOptions{Instance: "fix-login", LogLevel: slog.LevelInfo, FastLane: true, FirstListWait: dflt, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance", "01jq3", "--fast-lane=false"}, want: MCPServeOptions{Instance: "01jq3", LogLevel: slog.LevelInfo, FirstListWait: dflt, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance=x", "--log-level", "debug"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelDebug, FastLane: true, FirstListWait: dflt, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance", "x", "--log-level", "warn", "--fast-lane"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelWarn, FastLane: true, FirstListWait: dflt, KBRefreshInterval: 2 * time.Second}},
 		// The flag wins over the environment, which wins over the default.
-		{args: []string{"--instance", "x"}, env: []string{"AGENTCTL_LOG_LEVEL=error"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelError, FastLane: true, KBRefreshInterval: 2 * time.Second}},
-		{args: []string{"--instance", "x", "--log-level", "debug"}, env: []string{"AGENTCTL_LOG_LEVEL=error"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelDebug, FastLane: true, KBRefreshInterval: 2 * time.Second}},
-		{args: []string{"--instance", "x"}, env: []string{"AGENTCTL_KB_REFRESH_INTERVAL=30s"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelInfo, FastLane: true, KBRefreshInterval: 30 * time.Second}},
+		{args: []string{"--instance", "x"}, env: []string{"AGENTCTL_LOG_LEVEL=error"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelError, FastLane: true, FirstListWait: dflt, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance", "x", "--log-level", "debug"}, env: []string{"AGENTCTL_LOG_LEVEL=error"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelDebug, FastLane: true, FirstListWait: dflt, KBRefreshInterval: 2 * time.Second}},
+		// first_list_wait: flag > environment > default; 0 answers at once.
+		{args: []string{"--instance", "x", "--first-list-wait", "1s"}, env: []string{"AGENTCTL_FIRST_LIST_WAIT=2s"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelInfo, FastLane: true, FirstListWait: time.Second, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance", "x"}, env: []string{"AGENTCTL_FIRST_LIST_WAIT=0"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelInfo, FastLane: true, KBRefreshInterval: 2 * time.Second}},
+		{args: []string{"--instance", "x", "--first-list-wait", "-1s"}, wantErr: `invalid --first-list-wait "-1s": use a duration such as 300ms or 1s, or 0 to answer at once`},
+		{args: []string{"--instance", "x", "--first-list-wait", "soon"}, wantErr: `invalid --first-list-wait "soon"`},
+		{args: []string{"--instance", "x"}, env: []string{"AGENTCTL_KB_REFRESH_INTERVAL=30s"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelInfo, FastLane: true, KBRefreshInterval: 30 * time.Second, FirstListWait: dflt}},
 		{args: nil, wantErr: "--instance is required"},
 		{args: []string{"--instance", "x", "--log-level", "loud"}, wantErr: `invalid --log-level "loud"`},
 		{args: []string{"--instance", "x", "--fast-lane=maybe"}, wantErr: `invalid argument "maybe" for "--fast-lane"`},

@@ -28,6 +28,7 @@ const (
 	keyQuestionTimeout = "question_timeout"
 	keyToolPrefixMode  = "mcp.tool_prefix_mode"
 	keyKBRefresh       = "kb_refresh_interval"
+	keyFirstListWait   = "first_list_wait"
 	keyKBs             = "kbs"
 	keyMCPServers      = "mcp_servers"
 )
@@ -63,6 +64,8 @@ var settings = []setting{
 		Help: "how mounts without an explicit prefix get one: mount-name or off"},
 	{Key: keyKBRefresh, Env: "AGENTCTL_KB_REFRESH_INTERVAL", Default: "2s", File: true,
 		Help: "how often at most a serving endpoint reconciles a knowledge base's search index with its folder"},
+	{Key: keyFirstListWait, Flag: "first-list-wait", Env: "AGENTCTL_FIRST_LIST_WAIT", Default: mcpserver.DefaultFirstListWait.String(), File: true,
+		Help: "how long the first tools/list of a client that follows tools/list_changed waits for slow external servers (0: not at all)"},
 	{Key: keyKBs, File: true, Mounts: mount.KindKB,
 		Help: "[[kbs]] tables: knowledge bases mounted by instance create"},
 	{Key: keyMCPServers, File: true, Mounts: mount.KindServer,
@@ -381,6 +384,16 @@ func (c *Config) KBRefreshInterval() (time.Duration, error) {
 	d, err := time.ParseDuration(c.String(keyKBRefresh))
 	if err != nil || d <= 0 {
 		return 0, c.invalid(keyKBRefresh, "use a positive duration such as 2s or 1m")
+	}
+	return d, nil
+}
+
+// FirstListWait is the first tools/list's wait in force, for clients that
+// follow tools/list_changed; 0 answers at once with what is ready.
+func (c *Config) FirstListWait() (time.Duration, error) {
+	d, err := time.ParseDuration(c.String(keyFirstListWait))
+	if err != nil || d < 0 {
+		return 0, c.invalid(keyFirstListWait, "use a duration such as 300ms or 1s, or 0 to answer at once")
 	}
 	return d, nil
 }

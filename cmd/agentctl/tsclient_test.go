@@ -41,6 +41,7 @@ type tsStep struct {
 	Name      string `json:"name,omitempty"`
 	Arguments any    `json:"arguments,omitempty"`
 	Text      string `json:"text,omitempty"`
+	Path      string `json:"path,omitempty"` // op touch
 }
 
 type tsPlan struct {
@@ -81,8 +82,9 @@ type tsResult struct {
 	Tools []struct {
 		Name string `json:"name"`
 	} `json:"tools"`
-	Result *tsCallResult `json:"result"`
-	Error  *tsError      `json:"error"`
+	Result   *tsCallResult `json:"result"`
+	Error    *tsError      `json:"error"`
+	Received bool          `json:"received"` // op await_list_changed
 }
 
 func (r tsResult) String() string {

@@ -149,7 +149,7 @@ func (p *Pool) Wait() { p.running.Wait() }
 // attempt: up, or failed within its timeout. Both paths wait for it before
 // a client's first tools/list, so that it shows the servers that come up
 // in time rather than an empty start followed by tools/list_changed, which
-// not every client follows.
+// not every client follows (one that does waits less: mcpserver's firstlist.go).
 func (p *Pool) FirstRound() <-chan struct{} { return p.firstRound }
 
 // Statuses returns the servers' states, in mount order.

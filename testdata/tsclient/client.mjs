@@ -15,7 +15,12 @@
 //       {"op": "list"},
 //       {"op": "call", "name": "tool", "arguments": {...}},
 //       {"op": "notify_marker", "text": "..."},
-//       {"op": "instructions"}           // the server's initialize instructions
+//       {"op": "instructions"},          // the server's initialize instructions
+//       {"op": "touch", "path": "/abs/file"},   // create an empty file (a test's
+//                                        // signal, e.g. to let a slow server come up)
+//       {"op": "await_list_changed"}     // wait (at most timeoutMs) for a
+//                                        // notifications/tools/list_changed
+//                                        // not yet awaited; {received: bool}
 //     ]
 //   }
 //
@@ -24,10 +29,10 @@
 // stderr: the server's stderr, plus one-line JSON events from this client
 // ({"op":"calling",...}, {"op":"marker",...}, {"op":"progress",...}, ...).
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const DEFAULT_TIMEOUT_MS = 120000;
 
@@ -153,6 +158,17 @@ async function main() {
     });
   }
 
+  // notifications/tools/list_changed: counted, so that await_list_changed
+  // sees one that came before it was asked for.
+  let listChanged = 0;
+  let listChangedAwaited = 0;
+  let listChangedWake = null;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    listChanged++;
+    logEvent({ op: 'list_changed' });
+    if (listChangedWake) listChangedWake();
+  });
+
   const transport = new StdioClientTransport({
     command: plan.command,
     args: (plan.args ?? []).map(String),
@@ -211,6 +227,20 @@ async function main() {
       }
     } else if (op === 'instructions') {
       output.results.push({ op: 'instructions', text: client.getInstructions() ?? null });
+    } else if (op === 'touch') {
+      writeFileSync(String(step.path), '');
+      output.results.push({ op: 'touch', text: String(step.path) });
+    } else if (op === 'await_list_changed') {
+      let timer;
+      const received = await new Promise((resolve) => {
+        if (listChanged > listChangedAwaited) return resolve(true);
+        listChangedWake = () => resolve(true);
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      });
+      clearTimeout(timer);
+      listChangedWake = null;
+      if (received) listChangedAwaited++;
+      output.results.push({ op: 'await_list_changed', received });
     } else if (op === 'notify_marker') {
       logEvent({ op: 'marker', text: step.text });
       output.results.push({ op: 'notify_marker', text: step.text });

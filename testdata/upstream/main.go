@@ -21,6 +21,7 @@
 //	-tool-names, -tool-count  extra tools (see tools_flags.go)
 //	-misbehave        also register the tools of a server that misbehaves
 //	                  (below); off by default for the same reason
+//	-start-delay, -start-gate  come up late (see delay_flags.go)
 //
 // At start the -stderr text and the -pidfile are written first, then the
 // exit/hang flags are applied.
@@ -105,6 +106,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	delayStart() // delay_flags.go
 	if *flagFile != "" {
 		if _, err := os.Stat(*flagFile); err == nil {
 			*exitAtStart = true
