@@ -45,11 +45,11 @@ func TestLaneSurvivesBrokenServerLines(t *testing.T) {
 		return p.last, notes
 	}
 	ans, notes := call("t1", "craft:truncated")
-	if !strings.Contains(ans, `MCP server \"up\" answered this call with a line that is not JSON; the call failed, and the server goes on`) {
+	if !strings.Contains(ans, `MCP server \"up\" sent a line that is not JSON; agentctl skipped it, so this call failed (the server keeps running)`) {
 		t.Fatalf("truncated answer: got %.500s", ans)
 	}
 	ans, more := call("h1", "craft:huge")
-	if !strings.Contains(ans, `MCP server \"up\" answered this call with 17825`) || !strings.Contains(ans, `over the limit of 16777216 bytes for one message`) {
+	if !strings.Contains(ans, `MCP server \"up\" sent an answer of 17825`) || !strings.Contains(ans, `over the limit of 16777216 (ask the tool for less)`) {
 		t.Fatalf("huge answer: got %.500s", ans)
 	}
 	ans, rest := call("a1", "after")
@@ -69,7 +69,7 @@ func TestLaneSurvivesBrokenServerLines(t *testing.T) {
 	if !strings.Contains(p.last, `"name":"up","state":"up"`) {
 		t.Fatalf("get_instance: %.1500s", p.last)
 	}
-	if !strings.Contains(p.stderr.String(), `MCP server wrote a line agentctl cannot read; skipping it`) {
+	if !strings.Contains(p.stderr.String(), `MCP server wrote output agentctl could not read`) {
 		t.Fatalf("nothing logged:\n%s", tail(p.stderr.String(), 3000))
 	}
 }

@@ -29,6 +29,14 @@ func AnswerUnreadable(server, why string) string {
 	return fmt.Sprintf("MCP server %q sent %s; agentctl skipped it, so this call failed (the server keeps running)", server, why)
 }
 
+// NotACallResult is the text of the tool error that answers a call whose
+// server answered with a result go-sdk cannot read as a tools/call result
+// (result: null is one it can; "a string" is not), decodeErr saying why,
+// the same on both paths. That call alone fails; the server is kept.
+func NotACallResult(server string, decodeErr error) string {
+	return AnswerUnreadable(server, fmt.Sprintf("a result that is not a tools/call result (%v)", callFailure(decodeErr)))
+}
+
 // callRecordKey is the context key of a [callRecord].
 type callRecordKey struct{}
 

@@ -164,7 +164,7 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 		case ans.rpcErr != nil:
 			return nil, ans.rpcErr // the server's own error, unchanged
 		case ans.answered:
-			return ToolError(AnswerUnreadable(s.mount.Name, fmt.Sprintf("a result that is not a tools/call result (%v)", callFailure(err)))), nil
+			return ToolError(NotACallResult(s.mount.Name, err)), nil
 		}
 		// No answer was read (an HTTP server's calls are not recorded).
 		var rpcErr *jsonrpc.Error

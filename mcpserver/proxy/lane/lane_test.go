@@ -440,7 +440,7 @@ func TestLaneCallTimeout(t *testing.T) {
 		t.Fatal("the lane did not take the call")
 	}
 	eventually(t, "the call's timeout", func() bool { return client.String() != "" })
-	want := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"MCP server \"up\" did not answer within 20ms, its mount's call_timeout; agentctl cancelled the call.`
+	want := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"MCP server \"up\" did not answer within 20ms, so agentctl cancelled the call (the server keeps running); if its tools need longer, raise the mount's call_timeout`
 	if !strings.HasPrefix(client.String(), want) || !strings.Contains(client.String(), `"isError":true`) {
 		t.Fatalf("the client got:\n%s\nwant it to start %s", client.String(), want)
 	}

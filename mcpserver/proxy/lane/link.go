@@ -25,9 +25,6 @@ type serverLink struct {
 	// every message goes through the queue.
 	queueOnly bool
 	max       int // bytes the queue may hold for lane calls
-	// stop ends the server's process, so that it is restarted (nil: there
-	// is none, in tests).
-	stop func()
 
 	mu       sync.Mutex
 	queue    []queued
@@ -160,15 +157,6 @@ func (k *serverLink) flush() {
 			}
 			k.mu.Unlock()
 		}
-	}
-}
-
-// abort ends the server, as the SDK path does when its client session
-// cannot read the server's answer: it is restarted.
-func (k *serverLink) abort() {
-	k.close()
-	if k.stop != nil {
-		k.stop()
 	}
 }
 

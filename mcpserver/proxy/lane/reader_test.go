@@ -52,12 +52,12 @@ func TestLaneRecoversFromABrokenServerLine(t *testing.T) {
 	sdk := readServerLines(t, l, link, out, 0)
 	answers := strings.Split(strings.TrimSpace(client.String()), "\n")
 	if len(answers) != 2 ||
-		!strings.Contains(answers[0], `"id":1,`) || !strings.Contains(answers[0], `MCP server \"up\" answered this call with a line that is not JSON; the call failed`) || !strings.Contains(answers[0], `"isError":true`) ||
+		!strings.Contains(answers[0], `"id":1,`) || !strings.Contains(answers[0], `MCP server \"up\" sent a line that is not JSON; agentctl skipped it, so this call failed (the server keeps running)`) || !strings.Contains(answers[0], `"isError":true`) ||
 		!strings.Contains(answers[1], `"id":2,`) || !strings.Contains(answers[1], `"text":"two"`) {
 		t.Fatalf("the client got:\n%s", client.String())
 	}
 	if len(sdk) != 2 || sdk[0] != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` ||
-		!strings.Contains(sdk[1], `"id":7`) || !strings.Contains(sdk[1], `"code":-32603`) || !strings.Contains(sdk[1], `MCP server \"up\" answered this call with a line that is not JSON`) {
+		!strings.Contains(sdk[1], `"id":7`) || !strings.Contains(sdk[1], `"code":-32603`) || !strings.Contains(sdk[1], `MCP server \"up\" sent a line that is not JSON`) {
 		t.Fatalf("the SDK got:\n%s", strings.Join(sdk, "\n"))
 	}
 	if s := l.Stats(); s.InFlight != 0 {
@@ -82,7 +82,7 @@ func TestLaneFailsAnAnswerOverTheLimit(t *testing.T) {
 	out := huge + "\n" + `{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]}}` + "\n"
 	readServerLines(t, l, link, out, max)
 	answers := strings.Split(strings.TrimSpace(client.String()), "\n")
-	want := fmt.Sprintf(`MCP server \"up\" answered this call with %d bytes, over the limit of %d bytes for one message; the call failed, and the server goes on`, len(huge)+1, max)
+	want := fmt.Sprintf(`MCP server \"up\" sent an answer of %d bytes, over the limit of %d (ask the tool for less); agentctl skipped it, so this call failed (the server keeps running)`, len(huge)+1, max)
 	if len(answers) != 2 || !strings.Contains(answers[0], `"id":1,`) || !strings.Contains(answers[0], want) ||
 		!strings.Contains(answers[1], `"text":"two"`) {
 		t.Fatalf("the client got:\n%.2000s\nwant the first to say %s", client.String(), want)

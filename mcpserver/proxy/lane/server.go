@@ -68,7 +68,6 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	l := t.lane
 	link := newServerLink(t.server, stdin)
 	ps := &processStdin{stdin: stdin, cmd: t.cmd, link: link, terminate: t.terminate}
-	link.stop = func() { go ps.Close() }
 	l.mu.Lock()
 	l.links[t.server] = link
 	l.mu.Unlock()
@@ -253,10 +252,9 @@ func (l *Lane) reply(c *call, result, rpcErr []byte, failure error) {
 	if len(rpcErr) == 0 {
 		shaped, err := sdkResult(result)
 		if err != nil {
-			// go-sdk cannot read it: the SDK path fails the call with
-			// go-sdk's words and restarts the server (proxy's Handler).
-			c.link.abort()
-			l.replyError(c, proxy.FailedDuringCall(c.link.server, err))
+			// go-sdk cannot read it: the call fails with go-sdk's words
+			// and the server is kept, as on the SDK path.
+			l.replyError(c, proxy.NotACallResult(c.link.server, err))
 			return
 		}
 		result = shaped

@@ -21,8 +21,8 @@ import (
 
 // sdkResult is result as the SDK path answers it; the error is go-sdk's
 // when it cannot read it as a tools/call result (not an object, a content
-// item of no type it knows), on which the SDK path fails the call and
-// restarts the server.
+// item of no type it knows), on which both paths fail that call alone
+// ([proxy.NotACallResult]) and keep the server.
 func sdkResult(result []byte) (out []byte, err error) {
 	if len(result) == 0 || string(result) == "null" {
 		result = []byte("{}")
