@@ -32,6 +32,7 @@ const (
 	otherMessage kind = iota // nothing to wait for: a notification, an answer, not JSON-RPC
 	request                  // a request to be answered
 	cancellation             // the cancellation of a request, which then gets no answer
+	misplacedID              // a cancellation with an id of its own: an invalid request
 )
 
 // isBatch reports whether a line is a JSON array: a batch of messages.

@@ -236,6 +236,12 @@ func (g *Guard) route(line []byte, take func([]byte) bool) []byte {
 	var buf [32]byte
 	m := readClient(buf[:0], line)
 	switch m.kind {
+	case misplacedID:
+		// go-sdk answers this, in these words, but acts on it too (it
+		// cancels the request named), and so would the lane: an invalid
+		// request is answered and nothing else, on both paths.
+		g.reply(m.id, codeInvalidRequest, `invalid request: unexpected id for "notifications/cancelled"`)
+		return nil
 	case request:
 		if take != nil && g.offerToTaker(line, m, take) {
 			return nil

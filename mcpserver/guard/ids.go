@@ -77,6 +77,10 @@ func readClient(buf, msg []byte) clientMessage {
 	case !ok:
 		// An answer of the client's to the server, or not JSON-RPC: the
 		// SDK's to judge.
+	case id != nil && bytes.Equal(name, cancelledMethod):
+		// A cancellation with an id of its own is an invalid request:
+		// answered, never acted on (see Guard.route).
+		m.kind, m.id = misplacedID, id
 	case id != nil:
 		if key, ok := AppendIDKey(buf, id); ok {
 			m.kind, m.key, m.id = request, key, id
