@@ -107,6 +107,27 @@ func (e *UnknownToolError) Error() string {
 	return msg
 }
 
+// unprefixedHint explains a server part that names a mount whose tools
+// have no prefix (the only mount, or tool_prefix "off"): its tools are
+// called by their own names, and the tool, if the mount has it, is the
+// suggestion.
+func unprefixedHint(entries []Entry, srv, tool string) (hint, suggestion string) {
+	found := false
+	for _, ent := range entries {
+		if ent.Mount != srv || ent.Prefix != "" {
+			continue
+		}
+		found = true
+		if ent.Base == tool {
+			suggestion = ent.Name
+		}
+	}
+	if !found {
+		return "", ""
+	}
+	return fmt.Sprintf("mount %q has no tool prefix (it is the only mount, or its prefix is off), so its tools are called by their own names", srv), suggestion
+}
+
 // EntryLister is the optional part of a [NameSet] that lets [RouteToolCall]
 // explain an unknown name; [*Registry] has it.
 type EntryLister interface {
@@ -175,6 +196,9 @@ func explainUnknown(names NameSet, server, name string) *UnknownToolError {
 			e.Reason, e.Mounts = UnknownServer, mounts
 			sort.Strings(e.Mounts)
 			e.Hint = inProcessHint(entries, server, srv)
+			if e.Hint == "" {
+				e.Hint, e.Suggestion = unprefixedHint(entries, srv, tool)
+			}
 			return e
 		}
 		sort.Strings(tools)

@@ -259,3 +259,18 @@ func TestBuiltinRegistryIsWhatTheEndpointRegisters(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A "<mount>__<tool>" name for a mount whose tools have no prefix (the only
+// mount) says so and suggests the tool's own name, rather than claiming
+// that nothing is mounted.
+func TestUnknownToolOfAnUnprefixedMount(t *testing.T) {
+	reg := NewRegistry(nil)
+	if err := reg.reserve(&Entry{Name: "slow", Source: "mcp up", Kind: KindServer, Mount: "up", Base: "slow"}); err != nil {
+		t.Fatal(err)
+	}
+	err := explainUnknown(reg, "agentctl", "up__slow")
+	want := `unknown tool "up__slow": server "up" not found; mount "up" has no tool prefix (it is the only mount, or its prefix is off), so its tools are called by their own names; did you mean "slow"?`
+	if err.Error() != want {
+		t.Errorf("got  %s\nwant %s", err, want)
+	}
+}
