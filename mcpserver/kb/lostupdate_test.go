@@ -2,6 +2,8 @@ package kb
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -43,5 +45,64 @@ func TestSearchSnapshot(t *testing.T) {
 	}
 	if ids := searchIDs(t, kb, "alpha", 10); !slices.Equal(ids, []string{"a", "b", "c"}) {
 		t.Fatalf("a search during writes of its hits found %v, want [a b c]", ids)
+	}
+}
+
+// TestReconcileRacyReplaced: a reconcile that read a concept within
+// racyWindow of its modification stores what the file holds when it
+// applies the read, not the read, when the file was replaced meanwhile by
+// one stat cannot tell from it (same size, same inode). Writes make such a
+// file when a rename lands on the inode an earlier rename freed; here an
+// edit in place makes it deterministically. Before the reconcile read such
+// files again inside its transaction, it stored the older text, which a
+// search for the new words then missed (and which the stale-hit check
+// could not see either).
+func TestReconcileRacyReplaced(t *testing.T) {
+	kb, dir := openTest(t, "docs", nil, Options{RefreshInterval: time.Hour})
+	ctx := context.Background()
+	if _, err := kb.Write(ctx, "x", "# x\nalpha"); err != nil {
+		t.Fatal(err)
+	}
+	// A modification time in the future keeps every read of x within
+	// racyWindow of it however slow the machine, and the edit below puts
+	// it back: size, inode and modification time all stay the same.
+	p := filepath.Join(dir, "x.md")
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(p, future, future); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	kb.beforeApply = func() {
+		once.Do(func() {
+			if err := os.WriteFile(p, []byte("# x\nbravo"), 0o644); err != nil {
+				t.Error(err)
+			}
+			if err := os.Chtimes(p, future, future); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// The index's row for x has mtime -1 (written within racyWindow of
+	// the file's modification), so the reconcile reads x again.
+	if st, err := kb.Index(ctx, nil); err != nil || st.Read != 1 {
+		t.Fatalf("index: %+v, %v", st, err)
+	}
+	kb.beforeApply = nil
+	after, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Size() != before.Size() || inode(after) != inode(before) || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("the edit changed the file's size, inode or modification time; the test needs none to change")
+	}
+	if ids := searchIDs(t, kb, "bravo", 10); !slices.Equal(ids, []string{"x"}) {
+		t.Errorf("search bravo: %v, want [x]", ids)
+	}
+	if ids := searchIDs(t, kb, "alpha", 10); len(ids) != 0 {
+		t.Errorf("search alpha: %v, want none", ids)
 	}
 }
