@@ -87,6 +87,10 @@ type Base struct {
 	root *os.Root
 	// staleTempAge is defaultStaleTempAge; tests shorten it.
 	staleTempAge time.Duration
+	// beforeApply, when not nil, is called by a reconcile after it read a
+	// batch of changed files and before it applies them (tests set it to
+	// change the files there).
+	beforeApply func()
 
 	// indexPath is the index database; "" for a private one.
 	indexPath string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -99,5 +100,16 @@ func TestConcurrentUse(t *testing.T) {
 	s, err := kb.Search(ctx, "concurrent", 50)
 	if err != nil || len(s.Results) != 20 {
 		t.Fatalf("%d results, %v", len(s.Results), err)
+	}
+	// Each concept is found by the words of its last write (word25 for
+	// the c0 of every writer, ...), not of an earlier one.
+	for c := range 5 {
+		var want []string
+		for w := range 4 {
+			want = append(want, fmt.Sprintf("w%d/c%d", w, c))
+		}
+		if ids := searchIDs(t, kb, fmt.Sprintf("word%d", 25+c), 50); !slices.Equal(ids, want) {
+			t.Errorf("word%d: %v, want %v", 25+c, ids, want)
+		}
 	}
 }

@@ -68,6 +68,10 @@ type ftsIndex struct {
 	// private is a temporary folder holding the index of a base opened
 	// without [Options.IndexDir]; Close removes it.
 	private string
+	// matched, when not nil, is called by a search between its FTS5 query
+	// and its look-up of the hits' rows (tests set it to change the index
+	// there).
+	matched func()
 }
 
 // openIndex opens (creating it when missing) the index database at path.
@@ -288,8 +292,18 @@ func (ix *ftsIndex) search(ctx context.Context, terms []string, k int, maxBytes 
 		quoted[i] = `"` + t + `"` // tokens hold letters, digits and marks only
 	}
 	match := strings.Join(quoted, " OR ")
+	// One read transaction, so one snapshot: a write or reconcile that
+	// commits between the FTS5 query and the look-up of its rowids deletes
+	// and re-inserts rows under new rowids, and the look-up would miss (or
+	// misattribute) concepts it replaced. ReadOnly makes it a deferred
+	// BEGIN, which takes no write lock.
+	tx, err := ix.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
 	for want := k + 8; ; want *= 4 {
-		hits, more, err := ix.top(ctx, match, want, maxBytes)
+		hits, more, err := ix.top(ctx, tx, match, want, maxBytes)
 		if err != nil || len(hits) >= k || !more {
 			slices.SortStableFunc(hits, func(a, b hit) int {
 				if c := cmp.Compare(b.score, a.score); c != 0 {
@@ -303,9 +317,9 @@ func (ix *ftsIndex) search(ctx context.Context, terms []string, k int, maxBytes 
 }
 
 // top returns the best n matches (fewer if some are over maxBytes), and
-// whether FTS5 had more.
-func (ix *ftsIndex) top(ctx context.Context, match string, n int, maxBytes int64) (hits []hit, more bool, err error) {
-	rs, err := ix.db.QueryContext(ctx, `SELECT rowid, -bm25(fts, ?, 1.0) AS score FROM fts WHERE fts MATCH ? ORDER BY score DESC LIMIT ?`,
+// whether FTS5 had more, read within tx.
+func (ix *ftsIndex) top(ctx context.Context, tx *sql.Tx, match string, n int, maxBytes int64) (hits []hit, more bool, err error) {
+	rs, err := tx.QueryContext(ctx, `SELECT rowid, -bm25(fts, ?, 1.0) AS score FROM fts WHERE fts MATCH ? ORDER BY score DESC LIMIT ?`,
 		titleWeight, match, n)
 	if err != nil {
 		return nil, false, err
@@ -326,7 +340,10 @@ func (ix *ftsIndex) top(ctx context.Context, match string, n int, maxBytes int64
 	if err := rs.Err(); err != nil || len(docs) == 0 {
 		return nil, false, err
 	}
-	rs, err = ix.db.QueryContext(ctx, `SELECT doc, id, title, size, mtime_ns, inode FROM files WHERE size <= ? AND doc IN (?`+strings.Repeat(",?", len(docs)-1)+`)`,
+	if ix.matched != nil {
+		ix.matched()
+	}
+	rs, err = tx.QueryContext(ctx, `SELECT doc, id, title, size, mtime_ns, inode FROM files WHERE size <= ? AND doc IN (?`+strings.Repeat(",?", len(docs)-1)+`)`,
 		append([]any{maxBytes}, docs...)...)
 	if err != nil {
 		return nil, false, err

@@ -239,6 +239,9 @@ func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, 
 	done := 0
 	flush := func() {
 		if applyErr == nil && len(batch) > 0 {
+			if kb.beforeApply != nil {
+				kb.beforeApply()
+			}
 			applyErr = kb.applyBatch(ctx, ix, batch)
 		}
 		done += len(batch)
@@ -278,6 +281,14 @@ func (kb *Base) readForIndex(f file) indexed {
 // its file is still the one read: a write through another process (which
 // renames, then updates the index in its own transaction) is never
 // overwritten by an older read.
+//
+// A file read within racyWindow of its modification (row mtime -1) can
+// only be compared by size and inode, and a file that replaced it since may
+// have both: two writes later, the second write's file can be renamed onto
+// the inode the first one's rename freed. So it is read again inside the
+// transaction: no write through agentctl renames while the transaction
+// holds the index's write lock, so what it reads is what the file holds
+// when the row is committed.
 func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) error {
 	tx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -286,6 +297,9 @@ func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) e
 	defer tx.Rollback()
 	for _, r := range batch {
 		fi, err := kb.root.Stat(r.id + ".md")
+		if err == nil && !r.gone && r.row.indexed && r.row.mtime == -1 {
+			r = kb.readForIndex(file{id: r.id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi), known: r.known})
+		}
 		switch {
 		case err != nil || !fi.Mode().IsRegular():
 			err = remove(ctx, tx, r.id)
