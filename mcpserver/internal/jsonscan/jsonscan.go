@@ -142,6 +142,40 @@ func EachMember(b []byte, f func(key, value []byte) bool) bool {
 	return o.Done()
 }
 
+// EachElement calls f with each element of the array b (its bytes). It
+// stops early when f returns false. It reports whether b is an array it
+// read to the end, every element accepted by f. The input is valid JSON
+// (as for [EachMember]).
+func EachElement(b []byte, f func(value []byte) bool) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	for i < len(b) {
+		e := skipValue(b, i)
+		if e < 0 || !f(b[i:e]) {
+			return false
+		}
+		i = skipSpace(b, e)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			return skipSpace(b, i+1) == len(b)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++

@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -143,6 +144,29 @@ func TestAppendString(t *testing.T) {
 		want, _ := json.Marshal(s)
 		if !bytes.Equal(got[1:], want) {
 			t.Errorf("AppendString(%q) = %s, want %s", s, got[1:], want)
+		}
+	}
+}
+
+func TestEachElement(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		ok   bool
+	}{
+		{`[]`, nil, true},
+		{` [ ] `, nil, true},
+		{`[1]`, []string{`1`}, true},
+		{`[ {"a":[1,2]} , "x,]" ,null]`, []string{`{"a":[1,2]}`, `"x,]"`, `null`}, true},
+		{`{}`, nil, false},
+		{`[1,`, []string{`1`}, false},
+		{`[1 2]`, []string{`1`}, false},
+		{`[1] x`, []string{`1`}, false},
+	} {
+		var got []string
+		ok := EachElement([]byte(tc.in), func(v []byte) bool { got = append(got, string(v)); return true })
+		if ok != tc.ok || !slices.Equal(got, tc.want) {
+			t.Errorf("EachElement(%s) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }

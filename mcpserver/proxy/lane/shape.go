@@ -1,7 +1,6 @@
 package lane
 
 import (
-	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 
@@ -65,17 +64,9 @@ func plainResult(result []byte) bool {
 // plainContent reports whether v is an array of text items, each just a
 // type and a text.
 func plainContent(v []byte) bool {
-	v = bytes.TrimSpace(v)
-	if len(v) < 2 || v[0] != '[' {
-		return false
-	}
-	var items []json.RawMessage
-	if len(bytes.TrimSpace(v[1:len(v)-1])) > 0 && json.Unmarshal(v, &items) != nil {
-		return false
-	}
-	for _, it := range items {
+	return jsonscan.EachElement(v, func(it []byte) bool {
 		typ, text := false, false
-		if !jsonscan.EachMember(it, func(k, v []byte) bool {
+		return jsonscan.EachMember(it, func(k, v []byte) bool {
 			switch {
 			case jsonscan.KeyIs(k, "type"):
 				typ = string(v) == `"text"`
@@ -85,11 +76,8 @@ func plainContent(v []byte) bool {
 				return text
 			}
 			return false
-		}) || !typ || !text {
-			return false
-		}
-	}
-	return true
+		}) && typ && text
+	})
 }
 
 // sdkError is a server's JSON-RPC error as the SDK path passes it on
