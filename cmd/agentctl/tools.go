@@ -120,33 +120,42 @@ func describeToolsTarget(ctx context.Context, catalog func() (*agents.Catalog, e
 }
 
 func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), open storeOpener, t *ToolsTarget, stopped *func()) ([]toolsReport, error) {
-	cat, err := catalog()
-	if err != nil {
-		return nil, err
-	}
 	var (
 		server  string
 		resolve []mount.Resolved
 		clients []agentNaming
 		ref     string
-		stale   []mcpserver.Finding
+		rec     *instance.Record
 	)
 	if t.Instance != "" {
-		err := withInstance(ctx, open, t.Instance, func(_ *instance.Store, rec *instance.Record) error {
-			plan, err := provision.RecordPlan(rec)
+		err := withInstance(ctx, open, t.Instance, func(_ *instance.Store, r *instance.Record) error {
+			plan, err := provision.RecordPlan(r)
 			if err != nil {
 				return err
 			}
-			server, resolve, ref = rec.ServerName, plan.Mounts, rec.ID
-			if t.Agent == "" {
-				clients = []agentNaming{{rec.Agent, rec.Capabilities.ToolNames}}
-			}
-			stale = staleFindings(cat, rec)
+			rec, server, resolve, ref = r, r.ServerName, plan.Mounts, r.ID
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
+	}
+	// An instance's servers start now, while the catalog loads: starting
+	// them is most of what a listing costs.
+	listed := func() []mcpserver.ServerListing { return nil }
+	if t.Connect && rec != nil {
+		listed = startListing(ctx, resolve, stopped)
+	}
+	cat, err := catalog()
+	if err != nil {
+		return nil, err
+	}
+	var stale []mcpserver.Finding
+	if rec != nil {
+		if t.Agent == "" {
+			clients = []agentNaming{{rec.Agent, rec.Capabilities.ToolNames}}
+		}
+		stale = staleFindings(cat, rec)
 	} else {
 		server = t.ServerName
 	}
@@ -155,17 +164,17 @@ func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), 
 			return nil, err
 		}
 	}
-	if t.Instance == "" {
+	if rec == nil {
 		plan, err := provision.PlanMounts(server, clients[0].naming, t.PrefixMode, t.Mounts)
 		if err != nil {
 			return nil, err
 		}
 		resolve = plan.Mounts
+		if t.Connect {
+			listed = startListing(ctx, resolve, stopped)
+		}
 	}
-	var listings []mcpserver.ServerListing
-	if t.Connect {
-		listings, *stopped = listServers(ctx, resolve)
-	}
+	listings := listed()
 	out := make([]toolsReport, 0, len(clients))
 	for _, c := range clients {
 		d, err := mcpserver.DescribeTools(server, c.naming, resolve, listings)
@@ -178,6 +187,29 @@ func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), 
 		out = append(out, toolsReport{Agent: c.id, Instance: ref, Description: d})
 	}
 	return out, nil
+}
+
+// startListing lists the external servers among mounts in the background
+// ([listServers]) and returns the function that waits for their listings;
+// *stopped then waits for the listing, and for the servers to stop.
+func startListing(ctx context.Context, mounts []mount.Resolved, stopped *func()) func() []mcpserver.ServerListing {
+	done := make(chan struct{})
+	var (
+		listings []mcpserver.ServerListing
+		wait     func()
+	)
+	go func() {
+		defer close(done)
+		listings, wait = listServers(ctx, mounts)
+	}()
+	*stopped = func() {
+		<-done
+		wait()
+	}
+	return func() []mcpserver.ServerListing {
+		<-done
+		return listings
+	}
 }
 
 // agentOf is the agent whose report carries the instance's own findings
