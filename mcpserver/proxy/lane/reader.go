@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/mcpserver/guard"
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
@@ -47,7 +48,7 @@ func (l *Lane) readServer(link *serverLink, out io.Reader, sdk *io.PipeWriter, m
 		case len(bytes.TrimSpace(line)) == 0:
 		case !json.Valid(line):
 			l.badLine(link, line, sdk, errNotJSON)
-		case !l.fromServer(line):
+		case !l.fromServer(sanitize(line)):
 			if line[len(line)-1] != '\n' {
 				line = append(line, '\n')
 			}
@@ -62,6 +63,18 @@ func (l *Lane) readServer(link *serverLink, out io.Reader, sdk *io.PipeWriter, m
 			return err
 		}
 	}
+}
+
+// sanitize is a server's line with its bytes that are not UTF-8 replaced
+// by U+FFFD, as go-sdk decodes it on the SDK path. Only the server's bytes
+// are: the client's ids and tokens that the lane puts in its answers go
+// back as the client wrote them, as the guard gives them back on the SDK
+// path.
+func sanitize(line []byte) []byte {
+	if utf8.Valid(line) {
+		return line
+	}
+	return validUTF8(line)
 }
 
 // nextLine reads the next line into *buf (or returns it from br's buffer);

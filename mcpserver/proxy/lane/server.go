@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
@@ -286,9 +285,6 @@ func (l *Lane) replyError(c *call, text string) {
 
 // write sends msg to the client, unless the lane is closed.
 func (l *Lane) write(msg []byte) {
-	if !utf8.Valid(msg) {
-		msg = validUTF8(msg)
-	}
 	if !l.closed.Load() {
 		_, _ = l.client.Write(msg)
 	}
