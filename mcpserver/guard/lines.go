@@ -95,24 +95,6 @@ func (r *Lines) skip(size int, err error) error {
 	return &TooLongError{Size: size, Max: r.max}
 }
 
-// Pump reads in's lines: those take takes are its own, the rest go to
-// sdk, each ending in a newline. When in ends (or a line is too long) it
-// closes sdk with the reason (none at end of input) and returns it; a
-// failed write to sdk (the reader is gone) ends it too.
-func Pump(in io.Reader, max int, sdk *io.PipeWriter, take func([]byte) bool) error {
-	toSDK := func(line []byte) []byte {
-		if take != nil && take(line) {
-			return nil
-		}
-		return line
-	}
-	err, sdkGone := pump(NewLines(in, max), sdk, toSDK, nil)
-	if !sdkGone {
-		sdk.CloseWithError(err)
-	}
-	return err
-}
-
 // pump hands each non-blank line to route, and what route returns for it
 // (nil: nothing) to sdk, until the input ends (err: nil at its end) or sdk fails (sdkGone). A
 // line over the bound goes to tooLong, and reading goes on; with tooLong

@@ -49,43 +49,6 @@ func TestLinesBoundsAMessage(t *testing.T) {
 	}
 }
 
-// TestPumpOffersEachLineThenForwards: the taker sees every non-blank line
-// first; the rest reach the SDK's side whole, each with its newline, and
-// the end of the input ends the SDK's.
-func TestPumpOffersEachLineThenForwards(t *testing.T) {
-	pr, pw := io.Pipe()
-	var offered []string
-	take := func(line []byte) bool {
-		offered = append(offered, string(line))
-		return bytes.Contains(line, []byte("mine"))
-	}
-	done := make(chan error, 1)
-	go func() { done <- Pump(strings.NewReader("a\nmine\n  \nb"), 0, pw, take) }()
-	rest, err := io.ReadAll(pr)
-	if err != nil || string(rest) != "a\nb\n" {
-		t.Fatalf("the SDK read %q, %v", rest, err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if len(offered) != 3 {
-		t.Fatalf("offered %q: blank lines are nobody's", offered)
-	}
-}
-
-func TestPumpEndsTheSDKsInputOnATooLongLine(t *testing.T) {
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- Pump(strings.NewReader("ok\n"+strings.Repeat("z", 50)+"\n"), 10, pw, nil) }()
-	rest, err := io.ReadAll(pr)
-	if string(rest) != "ok\n" || !errors.Is(err, ErrLineTooLong) {
-		t.Fatalf("the SDK read %q, %v", rest, err)
-	}
-	if err := <-done; !errors.Is(err, ErrLineTooLong) {
-		t.Fatalf("Pump: %v", err)
-	}
-}
-
 // TestLinesSkipsALineOverTheBound: a line over the bound is read to its end
 // without being held (the buffer stays near the bound, whatever the line's
 // length), reported with its size, and the next line reads as usual.

@@ -1,7 +1,6 @@
 package lane
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -35,16 +34,23 @@ var errNotJSON = errors.New("a line that is not JSON")
 // go to the client, the rest to the SDK's session through sdk. It returns
 // nil at the end of the output.
 func (l *Lane) readServer(link *serverLink, out io.Reader, sdk *io.PipeWriter, max int) error {
-	if max <= 0 {
-		max = guard.MaxLine
+	lines := guard.NewLines(out, max)
+	// The head of a line over the limit, to read its id from; the rest of
+	// it is never held.
+	var head []byte
+	lines.Skipped = func(piece []byte) {
+		if room := maxHead - len(head); room > 0 {
+			head = append(head, piece[:min(room, len(piece))]...)
+		}
 	}
-	br := bufio.NewReaderSize(out, 64<<10)
-	var buf []byte
 	for {
-		line, size, err := nextLine(br, &buf, max)
+		head = head[:0]
+		line, err := lines.Next()
+		var tl *guard.TooLongError
 		switch {
-		case size > max:
-			l.badLine(link, line, sdk, fmt.Errorf("an answer of %d bytes, over the limit of %d (ask the tool for less)", size, max))
+		case errors.As(err, &tl):
+			l.badLine(link, head, sdk, fmt.Errorf("an answer of %d bytes, over the limit of %d (ask the tool for less)", tl.Size, tl.Max))
+			continue
 		case len(bytes.TrimSpace(line)) == 0:
 		case !json.Valid(line):
 			l.badLine(link, line, sdk, errNotJSON)
@@ -75,34 +81,6 @@ func sanitize(line []byte) []byte {
 		return line
 	}
 	return validUTF8(line)
-}
-
-// nextLine reads the next line into *buf (or returns it from br's buffer);
-// a line over max is read to its end but only its first maxHead bytes are
-// kept: size is then its whole length.
-func nextLine(br *bufio.Reader, buf *[]byte, max int) (line []byte, size int, err error) {
-	*buf = (*buf)[:0]
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(*buf) == 0 && err == nil && len(chunk) <= max {
-			return chunk, len(chunk), nil
-		}
-		size += len(chunk)
-		if size > max {
-			if room := maxHead - len(*buf); room > 0 {
-				*buf = append(*buf, chunk[:min(room, len(chunk))]...)
-			}
-			for err == bufio.ErrBufferFull {
-				chunk, err = br.ReadSlice('\n')
-				size += len(chunk)
-			}
-			return *buf, size, err
-		}
-		*buf = append(*buf, chunk...)
-		if err != bufio.ErrBufferFull {
-			return *buf, size, err
-		}
-	}
 }
 
 // badLine handles a server's line the lane cannot pass on (why says what
