@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -59,7 +60,31 @@ type MCPConfig struct {
 	// Trust asks clients that support it (Gemini CLI, Qwen Code) to use the
 	// server's tools without confirmation, which headless runs need.
 	Trust bool `toml:"trust" json:"trust,omitempty"`
+	// ToolTimeoutMax is the longest tool-call timeout the client can be
+	// told (Node's timers stop at 2^31-1 ms); 0 when no limit is known.
+	// `instance create` warns when the instance's question timeout is
+	// longer, since ask_user_question would then be cut off.
+	ToolTimeoutMax Duration `toml:"tool_timeout_max" json:"tool_timeout_max,omitempty"`
 }
+
+// Duration is a time.Duration written as "10m0s" in TOML and JSON.
+type Duration time.Duration
+
+// UnmarshalText reads a Go duration such as "90s" or "596h31m23s".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: write it as Go does, for example \"90s\" or \"10m\"", string(b))
+	}
+	if v < 0 {
+		return fmt.Errorf("invalid duration %q: it is negative", string(b))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as time.Duration.String does.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
 // Capabilities are what an instance snapshots from its definition.
 type Capabilities struct {
@@ -102,8 +127,9 @@ const (
 
 // ConfigFormats lists the native MCP configuration formats agentctl can write.
 var ConfigFormats = []string{
-	"auggie", "claude-code", "codex", "continue", "cursor", "droid", "gemini",
-	"goose", "grok", "kiro", "mcp-servers-json", "opencode", "qwen-code", "vscode",
+	"auggie", "claude-code", "cline", "codex", "continue", "copilot-cli", "cursor",
+	"droid", "gemini", "goose", "grok", "kiro", "mcp-servers-json", "opencode",
+	"qwen-code", "vscode",
 }
 
 // BuiltinToolBases are the base names of agentctl's built-in tools, each

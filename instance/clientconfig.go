@@ -26,8 +26,10 @@ type ServerEntry struct {
 var clientFiles = map[string]string{
 	"auggie":           "mcp.json",
 	"claude-code":      ".mcp.json",
+	"cline":            "cline_mcp_settings.json",
 	"codex":            "codex-home/config.toml",
 	"continue":         ".continue/config.yaml",
+	"copilot-cli":      "mcp-config.json",
 	"cursor":           ".cursor/mcp.json",
 	"droid":            ".factory/mcp.json",
 	"gemini":           ".gemini/settings.json",
@@ -58,7 +60,7 @@ func WriteClientConfig(dir, format, server string, e ServerEntry) (string, error
 		std["env"] = e.Env
 	}
 	switch format {
-	case "auggie", "cursor", "kiro", "mcp-servers-json", "droid":
+	case "auggie", "cursor", "kiro", "mcp-servers-json", "droid", "cline", "copilot-cli":
 		data, err = marshalJSON(map[string]any{"mcpServers": map[string]any{server: std}})
 	case "claude-code":
 		std["type"] = "stdio"
