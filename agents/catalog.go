@@ -103,6 +103,9 @@ func Load(opts LoadOptions) (*Catalog, error) {
 				} else {
 					seen[d.ID] = f
 					d.Source = f
+					if cat, ok := c.defs[d.ID]; ok && !d.hasRun {
+						d.Run = cat.Run // a user file without [run] keeps the catalog's recipe
+					}
 					c.defs[d.ID] = d
 					continue
 				}

@@ -48,6 +48,12 @@ type Definition struct {
 	Evidence     string       `toml:"evidence" json:"evidence,omitempty"`
 	MCP          MCPConfig    `toml:"mcp" json:"mcp"`
 	Capabilities Capabilities `toml:"capabilities" json:"capabilities"`
+	// Run is the launch recipe; the zero value when the file has no [run]
+	// table (a user file overriding a catalog id then keeps the catalog's).
+	Run Run `toml:"run" json:"run"`
+
+	// hasRun says whether the file had a [run] table.
+	hasRun bool
 
 	// Source is "catalog" or the path of the user file that defined it.
 	Source string `toml:"-" json:"source"`
@@ -200,7 +206,13 @@ func (d *Definition) validate() *fieldError {
 	if _, err := regexp.Compile(tn.Charset); err != nil {
 		return &fieldError{"capabilities.tool_names.charset", fmt.Sprintf("not a regular expression: %v", err)}
 	}
-	return validateBuiltinNames(tn)
+	if fe := validateBuiltinNames(tn); fe != nil {
+		return fe
+	}
+	if d.hasRun {
+		return d.validateRun()
+	}
+	return nil
 }
 
 // validateBuiltinNames checks that the model-visible names of the built-in

@@ -30,6 +30,8 @@ type Record struct {
 	// Files lists the files written into Dir for the client and the model
 	// (the MCP configuration, instructions.md, skills), relative to Dir.
 	Files []string `json:"files"`
+	// LastRun is the latest `agentctl instance run` of the instance, if any.
+	LastRun *Run `json:"last_run,omitempty"`
 }
 
 // Transport says how the client reaches the endpoint.

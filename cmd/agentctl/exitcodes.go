@@ -37,7 +37,11 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
   5  timeout    'instance wait' ran out of time before the status was reached
   6  failed     'instance wait' saw the instance report status "failed"
   7  problems   'tools lint' found a problem in the tool names a model would see
+  127 'instance run': the client's program is not installed
   130 interrupted by SIGINT (143 by SIGTERM); 'mcp serve' exits 0 on either
+
+'instance run' exits with the client's own exit code once the client has started
+(128+N when signal N ended it).
 
 The message on stderr says what was wrong and how to fix it.`
 
@@ -58,6 +62,9 @@ func usageErrorf(format string, args ...any) error {
 type exitError struct {
 	code int
 	err  error
+	// client marks the exit code of a client program that `instance run`
+	// ran: it is returned as it is, even after a signal.
+	client bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -69,6 +76,10 @@ func (e *exitError) Unwrap() error { return e.err }
 // not context.Canceled): 128+N, as shells do.
 func exitCode(ctx context.Context, err error) int {
 	var sig signalError
+	var client *exitError
+	if errors.As(err, &client) && client.client {
+		return client.code
+	}
 	if err != nil && errors.As(context.Cause(ctx), &sig) {
 		return 128 + int(sig.sig)
 	}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/spf13/cobra"
+)
+
+// InstanceLogsOptions are the inputs of `instance logs`.
+type InstanceLogsOptions struct {
+	IO    *IOStreams
+	Store storeOpener
+	// PollInterval is how often --follow looks for more output.
+	PollInterval time.Duration
+
+	Instance string
+	Follow   bool
+}
+
+// NewCmdInstanceLogs is `agentctl instance logs`; runF replaces
+// [instanceLogsRun] in tests.
+func NewCmdInstanceLogs(f *Factory, runF func(context.Context, *InstanceLogsOptions) error) *cobra.Command {
+	opts := &InstanceLogsOptions{IO: f.IOStreams, Store: f.Store, PollInterval: 100 * time.Millisecond}
+	cmd := &cobra.Command{
+		Use:   "logs INSTANCE [--follow]",
+		Short: "Print the output of the instance's client runs",
+		Long: `Logs prints run.log from the instance directory: the output (stdout and stderr) of
+each headless 'agentctl instance run', every run starting with a "===" line that gives
+its time and command line. An interactive run has the terminal to itself and is not
+logged.
+
+With --follow it keeps printing what the client writes until the run under way ends
+(at once, when no run is under way).`,
+		Example: `  agentctl instance logs fix-login
+  agentctl instance run "$id" --prompt-file task.md & agentctl instance logs "$id" --follow`,
+		Args:              exactArgs(1, "an instance id, id prefix or label"),
+		ValidArgsFunction: completeInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Instance = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceLogsRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new output until the run under way ends")
+	return cmd
+}
+
+func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
+	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		path := filepath.Join(r.Dir, instance.RunLogFile)
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) && !opts.Follow {
+			opts.IO.Narrate("Instance %s has no run log yet: it has not been run headless with 'agentctl instance run'.", r.ID)
+			return nil
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if f != nil {
+			defer f.Close()
+			if _, err := io.Copy(opts.IO.Out, f); err != nil {
+				return err
+			}
+		}
+		if !opts.Follow {
+			return nil
+		}
+		tick := time.NewTicker(opts.PollInterval)
+		defer tick.Stop()
+		for {
+			// Read the lock before the file: output written before the run
+			// ended is then always printed.
+			running, err := st.Running(r.ID)
+			if err != nil {
+				return err
+			}
+			if f == nil {
+				if f, err = os.Open(path); err == nil {
+					defer f.Close()
+				}
+			}
+			if f != nil {
+				if _, err := io.Copy(opts.IO.Out, f); err != nil {
+					return err
+				}
+			}
+			if !running {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+			}
+		}
+	})
+}

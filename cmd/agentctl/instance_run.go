@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/launch"
+	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/spf13/cobra"
+)
+
+// InstanceRunOptions are the inputs of `instance run`.
+type InstanceRunOptions struct {
+	IO         *IOStreams
+	Store      storeOpener
+	Catalog    func() (*agents.Catalog, error)
+	Executable func() (string, error)
+
+	Instance   string
+	Prompt     string
+	PromptFile string
+	hasPrompt  bool
+	ClientArgs []string
+	DryRun     bool
+	Output     string
+}
+
+// NewCmdInstanceRun is `agentctl instance run`; runF replaces
+// [instanceRunRun] in tests.
+func NewCmdInstanceRun(f *Factory, runF func(context.Context, *InstanceRunOptions) error) *cobra.Command {
+	opts := &InstanceRunOptions{IO: f.IOStreams, Store: f.Store, Catalog: f.Catalog, Executable: f.Executable}
+	cmd := &cobra.Command{
+		Use:   "run INSTANCE [--prompt TEXT | --prompt-file FILE] [-- CLIENT-ARGS...]",
+		Short: "Start the instance's client with its MCP endpoint, headless or interactive",
+		Long: `Run starts the instance's client program in the instance's workspace, told about the
+instance's MCP configuration the way its agent definition's [run] recipe says (a flag,
+an environment variable, a -c override), with your environment passed through (API
+keys, base URLs) and AGENTCTL_INSTANCE set to the instance id.
+
+With --prompt (or --prompt-file, "-" for stdin) the client runs headless: it gets the
+prompt, may use the endpoint's tools without a person confirming each call (the
+recipe's "unattended" arguments), and exits. Its output goes to your stdout and
+stderr and is copied to run.log in the instance directory ('agentctl instance logs').
+Without a prompt, from a terminal, the client runs interactively on your terminal.
+Arguments after -- go to the client as they are.
+
+The instance's status follows the run: "running" while the client runs, then "done"
+(exit code 0) or "failed" (any other code, or interrupted), unless the model reported
+"done" or "failed" itself with report_progress. 'agentctl instance wait' and
+'instance list' see it. One run per instance at a time.
+
+SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to the client; run waits for it and
+exits with the client's exit code (128+N when signal N ended it), or 127 when the
+client's program is not installed.
+
+--dry-run prints what would run: the command line, the working directory and the
+environment variables set, with secrets hidden, and starts nothing.`,
+		Example: `  agentctl instance run fix-login --prompt 'Fix the failing login test'
+  agentctl instance run "$id" --prompt-file task.md -- --model claude-opus-4
+  agentctl instance run "$id" --prompt 'say hi' --dry-run -o json
+  agentctl instance run "$id"            # interactive, on this terminal`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(opts.Output); err != nil {
+				return err
+			}
+			dash := cmd.ArgsLenAtDash()
+			if dash < 0 {
+				dash = len(args)
+			}
+			if dash != 1 {
+				return usageErrorf("%s needs one instance (an id, id prefix or label) before --; put the client's arguments after --, got %q", cmd.CommandPath(), args[:dash])
+			}
+			opts.Instance, opts.ClientArgs = args[0], args[dash:]
+			pf := cmd.Flags().Changed("prompt-file")
+			if cmd.Flags().Changed("prompt") && pf {
+				return usageErrorf("give --prompt or --prompt-file, not both")
+			}
+			opts.hasPrompt = cmd.Flags().Changed("prompt") || pf
+			if pf {
+				p, err := readPromptFile(opts.PromptFile, opts.IO.In)
+				if err != nil {
+					return err
+				}
+				opts.Prompt = p
+			}
+			if opts.hasPrompt && strings.TrimSpace(opts.Prompt) == "" {
+				return usageErrorf("the prompt is empty; give the task with --prompt TEXT or --prompt-file FILE")
+			}
+			if !opts.hasPrompt && !opts.IO.stdinTTY && !opts.DryRun {
+				return usageErrorf("no prompt, and stdin is not a terminal: give --prompt TEXT or --prompt-file FILE (- reads stdin) for a headless run, or run from a terminal for an interactive one")
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceRunRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Prompt, "prompt", "p", "", "run headless with this `TEXT` as the prompt")
+	cmd.Flags().StringVar(&opts.PromptFile, "prompt-file", "", "run headless with the prompt read from `FILE` (- for stdin)")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the command line, directory and environment, and start nothing")
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func readPromptFile(name string, stdin io.Reader) (string, error) {
+	var b []byte
+	var err error
+	if name == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return "", &instance.InvalidError{Msg: fmt.Sprintf("read the prompt: %v", err)}
+	}
+	return string(b), nil
+}
+
+func instanceRunRun(ctx context.Context, opts *InstanceRunOptions) error {
+	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		mode := launch.Interactive
+		if opts.hasPrompt {
+			mode = launch.Headless
+		}
+		plan, err := planRun(st, r, opts.Catalog, opts.Executable, launch.Options{Mode: mode, Prompt: opts.Prompt, ClientArgs: opts.ClientArgs})
+		if err != nil {
+			return err
+		}
+		if opts.DryRun {
+			return printPlan(opts.IO, plan.Redacted(), opts.Output)
+		}
+		return runClient(ctx, opts.IO, st, r, plan)
+	})
+}
+
+// planRun builds the plan of one run of r's client.
+func planRun(st *instance.Store, r *instance.Record, catalog func() (*agents.Catalog, error), executable func() (string, error), o launch.Options) (*launch.Plan, error) {
+	cat, err := catalog()
+	if err != nil {
+		return nil, err
+	}
+	def, err := cat.Lookup(r.Agent)
+	if err != nil {
+		return nil, fmt.Errorf("instance %s was made for agent %q: %w", r.ID, r.Agent, err)
+	}
+	exe, err := executable()
+	if err != nil {
+		return nil, err
+	}
+	o.Entry = st.EndpointEntry(r, exe)
+	qt := time.Duration(r.QuestionTimeout)
+	if qt == 0 {
+		qt = mcpserver.DefaultQuestionTimeout
+	}
+	o.ToolTimeout = instance.ToolTimeout(qt)
+	p, err := launch.New(def, r, o)
+	var nr *launch.NotRunnableError
+	if errors.As(err, &nr) {
+		return nil, &instance.InvalidError{Msg: err.Error()}
+	}
+	return p, err
+}
+
+func printPlan(ios *IOStreams, p *launch.Plan, format string) error {
+	if format == formatJSON {
+		return ios.PrintJSON(p)
+	}
+	fields := [][2]string{{"agent", p.Agent}, {"mode", string(p.Mode)}, {"dir", p.Dir}}
+	for _, e := range p.Env {
+		fields = append(fields, [2]string{"env", e.Name + "=" + launch.ShellQuote(e.Value)})
+	}
+	fields = append(fields, [2]string{"command", p.CommandLine()})
+	if p.Mode == launch.Headless {
+		fields = append(fields, [2]string{"log", p.Log})
+	}
+	return ios.PrintFields(fields)
+}
+
+// runClient runs the plan with the run lock held, and makes the
+// instance's status and record follow it.
+func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *instance.Record, plan *launch.Plan) error {
+	release, err := st.RunLock(r.ID)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// The bookkeeping outlives a Ctrl-C: the client's end must be recorded.
+	bg := context.WithoutCancel(ctx)
+	var log *os.File
+	if plan.Mode == launch.Headless {
+		if log, err = os.OpenFile(plan.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+			return fmt.Errorf("open the run log: %w", err)
+		}
+		defer log.Close()
+		fmt.Fprintf(log, "=== %s agentctl instance run: %s\n", time.Now().UTC().Format(time.RFC3339), plan.Redacted().CommandLine())
+	}
+	var startSeq int64
+	run := instance.Run{Program: plan.Program, Mode: string(plan.Mode)}
+	started := func(pid int, at time.Time) {
+		run.PID, run.StartedAt = pid, at.UTC()
+		if e, err := st.AddEvent(bg, instance.Event{InstanceID: r.ID, Tool: instance.RunTool, Status: mcpserver.StatusRunning,
+			Message: fmt.Sprintf("started %s (%s, pid %d)", plan.Program, plan.Mode, pid)}); err == nil {
+			startSeq = e.Seq
+		}
+		_ = st.SetRun(bg, r.ID, run)
+	}
+	var logW io.Writer
+	if log != nil {
+		logW = log
+	}
+	res, err := plan.Run(launch.Streams{In: ios.In, Out: ios.Out, ErrOut: ios.ErrOut, InTerminal: ios.stdinTTY}, logW, started)
+	var nf *launch.ProgramNotFoundError
+	if errors.As(err, &nf) {
+		return &exitError{code: 127, err: err, client: true}
+	}
+	if err != nil {
+		return err
+	}
+	ended := res.Ended.UTC()
+	run.EndedAt, run.ExitCode, run.Signal = &ended, &res.ExitCode, res.Signal
+	if err := finishRun(bg, st, r.ID, startSeq, plan.Program, res); err != nil {
+		ios.Narrate("agentctl: record the end of the run: %v", err)
+	}
+	if err := st.SetRun(bg, r.ID, run); err != nil {
+		ios.Narrate("agentctl: record the end of the run: %v", err)
+	}
+	if res.ExitCode != 0 {
+		return &exitError{code: res.ExitCode, err: errSilent, client: true}
+	}
+	return nil
+}
+
+// finishRun records the run's final status, unless the model reported a
+// final status itself during the run.
+func finishRun(ctx context.Context, st *instance.Store, id string, after int64, program string, res *launch.Result) error {
+	events, err := st.Events(ctx, id, after)
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		if e.Tool != instance.RunTool && (e.Status == mcpserver.StatusDone || e.Status == mcpserver.StatusFailed) {
+			return nil
+		}
+	}
+	took := res.Ended.Sub(res.Started).Round(time.Millisecond)
+	status, msg := mcpserver.StatusDone, fmt.Sprintf("%s exited with code 0 after %s", program, took)
+	switch {
+	case res.Signal != "":
+		status, msg = mcpserver.StatusFailed, fmt.Sprintf("%s was interrupted (%s) and exited with code %d after %s", program, res.Signal, res.ExitCode, took)
+	case res.ExitCode != 0:
+		status, msg = mcpserver.StatusFailed, fmt.Sprintf("%s exited with code %d after %s", program, res.ExitCode, took)
+	}
+	_, err = st.AddEvent(ctx, instance.Event{InstanceID: id, Tool: instance.RunTool, Status: status, Message: msg})
+	return err
+}

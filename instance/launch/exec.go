@@ -1,0 +1,160 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Streams are the standard streams of the `instance run` process.
+type Streams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// InTerminal says that In is a terminal: a headless client then gets
+	// no standard input (it would stop, reading from a terminal it is not
+	// in the foreground of), an interactive one gets the terminal itself.
+	InTerminal bool
+}
+
+// Result is how a run ended.
+type Result struct {
+	// ExitCode is the client's exit code, 128+N when signal N ended it.
+	ExitCode int
+	// Signal is the first signal agentctl forwarded to the client, if any.
+	Signal  string
+	Started time.Time
+	Ended   time.Time
+}
+
+// ProgramNotFoundError is a client program that is not installed.
+type ProgramNotFoundError struct {
+	Program string
+	Agent   string
+	Err     error
+}
+
+func (e *ProgramNotFoundError) Error() string {
+	return fmt.Sprintf("%s: the %s client's program %q was not found in PATH (%v); install it, or set run.program in a user definition of %q",
+		e.Agent, e.Agent, e.Program, e.Err, e.Agent)
+}
+
+func (e *ProgramNotFoundError) Unwrap() error { return e.Err }
+
+// forwarded are the signals `instance run` passes on to the client rather
+// than dying of them.
+var forwarded = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// Run starts the client, calls started with its process id once it runs,
+// and waits for it to end. The client inherits the user's environment with
+// the plan's variables added, runs in the plan's directory, and its output
+// is copied to log when log is not nil (headless runs: an interactive
+// client needs the terminal itself, so its output is not copied).
+//
+// Signals are forwarded: a headless client runs in a process group of its
+// own, and SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to agentctl (or typed
+// at its terminal) go to that group once. An interactive client shares the
+// terminal's foreground group, so it gets a typed Ctrl-C from the terminal
+// itself; the others are forwarded. agentctl does not die of them: it
+// waits for the client and returns its exit code.
+func (p *Plan) Run(s Streams, log io.Writer, started func(pid int, at time.Time)) (*Result, error) {
+	path, err := exec.LookPath(p.Program)
+	if err != nil {
+		return nil, &ProgramNotFoundError{Program: p.Program, Agent: p.Agent, Err: err}
+	}
+	cmd := exec.Command(path, p.Args...)
+	cmd.Args[0] = p.Program
+	cmd.Dir = p.Dir
+	cmd.Env = os.Environ()
+	for _, e := range p.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	interactive := p.Mode == Interactive
+	switch {
+	case interactive:
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = s.In, s.Out, s.ErrOut
+	default:
+		if !s.InTerminal {
+			cmd.Stdin = s.In
+		}
+		cmd.Stdout, cmd.Stderr = s.Out, s.ErrOut
+		if log != nil {
+			l := &lockedWriter{w: log}
+			cmd.Stdout, cmd.Stderr = io.MultiWriter(s.Out, l), io.MultiWriter(s.ErrOut, l)
+		}
+		setOwnGroup(cmd)
+	}
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	res := &Result{Started: time.Now()}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", p.Program, err)
+	}
+	if started != nil {
+		started(cmd.Process.Pid, res.Started)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			if interactive && sig == os.Interrupt {
+				continue // the terminal gave the client its own Ctrl-C
+			}
+			if res.Signal == "" {
+				res.Signal = signalName(sig)
+			}
+			forward(cmd, sig, !interactive)
+		case err := <-done:
+			res.Ended = time.Now()
+			var ee *exec.ExitError
+			switch {
+			case err == nil:
+				res.ExitCode = 0
+			case errors.As(err, &ee):
+				res.ExitCode = exitCodeOf(ee.ProcessState)
+			default:
+				return nil, fmt.Errorf("wait for %s: %w", p.Program, err)
+			}
+			return res, nil
+		}
+	}
+}
+
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		switch s {
+		case syscall.SIGINT:
+			return "SIGINT"
+		case syscall.SIGTERM:
+			return "SIGTERM"
+		case syscall.SIGHUP:
+			return "SIGHUP"
+		case syscall.SIGQUIT:
+			return "SIGQUIT"
+		}
+	}
+	return sig.String()
+}
+
+// lockedWriter serialises the writes of the client's two output copies
+// into one log.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,236 @@
+// Package launch starts an instance's client program the way its agent
+// definition's [agents.Run] recipe says: [New] turns the recipe and the
+// instance record into a [Plan] (pure: the command line, the working
+// directory and the environment changes), and [Plan.Run] runs it with the
+// user's terminal or pipes, forwarding signals and returning the client's
+// exit code. `agentctl instance run`, `instance run --dry-run` and
+// `instance env` are built on it.
+package launch
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+)
+
+// InstanceEnv is the environment variable every run sets to the instance id.
+const InstanceEnv = "AGENTCTL_INSTANCE"
+
+// Mode is how the client runs.
+type Mode string
+
+// The modes of a run.
+const (
+	// Headless passes one prompt; the client works and exits.
+	Headless Mode = "headless"
+	// Interactive hands the terminal to the client.
+	Interactive Mode = "interactive"
+)
+
+// Options are the inputs of [New] besides the recipe and the record.
+type Options struct {
+	Mode Mode
+	// Prompt is the headless run's prompt.
+	Prompt string
+	// ClientArgs are added at the end of the command line as given.
+	ClientArgs []string
+	// Entry is the endpoint's entry as the instance's configuration holds
+	// it (command and arguments of `agentctl mcp serve`).
+	Entry instance.ServerEntry
+	// ToolTimeout is the tool-call timeout the instance needs (its
+	// question timeout and a margin).
+	ToolTimeout time.Duration
+	// WorkspaceConfigured reports whether the client's own file in the
+	// workspace already holds the endpoint's entry; asked only for
+	// recipes with WorkspaceConfig.
+	WorkspaceConfigured func() (path string, ok bool)
+}
+
+// Plan is one run of a client: what [Plan.Run] starts, and what `--dry-run`
+// and `instance env` print.
+type Plan struct {
+	Agent   string `json:"agent"`
+	Mode    Mode   `json:"mode"`
+	Program string `json:"program"`
+	// Args are the arguments after the program.
+	Args []string `json:"args"`
+	// Dir is the working directory: the instance's workspace.
+	Dir string `json:"dir"`
+	// Env are the variables added to the user's environment, in order.
+	Env []EnvVar `json:"env"`
+	// Log is where a headless run's output is copied.
+	Log string `json:"log"`
+}
+
+// EnvVar is one environment variable a run sets.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// NotRunnableError says why a definition's client cannot be run the way
+// asked (no recipe, no headless form, an editor).
+type NotRunnableError struct {
+	Agent string
+	Msg   string
+}
+
+func (e *NotRunnableError) Error() string { return e.Agent + ": " + e.Msg }
+
+// New builds the plan of one run of rec's client with def's recipe.
+func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error) {
+	r := def.Run
+	switch {
+	case r.Unsupported != "":
+		return nil, &NotRunnableError{def.ID, "agentctl cannot start this client: " + r.Unsupported}
+	case len(r.Headless) == 0 && r.NoHeadless == "" && len(r.Interactive) == 0 && len(r.ConfigArgs) == 0 && len(r.ConfigEnv) == 0:
+		return nil, &NotRunnableError{def.ID, fmt.Sprintf("the definition (%s) has no [run] recipe; add one, as in `agentctl agents show claude-code -o json`", def.Source)}
+	case o.Mode == Headless && len(r.Headless) == 0:
+		return nil, &NotRunnableError{def.ID, "this client has no headless form agentctl can drive (" + r.NoHeadless + "); run it without --prompt, from a terminal"}
+	}
+	if r.WorkspaceConfig && o.WorkspaceConfigured != nil {
+		if path, ok := o.WorkspaceConfigured(); !ok {
+			return nil, &NotRunnableError{def.ID, fmt.Sprintf("this client reads MCP servers only from %s; put the instance's entry there first with `agentctl instance connect %s`", path, rec.ID)}
+		}
+	}
+	values := placeholderValues(rec, o)
+	expand := func(args []string) []string {
+		out := make([]string, len(args))
+		for i, a := range args {
+			out[i] = agents.ExpandRun(a, values)
+		}
+		return out
+	}
+	p := &Plan{
+		Agent:   def.ID,
+		Mode:    o.Mode,
+		Program: def.ProgramOrDefault(),
+		Dir:     rec.Workspace,
+		Log:     filepath.Join(rec.Dir, instance.RunLogFile),
+	}
+	p.Args = append(p.Args, expand(r.ConfigArgs)...)
+	if o.Mode == Headless {
+		p.Args = append(p.Args, expand(r.Headless)...)
+		p.Args = append(p.Args, expand(r.Unattended)...)
+	} else {
+		p.Args = append(p.Args, expand(r.Interactive)...)
+	}
+	p.Args = append(p.Args, o.ClientArgs...)
+	p.Env = append(p.Env, EnvVar{InstanceEnv, rec.ID})
+	names := make([]string, 0, len(r.ConfigEnv))
+	for k := range r.ConfigEnv {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		p.Env = append(p.Env, EnvVar{k, agents.ExpandRun(r.ConfigEnv[k], values)})
+	}
+	if p.Args == nil {
+		p.Args = []string{}
+	}
+	return p, nil
+}
+
+func placeholderValues(rec *instance.Record, o Options) map[string]string {
+	secs := int64(math.Ceil(o.ToolTimeout.Seconds()))
+	return map[string]string{
+		"config":           rec.MCPConfigPath,
+		"config_dir":       filepath.Dir(rec.MCPConfigPath),
+		"server":           rec.ServerName,
+		"instance":         rec.ID,
+		"workspace":        rec.Workspace,
+		"prompt":           o.Prompt,
+		"entry_toml":       entryTOML(o.Entry, secs),
+		"command_line":     ShellJoin(append([]string{o.Entry.Command}, o.Entry.Args...)),
+		"tool_timeout_sec": strconv.FormatInt(secs, 10),
+		"tool_timeout_ms":  strconv.FormatInt(o.ToolTimeout.Milliseconds(), 10),
+	}
+}
+
+// entryTOML writes the endpoint's entry as a TOML inline table, the value
+// of a Codex `-c mcp_servers.S=...` override.
+func entryTOML(e instance.ServerEntry, timeoutSec int64) string {
+	var b strings.Builder
+	b.WriteString("{command = ")
+	b.WriteString(tomlString(e.Command))
+	b.WriteString(", args = [")
+	for i, a := range e.Args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(tomlString(a))
+	}
+	b.WriteString("]")
+	if len(e.Env) > 0 {
+		keys := make([]string, 0, len(e.Env))
+		for k := range e.Env {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteString(", env = {")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(tomlString(k) + " = " + tomlString(e.Env[k]))
+		}
+		b.WriteString("}")
+	}
+	if timeoutSec > 0 {
+		b.WriteString(", tool_timeout_sec = " + strconv.FormatInt(timeoutSec, 10))
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// tomlString quotes s as a TOML basic string: JSON's escapes are TOML's.
+func tomlString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// CommandLine is the plan's command line, shell-quoted.
+func (p *Plan) CommandLine() string {
+	return ShellJoin(append([]string{p.Program}, p.Args...))
+}
+
+// ShellJoin quotes each word for a POSIX shell, only where needed, and
+// joins them with spaces.
+func ShellJoin(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = ShellQuote(w)
+	}
+	return strings.Join(q, " ")
+}
+
+// ShellQuote quotes s for a POSIX shell: as it is when it holds only
+// characters no shell treats specially, else in single quotes.
+func ShellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("@%+=:,./_-", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

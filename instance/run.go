@@ -1,0 +1,131 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RunTool is the tool name of the progress events `agentctl instance run`
+// records (the model's own reports carry the canonical name of
+// report_progress).
+const RunTool = "agentctl instance run"
+
+// RunLogFile is the log of the client's output in the instance directory.
+const RunLogFile = "run.log"
+
+// runLockFile is held exclusively by the `instance run` process for as long
+// as its client runs: one run per instance at a time, and `instance logs
+// --follow` knows when a run has ended.
+const runLockFile = ".run.lock"
+
+// Run is what the record keeps of the latest `instance run`.
+type Run struct {
+	// Program is the client program as started (the recipe's, not a path).
+	Program string `json:"program"`
+	// Mode is "headless" or "interactive".
+	Mode      string     `json:"mode"`
+	PID       int        `json:"pid,omitempty"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	// ExitCode is the client's exit code (128+N when signal N ended it);
+	// nil while it runs.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Signal names the signal agentctl forwarded to end the run, if any.
+	Signal string `json:"signal,omitempty"`
+}
+
+// RunLock marks instance id (exactly, not a reference) as being run by
+// this process until release is called or the process ends. A second run
+// of the same instance fails at once with an error saying so. Where file
+// locks are not tracked (Windows) it only checks that the directory exists.
+func (s *Store) RunLock(id string) (release func(), err error) {
+	if !isID(id) {
+		return nil, invalidf("%q is not an instance id; resolve a reference with Get first", id)
+	}
+	path := s.lockPath(id, runLockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("instance %s: its directory %s is missing; delete the instance and create it again", id, filepath.Dir(path))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !serveLocking {
+		return func() { f.Close() }, nil
+	}
+	switch err := lockFile(f, true, false); {
+	case errors.Is(err, errLocked):
+		pid, _ := os.ReadFile(path)
+		f.Close()
+		msg := fmt.Sprintf("instance %s is already being run", id)
+		if p := strings.TrimSpace(string(pid)); p != "" {
+			msg += " (agentctl pid " + p + ")"
+		}
+		return nil, &InvalidError{Msg: msg + "; wait for that run to end (`agentctl instance wait " + id + "`), or create another instance"}
+	case err != nil:
+		f.Close()
+		return nil, err
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return func() { f.Close() }, nil
+}
+
+// Running reports whether an `instance run` of instance id is under way
+// (see [Store.RunLock]); always false where locks are not tracked.
+func (s *Store) Running(id string) (bool, error) {
+	if !serveLocking {
+		return false, nil
+	}
+	f, err := os.OpenFile(s.lockPath(id, runLockFile), os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	switch err := lockFile(f, true, false); {
+	case errors.Is(err, errLocked):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return false, nil
+}
+
+// SetRun stores r as the instance's latest run in its record.
+func (s *Store) SetRun(ctx context.Context, id string, r Run) error {
+	_, err := s.UpdateInstance(ctx, id, func(rec *Record) (map[string][]byte, error) {
+		rec.LastRun = &r
+		return nil, nil
+	})
+	return err
+}
+
+// EndpointEntry is the entry that starts instance r's endpoint, as create
+// writes it into the client's configuration: executable (agentctl's
+// absolute path) with `mcp serve --instance ID --state-dir DIR`.
+func (s *Store) EndpointEntry(r *Record, executable string) ServerEntry {
+	return ServerEntry{Command: executable, Args: []string{"mcp", "serve", "--instance", r.ID, "--state-dir", s.dir}}
+}
+
+// ToolTimeoutMargin is added to an instance's question timeout to make the
+// tool-call timeout its client is told: the answer still has to travel
+// back after the question times out.
+const ToolTimeoutMargin = time.Minute
+
+// ToolTimeout is the tool-call timeout a client of an instance with this
+// question timeout needs (see [ToolTimeoutMargin]); 0 for 0.
+func ToolTimeout(questionTimeout time.Duration) time.Duration {
+	if questionTimeout <= 0 {
+		return 0
+	}
+	return questionTimeout + ToolTimeoutMargin
+}
