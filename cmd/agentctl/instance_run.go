@@ -188,6 +188,10 @@ func printPlan(ios *IOStreams, p *launch.Plan, format string) error {
 // runClient runs the plan with the run lock held, and makes the
 // instance's status and record follow it.
 func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *instance.Record, plan *launch.Plan) error {
+	var nf *launch.ProgramNotFoundError
+	if _, err := plan.LookPath(); errors.As(err, &nf) {
+		return &exitError{code: 127, err: err, client: true}
+	}
 	release, err := st.RunLock(r.ID)
 	if err != nil {
 		return err
@@ -218,7 +222,6 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 		logW = log
 	}
 	res, err := plan.Run(launch.Streams{In: ios.In, Out: ios.Out, ErrOut: ios.ErrOut, InTerminal: ios.stdinTTY}, logW, started)
-	var nf *launch.ProgramNotFoundError
 	if errors.As(err, &nf) {
 		return &exitError{code: 127, err: err, client: true}
 	}

@@ -47,6 +47,16 @@ func (e *ProgramNotFoundError) Error() string {
 
 func (e *ProgramNotFoundError) Unwrap() error { return e.Err }
 
+// LookPath finds the plan's program in PATH, or says that it is not
+// installed with a [*ProgramNotFoundError].
+func (p *Plan) LookPath() (string, error) {
+	path, err := exec.LookPath(p.Program)
+	if err != nil {
+		return "", &ProgramNotFoundError{Program: p.Program, Agent: p.Agent, Err: err}
+	}
+	return path, nil
+}
+
 // forwarded are the signals `instance run` passes on to the client rather
 // than dying of them.
 var forwarded = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
@@ -64,9 +74,9 @@ var forwarded = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, sysca
 // itself; the others are forwarded. agentctl does not die of them: it
 // waits for the client and returns its exit code.
 func (p *Plan) Run(s Streams, log io.Writer, started func(pid int, at time.Time)) (*Result, error) {
-	path, err := exec.LookPath(p.Program)
+	path, err := p.LookPath()
 	if err != nil {
-		return nil, &ProgramNotFoundError{Program: p.Program, Agent: p.Agent, Err: err}
+		return nil, err
 	}
 	cmd := exec.Command(path, p.Args...)
 	cmd.Args[0] = p.Program
