@@ -69,7 +69,9 @@ type syncBuffer struct {
 	once sync.Once
 }
 
-func newSyncBuffer(want string) *syncBuffer { return &syncBuffer{want: want, seen: make(chan struct{})} }
+func newSyncBuffer(want string) *syncBuffer {
+	return &syncBuffer{want: want, seen: make(chan struct{})}
+}
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
