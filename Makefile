@@ -30,7 +30,7 @@ $(TSCLIENT)/node_modules/.package-lock.json: $(TSCLIENT)/package.json $(TSCLIENT
 # Unit tests, fuzz seeds, testscript end-to-end scripts and the real-client
 # tests (TypeScript SDK against the built binary), all under the race detector.
 test: deps
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 ./... ./testdata/fakeclient
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -38,6 +38,8 @@ func (w withBinaries) Run() int {
 	builds = map[string]*build{
 		"agentctl": startBuild(ctx, filepath.Join(dir, "agentctl"), pkg, "."),
 		"server":   startBuild(ctx, filepath.Join(dir, "upstream"), filepath.Join(pkg, "..", ".."), "./testdata/upstream"),
+		// The fake coding-agent client of the `instance run` tests.
+		"fakeclient": startBuild(ctx, filepath.Join(dir, "fakeclient"), filepath.Join(pkg, "..", ".."), "./testdata/fakeclient"),
 	}
 	code := w.m.Run()
 	cancel()

@@ -1,0 +1,309 @@
+package main
+
+// `instance run` driven end to end: the real agentctl starts the fake client
+// (testdata/fakeclient) under a catalog client's program name; the fake
+// reads its MCP configuration the way that client does, starts the
+// endpoint from it, lists the tools and calls one.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fakeReport is the JSON report of the fake client (FAKECLIENT_REPORT).
+type fakeReport struct {
+	Client    string            `json:"client"`
+	Args      []string          `json:"args"`
+	Headless  bool              `json:"headless"`
+	Prompt    string            `json:"prompt"`
+	Cwd       string            `json:"cwd"`
+	Env       map[string]string `json:"env"`
+	CodexHome string            `json:"codex_home"`
+	Servers   []struct {
+		Name    string   `json:"name"`
+		Command string   `json:"command"`
+		Timeout *float64 `json:"timeout"`
+		Trust   bool     `json:"trust"`
+		Tools   []string `json:"tools"`
+		Called  string   `json:"called"`
+		Result  string   `json:"result"`
+		Error   string   `json:"error"`
+	} `json:"servers"`
+}
+
+// fakeClientOnPath installs the fake client as program in a directory of
+// its own and returns the PATH that finds it first.
+func fakeClientOnPath(t *testing.T, programs ...string) string {
+	t.Helper()
+	fake := binary(t, "fakeclient")
+	dir := t.TempDir()
+	for _, p := range programs {
+		if err := os.Symlink(fake, filepath.Join(dir, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// runWithFake runs `agentctl args...` with the fake client first on PATH
+// and extra environment variables, and returns the outcome and the report.
+func (e *rcEnv) runWithFake(ctx context.Context, path string, env []string, args ...string) (rcResult, *fakeReport) {
+	e.t.Helper()
+	report := filepath.Join(e.t.TempDir(), "report.json")
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	cmd.Env = append(e.cliEnv(), append([]string{"PATH=" + path, "FAKECLIENT_REPORT=" + report}, env...)...)
+	cmd.Dir = e.work
+	var out, errb lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	res := rcResult{args: args, stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		res.code = ee.ExitCode()
+	default:
+		e.t.Fatalf("run agentctl %v: %v", args, err)
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		return res, nil
+	}
+	var r fakeReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		e.t.Fatalf("fake client report: %v\n%s", err, data)
+	}
+	return res, &r
+}
+
+// TestInstanceRunRecipes: for each client whose headless form the issue
+// gives, `instance run --prompt` starts it so that it finds the instance's
+// endpoint where that client looks, lists the built-in tools and calls one,
+// headless; the status follows the run.
+func TestInstanceRunRecipes(t *testing.T) {
+	t.Parallel()
+	clients := []struct {
+		agent, program string
+		// timeout is the tool-call timeout the client is told, as its
+		// configuration writes it, or 0 where it has none to tell.
+		timeout float64
+	}{
+		{"auggie", "auggie", 0},
+		{"claude-code", "claude", 0},
+		{"codex", "codex", 660}, // tool_timeout_sec: the 10 min question timeout and a minute
+		{"gemini", "gemini", 0},
+		{"qwen-code", "qwen", 0},
+		{"opencode", "opencode", 0},
+		{"kilo", "kilo", 0},
+		{"copilot-cli", "copilot", 0},
+		{"continue", "cn", 0},
+	}
+	var programs []string
+	for _, c := range clients {
+		programs = append(programs, c.program)
+	}
+	path := fakeClientOnPath(t, programs...)
+	for _, c := range clients {
+		t.Run(c.agent, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+			defer cancel()
+			e := newRCEnv(t)
+			rec := e.create(ctx, "--agent", c.agent)
+			res, rep := e.runWithFake(ctx, path, nil, "instance", "run", rec.ID, "--prompt", "say hi")
+			if res.code != 0 || rep == nil {
+				t.Fatalf("want exit 0 and a report\n%s", res)
+			}
+			if !rep.Headless || rep.Prompt != "say hi" || rep.Client != c.program {
+				t.Errorf("the fake ran as %q, headless %v, prompt %q", rep.Client, rep.Headless, rep.Prompt)
+			}
+			if rep.Env["AGENTCTL_INSTANCE"] != rec.ID {
+				t.Errorf("AGENTCTL_INSTANCE = %q, want %s", rep.Env["AGENTCTL_INSTANCE"], rec.ID)
+			}
+			if rep.Cwd != e.work {
+				t.Errorf("the client ran in %s, want the workspace %s", rep.Cwd, e.work)
+			}
+			if len(rep.Servers) != 1 || rep.Servers[0].Name != rec.ServerName {
+				t.Fatalf("servers %+v, want the one endpoint %q\n%s", rep.Servers, rec.ServerName, res)
+			}
+			s := rep.Servers[0]
+			if s.Error != "" || !strings.HasPrefix(s.Called, "get_instance") || !strings.Contains(s.Result, rec.ID) {
+				t.Fatalf("the endpoint's get_instance call: called %q, error %q, result %q\n%s", s.Called, s.Error, s.Result, res)
+			}
+			if !slices.ContainsFunc(s.Tools, func(n string) bool { return strings.HasPrefix(n, "ask_user_question") }) {
+				t.Errorf("tools %q lack ask_user_question", s.Tools)
+			}
+			if c.timeout > 0 && (s.Timeout == nil || *s.Timeout < c.timeout) {
+				t.Errorf("tool-call timeout %v, want at least %v", s.Timeout, c.timeout)
+			}
+			if !strings.Contains(res.stdout, "fakeclient: "+c.program+" server="+rec.ServerName) {
+				t.Errorf("the client's output is not on stdout:\n%s", res)
+			}
+			evs := e.events(ctx, rec.ID)
+			if len(evs) != 2 || evs[0].Status != "running" || evs[1].Status != "done" || evs[1].Tool != "agentctl instance run" {
+				t.Fatalf("events %v, want running then done", evs)
+			}
+			log, err := os.ReadFile(filepath.Join(rec.Dir, "run.log"))
+			if err != nil || !strings.Contains(string(log), "fakeclient: "+c.program+" server=") {
+				t.Errorf("run.log (%v) lacks the client's output:\n%s", err, log)
+			}
+		})
+	}
+}
+
+// TestInstanceRunCodexKeepsCodexHome: Codex's run uses -c overrides, so the
+// user's CODEX_HOME (and so their login and their own servers) stays in use.
+func TestInstanceRunCodexKeepsCodexHome(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	home := filepath.Join(e.root, "codex-home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "model = \"o3\"\n[mcp_servers.mine]\ncommand = " + strconvQuote(serverBin(t)) + "\nargs = [\"-tool-names\", \"get_instance_mine\"]\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.create(ctx, "--agent", "codex", "--question-timeout", "30m")
+	res, rep := e.runWithFake(ctx, fakeClientOnPath(t, "codex"), []string{"CODEX_HOME=" + home}, "instance", "run", rec.ID, "--prompt", "hi")
+	if res.code != 0 || rep == nil {
+		t.Fatalf("want exit 0 and a report\n%s", res)
+	}
+	if rep.CodexHome != home {
+		t.Fatalf("codex used CODEX_HOME %q, want the user's %q", rep.CodexHome, home)
+	}
+	names := map[string]float64{}
+	for _, s := range rep.Servers {
+		if s.Error != "" {
+			t.Errorf("server %s: %s", s.Name, s.Error)
+		}
+		if s.Timeout != nil {
+			names[s.Name] = *s.Timeout
+		}
+	}
+	if len(rep.Servers) != 2 {
+		t.Fatalf("servers %+v, want the user's and the instance's", rep.Servers)
+	}
+	if names["agentctl"] < 31*60 {
+		t.Fatalf("agentctl's tool_timeout_sec %v does not cover the 30 min question timeout", names["agentctl"])
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestInstanceRunStatusFromModel: when the model reports a final status
+// itself, the run does not overwrite it with the exit code's.
+func TestInstanceRunStatusFromModel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	rec := e.create(ctx, "--agent", "opencode")
+	env := []string{"FAKECLIENT_CALL=report_progress_agentctl", `FAKECLIENT_ARGS={"status":"failed","message":"the model gave up"}`}
+	res, _ := e.runWithFake(ctx, fakeClientOnPath(t, "opencode"), env, "instance", "run", rec.ID, "--prompt", "hi")
+	if res.code != 0 {
+		t.Fatalf("want exit 0\n%s", res)
+	}
+	evs := e.events(ctx, rec.ID)
+	last := evs[len(evs)-1]
+	if last.Status != "failed" || last.Message != "the model gave up" {
+		t.Fatalf("events %v: the run replaced the model's final status", evs)
+	}
+	// A failing exit without a report of the model's is "failed", with the code.
+	res, _ = e.runWithFake(ctx, fakeClientOnPath(t, "opencode"), []string{"FAKECLIENT_EXIT=9"}, "instance", "run", rec.ID, "--prompt", "hi")
+	if res.code != 9 {
+		t.Fatalf("want the client's exit code 9\n%s", res)
+	}
+	evs = e.events(ctx, rec.ID)
+	if last := evs[len(evs)-1]; last.Status != "failed" || !strings.Contains(last.Message, "exited with code 9") {
+		t.Fatalf("last event %v", last)
+	}
+}
+
+// TestInstanceRunSignal: SIGINT sent to `instance run` reaches the client,
+// which exits 130; run exits 130 too, the instance is "failed" (interrupted),
+// a second run is refused while the first is under way, and `instance logs
+// --follow` ends when the run does.
+func TestInstanceRunSignal(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	rec := e.create(ctx, "--agent", "claude-code")
+	path := fakeClientOnPath(t, "claude")
+	cmd := exec.CommandContext(ctx, e.bin, "instance", "run", rec.ID, "--prompt", "wait")
+	cmd.Env = append(e.cliEnv(), "PATH="+path, "FAKECLIENT_WAIT=signal")
+	cmd.Dir = e.work
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb lockedBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	var out []string
+	for lines.Scan() {
+		out = append(out, lines.Text())
+		if lines.Text() == "fakeclient: waiting" {
+			break
+		}
+	}
+	if !slices.Contains(out, "fakeclient: waiting") {
+		t.Fatalf("the client never waited; output %q, stderr %s", out, errb.String())
+	}
+
+	second, _ := e.runWithFake(ctx, path, nil, "instance", "run", rec.ID, "--prompt", "again")
+	if second.code != 4 || !strings.Contains(second.stderr, "is already being run") {
+		t.Errorf("a second run while the first runs: want exit 4 saying so\n%s", second)
+	}
+	follow := exec.CommandContext(ctx, e.bin, "instance", "logs", rec.ID, "--follow")
+	follow.Env = e.cliEnv()
+	var followOut lockedBuffer
+	follow.Stdout = &followOut
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(stdout)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("run ended with %v, want exit 130; stderr %s", err, errb.String())
+	}
+	if !strings.Contains(string(rest), "fakeclient: got SIGINT") {
+		t.Fatalf("the client did not get SIGINT: %q", rest)
+	}
+	evs := e.events(ctx, rec.ID)
+	if last := evs[len(evs)-1]; last.Status != "failed" || !strings.Contains(last.Message, "interrupted (SIGINT)") {
+		t.Fatalf("last event %v, want failed and interrupted", last)
+	}
+	done := make(chan error, 1)
+	go func() { done <- follow.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(followOut.String(), "fakeclient: got SIGINT") {
+			t.Fatalf("logs --follow: %v, output %q", err, followOut.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("instance logs --follow did not end with the run")
+	}
+}
