@@ -2,6 +2,8 @@ package instance
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -100,13 +102,92 @@ func (s *Store) Running(id string) (bool, error) {
 	return false, nil
 }
 
-// SetRun stores r as the instance's latest run in its record.
-func (s *Store) SetRun(ctx context.Context, id string, r Run) error {
-	_, err := s.UpdateInstance(ctx, id, func(rec *Record) (map[string][]byte, error) {
-		rec.LastRun = &r
-		return nil, nil
+// StartRun records the start of a run in one transaction: ev (the
+// "running" event) and r as the record's last_run. It returns the event's
+// sequence number, for [Store.EndRun].
+func (s *Store) StartRun(ctx context.Context, id string, r Run, ev Event) (int64, error) {
+	var seq int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if seq, err = insertEvent(ctx, tx, s.stamp(), id, ev); err != nil {
+			return err
+		}
+		return setLastRun(ctx, tx, id, r)
 	})
-	return err
+	if err != nil {
+		return 0, s.orDeleted(ctx, id, err)
+	}
+	return seq, nil
+}
+
+// EndRun records the end of a run in one transaction: r as the record's
+// last_run and ev as the final event, unless an event after seq other than
+// the run's own (the model's report_progress) already has one of the final
+// statuses: the model's word then stands. It reports whether ev was added.
+func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Event, final ...string) (added bool, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		q := `SELECT count(*) FROM events WHERE instance_id = ? AND seq > ? AND tool <> ? AND status IN (` +
+			strings.TrimSuffix(strings.Repeat("?,", len(final)), ",") + `)`
+		args := []any{id, after, RunTool}
+		for _, f := range final {
+			args = append(args, f)
+		}
+		var n int
+		if len(final) > 0 {
+			if err := tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+				return err
+			}
+		}
+		if n == 0 {
+			if _, err := insertEvent(ctx, tx, s.stamp(), id, ev); err != nil {
+				return err
+			}
+			added = true
+		}
+		return setLastRun(ctx, tx, id, r)
+	})
+	if err != nil {
+		return false, s.orDeleted(ctx, id, err)
+	}
+	return added, nil
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE
+	if err != nil {
+		return s.dbError(err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func insertEvent(ctx context.Context, tx *sql.Tx, at time.Time, id string, e Event) (int64, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent) VALUES (?, ?, ?, ?, ?, ?)`,
+		id, at.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// setLastRun sets the record's last_run in place, without decoding the
+// record.
+func setLastRun(ctx context.Context, tx *sql.Tx, id string, r Run) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE instances SET record = json_set(record, '$.last_run', json(?)) WHERE id = ?`, string(b), id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return deletedError(id)
+	}
+	return nil
 }
 
 // EndpointEntry is the entry that starts instance r's endpoint, as create

@@ -207,15 +207,20 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 		defer log.Close()
 		fmt.Fprintf(log, "=== %s agentctl instance run: %s\n", time.Now().UTC().Format(time.RFC3339), plan.Redacted().CommandLine())
 	}
-	var startSeq int64
 	run := instance.Run{Program: plan.Program, Mode: string(plan.Mode)}
+	// The start is recorded while the client starts, not before.
+	type startRecord struct {
+		seq int64
+		err error
+	}
+	recorded := make(chan startRecord, 1)
 	started := func(pid int, at time.Time) {
 		run.PID, run.StartedAt = pid, at.UTC()
-		if e, err := st.AddEvent(bg, instance.Event{InstanceID: r.ID, Tool: instance.RunTool, Status: mcpserver.StatusRunning,
-			Message: fmt.Sprintf("started %s (%s, pid %d)", plan.Program, plan.Mode, pid)}); err == nil {
-			startSeq = e.Seq
-		}
-		_ = st.SetRun(bg, r.ID, run)
+		go func(id string, r instance.Run) {
+			seq, err := st.StartRun(bg, id, r, instance.Event{Tool: instance.RunTool, Status: mcpserver.StatusRunning,
+				Message: fmt.Sprintf("started %s (%s, pid %d)", plan.Program, plan.Mode, pid)})
+			recorded <- startRecord{seq, err}
+		}(r.ID, run)
 	}
 	var logW io.Writer
 	if log != nil {
@@ -228,12 +233,15 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 	if err != nil {
 		return err
 	}
+	start := <-recorded
+	if start.err != nil {
+		ios.Narrate("agentctl: record the start of the run: %v", start.err)
+	}
 	ended := res.Ended.UTC()
 	run.EndedAt, run.ExitCode, run.Signal = &ended, &res.ExitCode, res.Signal
-	if err := finishRun(bg, st, r.ID, startSeq, plan.Program, res); err != nil {
-		ios.Narrate("agentctl: record the end of the run: %v", err)
-	}
-	if err := st.SetRun(bg, r.ID, run); err != nil {
+	status, msg := runOutcome(plan.Program, res)
+	if _, err := st.EndRun(bg, r.ID, start.seq, run, instance.Event{Tool: instance.RunTool, Status: status, Message: msg},
+		mcpserver.StatusDone, mcpserver.StatusFailed); err != nil {
 		ios.Narrate("agentctl: record the end of the run: %v", err)
 	}
 	if res.ExitCode != 0 {
@@ -242,26 +250,15 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 	return nil
 }
 
-// finishRun records the run's final status, unless the model reported a
-// final status itself during the run.
-func finishRun(ctx context.Context, st *instance.Store, id string, after int64, program string, res *launch.Result) error {
-	events, err := st.Events(ctx, id, after)
-	if err != nil {
-		return err
-	}
-	for _, e := range events {
-		if e.Tool != instance.RunTool && (e.Status == mcpserver.StatusDone || e.Status == mcpserver.StatusFailed) {
-			return nil
-		}
-	}
+// runOutcome is the status and message a run's end records, unless the
+// model reported a final status itself.
+func runOutcome(program string, res *launch.Result) (status, msg string) {
 	took := res.Ended.Sub(res.Started).Round(time.Millisecond)
-	status, msg := mcpserver.StatusDone, fmt.Sprintf("%s exited with code 0 after %s", program, took)
 	switch {
 	case res.Signal != "":
-		status, msg = mcpserver.StatusFailed, fmt.Sprintf("%s was interrupted (%s) and exited with code %d after %s", program, res.Signal, res.ExitCode, took)
+		return mcpserver.StatusFailed, fmt.Sprintf("%s was interrupted (%s) and exited with code %d after %s", program, res.Signal, res.ExitCode, took)
 	case res.ExitCode != 0:
-		status, msg = mcpserver.StatusFailed, fmt.Sprintf("%s exited with code %d after %s", program, res.ExitCode, took)
+		return mcpserver.StatusFailed, fmt.Sprintf("%s exited with code %d after %s", program, res.ExitCode, took)
 	}
-	_, err = st.AddEvent(ctx, instance.Event{InstanceID: id, Tool: instance.RunTool, Status: status, Message: msg})
-	return err
+	return mcpserver.StatusDone, fmt.Sprintf("%s exited with code 0 after %s", program, took)
 }
