@@ -179,3 +179,38 @@ func TestRunForwardsSignals(t *testing.T) {
 		})
 	}
 }
+
+// TestRunInteractive: an interactive client gets the terminal's stdin, its
+// output is not copied to the log, a SIGINT sent to agentctl is not passed
+// on (the terminal gives the client its own Ctrl-C), and SIGTERM is.
+func TestRunInteractive(t *testing.T) {
+	p := selfPlan(t, "stdin")
+	p.Mode = Interactive
+	var out, log bytes.Buffer
+	if _, err := p.Run(Streams{In: strings.NewReader("typed"), Out: &out, ErrOut: io.Discard, InTerminal: true}, &log, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `stdin="typed"`) || log.Len() != 0 {
+		t.Fatalf("stdout %q, log %q: want the typed input read and nothing logged", out.String(), log.String())
+	}
+
+	p = selfPlan(t, "signal")
+	p.Mode = Interactive
+	ready := newSyncBuffer("ready")
+	go func() {
+		select {
+		case <-ready.seen:
+			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+			time.Sleep(100 * time.Millisecond) // not a synchronisation: SIGTERM must come after, whenever
+			_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		case <-time.After(time.Minute):
+		}
+	}()
+	res, err := p.Run(Streams{In: strings.NewReader(""), Out: ready, ErrOut: io.Discard, InTerminal: true}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 143 || res.Signal != "SIGTERM" || !strings.Contains(ready.String(), "got terminated") {
+		t.Fatalf("res %+v, output %q: want SIGINT ignored and SIGTERM passed on", res, ready.String())
+	}
+}
