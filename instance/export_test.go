@@ -23,3 +23,24 @@ func (s *Store) HoldDeleteLockForTest(id string) (unlock func()) {
 	}
 	return unlock
 }
+
+// ListQueryPlanForTest returns the details of SQLite's plan for the query
+// [Store.Records] runs with o, one step a string.
+func (s *Store) ListQueryPlanForTest(o ListOptions) ([]string, error) {
+	q, args := listQuery(o)
+	rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return nil, err
+		}
+		out = append(out, detail)
+	}
+	return out, rows.Err()
+}

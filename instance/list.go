@@ -25,11 +25,13 @@ type ListOptions struct {
 	Since time.Time
 }
 
-// Listed is one instance as [Store.Records] yields it: the record and the
-// status of its latest progress report ("" before the first).
+// Listed is one instance as [Store.Records] yields it: the record, the
+// status of its latest progress report ("" before the first) and how many
+// of its questions are open (asked and neither answered nor withdrawn).
 type Listed struct {
 	*Record
-	Status string `json:"status,omitempty"`
+	Status        string `json:"status,omitempty"`
+	OpenQuestions int    `json:"open_questions"`
 }
 
 // Records yields the instances o selects, oldest first, reading one row at
@@ -50,7 +52,8 @@ func (s *Store) Records(ctx context.Context, o ListOptions) iter.Seq2[*Listed, e
 		defer rows.Close()
 		for rows.Next() {
 			var id, raw, status string
-			if err := rows.Scan(&id, &raw, &status); err != nil {
+			var open int
+			if err := rows.Scan(&id, &raw, &status, &open); err != nil {
 				yield(nil, s.dbError(err))
 				return
 			}
@@ -61,7 +64,7 @@ func (s *Store) Records(ctx context.Context, o ListOptions) iter.Seq2[*Listed, e
 				}
 				continue
 			}
-			if !yield(&Listed{Record: r, Status: status}, nil) {
+			if !yield(&Listed{Record: r, Status: status, OpenQuestions: open}, nil) {
 				return
 			}
 		}
@@ -74,6 +77,11 @@ func (s *Store) Records(ctx context.Context, o ListOptions) iter.Seq2[*Listed, e
 // latestStatus is the status of an instance's latest progress report, read
 // through the events_instance index.
 const latestStatus = `coalesce((SELECT e.status FROM events e WHERE e.instance_id = i.id ORDER BY e.seq DESC LIMIT 1), '')`
+
+// openQuestions counts an instance's open questions, read through the
+// questions_instance index (instance_id, status) alone: its cost is that of
+// the instance's own open questions, whatever the size of the store.
+const openQuestions = `(SELECT count(*) FROM questions q WHERE q.instance_id = i.id AND q.status = '` + QuestionOpen + `')`
 
 // listQuery builds the query of [Store.Records]: only the filters o sets,
 // so that SQLite can use an index for each.
@@ -99,7 +107,7 @@ func listQuery(o ListOptions) (string, []any) {
 		where = append(where, latestStatus+" = ?")
 		args = append(args, o.Status)
 	}
-	q := "SELECT i.id, i.record, " + latestStatus + " FROM instances i"
+	q := "SELECT i.id, i.record, " + latestStatus + ", " + openQuestions + " FROM instances i"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

@@ -3,6 +3,7 @@ package instance_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +81,69 @@ func TestRecordsFilters(t *testing.T) {
 func addEvent(st *instance.Store, id, status string) error {
 	_, err := st.AddEvent(context.Background(), instance.Event{InstanceID: id, Tool: "report_progress_agentctl", Status: status, Message: status})
 	return err
+}
+
+// TestRecordsOpenQuestions pins the open_questions count of Store.Records:
+// only open questions count (answered, expired and cancelled ones do not),
+// per instance, with and without a limit, and through the questions_instance
+// index, so that a listing's cost does not grow with the questions of the
+// instances it does not print.
+func TestRecordsOpenQuestions(t *testing.T) {
+	ctx := context.Background()
+	st, err := instance.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	a, b, c := create(t, st, "auggie", nil), create(t, st, "codex", nil), create(t, st, "auggie", nil)
+	ask := func(id string) *instance.Question {
+		t.Helper()
+		q, err := st.AddQuestion(ctx, id, "Which?", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	ask(a.ID)
+	ask(a.ID)
+	if _, err := st.Answer(ctx, a.ID, ask(a.ID).ID, "yes"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ExpireQuestion(ctx, b.ID, ask(b.ID).ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CancelQuestion(ctx, b.ID, ask(b.ID).ID); err != nil {
+		t.Fatal(err)
+	}
+	ask(c.ID)
+	want := map[string]int{a.ID: 2, b.ID: 0, c.ID: 1}
+	for _, o := range []instance.ListOptions{{}, {Limit: 2}, {Agent: "auggie"}} {
+		n := 0
+		for l, err := range st.Records(ctx, o) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if l.OpenQuestions != want[l.ID] {
+				t.Errorf("%+v: %s has %d open questions, want %d", o, l.ID, l.OpenQuestions, want[l.ID])
+			}
+		}
+		if n == 0 {
+			t.Errorf("%+v: nothing listed", o)
+		}
+	}
+	plan, err := st.ListQueryPlanForTest(instance.ListOptions{Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var viaIndex bool
+	for _, step := range plan {
+		if strings.Contains(step, "SCAN q") || strings.Contains(step, "SCAN questions") {
+			t.Errorf("the listing scans the questions table: %q (plan %q)", step, plan)
+		}
+		viaIndex = viaIndex || strings.Contains(step, "questions_instance")
+	}
+	if !viaIndex {
+		t.Errorf("the open-question count does not use the questions_instance index: plan %q", plan)
+	}
 }

@@ -59,6 +59,10 @@ type Config struct {
 	// ServerStderr receives external servers' stderr, each line prefixed
 	// with the server's name; nil discards it. Never the protocol's stdout.
 	ServerStderr io.Writer
+	// ServerDir is the working directory of the external stdio servers
+	// ([proxy.Options.Dir]): `mcp serve` gives the instance's workspace.
+	// Empty: the endpoint's own.
+	ServerDir string
 	// QuestionTimeout bounds ask_user_question's wait for an answer
 	// (default [DefaultQuestionTimeout]).
 	QuestionTimeout time.Duration
@@ -184,7 +188,7 @@ func New(cfg Config) (*Endpoint, error) {
 		external: map[string]*servedTool{},
 		first:    firstList{ready: make(chan struct{})}}
 	e.pool = proxy.NewPool(mounts, namespace{e}, proxy.Options{Version: cfg.Version, Logger: cfg.Logger, SDKLogger: sdkLog,
-		Stderr: cfg.ServerStderr, Stdio: e.stdioTransport})
+		Stderr: cfg.ServerStderr, Stdio: e.stdioTransport, Dir: cfg.ServerDir})
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
 	}

@@ -59,6 +59,14 @@ The configuration names this agentctl binary by absolute path and passes the sta
 directory explicitly, so it works from any working directory. Create is
 all-or-nothing: on error nothing is left behind.
 
+External servers (--mcp, --mcp-json, [[mcp_servers]] in the config file) run in
+the instance's workspace, whichever directory the client starts in, so a relative
+path among a server's arguments is a path in the workspace. A command that is a
+relative path (./ev.sh, bin/server; not a bare name such as npx, which is looked up
+in PATH) is made absolute now, against the directory create runs in (for the config
+file's [[mcp_servers]], against the config file's directory), and must be an
+executable file there.
+
 With -o table the new id is printed on stdout (and a summary on stderr), so
   id=$(agentctl instance create --agent auggie)
 works in scripts; -o json prints the whole record.`,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,13 +35,16 @@ func NewCmdInstanceList(f *Factory, runF func(context.Context, *InstanceListOpti
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List instances, oldest first",
-		Long: `List instances, oldest first, with the status each last reported.
+		Long: `List instances, oldest first, with the number of questions each has
+open (asked with ask_user_question and not yet answered; see
+` + "`agentctl instance questions`" + `) and the status each last reported.
 
 The filters run in the state database, so a listing costs what it prints,
 however many instances the store holds. --limit keeps the most recent N of
 the instances the other filters select (still printed oldest first, as
 ` + "`tail -n`" + ` would). -o json streams an array of instance records, each with
-a "status" member once the instance has reported progress.`,
+"open_questions" (a number) and a "status" member once the instance has
+reported progress.`,
 		Example: `  agentctl instance list
   agentctl instance list --limit 20 --agent claude-code
   agentctl instance list --status blocked --since 24h
@@ -134,7 +138,7 @@ type listPrinter interface {
 type jsonLister struct{ w *jsonArrayWriter }
 
 func (j *jsonLister) add(l *instance.Listed) error {
-	return j.w.Write(instance.Listed{Record: l.Redacted(), Status: l.Status})
+	return j.w.Write(instance.Listed{Record: l.Redacted(), Status: l.Status, OpenQuestions: l.OpenQuestions})
 }
 func (j *jsonLister) flush() error { return j.w.Close() }
 
@@ -148,12 +152,13 @@ type tableLister struct {
 func (t *tableLister) add(l *instance.Listed) error {
 	r := l.Record
 	t.rows = append(t.rows, []string{r.ID, orDash(r.Name), r.Agent, string(r.Capabilities.ToolNames.Namespacing),
-		r.ServerName, r.CreatedAt.Format(time.RFC3339), r.Workspace, orDash(l.Status)})
+		r.ServerName, r.CreatedAt.Format(time.RFC3339), r.Workspace, strconv.Itoa(l.OpenQuestions), orDash(l.Status)})
 	return nil
 }
 
 func (t *tableLister) flush() error {
-	// STATUS comes last so that scripts cutting the tab-separated columns
-	// of earlier versions read the same fields.
-	return t.io.PrintTable([]string{"ID", "NAME", "AGENT", "NAMESPACING", "SERVER", "CREATED", "WORKSPACE", "STATUS"}, t.rows)
+	// STATUS stays last, so that a script reading it as the last column
+	// reads it still; QUESTIONS (the count of open questions) came in
+	// just before it.
+	return t.io.PrintTable([]string{"ID", "NAME", "AGENT", "NAMESPACING", "SERVER", "CREATED", "WORKSPACE", "QUESTIONS", "STATUS"}, t.rows)
 }

@@ -32,6 +32,14 @@ func NewCmdInstanceMountAdd(f *Factory, runF func(context.Context, *InstanceMoun
 	cmd := &cobra.Command{
 		Use:   "add INSTANCE [--kb NAME=DIR] [--mcp NAME=COMMAND] ...",
 		Short: "Mount knowledge bases or external MCP servers into an instance",
+		Long: `Mount knowledge bases or external MCP servers into an instance; the renames
+this causes are listed, and need --yes off a terminal.
+
+As at create, a relative knowledge-base folder, and a server command that is a
+relative path (./ev.sh, bin/server; a bare name such as npx stays a PATH lookup),
+are made absolute against the directory this command runs in, and must exist; the
+servers run in the instance's workspace, so a relative path among their arguments
+is a path in the workspace.`,
 		Example: `  agentctl instance mount add fix-login --kb notes=./notes --yes
   agentctl instance mount add fix-login --mcp 'browser=npx -y @playwright/mcp'
   agentctl instance mount add fix-login --kb '3D docs=./3d' --tool-prefix-mode off`,

@@ -148,6 +148,10 @@ func endpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logge
 		Instance:   mcpserver.Instance{ID: rec.ID, Name: rec.Name, Agent: rec.Agent, Workspace: rec.Workspace},
 		ServerName: rec.ServerName,
 		Naming:     rec.Capabilities.ToolNames,
+		// External servers run in the workspace, wherever the client
+		// started this endpoint: a relative path among their arguments
+		// means a file of the workspace.
+		ServerDir: rec.Workspace,
 		// The client follows tools/list_changed: its first tools/list
 		// need not wait for every external server.
 		ToolsListChanged: rec.Capabilities.ToolsListChanged,

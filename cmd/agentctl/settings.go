@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/pflag"
@@ -420,7 +421,9 @@ func (c *Config) PrefixMode() (mount.PrefixMode, error) {
 }
 
 // FileMounts are the config file's mounts, checked, in the file's order:
-// [[kbs]] first, then [[mcp_servers]].
+// [[kbs]] first, then [[mcp_servers]]. Relative [[kbs]] paths and relative
+// [[mcp_servers]] commands are taken from the config file's directory (see
+// [provision.CheckCommands]).
 func (c *Config) FileMounts() ([]mount.Mount, error) {
 	for _, m := range c.mounts {
 		if err := m.Validate(); err != nil {
@@ -431,5 +434,6 @@ func (c *Config) FileMounts() ([]mount.Mount, error) {
 			return nil, &configError{fmt.Errorf("%s: [[%s]]: %w", c.file, table, err)}
 		}
 	}
-	return slices.Clone(c.mounts), nil
+	// A relative command is the config file's, like a relative [[kbs]] path.
+	return provision.CheckCommands(c.mounts, filepath.Dir(c.file), "the directory of "+c.file)
 }

@@ -144,7 +144,7 @@ func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), 
 	// them is most of what a listing costs.
 	listed := func() []mcpserver.ServerListing { return nil }
 	if t.Connect && rec != nil {
-		listed = startListing(ctx, resolve, stopped)
+		listed = startListing(ctx, resolve, rec.Workspace, stopped)
 	}
 	cat, err := catalog()
 	if err != nil {
@@ -171,7 +171,9 @@ func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), 
 		}
 		resolve = plan.Mounts
 		if t.Connect {
-			listed = startListing(ctx, resolve, stopped)
+			// A hypothetical instance's workspace is create's default,
+			// the current directory.
+			listed = startListing(ctx, resolve, "", stopped)
 		}
 	}
 	listings := listed()
@@ -192,7 +194,7 @@ func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), 
 // startListing lists the external servers among mounts in the background
 // ([listServers]) and returns the function that waits for their listings;
 // *stopped then waits for the listing, and for the servers to stop.
-func startListing(ctx context.Context, mounts []mount.Resolved, stopped *func()) func() []mcpserver.ServerListing {
+func startListing(ctx context.Context, mounts []mount.Resolved, dir string, stopped *func()) func() []mcpserver.ServerListing {
 	done := make(chan struct{})
 	var (
 		listings []mcpserver.ServerListing
@@ -200,7 +202,7 @@ func startListing(ctx context.Context, mounts []mount.Resolved, stopped *func())
 	)
 	go func() {
 		defer close(done)
-		listings, wait = listServers(ctx, mounts)
+		listings, wait = listServers(ctx, mounts, dir)
 	}()
 	*stopped = func() {
 		<-done
@@ -253,12 +255,13 @@ func staleFindings(cat *agents.Catalog, rec *instance.Record) []mcpserver.Findin
 }
 
 // listServers starts or dials the external servers among mounts, as `mcp
-// serve` does, each in its own [proxy.Pool] and all at once, and takes each
+// serve` does (in dir, the instance's workspace: see [proxy.Options.Dir]),
+// each in its own [proxy.Pool] and all at once, and takes each
 // one's tools (or why it failed) as soon as its first attempt ends, within
 // its mount's timeout ([proxy.DefaultTimeout] by default). Each server is
 // stopped once listed, in the background; wait waits until all are gone
 // (no orphans), so that the caller can describe and print meanwhile.
-func listServers(ctx context.Context, mounts []mount.Resolved) (listings []mcpserver.ServerListing, wait func()) {
+func listServers(ctx context.Context, mounts []mount.Resolved, dir string) (listings []mcpserver.ServerListing, wait func()) {
 	var servers []mount.Resolved
 	for _, m := range mounts {
 		if m.Kind == mount.KindServer {
@@ -269,7 +272,7 @@ func listServers(ctx context.Context, mounts []mount.Resolved) (listings []mcpse
 	var listing, stopping sync.WaitGroup
 	for i, m := range servers {
 		listing.Go(func() {
-			pool := proxy.NewPool([]mount.Resolved{m}, noNamespace{}, proxy.Options{Version: version})
+			pool := proxy.NewPool([]mount.Resolved{m}, noNamespace{}, proxy.Options{Version: version, Dir: dir})
 			pool.Start(ctx)
 			out[i] = listServer(ctx, pool, m)
 			stopping.Go(func() {

@@ -46,7 +46,9 @@ type CreateOptions struct {
 type Opener func(context.Context) (*instance.Store, error)
 
 // Create provisions an instance: it checks the knowledge bases' folders and
-// the server name, plans the mounts' prefixes and the whole tool namespace,
+// the external servers' relative commands (both made absolute against the
+// current directory: see [CheckFolders] and [CheckCommands]) and the server
+// name, plans the mounts' prefixes and the whole tool namespace,
 // reads the templates, and only then opens the store (so a refused create
 // leaves no state behind) and creates the record with its client
 // configuration and expanded files, all or nothing. It returns the record and
@@ -66,6 +68,9 @@ func Create(ctx context.Context, open Opener, o CreateOptions) (*instance.Record
 	}
 	mounts, err := CheckFolders(o.Mounts)
 	if err != nil {
+		return nil, Plan{}, err
+	}
+	if mounts, err = CheckCommands(mounts, "", FromCreateDir); err != nil {
 		return nil, Plan{}, err
 	}
 	if err := instance.ValidateServerName(o.ServerName); err != nil {

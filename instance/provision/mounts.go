@@ -32,7 +32,8 @@ type MountChange struct {
 
 // PlanMountAdd plans mounting more knowledge bases or external servers into
 // an instance. The added knowledge bases' folders must exist (see
-// [CheckFolders]).
+// [CheckFolders]); the added servers' relative commands are made absolute
+// and must be executable files (see [CheckCommands]).
 func PlanMountAdd(rec *instance.Record, added []mount.Mount) (*MountChange, error) {
 	return PlanMountAddInMode(rec, added, "")
 }
@@ -43,6 +44,9 @@ func PlanMountAdd(rec *instance.Record, added []mount.Mount) (*MountChange, erro
 func PlanMountAddInMode(rec *instance.Record, added []mount.Mount, mode mount.PrefixMode) (*MountChange, error) {
 	added, err := CheckFolders(added)
 	if err != nil {
+		return nil, err
+	}
+	if added, err = CheckCommands(added, "", FromCreateDir); err != nil {
 		return nil, err
 	}
 	return planMountChange(rec, mode, func(cur []mount.Mount) ([]mount.Mount, error) {

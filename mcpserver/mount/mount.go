@@ -3,6 +3,7 @@ package mount
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -102,6 +103,16 @@ func (m Mount) label() string { return fmt.Sprintf("%s %q", m.Kind.Label(), m.Na
 // external server reached over streamable HTTP.
 func IsHTTPURL(s string) bool {
 	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// IsRelativeCommand reports whether an external server's command is a
+// relative path: one that has a path separator but is not absolute
+// (./ev.sh, bin/server). Such a command is made absolute when it is
+// mounted (see [github.com/agentctl/agentctl/instance/provision.CheckCommands]),
+// so that it means the same file wherever the client starts the endpoint;
+// a bare name (npx) stays a PATH lookup, made when the server starts.
+func IsRelativeCommand(cmd string) bool {
+	return cmd != "" && !filepath.IsAbs(cmd) && strings.ContainsAny(cmd, "/"+string(filepath.Separator))
 }
 
 // Validate checks what can be checked without I/O: a usable name, and the

@@ -130,3 +130,19 @@ func TestCallTimeoutOrDefault(t *testing.T) {
 		t.Fatalf("set: %s, want 200ms", got)
 	}
 }
+
+func TestIsRelativeCommand(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"./ev.sh":      true,
+		"bin/server":   true,
+		"../x/server":  true,
+		"/usr/bin/npx": false,
+		"npx":          false,
+		"ev.sh":        false, // a bare name: a PATH lookup, as in a shell
+		"":             false,
+	} {
+		if got := IsRelativeCommand(cmd); got != want {
+			t.Errorf("IsRelativeCommand(%q) = %v, want %v", cmd, got, want)
+		}
+	}
+}

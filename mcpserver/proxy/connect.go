@@ -81,7 +81,7 @@ func (s *Server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, 
 	}
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {
-		return fail(nil, explainStart(err, s.mount))
+		return fail(nil, explainStart(err, s.mount, s.pool.opts.Dir))
 	}
 	tools, err := listAll(cctx, cs)
 	if err != nil {
@@ -96,10 +96,11 @@ func (s *Server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, 
 }
 
 // command is the stdio server's command, ready to start: its environment,
-// its stderr to the pool's log, and, where the system allows, its own
+// its working directory ([Options.Dir]), its stderr to the pool's log, and, where the system allows, its own
 // process group and a parent-death signal (see stopWithParent).
 func (s *Server) command() *exec.Cmd {
 	cmd := exec.Command(s.mount.Command, s.mount.Args...)
+	cmd.Dir = s.pool.opts.Dir
 	cmd.Env = os.Environ()
 	for _, k := range slices.Sorted(maps.Keys(s.mount.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+s.mount.Env[k])
@@ -124,7 +125,15 @@ func (s *Server) stdioTransport(cmd *exec.Cmd) mcp.Transport {
 	return &commandTransport{server: s, cmd: cmd}
 }
 
-func explainStart(err error, m mount.Resolved) error {
+// explainStart says why a server did not start: its command, or the
+// directory it is started in (dir, [Options.Dir]), which the system's
+// error would not tell apart.
+func explainStart(err error, m mount.Resolved, dir string) error {
+	if dir != "" && m.URL == "" {
+		if _, serr := os.Stat(dir); serr != nil {
+			return fmt.Errorf("cannot start %q in the instance's workspace %s: %v; recreate the folder, or create the instance again with --workspace", m.Command, dir, errors.Unwrap(serr))
+		}
+	}
 	var ee *exec.Error
 	if errors.As(err, &ee) {
 		return fmt.Errorf("cannot start %q: %v", m.Command, ee.Err)

@@ -36,6 +36,12 @@ type Options struct {
 	// result, runs it as go-sdk's [mcp.CommandTransport] does, its output
 	// framed by agentctl (the SDK path).
 	Stdio func(cmd *exec.Cmd, server string) mcp.Transport
+	// Dir is the working directory of the stdio servers: the instance's
+	// workspace, so that a relative path among a server's arguments means a
+	// path in the workspace whichever directory the client started the
+	// endpoint in, on the fast lane and on the SDK path alike. Empty: the
+	// endpoint's own.
+	Dir string
 	// MaxLine bounds one message of a stdio server's on the SDK path (0:
 	// [github.com/agentctl/agentctl/mcpserver/guard.MaxLine], go-sdk's 16 MiB, as for the client's messages). An
 	// answer over it fails its call alone.

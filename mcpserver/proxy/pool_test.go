@@ -115,3 +115,31 @@ func TestStdioTransport(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolRunsServersInDir: a stdio server's command runs in Options.Dir
+// (the instance's workspace), whichever transport starts it; a Dir that is
+// gone is named as the reason the server did not start, not its command.
+func TestPoolRunsServersInDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := NewPool([]mount.Resolved{server("up", "/bin/true")}, &reconciles{}, Options{Dir: dir}).Servers()[0]
+	if cmd := s.command(); cmd.Dir != dir {
+		t.Fatalf("command's Dir %q, want %q", cmd.Dir, dir)
+	}
+	gone := filepath.Join(dir, "gone")
+	p := NewPool([]mount.Resolved{server("up", "/bin/true")}, &reconciles{}, Options{Dir: gone})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.Start(ctx)
+	select {
+	case <-p.FirstRound():
+	case <-time.After(time.Minute):
+		t.Fatal("the first round never ended")
+	}
+	st := p.Statuses()[0]
+	if want := `cannot start "/bin/true" in the instance's workspace ` + gone + ": no such file or directory"; st.State != StateDown || !strings.Contains(st.Error, want) {
+		t.Fatalf("status %+v, want an error with %q", st, want)
+	}
+	cancel()
+	p.Wait()
+}
