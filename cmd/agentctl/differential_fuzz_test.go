@@ -493,9 +493,14 @@ func (p *fuzzPeer) exchange(line []byte, held string) (answers, notes [][]byte, 
 // awaitProgress waits for progress of the harness's held call; what else
 // arrives meanwhile is the previous input's business and was checked.
 func (p *fuzzPeer) awaitProgress(tok string) error {
+	return p.awaitLine([]byte(`"progressToken":"` + tok + `"`), "progress of "+tok)
+}
+
+// awaitLine reads the endpoint's output until a line holding want comes;
+// what is the error's name for it.
+func (p *fuzzPeer) awaitLine(want []byte, what string) error {
 	timer := time.NewTimer(fuzzWait)
 	defer timer.Stop()
-	want := []byte(`"progressToken":"` + tok + `"`)
 	for {
 		select {
 		case l, ok := <-p.lines:
@@ -506,7 +511,7 @@ func (p *fuzzPeer) awaitProgress(tok string) error {
 				return nil
 			}
 		case <-timer.C:
-			return fmt.Errorf("no progress of %s within %s", tok, fuzzWait)
+			return fmt.Errorf("no %s within %s", what, fuzzWait)
 		}
 	}
 }
