@@ -211,6 +211,9 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		Command: o.Executable,
 		Args:    []string{"mcp", "serve", "--instance", id, "--state-dir", s.dir},
 		Trust:   o.Definition.MCP.Trust && !o.NoTrust,
+		// 0 (only in direct store tests: provision.Create records the
+		// endpoint's default) writes no timeout.
+		ToolTimeout: clientToolTimeout(o.Definition, o.QuestionTimeout),
 	}
 	rel, err := WriteClientConfig(staging, rec.ConfigFormat, rec.ServerName, entry)
 	if err != nil {
