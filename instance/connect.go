@@ -446,3 +446,19 @@ func sameValue(a, b any) bool {
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
+
+// ConnectDisplay is the file [Connect] edits for an agent in scope, as
+// help text shows it (~ for the home directory, S for the server name), or
+// "(none)" when the client reads no file there.
+func ConnectDisplay(agent, format, scope string) string {
+	files, ok := connectFiles[agent]
+	if !ok {
+		files = connectFiles[format]
+	}
+	f := files[scope]
+	if f.Path == "" {
+		return "(none)"
+	}
+	return strings.NewReplacer("{workspace}/", "", "{home}", "~", "{xdgconfig}", "~/.config",
+		"{appconfig}", "~/.config", "{codexhome}", "$CODEX_HOME", "{server}", "S").Replace(f.Path)
+}
