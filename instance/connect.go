@@ -351,7 +351,8 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			old = string(doc.([]byte))
 			remove = func() {}
 		case "toml":
-			servers, _ := doc.(map[string]any)[f.Key].(map[string]any)
+			top, _ := doc.(map[string]any)
+			servers, _ := top[f.Key].(map[string]any)
 			v, ok := servers[rec.ServerName]
 			if !ok {
 				return nil, nil

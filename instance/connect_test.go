@@ -279,3 +279,19 @@ func TestConnectFollowsSymlink(t *testing.T) {
 		t.Errorf("target not edited:\n%s", data)
 	}
 }
+
+// TestDisconnectEmptyFile: an empty file holds no entry; nothing to remove.
+func TestDisconnectEmptyFile(t *testing.T) {
+	st := openStore(t)
+	home := t.TempDir()
+	rec := create(t, st, "codex", nil)
+	for _, f := range []string{"codex-home/config.toml"} {
+		path := filepath.Join(home, f)
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		os.WriteFile(path, nil, 0o644)
+	}
+	res, err := instance.Disconnect(rec, instance.ConnectOptions{Scope: instance.ScopeUser, Getenv: connectEnv(home)})
+	if err != nil || res.Action != "absent" {
+		t.Fatalf("disconnect from an empty config.toml: %+v, %v", res, err)
+	}
+}

@@ -103,16 +103,6 @@ func decodeOrdered(dec *json.Decoder) (any, error) {
 	}
 }
 
-// toOrdered turns a value built of maps and slices (as [ClientEntry] returns
-// it) into the ordered form, its object keys sorted as encoding/json sorts them.
-func toOrdered(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return parseOrderedJSON(b)
-}
-
 // encodeOrderedJSON writes v indented by indent per level, with a final newline.
 func encodeOrderedJSON(v any, indent string) ([]byte, error) {
 	var b bytes.Buffer
