@@ -228,6 +228,10 @@ func ToolTimeoutWarning(def *agents.Definition, question time.Duration) string {
 	if limit <= 0 || need <= limit {
 		return ""
 	}
+	if limit <= ToolTimeoutMargin {
+		return fmt.Sprintf("warning: %s lets a tool call run at most %s, less than the %s an answer needs to travel: ask_user_question cannot wait for an answer with this client",
+			def.ID, limit, ToolTimeoutMargin)
+	}
 	return fmt.Sprintf("warning: %s lets a tool call run at most %s, but ask_user_question may wait %s (question timeout %s plus %s for the answer to travel): "+
 		"an answer after %s would be cut off; lower --question-timeout to %s or less",
 		def.ID, limit, need, question, ToolTimeoutMargin, limit-ToolTimeoutMargin, limit-ToolTimeoutMargin)

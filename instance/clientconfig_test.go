@@ -144,3 +144,22 @@ func TestClientEntryCopilot(t *testing.T) {
 		t.Errorf("unknown format: %v", err)
 	}
 }
+
+// TestToolTimeoutWarning: a warning only when the client's limit is below
+// the question timeout plus the margin, saying what fits.
+func TestToolTimeoutWarning(t *testing.T) {
+	def := &agents.Definition{ID: "x", MCP: agents.MCPConfig{ToolTimeoutMax: agents.Duration(5 * time.Minute)}}
+	if w := instance.ToolTimeoutWarning(def, 4*time.Minute); w != "" {
+		t.Errorf("4m question within a 5m limit: %q", w)
+	}
+	if w := instance.ToolTimeoutWarning(def, 10*time.Minute); !strings.Contains(w, "lower --question-timeout to 4m0s or less") {
+		t.Errorf("10m question over a 5m limit: %q", w)
+	}
+	def.MCP.ToolTimeoutMax = agents.Duration(30 * time.Second)
+	if w := instance.ToolTimeoutWarning(def, time.Minute); !strings.Contains(w, "cannot wait for an answer") {
+		t.Errorf("30s limit: %q", w)
+	}
+	if w := instance.ToolTimeoutWarning(&agents.Definition{ID: "y"}, 100*time.Hour); w != "" {
+		t.Errorf("no limit known: %q", w)
+	}
+}
