@@ -30,7 +30,7 @@ func TestRealClientFirstList(t *testing.T) {
 		// waited for it.
 		spec, _ := json.Marshal(map[string]any{"command": up, "args": []string{"-start-gate", gate}, "timeout": "1h"})
 		rec := e.create(ctx, "--agent", "copilot-cli", "--mcp-json", "slow="+string(spec))
-		plan := clientPlan(t, rec, "mcp.json",
+		plan := clientPlan(t, rec, "mcp-config.json",
 			tsStep{Op: "list"},
 			tsStep{Op: "touch", Path: gate},
 			tsStep{Op: "await_list_changed"},
