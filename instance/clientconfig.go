@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/agentctl/agentctl/agents"
 )
 
 // ServerEntry is what a client needs to start the endpoint.
@@ -19,6 +23,26 @@ type ServerEntry struct {
 	// Trust marks the server trusted where the client supports it (Gemini CLI,
 	// Qwen Code): their headless runs ignore an untrusted server's tools.
 	Trust bool
+	// ToolTimeout is how long the client lets one tool call run, written
+	// for the clients that have such a setting (Codex, Gemini CLI, Qwen
+	// Code, Cline, Goose); 0 writes none (Goose: its 300 s). [Store.CreateInstance]
+	// sets it to the question timeout plus [ToolTimeoutMargin], so that
+	// ask_user_question is never cut off by the client.
+	ToolTimeout time.Duration
+}
+
+// ToolTimeoutMargin is what a client's tool-call timeout adds to the
+// instance's question timeout: time for the answer to travel back.
+const ToolTimeoutMargin = time.Minute
+
+// ToolTimeoutFor is the tool-call timeout written for an instance whose
+// questions wait up to question: question plus [ToolTimeoutMargin], or 0
+// (none written) when question is 0.
+func ToolTimeoutFor(question time.Duration) time.Duration {
+	if question <= 0 {
+		return 0
+	}
+	return question + ToolTimeoutMargin
 }
 
 // clientFiles maps a config format to the file it is written to, relative to
@@ -42,63 +66,122 @@ var clientFiles = map[string]string{
 	"vscode":           ".vscode/mcp.json",
 }
 
-// WriteClientConfig writes the client's native MCP configuration into dir so
-// that the client starts entry under the key server. It returns the path
-// written, relative to dir.
-func WriteClientConfig(dir, format, server string, e ServerEntry) (string, error) {
-	rel, ok := clientFiles[format]
-	if !ok {
-		return "", invalidf("unknown MCP config format %q", format)
+// ClientEntry is the server's own entry as the client of format reads it:
+// the value under the key server in the client's map of servers (for codex
+// the contents of the [mcp_servers.S] table; for goose the extension under
+// extensions.S; for continue one item of its mcpServers list). Callers that
+// write a whole configuration ([WriteClientConfig]) or merge into a user's
+// file ([Connect]) build on it, so both carry the same entry.
+func ClientEntry(format, server string, e ServerEntry) (map[string]any, error) {
+	if _, ok := clientFiles[format]; !ok {
+		return nil, invalidf("unknown MCP config format %q (want one of %s)", format, strings.Join(slices.Sorted(maps.Keys(clientFiles)), ", "))
 	}
-	if e.Args == nil {
-		e.Args = []string{}
+	args := e.Args
+	if args == nil {
+		args = []string{}
 	}
-	var data []byte
-	var err error
-	std := map[string]any{"command": e.Command, "args": e.Args}
+	std := map[string]any{"command": e.Command, "args": args}
 	if len(e.Env) > 0 {
 		std["env"] = e.Env
 	}
 	switch format {
-	case "auggie", "cursor", "kiro", "mcp-servers-json", "droid", "cline", "copilot-cli":
-		data, err = marshalJSON(map[string]any{"mcpServers": map[string]any{server: std}})
-	case "claude-code":
+	case "claude-code", "vscode":
 		std["type"] = "stdio"
-		data, err = marshalJSON(map[string]any{"mcpServers": map[string]any{server: std}})
+	case "copilot-cli":
+		// Copilot CLI's mcp-config.json: "local" (or "stdio") starts a
+		// process; "tools" says which of its tools may be used, "*" all.
+		std["type"] = "local"
+		std["tools"] = []string{"*"}
 	case "gemini", "qwen-code":
 		if e.Trust {
 			std["trust"] = true
 		}
-		data, err = marshalJSON(map[string]any{"mcpServers": map[string]any{server: std}})
-	case "grok":
-		entry := map[string]any{"name": server, "transport": map[string]any{"type": "stdio", "command": e.Command, "args": e.Args}}
-		if len(e.Env) > 0 {
-			entry["transport"].(map[string]any)["env"] = e.Env
+		if e.ToolTimeout > 0 {
+			std["timeout"] = e.ToolTimeout.Milliseconds()
 		}
-		data, err = marshalJSON(map[string]any{"mcpServers": map[string]any{server: entry}})
-	case "vscode":
-		std["type"] = "stdio"
-		data, err = marshalJSON(map[string]any{"servers": map[string]any{server: std}})
+	case "cline":
+		if e.ToolTimeout > 0 {
+			std["timeout"] = ceilSeconds(e.ToolTimeout)
+		}
+	case "codex":
+		if e.ToolTimeout > 0 {
+			std["tool_timeout_sec"] = ceilSeconds(e.ToolTimeout)
+		}
+	case "grok":
+		tr := map[string]any{"type": "stdio", "command": e.Command, "args": args}
+		if len(e.Env) > 0 {
+			tr["env"] = e.Env
+		}
+		return map[string]any{"name": server, "transport": tr}, nil
 	case "opencode":
-		entry := map[string]any{"type": "local", "command": append([]string{e.Command}, e.Args...), "enabled": true}
+		entry := map[string]any{"type": "local", "command": append([]string{e.Command}, args...), "enabled": true}
 		if len(e.Env) > 0 {
 			entry["environment"] = e.Env
 		}
+		return entry, nil
+	case "goose":
+		timeout := int64(300) // Goose's own default
+		if e.ToolTimeout > 0 {
+			timeout = ceilSeconds(e.ToolTimeout)
+		}
+		return map[string]any{"name": server, "type": "stdio", "enabled": true, "cmd": e.Command, "args": args, "timeout": timeout}, nil
+	case "continue":
+		return map[string]any{"name": server, "command": e.Command, "args": args}, nil
+	}
+	return std, nil
+}
+
+// ceilSeconds is d in whole seconds, rounded up, so that a timeout written
+// in seconds is never shorter than d.
+func ceilSeconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// ServersKey is where the client of format keeps its servers in its
+// configuration file: "mcpServers" for most, "servers" for VS Code, "mcp"
+// for OpenCode, "mcp_servers" for Codex, "extensions" for Goose.
+func ServersKey(format string) string {
+	switch format {
+	case "vscode":
+		return "servers"
+	case "opencode":
+		return "mcp"
+	case "codex":
+		return "mcp_servers"
+	case "goose":
+		return "extensions"
+	}
+	return "mcpServers"
+}
+
+// WriteClientConfig writes the client's native MCP configuration into dir so
+// that the client starts entry under the key server. It returns the path
+// written, relative to dir.
+func WriteClientConfig(dir, format, server string, e ServerEntry) (string, error) {
+	entry, err := ClientEntry(format, server, e)
+	if err != nil {
+		return "", err
+	}
+	var data []byte
+	switch format {
+	case "opencode":
 		data, err = marshalJSON(map[string]any{"$schema": "https://opencode.ai/config.json", "mcp": map[string]any{server: entry}})
 	case "codex":
 		var b bytes.Buffer
-		err = toml.NewEncoder(&b).Encode(map[string]any{"mcp_servers": map[string]any{server: std}})
+		err = toml.NewEncoder(&b).Encode(map[string]any{"mcp_servers": map[string]any{server: entry}})
 		data = b.Bytes()
 	case "goose":
-		data = []byte(fmt.Sprintf("extensions:\n  %s:\n    name: %s\n    type: stdio\n    enabled: true\n    cmd: %s\n    args: %s\n    timeout: 300\n",
-			yamlString(server), yamlString(server), yamlString(e.Command), yamlList(e.Args)))
+		data = []byte(fmt.Sprintf("extensions:\n  %s:\n    name: %s\n    type: stdio\n    enabled: true\n    cmd: %s\n    args: %s\n    timeout: %d\n",
+			yamlString(server), yamlString(server), yamlString(e.Command), yamlList(entry["args"].([]string)), entry["timeout"]))
 	case "continue":
-		data = []byte(fmt.Sprintf("name: agentctl\nversion: 0.0.1\nschema: v1\nmcpServers:\n  - name: %s\n    command: %s\n    args: %s\n",
-			yamlString(server), yamlString(e.Command), yamlList(e.Args)))
+		data = []byte(continueBlock(server, e.Command, entry["args"].([]string)))
+	default:
+		data, err = marshalJSON(map[string]any{ServersKey(format): map[string]any{server: entry}})
 	}
 	if err != nil {
 		return "", err
 	}
+	rel := clientFiles[format]
 	path := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
@@ -107,6 +190,13 @@ func WriteClientConfig(dir, format, server string, e ServerEntry) (string, error
 		return "", err
 	}
 	return rel, nil
+}
+
+// continueBlock is a Continue configuration (config.yaml, or a block file
+// under .continue/mcpServers/) holding the one server.
+func continueBlock(server, command string, args []string) string {
+	return fmt.Sprintf("name: agentctl\nversion: 0.0.1\nschema: v1\nmcpServers:\n  - name: %s\n    command: %s\n    args: %s\n",
+		yamlString(server), yamlString(command), yamlList(args))
 }
 
 func marshalJSON(v any) ([]byte, error) {
@@ -126,4 +216,35 @@ func yamlList(list []string) string {
 		q[i] = yamlString(s)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// ToolTimeoutWarning is what `instance create` says when the definition's
+// client cannot be told to wait as long as a question may (its
+// [agents.MCPConfig.ToolTimeoutMax] is below [ToolTimeoutFor] question), or
+// "" when it can. [Store.CreateInstance] then writes the client's maximum.
+func ToolTimeoutWarning(def *agents.Definition, question time.Duration) string {
+	limit := time.Duration(def.MCP.ToolTimeoutMax)
+	need := ToolTimeoutFor(question)
+	if limit <= 0 || need <= limit {
+		return ""
+	}
+	if limit <= ToolTimeoutMargin {
+		return fmt.Sprintf("warning: %s lets a tool call run at most %s, less than the %s an answer needs to travel: ask_user_question cannot wait for an answer with this client",
+			def.ID, limit, ToolTimeoutMargin)
+	}
+	return fmt.Sprintf("warning: %s lets a tool call run at most %s, but ask_user_question may wait %s (question timeout %s plus %s for the answer to travel): "+
+		"an answer after %s would be cut off; lower --question-timeout to %s or less",
+		def.ID, limit, need, question, ToolTimeoutMargin, limit-ToolTimeoutMargin, limit-ToolTimeoutMargin)
+}
+
+// ClientToolTimeout is the tool-call timeout written for def's client:
+// [ToolTimeoutFor] question, at most the client's
+// [agents.MCPConfig.ToolTimeoutMax] (a Node client given a longer one would
+// fire it at once).
+func ClientToolTimeout(def *agents.Definition, question time.Duration) time.Duration {
+	t := ToolTimeoutFor(question)
+	if limit := time.Duration(def.MCP.ToolTimeoutMax); limit > 0 && t > limit {
+		t = limit
+	}
+	return t
 }

@@ -207,11 +207,11 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 			os.RemoveAll(staging)
 		}
 	}()
-	entry := ServerEntry{
-		Command: o.Executable,
-		Args:    []string{"mcp", "serve", "--instance", id, "--state-dir", s.dir},
-		Trust:   o.Definition.MCP.Trust && !o.NoTrust,
-	}
+	entry := s.EndpointEntry(rec, o.Executable)
+	entry.Trust = o.Definition.MCP.Trust && !o.NoTrust
+	// A question timeout of 0 (only in direct store tests: provision.Create
+	// records the endpoint's default) writes no tool-call timeout.
+	entry.ToolTimeout = ClientToolTimeout(o.Definition, o.QuestionTimeout)
 	rel, err := WriteClientConfig(staging, rec.ConfigFormat, rec.ServerName, entry)
 	if err != nil {
 		return nil, fmt.Errorf("write %s MCP configuration: %w", rec.Agent, err)

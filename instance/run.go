@@ -196,17 +196,3 @@ func setLastRun(ctx context.Context, tx *sql.Tx, id string, r Run) error {
 func (s *Store) EndpointEntry(r *Record, executable string) ServerEntry {
 	return ServerEntry{Command: executable, Args: []string{"mcp", "serve", "--instance", r.ID, "--state-dir", s.dir}}
 }
-
-// ToolTimeoutMargin is added to an instance's question timeout to make the
-// tool-call timeout its client is told: the answer still has to travel
-// back after the question times out.
-const ToolTimeoutMargin = time.Minute
-
-// ToolTimeout is the tool-call timeout a client of an instance with this
-// question timeout needs (see [ToolTimeoutMargin]); 0 for 0.
-func ToolTimeout(questionTimeout time.Duration) time.Duration {
-	if questionTimeout <= 0 {
-		return 0
-	}
-	return questionTimeout + ToolTimeoutMargin
-}

@@ -493,7 +493,7 @@ func (p *fuzzPeer) exchange(line []byte, held string) (answers, notes [][]byte, 
 // awaitProgress waits for progress of the harness's held call; what else
 // arrives meanwhile is the previous input's business and was checked.
 func (p *fuzzPeer) awaitProgress(tok string) error {
-	return p.awaitLine([]byte(`"progressToken":"` + tok + `"`), "progress of "+tok)
+	return p.awaitLine([]byte(`"progressToken":"`+tok+`"`), "progress of "+tok)
 }
 
 // awaitLine reads the endpoint's output until a line holding want comes;

@@ -163,6 +163,9 @@ func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
 	for _, line := range plan.Warnings(exec.LookPath) {
 		opts.IO.Narrate("%s", line)
 	}
+	if line := instance.ToolTimeoutWarning(def, time.Duration(rec.QuestionTimeout)); line != "" {
+		opts.IO.Narrate("%s", line)
+	}
 	opts.IO.Narrate("Created instance %s for %s (server name %q).", rec.ID, rec.Agent, rec.ServerName)
 	opts.IO.Narrate("Client configuration: %s", rec.MCPConfigPath)
 	if opts.Output == formatJSON {

@@ -161,7 +161,16 @@ func planRun(st *instance.Store, r *instance.Record, catalog func() (*agents.Cat
 	if qt == 0 {
 		qt = mcpserver.DefaultQuestionTimeout
 	}
-	o.ToolTimeout = instance.ToolTimeout(qt)
+	o.ToolTimeout = instance.ClientToolTimeout(def, qt)
+	// A client that reads MCP servers only from its own files finds the
+	// endpoint once `instance connect` has put it there, in either scope.
+	o.WorkspaceConfigured = func() (string, bool) {
+		path, ok := instance.Connected(r, instance.ConnectOptions{Scope: instance.ScopeWorkspace})
+		if !ok {
+			_, ok = instance.Connected(r, instance.ConnectOptions{Scope: instance.ScopeUser})
+		}
+		return path, ok
+	}
 	p, err := launch.New(def, r, o)
 	var nr *launch.NotRunnableError
 	if errors.As(err, &nr) {

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/spf13/cobra"
+)
+
+// InstanceConnectOptions are the inputs of `instance connect` and
+// `instance disconnect`.
+type InstanceConnectOptions struct {
+	IO     *IOStreams
+	Store  storeOpener
+	Getenv func(string) string
+
+	Instance string
+	Scope    string
+	Force    bool
+	Output   string
+}
+
+// connectFilesHelp is the table of files in `instance connect --help`.
+const connectFilesHelp = `  client          --scope workspace (default)   --scope user
+  auggie          (none)                        ~/.augment/settings.json
+  claude-code     .mcp.json                     ~/.claude.json
+  codex           (none)                        $CODEX_HOME/config.toml (default ~/.codex)
+  continue        .continue/mcpServers/S.yaml   ~/.continue/mcpServers/S.yaml
+  copilot-cli     (none)                        ~/.copilot/mcp-config.json
+  cursor          .cursor/mcp.json              ~/.cursor/mcp.json
+  droid           .factory/mcp.json             ~/.factory/mcp.json
+  gemini          .gemini/settings.json         ~/.gemini/settings.json
+  grok            .grok/settings.json           (none)
+  kiro            .kiro/settings/mcp.json       ~/.kiro/settings/mcp.json
+  opencode        opencode.json                 ~/.config/opencode/opencode.json
+  qwen-code       .qwen/settings.json           ~/.qwen/settings.json
+  vscode-copilot  .vscode/mcp.json              ~/.config/Code/User/mcp.json
+
+Other clients (cline, goose, kilo) read no file agentctl edits: connect says what
+they read instead. ~/.config is $XDG_CONFIG_HOME when set (on macOS, VS Code's is
+~/Library/Application Support/Code/User/mcp.json).`
+
+// NewCmdInstanceConnect is `agentctl instance connect`; runF replaces
+// [instanceConnectRun] in tests.
+func NewCmdInstanceConnect(f *Factory, runF func(context.Context, *InstanceConnectOptions) error) *cobra.Command {
+	opts := &InstanceConnectOptions{IO: f.IOStreams, Store: f.Store, Getenv: f.Config.getenv}
+	cmd := &cobra.Command{
+		Use:   "connect INSTANCE [--scope workspace|user]",
+		Short: "Write the instance's MCP server into the file its client reads",
+		Long: `Connect writes the instance's server entry (the one in its own configuration, under
+its server name S) into the file the instance's client reads by default, so that
+the client started as usual, in the instance's workspace, finds the endpoint:
+
+` + connectFilesHelp + `
+
+Every other server and setting in that file is kept, in its order (Codex's
+config.toml is read and written again: its values are kept, its comments are not).
+The file is replaced atomically with its mode; before agentctl first changes it a
+copy is kept as FILE.agentctl-bak. A file that does not parse, or JSON with
+comments, is refused and left as it is. An entry named S that starts something
+else (another instance) is refused unless --force. Connecting again changes
+nothing. Undo it with 'agentctl instance disconnect'.
+
+What was done is printed on stderr; -o json prints {path, key, action, backup}.`,
+		Example: `  id=$(agentctl instance create --agent cursor --workspace .)
+  agentctl instance connect $id            # adds mcpServers.agentctl to ./.cursor/mcp.json
+  agentctl instance connect $id --scope user
+  agentctl instance disconnect $id`,
+		Args:              exactArgs(1, "an instance id, id prefix or label"),
+		ValidArgsFunction: completeInstances(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkConnectFlags(opts); err != nil {
+				return err
+			}
+			opts.Instance = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return instanceConnectRun(cmd.Context(), opts, instance.Connect)
+		},
+	}
+	addConnectFlags(cmd, opts, "replace an entry named S that starts something else")
+	return cmd
+}
+
+func addConnectFlags(cmd *cobra.Command, opts *InstanceConnectOptions, force string) {
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Scope, "scope", instance.ScopeWorkspace, "whose file: workspace (the instance's workspace) or user (your home)")
+	fl.BoolVar(&opts.Force, "force", false, force)
+	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{instance.ScopeWorkspace, instance.ScopeUser}, cobra.ShellCompDirectiveNoFileComp))
+	addOutputFlag(cmd, &opts.Output)
+}
+
+func checkConnectFlags(opts *InstanceConnectOptions) error {
+	if err := checkFormat(opts.Output); err != nil {
+		return err
+	}
+	if opts.Scope != instance.ScopeWorkspace && opts.Scope != instance.ScopeUser {
+		return usageErrorf("invalid --scope %q: use workspace or user", opts.Scope)
+	}
+	return nil
+}
+
+// instanceConnectRun runs op (connect or disconnect) on the instance and
+// says what it did.
+func instanceConnectRun(ctx context.Context, opts *InstanceConnectOptions, op func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error)) error {
+	return withInstance(ctx, opts.Store, opts.Instance, func(_ *instance.Store, r *instance.Record) error {
+		res, err := op(r, instance.ConnectOptions{Scope: opts.Scope, Getenv: opts.Getenv, Force: opts.Force})
+		if err != nil {
+			return err
+		}
+		switch res.Action {
+		case "absent":
+			opts.IO.Narrate("%s: no entry %s; nothing to remove.", res.Path, res.Key)
+		case "unchanged":
+			opts.IO.Narrate("%s: %s is already this instance's; nothing changed.", res.Path, res.Key)
+		default:
+			opts.IO.Narrate("%s: %s %s.", res.Path, res.Key, res.Action)
+			if res.Backup != "" {
+				opts.IO.Narrate("The file as it was before agentctl first changed it: %s", res.Backup)
+			}
+		}
+		if opts.Output == formatJSON {
+			return opts.IO.PrintJSON(res)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,502 @@
+package instance
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Connect scopes: the file a client reads for one project, or for the user.
+const (
+	ScopeWorkspace = "workspace"
+	ScopeUser      = "user"
+)
+
+// connectFile is where a client reads its MCP servers by default.
+type connectFile struct {
+	// Path is the file, with {workspace}, {home}, {xdgconfig} (XDG_CONFIG_HOME
+	// or ~/.config), {appconfig} (the platform's application settings: on
+	// Linux as {xdgconfig}), {codexhome} (CODEX_HOME or ~/.codex) and
+	// {server} replaced; "" when the client reads no file for the scope.
+	Path string
+	// Key is the member holding the servers (JSON, TOML); "" for a file
+	// that holds only our server (a Continue block).
+	Key string
+	// Kind is how the file is edited: "json", "toml" or "block".
+	Kind string
+	// Reads says, when Path is "", what the client reads instead.
+	Reads string
+}
+
+// connectFiles is, for each config format (or agent id, which wins), the
+// file `instance connect` edits in each scope. Paths are those each client's
+// documentation gives as read by default.
+var connectFiles = map[string]map[string]connectFile{
+	"cursor": {
+		ScopeWorkspace: {Path: "{workspace}/.cursor/mcp.json", Key: "mcpServers", Kind: "json"},
+		ScopeUser:      {Path: "{home}/.cursor/mcp.json", Key: "mcpServers", Kind: "json"},
+	},
+	"vscode": {
+		ScopeWorkspace: {Path: "{workspace}/.vscode/mcp.json", Key: "servers", Kind: "json"},
+		ScopeUser:      {Path: "{appconfig}/Code/User/mcp.json", Key: "servers", Kind: "json"},
+	},
+	"gemini": {
+		ScopeWorkspace: {Path: "{workspace}/.gemini/settings.json", Key: "mcpServers", Kind: "json"},
+		ScopeUser:      {Path: "{home}/.gemini/settings.json", Key: "mcpServers", Kind: "json"},
+	},
+	"qwen-code": {
+		ScopeWorkspace: {Path: "{workspace}/.qwen/settings.json", Key: "mcpServers", Kind: "json"},
+		ScopeUser:      {Path: "{home}/.qwen/settings.json", Key: "mcpServers", Kind: "json"},
+	},
+	"kiro": {
+		ScopeWorkspace: {Path: "{workspace}/.kiro/settings/mcp.json", Key: "mcpServers", Kind: "json"},
+		ScopeUser:      {Path: "{home}/.kiro/settings/mcp.json", Key: "mcpServers", Kind: "json"},
+	},
+	"opencode": {
+		ScopeWorkspace: {Path: "{workspace}/opencode.json", Key: "mcp", Kind: "json"},
+		ScopeUser:      {Path: "{xdgconfig}/opencode/opencode.json", Key: "mcp", Kind: "json"},
+	},
+	"claude-code": {
+		ScopeWorkspace: {Path: "{workspace}/.mcp.json", Key: "mcpServers", Kind: "json"},
+		ScopeUser:      {Path: "{home}/.claude.json", Key: "mcpServers", Kind: "json"},
+	},
+	"droid": {
+		ScopeWorkspace: {Path: "{workspace}/.factory/mcp.json", Key: "mcpServers", Kind: "json"},
+		ScopeUser:      {Path: "{home}/.factory/mcp.json", Key: "mcpServers", Kind: "json"},
+	},
+	"grok": {
+		ScopeWorkspace: {Path: "{workspace}/.grok/settings.json", Key: "mcpServers", Kind: "json"},
+		ScopeUser:      {Reads: "Grok CLI's user settings hold no MCP servers that agentctl knows of; use --scope workspace (.grok/settings.json)"},
+	},
+	"codex": {
+		ScopeWorkspace: {Reads: "Codex reads MCP servers only from $CODEX_HOME/config.toml (~/.codex/config.toml), never from the workspace; use --scope user, or `agentctl instance run`"},
+		ScopeUser:      {Path: "{codexhome}/config.toml", Key: "mcp_servers", Kind: "toml"},
+	},
+	"copilot-cli": {
+		ScopeWorkspace: {Reads: "Copilot CLI reads ~/.copilot/mcp-config.json and files given with --additional-mcp-config; use --scope user, or pass the instance's own file with --additional-mcp-config @FILE"},
+		ScopeUser:      {Path: "{home}/.copilot/mcp-config.json", Key: "mcpServers", Kind: "json"},
+	},
+	"auggie": {
+		ScopeWorkspace: {Reads: "Auggie reads ~/.augment/settings.json and files given with --mcp-config; use --scope user, or pass the instance's own file with --mcp-config FILE"},
+		ScopeUser:      {Path: "{home}/.augment/settings.json", Key: "mcpServers", Kind: "json"},
+	},
+	"continue": {
+		ScopeWorkspace: {Path: "{workspace}/.continue/mcpServers/{server}.yaml", Kind: "block"},
+		ScopeUser:      {Path: "{home}/.continue/mcpServers/{server}.yaml", Kind: "block"},
+	},
+	"cline": {
+		ScopeWorkspace: {Reads: "Cline reads the file CLINE_MCP_SETTINGS_PATH names, or its editor extension's global storage; point CLINE_MCP_SETTINGS_PATH at the instance's own file"},
+		ScopeUser:      {Reads: "Cline reads the file CLINE_MCP_SETTINGS_PATH names, or its editor extension's global storage; point CLINE_MCP_SETTINGS_PATH at the instance's own file"},
+	},
+	"goose": {
+		ScopeWorkspace: {Reads: "Goose reads extensions only from its user config.yaml (~/.config/goose/config.yaml)"},
+		ScopeUser:      {Reads: "Goose keeps its extensions in ~/.config/goose/config.yaml, YAML that agentctl does not merge yet; copy the extension from the instance's own goose/config.yaml"},
+	},
+	"mcp-servers-json": {
+		ScopeWorkspace: {Reads: "this definition's format (mcp-servers-json) names no file that a client reads by default; pass the instance's own file to the client"},
+		ScopeUser:      {Reads: "this definition's format (mcp-servers-json) names no file that a client reads by default; pass the instance's own file to the client"},
+	},
+	// Agents whose files differ from their format's.
+	"kilo": {
+		ScopeWorkspace: {Reads: "Kilo reads .kilo/kilo.jsonc, JSON with comments that agentctl does not edit; use `agentctl instance run`, or copy the entry from the instance's own opencode.json"},
+		ScopeUser:      {Reads: "Kilo reads ~/.config/kilo/kilo.jsonc, JSON with comments that agentctl does not edit; use `agentctl instance run`, or copy the entry from the instance's own opencode.json"},
+	},
+}
+
+// ConnectOptions are the inputs of [Connect] and [Disconnect].
+type ConnectOptions struct {
+	// Scope is [ScopeWorkspace] (default) or [ScopeUser].
+	Scope string
+	// Getenv reads HOME, XDG_CONFIG_HOME and CODEX_HOME (default os.Getenv).
+	Getenv func(string) string
+	// Force replaces (connect) or removes (disconnect) an entry under the
+	// record's server name that does not start this instance.
+	Force bool
+}
+
+// ConnectResult is what [Connect] or [Disconnect] did.
+type ConnectResult struct {
+	// Path is the file edited.
+	Path string `json:"path"`
+	// Key is the entry's place in it, such as "mcpServers.agentctl".
+	Key string `json:"key"`
+	// Action is added, replaced or unchanged (connect), removed or absent
+	// (disconnect).
+	Action string `json:"action"`
+	// Backup is the copy of the file as it was before agentctl first
+	// changed it, when there is one.
+	Backup string `json:"backup,omitempty"`
+}
+
+// ConnectPath is the file `instance connect` edits for rec in scope.
+func ConnectPath(rec *Record, o ConnectOptions) (string, error) {
+	_, path, err := resolveConnect(rec, o)
+	return path, err
+}
+
+func resolveConnect(rec *Record, o ConnectOptions) (connectFile, string, error) {
+	scope := o.Scope
+	if scope == "" {
+		scope = ScopeWorkspace
+	}
+	if scope != ScopeWorkspace && scope != ScopeUser {
+		return connectFile{}, "", invalidf("unknown scope %q; use %s or %s", scope, ScopeWorkspace, ScopeUser)
+	}
+	files, ok := connectFiles[rec.Agent]
+	if !ok {
+		files, ok = connectFiles[rec.ConfigFormat]
+	}
+	if !ok {
+		return connectFile{}, "", invalidf("agentctl knows no file that %s (format %q) reads; pass the instance's own file %s to the client", rec.Agent, rec.ConfigFormat, rec.MCPConfigPath)
+	}
+	f := files[scope]
+	if f.Path == "" {
+		return f, "", invalidf("%s has no %s file agentctl can connect: %s", rec.Agent, scope, f.Reads)
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	home := getenv("HOME")
+	if home == "" && strings.Contains(f.Path, "}") && !strings.HasPrefix(f.Path, "{workspace}") {
+		return f, "", invalidf("HOME is not set; set it to find %s's %s file", rec.Agent, scope)
+	}
+	xdg := getenv("XDG_CONFIG_HOME")
+	if xdg == "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	app := xdg
+	if runtime.GOOS == "darwin" {
+		app = filepath.Join(home, "Library", "Application Support")
+	}
+	codex := getenv("CODEX_HOME")
+	if codex == "" {
+		codex = filepath.Join(home, ".codex")
+	}
+	path := strings.NewReplacer("{workspace}", rec.Workspace, "{home}", home, "{xdgconfig}", xdg,
+		"{appconfig}", app, "{codexhome}", codex, "{server}", rec.ServerName).Replace(f.Path)
+	return f, filepath.Clean(path), nil
+}
+
+// InstanceEntry is the entry the instance's own configuration file gives
+// its server (from [ClientEntry] at create), as the client's file holds
+// it; for a Continue block, the whole file.
+func InstanceEntry(rec *Record) (any, error) {
+	data, err := os.ReadFile(rec.MCPConfigPath)
+	if err != nil {
+		return nil, fmt.Errorf("read the instance's configuration: %w", err)
+	}
+	switch rec.ConfigFormat {
+	case "continue", "goose":
+		return data, nil
+	case "codex":
+		var doc map[string]any
+		if _, err := toml.Decode(string(data), &doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", rec.MCPConfigPath, err)
+		}
+		servers, _ := doc["mcp_servers"].(map[string]any)
+		if e, ok := servers[rec.ServerName]; ok {
+			return e, nil
+		}
+	default:
+		doc, err := parseOrderedJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", rec.MCPConfigPath, err)
+		}
+		if servers, ok := memberObject(doc, ServersKey(rec.ConfigFormat)); ok {
+			if e, ok := servers.get(rec.ServerName); ok {
+				return e, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s has no entry %q; recreate the instance", rec.MCPConfigPath, rec.ServerName)
+}
+
+func memberObject(doc any, key string) (*jsonObject, bool) {
+	o, ok := doc.(*jsonObject)
+	if !ok {
+		return nil, false
+	}
+	v, ok := o.get(key)
+	if !ok {
+		return nil, false
+	}
+	m, ok := v.(*jsonObject)
+	return m, ok
+}
+
+// Connect writes rec's server entry, under rec's server name, into the
+// file its client reads by default in o.Scope ([ConnectPath]), keeping every
+// other entry and key of that file: JSON keeps its key order and
+// indentation; Codex's TOML is decoded and encoded again, which keeps every
+// value but drops comments (the backup keeps them). The file is written
+// atomically with its mode; before agentctl first changes it, a copy is
+// kept as FILE.agentctl-bak. A file that does not parse is refused and left
+// as it is. Connecting again changes nothing.
+func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
+	f, path, err := resolveConnect(rec, o)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := InstanceEntry(rec)
+	if err != nil {
+		return nil, err
+	}
+	res := &ConnectResult{Path: path, Key: joinKey(f.Key, rec.ServerName)}
+	return res, editConfig(path, f.Kind, func(doc any) (any, error) {
+		switch f.Kind {
+		case "block":
+			old, _ := doc.([]byte)
+			switch {
+			case old == nil:
+				res.Action = "added"
+			case bytes.Equal(old, entry.([]byte)):
+				res.Action = "unchanged"
+				return nil, nil
+			case !o.Force && !startsInstance(string(old), rec.ID):
+				return nil, notOurs(path, res.Key, rec.ID, "replace")
+			default:
+				res.Action = "replaced"
+			}
+			return entry, nil
+		case "toml":
+			top, _ := doc.(map[string]any)
+			if top == nil {
+				top = map[string]any{}
+			}
+			servers, ok := top[f.Key].(map[string]any)
+			if !ok && top[f.Key] != nil {
+				return nil, fmt.Errorf("%s: %s is not a table; nothing was changed", path, f.Key)
+			}
+			if servers == nil {
+				servers = map[string]any{}
+				top[f.Key] = servers
+			}
+			old, exists := servers[rec.ServerName]
+			if err := decide(res, exists, old, entry, o.Force, rec.ID, path); err != nil || res.Action == "unchanged" {
+				return nil, err
+			}
+			servers[rec.ServerName] = entry
+			return top, nil
+		default:
+			top, ok := doc.(*jsonObject)
+			if doc == nil {
+				top, ok = newJSONObject(), true
+			}
+			if !ok {
+				return nil, fmt.Errorf("%s is not a JSON object; nothing was changed", path)
+			}
+			sv, _ := top.get(f.Key)
+			servers, ok := sv.(*jsonObject)
+			if !ok && sv != nil {
+				return nil, fmt.Errorf("%s: %q is not an object; nothing was changed", path, f.Key)
+			}
+			if servers == nil {
+				servers = newJSONObject()
+				top.set(f.Key, servers)
+			}
+			old, exists := servers.get(rec.ServerName)
+			if err := decide(res, exists, old, entry, o.Force, rec.ID, path); err != nil || res.Action == "unchanged" {
+				return nil, err
+			}
+			servers.set(rec.ServerName, entry)
+			return top, nil
+		}
+	}, res)
+}
+
+// decide sets res.Action for an entry that exists (or not) as old, to be
+// entry, or refuses to replace someone else's entry.
+func decide(res *ConnectResult, exists bool, old, entry any, force bool, id, path string) error {
+	switch {
+	case !exists:
+		res.Action = "added"
+	case sameValue(old, entry):
+		res.Action = "unchanged"
+	case !force && !startsInstance(old, id):
+		return notOurs(path, res.Key, id, "replace")
+	default:
+		res.Action = "replaced"
+	}
+	return nil
+}
+
+// Disconnect removes exactly rec's entry from the file [Connect] writes,
+// leaving every other entry (and an empty map when it was the last). An
+// entry under rec's server name that does not start this instance is
+// refused unless o.Force. An absent entry or file is no error
+// (Action "absent").
+func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
+	f, path, err := resolveConnect(rec, o)
+	if err != nil {
+		return nil, err
+	}
+	res := &ConnectResult{Path: path, Key: joinKey(f.Key, rec.ServerName), Action: "absent"}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return res, nil
+	}
+	return res, editConfig(path, f.Kind, func(doc any) (any, error) {
+		var old any
+		var remove func()
+		switch f.Kind {
+		case "block":
+			old = string(doc.([]byte))
+			remove = func() {}
+		case "toml":
+			top, _ := doc.(map[string]any)
+			servers, _ := top[f.Key].(map[string]any)
+			v, ok := servers[rec.ServerName]
+			if !ok {
+				return nil, nil
+			}
+			old, remove = v, func() { delete(servers, rec.ServerName) }
+		default:
+			servers, ok := memberObject(doc, f.Key)
+			if !ok {
+				return nil, nil
+			}
+			v, ok := servers.get(rec.ServerName)
+			if !ok {
+				return nil, nil
+			}
+			old, remove = v, func() { servers.remove(rec.ServerName) }
+		}
+		if !o.Force && !startsInstance(old, rec.ID) {
+			return nil, notOurs(path, res.Key, rec.ID, "remove")
+		}
+		remove()
+		res.Action = "removed"
+		if f.Kind == "block" {
+			return removeFile{}, nil
+		}
+		return doc, nil
+	}, res)
+}
+
+// removeFile, returned by an edit, removes the file.
+type removeFile struct{}
+
+func notOurs(path, key, id, verb string) error {
+	return invalidf("%s: the entry %s does not start this instance (agentctl mcp serve --instance %s): it belongs to something else; nothing was changed. "+
+		"Give the instance another --server-name, or pass --force to %s it anyway", path, key, id, verb)
+}
+
+func joinKey(key, server string) string {
+	if key == "" {
+		return server
+	}
+	return key + "." + server
+}
+
+// startsInstance reports whether an entry (or a block file's text) starts
+// `agentctl mcp serve --instance id`: some list in it holds "mcp", "serve",
+// "--instance", id in a row.
+func startsInstance(v any, id string) bool {
+	want := []string{"mcp", "serve", "--instance", id}
+	switch t := v.(type) {
+	case string:
+		return strings.Contains(t, `"mcp", "serve", "--instance", "`+id+`"`)
+	case []any:
+		var ss []string
+		for _, e := range t {
+			s, _ := e.(string)
+			ss = append(ss, s)
+		}
+		for i := range ss {
+			if len(ss)-i >= len(want) && slices.Equal(ss[i:i+len(want)], want) {
+				return true
+			}
+		}
+		for _, e := range t {
+			if startsInstance(e, id) {
+				return true
+			}
+		}
+	case *jsonObject:
+		for _, k := range t.keys {
+			if startsInstance(t.vals[k], id) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range t {
+			if startsInstance(e, id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameValue compares two entries as JSON.
+func sameValue(a, b any) bool {
+	ea, err1 := encodeOrderedJSON(a, "")
+	eb, err2 := encodeOrderedJSON(b, "")
+	if err1 == nil && err2 == nil {
+		return bytes.Equal(ea, eb)
+	}
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// ConnectDisplay is the file [Connect] edits for an agent in scope, as
+// help text shows it (~ for the home directory, S for the server name), or
+// "(none)" when the client reads no file there.
+func ConnectDisplay(agent, format, scope string) string {
+	files, ok := connectFiles[agent]
+	if !ok {
+		files = connectFiles[format]
+	}
+	f := files[scope]
+	if f.Path == "" {
+		return "(none)"
+	}
+	return strings.NewReplacer("{workspace}/", "", "{home}", "~", "{xdgconfig}", "~/.config",
+		"{appconfig}", "~/.config", "{codexhome}", "$CODEX_HOME", "{server}", "S").Replace(f.Path)
+}
+
+// Connected reports whether the file rec's client reads in o.Scope
+// ([ConnectPath]) holds an entry under rec's server name that starts this
+// instance: what `instance run` checks for a client that reads MCP servers
+// only from that file. It returns the file's path either way (or "" when
+// the client reads none in that scope).
+func Connected(rec *Record, o ConnectOptions) (string, bool) {
+	f, path, err := resolveConnect(rec, o)
+	if err != nil {
+		return path, false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return path, false
+	}
+	var entry any
+	switch f.Kind {
+	case "block":
+		entry = string(data)
+	case "toml":
+		var m map[string]any
+		if _, err := toml.Decode(string(data), &m); err != nil {
+			return path, false
+		}
+		servers, _ := m[f.Key].(map[string]any)
+		entry = servers[rec.ServerName]
+	default:
+		doc, err := parseOrderedJSON(data)
+		if err != nil {
+			return path, false
+		}
+		if servers, ok := memberObject(doc, f.Key); ok {
+			entry, _ = servers.get(rec.ServerName)
+		}
+	}
+	return path, entry != nil && startsInstance(entry, rec.ID)
+}

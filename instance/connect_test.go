@@ -1,0 +1,297 @@
+package instance_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+)
+
+// connectCase is a client's file before `instance connect`, in the scope
+// where the client reads it.
+type connectCase struct {
+	name, agent, scope, rel string // rel: the file under the workspace (workspace) or home (user)
+}
+
+var connectCases = []connectCase{
+	{"cursor", "cursor", instance.ScopeWorkspace, ".cursor/mcp.json"},
+	{"vscode", "vscode-copilot", instance.ScopeWorkspace, ".vscode/mcp.json"},
+	{"gemini", "gemini", instance.ScopeWorkspace, ".gemini/settings.json"},
+	{"claude-code", "claude-code", instance.ScopeWorkspace, ".mcp.json"},
+	{"claude-code-user", "claude-code", instance.ScopeUser, ".claude.json"},
+	{"opencode", "opencode", instance.ScopeWorkspace, "opencode.json"},
+	{"codex", "codex", instance.ScopeUser, "codex-home/config.toml"},
+}
+
+// connectEnv is a home directory for user scope, with CODEX_HOME under it.
+func connectEnv(home string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "HOME":
+			return home
+		case "CODEX_HOME":
+			return filepath.Join(home, "codex-home")
+		}
+		return ""
+	}
+}
+
+// stable replaces what differs between runs (the instance id, the state
+// directory) in a file written by connect.
+func stable(data []byte, rec *instance.Record, st *instance.Store) []byte {
+	return []byte(strings.NewReplacer(rec.ID, "ID", st.Dir(), "STATE").Replace(string(data)))
+}
+
+// TestConnectDisconnectGolden connects an instance into a client file that
+// has other servers and other top-level keys, and disconnects it again:
+// the results are golden files, the others are kept in their order, a
+// second connect changes nothing, the backup holds the file as it was, and
+// the entry carries the tool timeout that covers the question timeout.
+func TestConnectDisconnectGolden(t *testing.T) {
+	st := openStore(t)
+	for _, c := range connectCases {
+		t.Run(c.name, func(t *testing.T) {
+			ws, home := t.TempDir(), t.TempDir()
+			rec := create(t, st, c.agent, func(o *instance.CreateOptions) {
+				o.Workspace = ws
+				o.QuestionTimeout = 10 * time.Minute
+			})
+			root := ws
+			if c.scope == instance.ScopeUser {
+				root = home
+			}
+			path := filepath.Join(root, c.rel)
+			before, err := os.ReadFile(filepath.Join("testdata", "connect", c.name+".before"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, before, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			o := instance.ConnectOptions{Scope: c.scope, Getenv: connectEnv(home)}
+			res, err := instance.Connect(rec, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Path != path || res.Action != "added" || res.Backup != path+instance.BackupSuffix {
+				t.Errorf("connect result %+v, want path %s, added, a backup", res, path)
+			}
+			after, _ := os.ReadFile(path)
+			golden(t, "connect/"+c.name+".after", stable(after, rec, st))
+			if bak, _ := os.ReadFile(path + instance.BackupSuffix); !bytes.Equal(bak, before) {
+				t.Errorf("backup differs from the file before:\n%s", bak)
+			}
+			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+				t.Errorf("mode %v, want the file's own 0600", fi.Mode().Perm())
+			}
+			timeout := `660000` // 10 min + 1 min, in the client's unit
+			switch c.agent {
+			case "codex":
+				timeout = `tool_timeout_sec = 660`
+			case "gemini":
+			default:
+				timeout = ""
+			}
+			if !strings.Contains(string(after), timeout) {
+				t.Errorf("no tool timeout %q covering the question timeout in\n%s", timeout, after)
+			}
+
+			// Connecting again changes nothing.
+			res, err = instance.Connect(rec, o)
+			if err != nil || res.Action != "unchanged" {
+				t.Fatalf("second connect: %+v, %v", res, err)
+			}
+			if again, _ := os.ReadFile(path); !bytes.Equal(again, after) {
+				t.Errorf("second connect changed the file:\n%s", again)
+			}
+
+			res, err = instance.Disconnect(rec, o)
+			if err != nil || res.Action != "removed" {
+				t.Fatalf("disconnect: %+v, %v", res, err)
+			}
+			gone, _ := os.ReadFile(path)
+			golden(t, "connect/"+c.name+".disconnected", gone)
+			if bak, _ := os.ReadFile(path + instance.BackupSuffix); !bytes.Equal(bak, before) {
+				t.Errorf("the backup of the first version was overwritten:\n%s", bak)
+			}
+			res, err = instance.Disconnect(rec, o)
+			if err != nil || res.Action != "absent" {
+				t.Fatalf("second disconnect: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// TestConnectNewFileAndLastEntry: connect creates the file (and its
+// directory) when there is none; disconnecting the only entry leaves an
+// empty map, not a deleted file.
+func TestConnectNewFileAndLastEntry(t *testing.T) {
+	st := openStore(t)
+	ws := t.TempDir()
+	rec := create(t, st, "cursor", func(o *instance.CreateOptions) { o.Workspace = ws })
+	res, err := instance.Connect(rec, instance.ConnectOptions{})
+	if err != nil || res.Action != "added" || res.Backup != "" {
+		t.Fatalf("connect: %+v, %v", res, err)
+	}
+	if _, err := instance.Disconnect(rec, instance.ConnectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(ws, ".cursor", "mcp.json"))
+	if err != nil || string(data) != "{\n  \"mcpServers\": {}\n}\n" {
+		t.Errorf("after the last entry went: %q, %v", data, err)
+	}
+}
+
+// TestConnectRefusesUnparsable: a file that does not parse, or has
+// comments, is refused naming the file and line, and left unchanged.
+func TestConnectRefusesUnparsable(t *testing.T) {
+	st := openStore(t)
+	for _, c := range []struct{ agent, rel, body, want string }{
+		{"cursor", ".cursor/mcp.json", "{\n  \"mcpServers\": {\n    \"a\": {,}\n  }\n}\n", "line 3, column 11"},
+		{"vscode-copilot", ".vscode/mcp.json", "{\n  // my servers\n  \"servers\": {}\n}\n", "the file has comments"},
+		{"codex", "codex-home/config.toml", "model = \"x\"\n[mcp_servers\n", "to end table name"},
+	} {
+		t.Run(c.agent, func(t *testing.T) {
+			ws, home := t.TempDir(), t.TempDir()
+			rec := create(t, st, c.agent, func(o *instance.CreateOptions) { o.Workspace = ws })
+			scope, root := instance.ScopeWorkspace, ws
+			if c.agent == "codex" {
+				scope, root = instance.ScopeUser, home
+			}
+			path := filepath.Join(root, c.rel)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			os.WriteFile(path, []byte(c.body), 0o644)
+			for _, op := range []func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error){instance.Connect, instance.Disconnect} {
+				_, err := op(rec, instance.ConnectOptions{Scope: scope, Getenv: connectEnv(home)})
+				if err == nil || !strings.Contains(err.Error(), path+" does not parse") || !strings.Contains(err.Error(), c.want) ||
+					!strings.Contains(err.Error(), "nothing was changed") || !errors.Is(err, instance.ErrInvalid) {
+					t.Errorf("err = %v, want it to name %s, %q and say nothing was changed", err, path, c.want)
+				}
+				if data, _ := os.ReadFile(path); string(data) != c.body {
+					t.Errorf("file changed:\n%s", data)
+				}
+				if _, err := os.Stat(path + instance.BackupSuffix); err == nil {
+					t.Errorf("a backup was written for a refused file")
+				}
+			}
+		})
+	}
+}
+
+// TestConnectOthersEntry: an entry under the server name that starts
+// something else is neither replaced nor removed without Force.
+func TestConnectOthersEntry(t *testing.T) {
+	st := openStore(t)
+	ws := t.TempDir()
+	other := create(t, st, "cursor", func(o *instance.CreateOptions) { o.Workspace = ws })
+	rec := create(t, st, "cursor", func(o *instance.CreateOptions) { o.Workspace = ws })
+	if _, err := instance.Connect(other, instance.ConnectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(ws, ".cursor", "mcp.json")
+	before, _ := os.ReadFile(path)
+	for _, op := range []func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error){instance.Connect, instance.Disconnect} {
+		_, err := op(rec, instance.ConnectOptions{})
+		if err == nil || !strings.Contains(err.Error(), "does not start this instance (agentctl mcp serve --instance "+rec.ID+")") || !strings.Contains(err.Error(), "--force") {
+			t.Errorf("err = %v", err)
+		}
+		if data, _ := os.ReadFile(path); !bytes.Equal(data, before) {
+			t.Errorf("file changed:\n%s", data)
+		}
+	}
+	res, err := instance.Connect(rec, instance.ConnectOptions{Force: true})
+	if err != nil || res.Action != "replaced" {
+		t.Fatalf("forced connect: %+v, %v", res, err)
+	}
+	if data, _ := os.ReadFile(path); !strings.Contains(string(data), rec.ID) || strings.Contains(string(data), other.ID) {
+		t.Errorf("forced connect did not replace the entry:\n%s", data)
+	}
+}
+
+// TestConnectRefusedScopes: a client with no file for a scope is refused
+// with what it reads instead.
+func TestConnectRefusedScopes(t *testing.T) {
+	st := openStore(t)
+	rec := create(t, st, "codex", nil)
+	_, err := instance.Connect(rec, instance.ConnectOptions{Scope: instance.ScopeWorkspace})
+	if err == nil || !strings.Contains(err.Error(), "Codex reads MCP servers only from $CODEX_HOME/config.toml") {
+		t.Errorf("codex workspace: %v", err)
+	}
+	if _, err := instance.Connect(rec, instance.ConnectOptions{Scope: "global"}); err == nil || !strings.Contains(err.Error(), `unknown scope "global"`) {
+		t.Errorf("bad scope: %v", err)
+	}
+}
+
+// TestConnectContinueBlock: Continue reads every block file under
+// .continue/mcpServers/; connect writes one of its own, disconnect removes it.
+func TestConnectContinueBlock(t *testing.T) {
+	st := openStore(t)
+	ws := t.TempDir()
+	rec := create(t, st, "continue", func(o *instance.CreateOptions) { o.Workspace = ws })
+	res, err := instance.Connect(rec, instance.ConnectOptions{})
+	if err != nil || res.Action != "added" {
+		t.Fatalf("connect: %+v, %v", res, err)
+	}
+	path := filepath.Join(ws, ".continue", "mcpServers", "agentctl.yaml")
+	want, _ := os.ReadFile(rec.MCPConfigPath)
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+		t.Errorf("block file:\n%s\nwant the instance's own:\n%s", got, want)
+	}
+	if res, _ := instance.Connect(rec, instance.ConnectOptions{}); res.Action != "unchanged" {
+		t.Errorf("second connect: %+v", res)
+	}
+	if res, err := instance.Disconnect(rec, instance.ConnectOptions{}); err != nil || res.Action != "removed" {
+		t.Fatalf("disconnect: %+v, %v", res, err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("block file left: %v", err)
+	}
+}
+
+// TestConnectFollowsSymlink: a config file that is a link (a dotfiles
+// manager's) is edited where it points, the link kept.
+func TestConnectFollowsSymlink(t *testing.T) {
+	st := openStore(t)
+	ws, dots := t.TempDir(), t.TempDir()
+	rec := create(t, st, "cursor", func(o *instance.CreateOptions) { o.Workspace = ws })
+	target := filepath.Join(dots, "mcp.json")
+	os.WriteFile(target, []byte(`{"mcpServers": {}}`), 0o644)
+	os.MkdirAll(filepath.Join(ws, ".cursor"), 0o755)
+	link := filepath.Join(ws, ".cursor", "mcp.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip(err)
+	}
+	if _, err := instance.Connect(rec, instance.ConnectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced by a file")
+	}
+	if data, _ := os.ReadFile(target); !strings.Contains(string(data), rec.ID) {
+		t.Errorf("target not edited:\n%s", data)
+	}
+}
+
+// TestDisconnectEmptyFile: an empty file holds no entry; nothing to remove.
+func TestDisconnectEmptyFile(t *testing.T) {
+	st := openStore(t)
+	home := t.TempDir()
+	rec := create(t, st, "codex", nil)
+	for _, f := range []string{"codex-home/config.toml"} {
+		path := filepath.Join(home, f)
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		os.WriteFile(path, nil, 0o644)
+	}
+	res, err := instance.Disconnect(rec, instance.ConnectOptions{Scope: instance.ScopeUser, Getenv: connectEnv(home)})
+	if err != nil || res.Action != "absent" {
+		t.Fatalf("disconnect from an empty config.toml: %+v, %v", res, err)
+	}
+}

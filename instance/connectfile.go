@@ -1,0 +1,126 @@
+package instance
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/BurntSushi/toml"
+)
+
+// BackupSuffix is appended to a file's name for the copy of it that
+// [Connect] and [Disconnect] keep before agentctl first changes it.
+const BackupSuffix = ".agentctl-bak"
+
+// editConfig reads the file at path as kind ("json", "toml" or "block"; nil
+// when it does not exist or is empty), lets edit change it and writes the
+// result back atomically with the file's mode, keeping a backup of the
+// first version agentctl changed. edit returns nil to leave the file alone,
+// or [removeFile] to remove it. A symbolic link is followed: the file it
+// names is edited, the link kept.
+func editConfig(path, kind string, edit func(doc any) (any, error), res *ConnectResult) error {
+	real := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r
+	}
+	data, err := os.ReadFile(real)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var doc any
+	if exists && len(bytes.TrimSpace(data)) > 0 {
+		switch kind {
+		case "block":
+			doc = data
+		case "toml":
+			var m map[string]any
+			if _, err := toml.Decode(string(data), &m); err != nil {
+				var pe toml.ParseError
+				if errors.As(err, &pe) {
+					return unreadable(path, fmt.Sprintf("line %d: %s", pe.Position.Line, pe.Message))
+				}
+				return unreadable(path, err.Error())
+			}
+			doc = m
+		default:
+			if doc, err = parseOrderedJSON(data); err != nil {
+				return unreadable(path, err.Error())
+			}
+		}
+	} else if exists && kind == "block" {
+		doc = data
+	}
+	out, err := edit(doc)
+	if err != nil || out == nil {
+		return err
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(real); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	var next []byte
+	switch v := out.(type) {
+	case removeFile:
+	case []byte:
+		next = v
+	case map[string]any:
+		var b bytes.Buffer
+		if err := toml.NewEncoder(&b).Encode(v); err != nil {
+			return fmt.Errorf("%s: %w; nothing was changed", path, err)
+		}
+		next = b.Bytes()
+	default:
+		if next, err = encodeOrderedJSON(v, jsonIndent(data)); err != nil {
+			return fmt.Errorf("%s: %w; nothing was changed", path, err)
+		}
+	}
+	if exists {
+		bak := real + BackupSuffix
+		if _, err := os.Stat(bak); errors.Is(err, fs.ErrNotExist) {
+			if err := writeAtomic(bak, data, mode); err != nil {
+				return fmt.Errorf("keep a backup of %s: %w; nothing was changed", path, err)
+			}
+		}
+		res.Backup = bak
+	}
+	if _, ok := out.(removeFile); ok {
+		return os.Remove(real)
+	}
+	return writeAtomic(real, next, mode)
+}
+
+func unreadable(path, why string) error {
+	return &InvalidError{Msg: fmt.Sprintf("%s does not parse (%s); nothing was changed: fix the file, or move it away, and try again", path, why)}
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory and a rename, with mode.
+func writeAtomic(path string, data []byte, mode fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
