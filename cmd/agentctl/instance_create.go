@@ -48,12 +48,18 @@ func NewCmdInstanceCreate(f *Factory, runF func(context.Context, *InstanceCreate
 		Short: "Provision an instance for a client and write its MCP configuration",
 		Long: `Create resolves the agent definition, snapshots its capabilities into a new instance
 record and writes the client's native MCP configuration into the instance's
-directory, so that the client starts this endpoint under the key --server-name:
+directory (mcp_config_path in the record: mcp.json for auggie, .mcp.json for
+claude-code, .gemini/settings.json with "trust": true unless --no-trust, ...), so that
+the client starts this endpoint under the key --server-name. Every client's tool-call
+timeout in it covers --question-timeout (with a warning where a client cannot wait that
+long). Then start the client with it:
 
-  auggie       mcp.json               auggie --mcp-config FILE
-  claude-code  .mcp.json              claude --mcp-config FILE
-  codex        codex-home/config.toml CODEX_HOME=DIR/codex-home codex
-  gemini       .gemini/settings.json  (with "trust": true unless --no-trust)
+  agentctl instance run ID --prompt TEXT    headless, the way its definition's [run]
+                                            recipe says (every catalog client)
+  agentctl instance run ID                  interactively, on this terminal
+  eval "$(agentctl instance env ID)"        the same environment, to start it yourself
+  agentctl instance connect ID              put the entry into the file the client reads
+                                            by default (.cursor/mcp.json, ...)
 
 The configuration names this agentctl binary by absolute path and passes the state
 directory explicitly, so it works from any working directory. Create is
