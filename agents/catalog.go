@@ -60,6 +60,12 @@ func (p *FileProblem) Unwrap() error { return p.Err }
 type LoadOptions struct {
 	// UserDir holds user definitions (*.toml). A missing directory is not an error.
 	UserDir string
+	// Only, when set, decodes only the embedded definition with this id
+	// (catalog/<id>.toml) and the user definitions: what a command that
+	// needs one known agent pays, instead of the whole catalog. The
+	// catalog then knows fewer agents: an error listing the known ones
+	// should come from a full load.
+	Only string
 }
 
 // Load reads the embedded catalog and the user definitions.
@@ -70,6 +76,9 @@ func Load(opts LoadOptions) (*Catalog, error) {
 		return nil, err
 	}
 	for _, e := range entries {
+		if opts.Only != "" && e.Name() != opts.Only+".toml" {
+			continue
+		}
 		name := path.Join("catalog", e.Name())
 		data, err := catalogFS.ReadFile(name)
 		if err != nil {

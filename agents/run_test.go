@@ -144,3 +144,37 @@ func TestExpandRun(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadOnly: loading one definition decodes its catalog file (named
+// after its id, which every catalog file is) and the user files, and
+// yields the same definition as a full load.
+func TestLoadOnly(t *testing.T) {
+	all, err := Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range all.Definitions() {
+		one, err := Load(LoadOptions{Only: d.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := one.Lookup(d.ID)
+		if err != nil {
+			t.Fatalf("%s: %v (is catalog/%s.toml named after its id?)", d.ID, err, d.ID)
+		}
+		if len(one.IDs()) != 1 || got.Name != d.Name || got.ProgramOrDefault() != d.ProgramOrDefault() {
+			t.Errorf("%s: Only loaded %v", d.ID, one.IDs())
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.toml"), []byte(runTOML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	one, err := Load(LoadOptions{UserDir: dir, Only: "mine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := one.Lookup("mine"); err != nil {
+		t.Fatalf("a user definition with Only: %v", err)
+	}
+}

@@ -25,6 +25,9 @@ type Factory struct {
 	Executable func() (string, error)
 	// Catalog loads the agent definitions in force.
 	Catalog func() (*agents.Catalog, error)
+	// Definition loads the one definition in force with this id, without
+	// decoding the rest of the catalog.
+	Definition func(id string) (*agents.Definition, error)
 	// Store opens the state store (see [storeOpener]).
 	Store storeOpener
 }
@@ -45,6 +48,20 @@ func newFactory(io *IOStreams, getenv func(string) string, args0 string) *Factor
 	f.Executable = func() (string, error) { return executable(args0) }
 	f.Catalog = func() (*agents.Catalog, error) {
 		return agents.Load(agents.LoadOptions{UserDir: f.Config.AgentsDir()})
+	}
+	f.Definition = func(id string) (*agents.Definition, error) {
+		c, err := agents.Load(agents.LoadOptions{UserDir: f.Config.AgentsDir(), Only: id})
+		if err != nil {
+			return nil, err
+		}
+		d, err := c.Lookup(id)
+		if errors.Is(err, agents.ErrUnknownAgent) {
+			// The full catalog names the agents that do exist.
+			if all, err2 := f.Catalog(); err2 == nil {
+				return all.Lookup(id)
+			}
+		}
+		return d, err
 	}
 	f.Store = func(ctx context.Context, create bool) (*instance.Store, error) {
 		return openStore(ctx, f.Config.StateDir(), create, f.Now)

@@ -15,7 +15,7 @@ import (
 type InstanceEnvOptions struct {
 	IO         *IOStreams
 	Store      storeOpener
-	Catalog    func() (*agents.Catalog, error)
+	Definition func(id string) (*agents.Definition, error)
 	Executable func() (string, error)
 
 	Instance string
@@ -25,7 +25,7 @@ type InstanceEnvOptions struct {
 // NewCmdInstanceEnv is `agentctl instance env`; runF replaces
 // [instanceEnvRun] in tests.
 func NewCmdInstanceEnv(f *Factory, runF func(context.Context, *InstanceEnvOptions) error) *cobra.Command {
-	opts := &InstanceEnvOptions{IO: f.IOStreams, Store: f.Store, Catalog: f.Catalog, Executable: f.Executable}
+	opts := &InstanceEnvOptions{IO: f.IOStreams, Store: f.Store, Definition: f.Definition, Executable: f.Executable}
 	cmd := &cobra.Command{
 		Use:   "env INSTANCE",
 		Short: "Print the environment and command line that start the instance's client",
@@ -65,7 +65,7 @@ func instanceEnvRun(ctx context.Context, opts *InstanceEnvOptions) error {
 		plans := map[string]*launch.Plan{}
 		var firstErr error
 		for _, m := range []launch.Mode{launch.Headless, launch.Interactive} {
-			p, err := planRun(st, r, opts.Catalog, opts.Executable, launch.Options{Mode: m, Prompt: promptMark})
+			p, err := planRun(st, r, opts.Definition, opts.Executable, launch.Options{Mode: m, Prompt: promptMark})
 			if err != nil {
 				if firstErr == nil {
 					firstErr = err

@@ -20,7 +20,7 @@ import (
 type InstanceRunOptions struct {
 	IO         *IOStreams
 	Store      storeOpener
-	Catalog    func() (*agents.Catalog, error)
+	Definition func(id string) (*agents.Definition, error)
 	Executable func() (string, error)
 
 	Instance   string
@@ -35,7 +35,7 @@ type InstanceRunOptions struct {
 // NewCmdInstanceRun is `agentctl instance run`; runF replaces
 // [instanceRunRun] in tests.
 func NewCmdInstanceRun(f *Factory, runF func(context.Context, *InstanceRunOptions) error) *cobra.Command {
-	opts := &InstanceRunOptions{IO: f.IOStreams, Store: f.Store, Catalog: f.Catalog, Executable: f.Executable}
+	opts := &InstanceRunOptions{IO: f.IOStreams, Store: f.Store, Definition: f.Definition, Executable: f.Executable}
 	cmd := &cobra.Command{
 		Use:   "run INSTANCE [--prompt TEXT | --prompt-file FILE] [-- CLIENT-ARGS...]",
 		Short: "Start the instance's client with its MCP endpoint, headless or interactive",
@@ -66,7 +66,12 @@ environment variables set, with secrets hidden, and starts nothing.`,
   agentctl instance run "$id" --prompt-file task.md -- --model claude-opus-4
   agentctl instance run "$id" --prompt 'say hi' --dry-run -o json
   agentctl instance run "$id"            # interactive, on this terminal`,
-		Args:              cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("%s needs an instance id, id prefix or label (got 0 arguments)", cmd.CommandPath())
+			}
+			return nil
+		},
 		ValidArgsFunction: completeInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(opts.Output); err != nil {
@@ -131,7 +136,7 @@ func instanceRunRun(ctx context.Context, opts *InstanceRunOptions) error {
 		if opts.hasPrompt {
 			mode = launch.Headless
 		}
-		plan, err := planRun(st, r, opts.Catalog, opts.Executable, launch.Options{Mode: mode, Prompt: opts.Prompt, ClientArgs: opts.ClientArgs})
+		plan, err := planRun(st, r, opts.Definition, opts.Executable, launch.Options{Mode: mode, Prompt: opts.Prompt, ClientArgs: opts.ClientArgs})
 		if err != nil {
 			return err
 		}
@@ -143,12 +148,8 @@ func instanceRunRun(ctx context.Context, opts *InstanceRunOptions) error {
 }
 
 // planRun builds the plan of one run of r's client.
-func planRun(st *instance.Store, r *instance.Record, catalog func() (*agents.Catalog, error), executable func() (string, error), o launch.Options) (*launch.Plan, error) {
-	cat, err := catalog()
-	if err != nil {
-		return nil, err
-	}
-	def, err := cat.Lookup(r.Agent)
+func planRun(st *instance.Store, r *instance.Record, definition func(string) (*agents.Definition, error), executable func() (string, error), o launch.Options) (*launch.Plan, error) {
+	def, err := definition(r.Agent)
 	if err != nil {
 		return nil, fmt.Errorf("instance %s was made for agent %q: %w", r.ID, r.Agent, err)
 	}

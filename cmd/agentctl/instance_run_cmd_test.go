@@ -41,6 +41,7 @@ func TestNewCmdInstanceRun(t *testing.T) {
 		{args: []string{"fix", "--prompt", ""}, wantErr: "the prompt is empty"},
 		{args: []string{"fix", "other", "--prompt", "a"}, wantErr: `needs one instance (an id, id prefix or label) before --`},
 		{args: []string{"--", "fix"}, wantErr: `needs one instance`},
+		{args: nil, wantErr: `run needs an instance id, id prefix or label (got 0 arguments)`},
 		{args: []string{"fix", "-p", "a", "-o", "yaml"}, wantErr: `invalid output format "yaml"`},
 	}
 	for _, tt := range tests {
