@@ -289,31 +289,7 @@ func writeFiles(dir string, files map[string][]byte) ([]string, error) {
 	return names, nil
 }
 
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+func writeFileAtomic(path string, data []byte) error { return writeAtomic(path, data, 0o644) }
 
 // UpdateInstance changes an instance's record under a write lock: fn edits
 // the record and returns the files to (re)write into its directory. The

@@ -61,21 +61,7 @@ func fakeClientOnPath(t *testing.T, programs ...string) string {
 func (e *rcEnv) runWithFake(ctx context.Context, path string, env []string, args ...string) (rcResult, *fakeReport) {
 	e.t.Helper()
 	report := filepath.Join(e.t.TempDir(), "report.json")
-	cmd := exec.CommandContext(ctx, e.bin, args...)
-	cmd.Env = append(e.cliEnv(), append([]string{"PATH=" + path, "FAKECLIENT_REPORT=" + report}, env...)...)
-	cmd.Dir = e.work
-	var out, errb lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	res := rcResult{args: args, stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		res.code = ee.ExitCode()
-	default:
-		e.t.Fatalf("run agentctl %v: %v", args, err)
-	}
+	res := e.runEnv(ctx, append([]string{"PATH=" + path, "FAKECLIENT_REPORT=" + report}, env...), args...)
 	data, err := os.ReadFile(report)
 	if err != nil {
 		return res, nil

@@ -121,8 +121,14 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // run runs the real binary with args in the workspace and returns its outcome.
 func (e *rcEnv) run(ctx context.Context, args ...string) rcResult {
 	e.t.Helper()
+	return e.runEnv(ctx, nil, args...)
+}
+
+// runEnv is [rcEnv.run] with variables added to the CLI's environment.
+func (e *rcEnv) runEnv(ctx context.Context, extra []string, args ...string) rcResult {
+	e.t.Helper()
 	cmd := exec.CommandContext(ctx, e.bin, args...)
-	cmd.Env = e.cliEnv()
+	cmd.Env = append(e.cliEnv(), extra...)
 	cmd.Dir = e.work
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
