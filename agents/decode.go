@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -40,10 +41,11 @@ func (e *DecodeError) Error() string {
 // naming the file, the line and the key, with a suggestion for near-miss keys.
 func Decode(file string, data []byte) (*Definition, error) {
 	var d Definition
-	lines := keyLines(data)
+	// Where each key is set matters only for an error: scan for it then.
+	lines := func() keyIndex { return keyLines(data) }
 	md, err := toml.Decode(string(data), &d)
 	if err != nil {
-		return nil, tomlError(file, lines, err)
+		return nil, tomlError(file, lines(), err)
 	}
 	if undec := md.Undecoded(); len(undec) > 0 {
 		k := undec[0].String()
@@ -53,12 +55,12 @@ func Decode(file string, data []byte) (*Definition, error) {
 		} else {
 			msg += " (see `agentctl agents show auggie -o json` for the schema)"
 		}
-		return nil, &DecodeError{File: file, Line: lines.find(k), Key: k, Msg: msg}
+		return nil, &DecodeError{File: file, Line: lines().find(k), Key: k, Msg: msg}
 	}
 	d.hasRun = md.IsDefined("run")
 	d.applyDefaults()
 	if fe := d.validate(); fe != nil {
-		return nil, &DecodeError{File: file, Line: lines.find(fe.key), Key: fe.key, Msg: fe.msg}
+		return nil, &DecodeError{File: file, Line: lines().find(fe.key), Key: fe.key, Msg: fe.msg}
 	}
 	return &d, nil
 }
@@ -141,8 +143,9 @@ func unquoteKey(k string) string {
 	return strings.Join(parts, ".")
 }
 
-// schemaKeys lists every dotted key of the Definition schema.
-var schemaKeys = func() []string {
+// schemaKeys lists every dotted key of the Definition schema (built the
+// first time a near-miss key needs a suggestion, not at start-up).
+var schemaKeys = sync.OnceValue(func() []string {
 	var keys []string
 	var walk func(prefix string, t reflect.Type)
 	walk = func(prefix string, t reflect.Type) {
@@ -165,7 +168,7 @@ var schemaKeys = func() []string {
 	walk("", reflect.TypeOf(Definition{}))
 	sort.Strings(keys)
 	return keys
-}()
+})
 
 // suggestKey returns the schema key closest to an unknown key, if close enough.
 func suggestKey(unknown string) string {
@@ -174,7 +177,7 @@ func suggestKey(unknown string) string {
 		parent, last = unknown[:i], unknown[i+1:]
 	}
 	best, bestD := "", 0
-	for _, k := range schemaKeys {
+	for _, k := range schemaKeys() {
 		kp, kl := "", k
 		if i := strings.LastIndexByte(k, '.'); i >= 0 {
 			kp, kl = k[:i], k[i+1:]
