@@ -134,7 +134,7 @@ func guessID(file string, data []byte) string {
 		return partial.ID
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if m := keyRE.FindStringSubmatch(line); m != nil && m[1] == "id" {
+		if m := keyRE().FindStringSubmatch(line); m != nil && m[1] == "id" {
 			v := strings.TrimSpace(line[strings.IndexByte(line, '=')+1:])
 			if i := strings.IndexByte(v, '#'); i >= 0 {
 				v = strings.TrimSpace(v[:i])

@@ -65,7 +65,11 @@ func Decode(file string, data []byte) (*Definition, error) {
 	return &d, nil
 }
 
-var lineKeyRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+// The regular expressions below place errors; they are compiled on the
+// first error, not at start-up.
+var lineKeyRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+})
 
 func tomlError(file string, lines keyIndex, err error) error {
 	var pe toml.ParseError
@@ -78,7 +82,7 @@ func tomlError(file string, lines keyIndex, err error) error {
 		}
 		return &DecodeError{File: file, Line: line, Key: key, Msg: msg}
 	}
-	if m := lineKeyRE.FindStringSubmatch(err.Error()); m != nil {
+	if m := lineKeyRE().FindStringSubmatch(err.Error()); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return &DecodeError{File: file, Line: n, Key: m[2], Msg: m[3]}
 	}
@@ -103,8 +107,8 @@ func (k keyIndex) find(key string) int {
 }
 
 var (
-	tableRE = regexp.MustCompile(`^\s*\[\[?\s*([^\]]+?)\s*\]\]?`)
-	keyRE   = regexp.MustCompile(`^\s*([A-Za-z0-9_."-]+?)\s*=`)
+	tableRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[?\s*([^\]]+?)\s*\]\]?`) })
+	keyRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([A-Za-z0-9_."-]+?)\s*=`) })
 )
 
 // keyLines is a small line scanner that finds where each key is set. It is
@@ -115,14 +119,14 @@ func keyLines(data []byte) keyIndex {
 	sc := bufio.NewScanner(strings.NewReader(string(data)))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
-		if m := tableRE.FindStringSubmatch(line); m != nil {
+		if m := tableRE().FindStringSubmatch(line); m != nil {
 			table = unquoteKey(m[1])
 			if _, ok := idx[table]; !ok {
 				idx[table] = n
 			}
 			continue
 		}
-		if m := keyRE.FindStringSubmatch(line); m != nil {
+		if m := keyRE().FindStringSubmatch(line); m != nil {
 			k := unquoteKey(m[1])
 			if table != "" {
 				k = table + "." + k
