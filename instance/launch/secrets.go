@@ -4,11 +4,15 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // secretName matches the names of flags and environment variables whose
 // values are credentials: API keys, tokens, passwords.
-var secretName = regexp.MustCompile(`(?i)(^|[-_])(api[-_]?key|key|token|secret|password|passwd|credentials?|auth(orization)?|bearer)$`)
+// It is compiled on first use: only printing a plan needs it.
+var secretName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^|[-_])(api[-_]?key|key|token|secret|password|passwd|credentials?|auth(orization)?|bearer)$`)
+})
 
 // Hidden is what a secret value is printed as.
 const Hidden = "<hidden>"
@@ -26,7 +30,7 @@ func (p *Plan) Redacted() *Plan {
 			continue
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !secretName.MatchString(name) {
+		if !secretName().MatchString(name) {
 			continue
 		}
 		if hasValue {
@@ -38,7 +42,7 @@ func (p *Plan) Redacted() *Plan {
 	}
 	c.Env = slices.Clone(p.Env)
 	for i, e := range c.Env {
-		if secretName.MatchString(e.Name) {
+		if secretName().MatchString(e.Name) {
 			c.Env[i].Value = Hidden
 		}
 	}
