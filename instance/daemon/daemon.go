@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -287,10 +288,7 @@ func (d *Daemon) lookup(w http.ResponseWriter, r *http.Request, id string) (*ins
 		http.Error(w, fmt.Sprintf("Not Found: this server serves instance %s only", d.o.Only), http.StatusNotFound)
 		return nil, false
 	}
-	rec, err := d.o.Store.Get(r.Context(), id)
-	if err == nil && rec.ID != id {
-		err = &instance.NotFoundError{What: "instance", Ref: id}
-	}
+	rec, err := getExactly(r.Context(), d.o.Store, id)
 	var nf *instance.NotFoundError
 	switch {
 	case errors.As(err, &nf):
@@ -309,3 +307,19 @@ func writeJSON(w http.ResponseWriter, v any) {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	_, _ = w.Write(append(b, '\n'))
 }
+
+// getExactly reads the record of the instance whose id is exactly id:
+// never a label or an id prefix, which Store.Get would also resolve.
+func getExactly(ctx context.Context, st *instance.Store, id string) (*instance.Record, error) {
+	if len(id) != idLength || id != strings.ToLower(id) {
+		return nil, &instance.NotFoundError{What: "instance", Ref: id}
+	}
+	rec, err := st.Get(ctx, id)
+	if err == nil && rec.ID != id {
+		err = &instance.NotFoundError{What: "instance", Ref: id}
+	}
+	return rec, err
+}
+
+// idLength is the length of an instance id (a ULID).
+const idLength = 26

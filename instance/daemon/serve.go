@@ -84,10 +84,7 @@ func (d *Daemon) acquire(ctx context.Context, id string) (*entry, int, error) {
 
 // build reads the record and builds the endpoint and its HTTP handler.
 func (d *Daemon) build(ctx context.Context, id string) (*served, *httpserve.Handler, error) {
-	rec, err := d.o.Store.Get(ctx, id)
-	if err == nil && rec.ID != id {
-		err = &instance.NotFoundError{What: "instance", Ref: id}
-	}
+	rec, err := getExactly(ctx, d.o.Store, id)
 	if err != nil {
 		return nil, nil, err
 	}
