@@ -319,3 +319,46 @@ func TestServeHTTPUpstreamCrashIsIsolated(t *testing.T) {
 		t.Errorf("A's session after its server crashed: %v", names)
 	}
 }
+
+// Listening beyond loopback needs --allow-remote, and then warns.
+func TestServeRemoteNeedsAFlag(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work)
+	res := e.run(ctx, "serve", "--listen", "0.0.0.0:0")
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "--allow-remote") {
+		t.Errorf("want a usage error naming --allow-remote\n%s", res)
+	}
+	res = e.run(ctx, "mcp", "serve", "--instance", rec.ID, "--http", "0.0.0.0:0")
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "--allow-remote") {
+		t.Errorf("mcp serve --http: want a usage error naming --allow-remote\n%s", res)
+	}
+	cmd := exec.CommandContext(ctx, e.bin, "mcp", "serve", "--instance", rec.ID, "--http", "0.0.0.0:0", "--allow-remote")
+	cmd.Env, cmd.Dir = append(e.cliEnv(), "AGENTCTL_TEST_TOKEN="+testToken), e.work
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), "serving instance ") {
+			break
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	go io.Copy(io.Discard, stderr)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("mcp serve --http after SIGTERM: %v", err)
+	}
+	text := strings.Join(lines, "\n")
+	if !strings.Contains(text, "warning: listening on") || !strings.Contains(text, "serving instance "+rec.ID+" at http://") {
+		t.Errorf("stderr:\n%s", text)
+	}
+}
