@@ -243,6 +243,9 @@ func benchServeHTTPCall(b *testing.B, version string) {
 	_, bareAddr := serveProc(b, bare, env, "listening on http://", "-kb", kbDir)
 	daemon := connectHTTP(ctx, b, "http://"+addr+"/instances/"+id+"/mcp", version)
 	baseline := connectHTTP(ctx, b, "http://"+bareAddr+"/mcp", version)
+	if d, s := daemon.InitializeResult().ProtocolVersion, baseline.InitializeResult().ProtocolVersion; d != s {
+		b.Fatalf("the daemon's session speaks %s, the bare server's %s", d, s)
+	}
 	call := func(cs *mcp.ClientSession) time.Duration {
 		t0 := time.Now()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "concept_read", Arguments: map[string]any{"id": "c3"}})

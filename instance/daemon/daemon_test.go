@@ -27,7 +27,7 @@ const token = "test-token-1234"
 
 // world is a state directory with a store and a running daemon.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	state string
 	st    *instance.Store
 	url   string
@@ -35,7 +35,7 @@ type world struct {
 	done  chan error
 }
 
-func newWorld(t *testing.T, mod func(*daemon.Options)) *world {
+func newWorld(t testing.TB, mod func(*daemon.Options)) *world {
 	t.Helper()
 	w := &world{t: t, state: t.TempDir()}
 	st, err := instance.Open(context.Background(), w.state)

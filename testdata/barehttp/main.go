@@ -50,7 +50,19 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "listening on http://%s/mcp\n", ln.Addr())
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	// Both protocol eras, as a go-sdk server must be set up for them: a
+	// request of 2026-07-28 or later to a stateless handler, the rest to a
+	// stateful one.
+	get := func(*http.Request) *mcp.Server { return s }
+	stateful := mcp.NewStreamableHTTPHandler(get, nil)
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v >= "2026-07-28" {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 	if err := http.Serve(ln, mux); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
