@@ -29,9 +29,11 @@ type ServeOptions struct {
 	AllowRemote bool
 	AllowHosts  []string
 	IdleStop    time.Duration
-	MaxBody     string
-	Grace       time.Duration
-	LogLevel    slog.Level
+	// SessionTimeout closes a session idle this long (0: never).
+	SessionTimeout time.Duration
+	MaxBody        string
+	Grace          time.Duration
+	LogLevel       slog.Level
 	// Only is the instance (a reference) `mcp serve --http` serves.
 	Only string
 
@@ -83,6 +85,7 @@ question is cancelled), stops the external servers and exits 0.`,
 	}
 	addServeFlags(cmd, opts, DefaultListen)
 	cmd.Flags().DurationVar(&opts.IdleStop, "idle-stop", daemon.DefaultIdleStop, "stop an instance's external servers after this long without a session or request")
+	cmd.Flags().DurationVar(&opts.SessionTimeout, "session-timeout", 0, "close a session that made no request for this long (0: never; a client that vanished without ending its session otherwise keeps its instance running)")
 	addSettingFlag(cmd.Flags(), keyLogLevel)
 	return cmd
 }
@@ -140,7 +143,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		d := daemon.New(daemon.Options{
 			Store: st, Checker: opts.TokenChecker(st, logger),
 			Listen: addr, AllowedHosts: opts.AllowHosts, Only: only,
-			MaxBodyBytes: maxBody, IdleStop: opts.IdleStop, Grace: opts.Grace,
+			MaxBodyBytes: maxBody, IdleStop: opts.IdleStop, Grace: opts.Grace, SessionTimeout: opts.SessionTimeout,
 			Endpoint: daemon.EndpointOptions{KBIndexDir: kbIndexDir(st.Dir()), KBRefreshInterval: opts.KBRefreshInterval,
 				FirstListWait: opts.FirstListWait, Version: version},
 			Logger: logger,

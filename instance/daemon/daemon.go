@@ -281,7 +281,7 @@ func (d *Daemon) lookup(w http.ResponseWriter, r *http.Request, id string) (*ins
 	gone := d.deleted[id]
 	d.mu.Unlock()
 	if gone {
-		http.Error(w, fmt.Sprintf("Not Found: instance %s was deleted (agentctl instance delete); this URL serves nothing any more", id), http.StatusNotFound)
+		http.Error(w, "Not Found: "+deletedError(id).Error(), http.StatusNotFound)
 		return nil, false
 	}
 	if d.o.Only != "" && id != d.o.Only {

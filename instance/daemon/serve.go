@@ -23,7 +23,7 @@ func (d *Daemon) serveMCP(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusInternalServerError {
 			d.log.Error("the instance cannot be served", "instance", id, "error", err)
 		}
-		http.Error(w, err.Error(), status)
+		http.Error(w, http.StatusText(status)+": "+err.Error(), status)
 		return
 	}
 	defer d.release(e)
@@ -38,13 +38,13 @@ func (d *Daemon) acquire(ctx context.Context, id string) (*entry, int, error) {
 	switch {
 	case d.closed:
 		d.mu.Unlock()
-		return nil, http.StatusServiceUnavailable, errors.New("Service Unavailable: agentctl serve is stopping")
+		return nil, http.StatusServiceUnavailable, errors.New("agentctl serve is stopping")
 	case d.deleted[id]:
 		d.mu.Unlock()
 		return nil, http.StatusNotFound, deletedError(id)
 	case d.o.Only != "" && id != d.o.Only:
 		d.mu.Unlock()
-		return nil, http.StatusNotFound, fmt.Errorf("Not Found: this server serves instance %s only", d.o.Only)
+		return nil, http.StatusNotFound, fmt.Errorf("this server serves instance %s only", d.o.Only)
 	}
 	e := d.entries[id]
 	building := e == nil
@@ -56,7 +56,9 @@ func (d *Daemon) acquire(ctx context.Context, id string) (*entry, int, error) {
 	d.mu.Unlock()
 
 	if building {
-		e.s, e.h, e.err = d.build(ctx, id)
+		// Others may wait for this build: the first caller hanging up
+		// does not cancel it.
+		e.s, e.h, e.err = d.build(context.WithoutCancel(ctx), id)
 		close(e.ready)
 	} else {
 		select {
@@ -75,9 +77,9 @@ func (d *Daemon) acquire(ctx context.Context, id string) (*entry, int, error) {
 		d.mu.Unlock()
 		var nf *instance.NotFoundError
 		if errors.As(e.err, &nf) {
-			return nil, http.StatusNotFound, fmt.Errorf("Not Found: no instance %s: the URL takes an instance's full id (agentctl instance list)", id)
+			return nil, http.StatusNotFound, fmt.Errorf("no instance %s: the URL takes an instance's full id (agentctl instance list)", id)
 		}
-		return nil, http.StatusInternalServerError, fmt.Errorf("Internal Server Error: instance %s cannot be served: %v", id, e.err)
+		return nil, http.StatusInternalServerError, fmt.Errorf("instance %s cannot be served: %v", id, e.err)
 	}
 	return e, 0, nil
 }
@@ -126,7 +128,7 @@ func (d *Daemon) remove(e *entry) bool {
 }
 
 func deletedError(id string) error {
-	return fmt.Errorf("Not Found: instance %s was deleted (agentctl instance delete); this URL serves nothing any more", id)
+	return fmt.Errorf("instance %s was deleted (agentctl instance delete); this URL serves nothing any more", id)
 }
 
 // janitor polls the store for deleted instances and stops idle endpoints,
