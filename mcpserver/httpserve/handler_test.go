@@ -231,3 +231,23 @@ func TestRequestTimeout(t *testing.T) {
 		t.Errorf("a call past the request timeout ended with %v", err)
 	}
 }
+
+// The Host check covers a listener beyond loopback, which go-sdk's own
+// DNS-rebinding check (loopback listeners only) does not.
+func TestGuardChecksHostOnANonLoopbackListener(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	g := httpserve.Guard(ok, httpserve.GuardOptions{Listen: "192.168.1.5:7821"})
+	for host, want := range map[string]int{
+		"192.168.1.5:7821":        http.StatusNoContent,
+		"localhost:7821":          http.StatusNoContent,
+		"rebind.attacker.example": http.StatusForbidden,
+		"10.1.1.1:7821":           http.StatusForbidden,
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://"+host+"/instances/x/mcp", strings.NewReader("{}"))
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, rec.Code, want)
+		}
+	}
+}
