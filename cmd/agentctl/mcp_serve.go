@@ -99,7 +99,6 @@ its connect timeout, since it would never see a later server's tools.`,
 				if err := so.fill(f); err != nil {
 					return err
 				}
-				return serveRun(cmd.Context(), so)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -122,6 +121,9 @@ its connect timeout, since it would never see a later server's tools.`,
 const serverLogFile = daemon.ServerLogFile
 
 func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
+	if opts.HTTP != "" {
+		return serveRun(ctx, opts.Serve)
+	}
 	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, rec *instance.Record) error {
 		// Held while serving: 'instance delete' sees the endpoint is live.
