@@ -9,10 +9,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -237,6 +239,10 @@ func TestServeHTTPRefuses(t *testing.T) {
 	// A deleted instance: its open session ends, its URL answers 404.
 	cs := goConnect(ctx, t, d.url(doomed.ID), "2025-11-25")
 	goToolNames(ctx, t, cs)
+	// Its endpoint holds the serve lock: a plain delete refuses.
+	if res := e.run(ctx, "instance", "delete", doomed.ID); res.code == 0 {
+		t.Errorf("instance delete of a served instance succeeded without --force\n%s", res)
+	}
 	e.mustRun(ctx, "instance", "delete", doomed.ID, "--force")
 	for {
 		code, body := rawRequest(t, http.MethodPost, d.url(doomed.ID), initializeBody, auth)
@@ -360,5 +366,52 @@ func TestServeRemoteNeedsAFlag(t *testing.T) {
 	text := strings.Join(lines, "\n")
 	if !strings.Contains(text, "warning: listening on") || !strings.Contains(text, "serving instance "+rec.ID+" at http://") {
 		t.Errorf("stderr:\n%s", text)
+	}
+}
+
+// When an external server comes up late, tools/list_changed reaches the
+// clients of both eras on one instance's URL: the TypeScript client's
+// session (2025-11-25) and the go-sdk client's subscriptions/listen stream
+// (2026-07-28, stateless).
+func TestServeHTTPListChangedReachesBothEras(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	gate := filepath.Join(e.root, "let-the-server-start")
+	spec, _ := json.Marshal(map[string]any{"command": serverBin(t), "args": []string{"-start-gate", gate}, "timeout": "1h"})
+	rec := e.create(ctx, "--agent", "copilot-cli", "--workspace", e.work, "--mcp-json", "slow="+string(spec))
+	d := startServe(ctx, e)
+	changed := make(chan struct{}, 8)
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "v1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.url(rec.ID), HTTPClient: &http.Client{Transport: bearerTransport{testToken}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+		t.Fatalf("the go-sdk client negotiated %s", v)
+	}
+	if names := goToolNames(ctx, t, cs); slices.Contains(names, "echo") {
+		t.Fatalf("the gated server's tools are listed before it started: %v", names)
+	}
+	plan := httpPlan(d.url(rec.ID), tsStep{Op: "list"}, tsStep{Op: "touch", Path: gate}, tsStep{Op: "await_list_changed"}, tsStep{Op: "list"})
+	plan.TimeoutMs = 60_000
+	out := runTS(ctx, t, plan, e.work, e.clientEnv())
+	if !out.result(t, 2, "await_list_changed").Received {
+		t.Error("the TypeScript client (2025-11-25) got no tools/list_changed")
+	}
+	if names := listNames(t, out.result(t, 3, "list")); !slices.Contains(names, "echo") {
+		t.Errorf("the TypeScript client's list after the change: %v", names)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("the go-sdk client (2026-07-28) got no tools/list_changed")
+	}
+	if names := goToolNames(ctx, t, cs); !slices.Contains(names, "echo") {
+		t.Errorf("the go-sdk client's list after the change: %v", names)
 	}
 }
