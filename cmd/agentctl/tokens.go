@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"sync"
 
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
@@ -14,13 +13,8 @@ import (
 // newTokenChecker is the checker of instance tokens that `serve` and `mcp
 // serve --http` use. Instance tokens are not in the store yet: until they
 // are, every request to an instance's URL is refused (401), and the log
-// says why once.
+// says why when serving starts.
 func newTokenChecker(_ *instance.Store, log *slog.Logger, _ func(string) string) httpserve.TokenChecker {
-	var once sync.Once
-	return httpserve.TokenCheckerFunc(func(context.Context, string, string) (bool, error) {
-		once.Do(func() {
-			log.Warn("instance tokens are not available yet: every request to an instance's URL is refused (401)")
-		})
-		return false, nil
-	})
+	log.Warn("instance tokens are not available yet: every request to an instance's URL is refused (401) until they are")
+	return httpserve.TokenCheckerFunc(func(context.Context, string, string) (bool, error) { return false, nil })
 }
