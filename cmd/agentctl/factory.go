@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver/httpserve"
 )
 
 // Factory is what every command gets: the IO streams, the settings, the
@@ -30,6 +32,9 @@ type Factory struct {
 	Definition func(id string) (*agents.Definition, error)
 	// Store opens the state store (see [storeOpener]).
 	Store storeOpener
+	// TokenChecker checks instances' bearer tokens for `serve` and `mcp
+	// serve --http`.
+	TokenChecker func(st *instance.Store, log *slog.Logger) httpserve.TokenChecker
 }
 
 // storeOpener opens the state store. With create false it does not create
@@ -65,6 +70,9 @@ func newFactory(io *IOStreams, getenv func(string) string, args0 string) *Factor
 	}
 	f.Store = func(ctx context.Context, create bool) (*instance.Store, error) {
 		return openStore(ctx, f.Config.StateDir(), create, f.Now)
+	}
+	f.TokenChecker = func(st *instance.Store, log *slog.Logger) httpserve.TokenChecker {
+		return newTokenChecker(st, log, getenv)
 	}
 	return f
 }

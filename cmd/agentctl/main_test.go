@@ -36,7 +36,9 @@ func (w withBinaries) Run() int {
 	_, file, _, _ := runtime.Caller(0)
 	pkg := filepath.Dir(file)
 	builds = map[string]*build{
-		"agentctl": startBuild(ctx, filepath.Join(dir, "agentctl"), pkg, "."),
+		// With the test token checker (tokens_testtoken.go) until
+		// instance tokens are in the store.
+		"agentctl": startBuild(ctx, filepath.Join(dir, "agentctl"), pkg, ".", "-tags", "agentctl_testtoken"),
 		"server":   startBuild(ctx, filepath.Join(dir, "upstream"), filepath.Join(pkg, "..", ".."), "./testdata/upstream"),
 		// The fake coding-agent client of the `instance run` tests.
 		"fakeclient": startBuild(ctx, filepath.Join(dir, "fakeclient"), filepath.Join(pkg, "..", ".."), "./testdata/fakeclient"),
@@ -78,11 +80,11 @@ type build struct {
 // builds are the binaries that TestMain builds, by name.
 var builds map[string]*build
 
-func startBuild(ctx context.Context, path, dir, pkg string) *build {
+func startBuild(ctx context.Context, path, dir, pkg string, flags ...string) *build {
 	b := &build{path: path, done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", path, pkg)
+		cmd := exec.CommandContext(ctx, "go", append(append([]string{"build", "-o", path}, flags...), pkg)...)
 		cmd.Dir = dir
 		b.out, b.err = cmd.CombinedOutput()
 	}()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/daemon"
 	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
@@ -29,12 +30,18 @@ type MCPServeOptions struct {
 	// FirstListWait bounds the first tools/list's wait for a client that
 	// follows tools/list_changed (setting first_list_wait).
 	FirstListWait time.Duration
+	// HTTP, when set, serves the instance over streamable HTTP at this
+	// address instead of stdio, as `agentctl serve` does (Serve holds its
+	// other options).
+	HTTP  string
+	Serve *ServeOptions
 }
 
 // NewCmdMCPServe is `agentctl mcp serve`; runF replaces [mcpServeRun] in
 // tests.
 func NewCmdMCPServe(f *Factory, runF func(context.Context, *MCPServeOptions) error) *cobra.Command {
-	opts := &MCPServeOptions{IO: f.IOStreams, Store: f.Store}
+	opts := &MCPServeOptions{IO: f.IOStreams, Store: f.Store,
+		Serve: &ServeOptions{IO: f.IOStreams, Store: f.Store, TokenChecker: f.TokenChecker, IdleStop: daemon.DefaultIdleStop}}
 	cmd := &cobra.Command{
 		Use:   "serve --instance INSTANCE",
 		Short: "Serve an instance's MCP endpoint over stdio (the client starts this)",
@@ -49,6 +56,10 @@ input ended, or when the signal came, is answered with an error (-32004).
 
 While it runs, 'instance delete' of its instance refuses unless given --force; a
 deleted instance's tools then answer that the instance was deleted.
+
+With --http ADDR it serves the instance over streamable HTTP instead, at
+http://ADDR/instances/ID/mcp, as 'agentctl serve' serves every instance (see its
+help: tokens, health URLs, loopback unless --allow-remote).
 
 Calls of external stdio servers' tools take a fast lane: their bytes are forwarded
 with only the tool name, request id and progress token rewritten, instead of being
@@ -65,8 +76,9 @@ list after at most --first-list-wait (default 300ms), with the servers that are
 up by then, and a notification as each later one comes up; any other client's
 first list waits for every server's first connection attempt, each bounded by
 its connect timeout, since it would never see a later server's tools.`,
-		Example: `  agentctl mcp serve --instance fix-login --log-level debug`,
-		Args:    noArgs,
+		Example: `  agentctl mcp serve --instance fix-login --log-level debug
+  agentctl mcp serve --instance fix-login --http 127.0.0.1:7822`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Instance == "" {
 				return usageErrorf("--instance is required: the id, id prefix or label of the instance to serve")
@@ -81,6 +93,13 @@ its connect timeout, since it would never see a later server's tools.`,
 			if opts.FirstListWait, err = f.Config.FirstListWait(); err != nil {
 				return err
 			}
+			if opts.HTTP != "" {
+				so := opts.Serve
+				so.Listen, so.Only = opts.HTTP, opts.Instance
+				if err := so.fill(f); err != nil {
+					return err
+				}
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -89,6 +108,8 @@ its connect timeout, since it would never see a later server's tools.`,
 	}
 	cmd.Flags().StringVar(&opts.Instance, "instance", "", "the instance to serve: id, id prefix or label (required)")
 	cmd.Flags().BoolVar(&opts.FastLane, "fast-lane", true, "forward external stdio servers' tool calls without decoding them")
+	cmd.Flags().StringVar(&opts.HTTP, "http", "", "serve over streamable HTTP at this address (host:port) instead of stdio, at /instances/ID/mcp")
+	addServeFlags(cmd, opts.Serve, "")
 	addSettingFlag(cmd.Flags(), keyLogLevel)
 	addSettingFlag(cmd.Flags(), keyFirstListWait)
 	_ = cmd.RegisterFlagCompletionFunc("instance", completeInstances(f))
@@ -97,9 +118,12 @@ its connect timeout, since it would never see a later server's tools.`,
 }
 
 // serverLogFile, in the instance directory, receives external servers' stderr.
-const serverLogFile = "upstreams.log"
+const serverLogFile = daemon.ServerLogFile
 
 func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
+	if opts.HTTP != "" {
+		return serveRun(ctx, opts.Serve)
+	}
 	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, rec *instance.Record) error {
 		// Held while serving: 'instance delete' sees the endpoint is live.
@@ -144,20 +168,5 @@ func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 
 // endpointConfig builds the endpoint's configuration from the record alone.
 func endpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logger) mcpserver.Config {
-	return mcpserver.Config{
-		Instance:   mcpserver.Instance{ID: rec.ID, Name: rec.Name, Agent: rec.Agent, Workspace: rec.Workspace},
-		ServerName: rec.ServerName,
-		Naming:     rec.Capabilities.ToolNames,
-		// External servers run in the workspace, wherever the client
-		// started this endpoint: a relative path among their arguments
-		// means a file of the workspace.
-		ServerDir: rec.Workspace,
-		// The client follows tools/list_changed: its first tools/list
-		// need not wait for every external server.
-		ToolsListChanged: rec.Capabilities.ToolsListChanged,
-		QuestionTimeout:  time.Duration(rec.QuestionTimeout),
-		Store:            st,
-		Logger:           logger,
-		Version:          version,
-	}
+	return daemon.EndpointConfig(rec, st, logger, version)
 }

@@ -31,6 +31,7 @@ func TestNewCmdMCPServe(t *testing.T) {
 		{args: []string{"--instance", "x", "--first-list-wait", "-1s"}, wantErr: `invalid --first-list-wait "-1s": use a duration such as 300ms or 1s, or 0 to answer at once`},
 		{args: []string{"--instance", "x", "--first-list-wait", "soon"}, wantErr: `invalid --first-list-wait "soon"`},
 		{args: []string{"--instance", "x"}, env: []string{"AGENTCTL_KB_REFRESH_INTERVAL=30s"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelInfo, FastLane: true, KBRefreshInterval: 30 * time.Second, FirstListWait: dflt}},
+		{args: []string{"--instance", "x", "--http", "127.0.0.1:7822"}, want: MCPServeOptions{Instance: "x", LogLevel: slog.LevelInfo, FastLane: true, KBRefreshInterval: 2 * time.Second, FirstListWait: dflt, HTTP: "127.0.0.1:7822"}},
 		{args: nil, wantErr: "--instance is required"},
 		{args: []string{"--instance", "x", "--log-level", "loud"}, wantErr: `invalid --log-level "loud"`},
 		{args: []string{"--instance", "x", "--fast-lane=maybe"}, wantErr: `invalid argument "maybe" for "--fast-lane"`},
@@ -50,7 +51,10 @@ func TestNewCmdMCPServe(t *testing.T) {
 		if got.IO != f.IOStreams || got.Store == nil {
 			t.Errorf("%q: the options lack the factory's streams or store", tt.args)
 		}
-		got.IO, got.Store = nil, nil
+		if got.HTTP != "" && (got.Serve.Listen != got.HTTP || got.Serve.Only != got.Instance || got.Serve.LogLevel != got.LogLevel) {
+			t.Errorf("%q: --http serves %+v", tt.args, *got.Serve)
+		}
+		got.IO, got.Store, got.Serve = nil, nil, nil
 		if !reflect.DeepEqual(*got, tt.want) {
 			t.Errorf("%q %q: options %+v, want %+v", tt.env, tt.args, *got, tt.want)
 		}

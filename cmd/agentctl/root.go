@@ -99,7 +99,7 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 	addSettingFlag(pf, keyStateDir)
 	addSettingFlag(pf, keyAgentsDir)
 
-	root.AddCommand(NewCmdAgents(f), NewCmdInstance(f), NewCmdKB(f), NewCmdMCP(f), NewCmdTools(f), NewCmdVersion(f, nil), NewCmdGC(f, nil), newExitCodesTopic())
+	root.AddCommand(NewCmdAgents(f), NewCmdInstance(f), NewCmdKB(f), NewCmdMCP(f), NewCmdServe(f, nil), NewCmdTools(f), NewCmdVersion(f, nil), NewCmdGC(f, nil), newExitCodesTopic())
 	root.SetHelpCommand(newHelpCmd(root))
 	makeGroups(root)
 	return root

@@ -45,11 +45,14 @@ type tsStep struct {
 }
 
 type tsPlan struct {
-	Command     string   `json:"command"`
-	Args        []string `json:"args"`
-	Elicitation any      `json:"elicitation"`
-	TimeoutMs   int      `json:"timeoutMs"`
-	Steps       []tsStep `json:"steps"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	// URL and Headers: streamable HTTP instead of a command (serve_http_test.go).
+	URL         string            `json:"url,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Elicitation any               `json:"elicitation"`
+	TimeoutMs   int               `json:"timeoutMs"`
+	Steps       []tsStep          `json:"steps"`
 }
 
 type tsError struct {

@@ -8,6 +8,9 @@
 //   {
 //     "command": "/abs/path/to/binary",
 //     "args": ["mcp", "serve", "--instance", "ID"],
+//     "url": "http://127.0.0.1:7821/instances/ID/mcp",  // instead of command:
+//                                        // streamable HTTP (protocol 2025-11-25)
+//     "headers": {"Authorization": "Bearer TOKEN"},    // sent with every HTTP request
 //     "env": {"K": "V"},                 // merged over process.env
 //     "elicitation": null | {"action": "accept", "content": {...}} | {"action": "decline"},
 //     "timeoutMs": 120000,              // per-request timeout
@@ -32,6 +35,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const DEFAULT_TIMEOUT_MS = 120000;
@@ -81,8 +85,12 @@ function readPlan() {
   if (!plan || typeof plan !== 'object' || Array.isArray(plan)) {
     throw new Error('plan must be a JSON object');
   }
-  if (typeof plan.command !== 'string' || plan.command === '') {
-    throw new Error('plan.command must be a non-empty string');
+  if (plan.url !== undefined) {
+    if (typeof plan.url !== 'string' || plan.url === '') {
+      throw new Error('plan.url must be a non-empty string');
+    }
+  } else if (typeof plan.command !== 'string' || plan.command === '') {
+    throw new Error('plan.command (or plan.url) must be a non-empty string');
   }
   if (plan.args !== undefined && !Array.isArray(plan.args)) {
     throw new Error('plan.args must be an array');
@@ -169,15 +177,22 @@ async function main() {
     if (listChangedWake) listChangedWake();
   });
 
-  const transport = new StdioClientTransport({
-    command: plan.command,
-    args: (plan.args ?? []).map(String),
-    env: buildEnv(plan.env),
-    stderr: 'pipe',
-  });
-  // Available immediately (a PassThrough) because stderr is "pipe"; forward the
-  // server's stderr to ours, never to stdout.
-  transport.stderr?.pipe(process.stderr, { end: false });
+  let transport;
+  if (plan.url !== undefined) {
+    transport = new StreamableHTTPClientTransport(new URL(plan.url), {
+      requestInit: { headers: plan.headers ?? {} },
+    });
+  } else {
+    transport = new StdioClientTransport({
+      command: plan.command,
+      args: (plan.args ?? []).map(String),
+      env: buildEnv(plan.env),
+      stderr: 'pipe',
+    });
+    // Available immediately (a PassThrough) because stderr is "pipe"; forward the
+    // server's stderr to ours, never to stdout.
+    transport.stderr?.pipe(process.stderr, { end: false });
+  }
 
   try {
     await client.connect(transport, { timeout: timeoutMs });

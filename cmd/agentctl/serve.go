@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/daemon"
+	"github.com/agentctl/agentctl/mcpserver/httpserve"
+	"github.com/spf13/cobra"
+)
+
+// DefaultListen is where `agentctl serve` listens unless told otherwise.
+const DefaultListen = "127.0.0.1:7821"
+
+// ServeOptions are the inputs of `serve` (and of `mcp serve --http`, with
+// Only set).
+type ServeOptions struct {
+	IO           *IOStreams
+	Store        storeOpener
+	TokenChecker func(*instance.Store, *slog.Logger) httpserve.TokenChecker
+
+	Listen      string
+	AllowRemote bool
+	AllowHosts  []string
+	IdleStop    time.Duration
+	// SessionTimeout closes a session idle this long (0: never).
+	SessionTimeout time.Duration
+	MaxBody        string
+	Grace          time.Duration
+	LogLevel       slog.Level
+	// Only is the instance (a reference) `mcp serve --http` serves.
+	Only string
+
+	KBRefreshInterval time.Duration
+	FirstListWait     time.Duration
+}
+
+// NewCmdServe is `agentctl serve`; runF replaces [serveRun] in tests.
+func NewCmdServe(f *Factory, runF func(context.Context, *ServeOptions) error) *cobra.Command {
+	opts := &ServeOptions{IO: f.IOStreams, Store: f.Store, TokenChecker: f.TokenChecker}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve every instance's MCP endpoint over streamable HTTP from one process",
+		Long: `Serve every instance of the store over streamable HTTP, at
+http://LISTEN/instances/ID/mcp (the instance's full id), with the same endpoint
+'mcp serve' gives it over stdio: the same tools under the same names for its client.
+
+Each request needs the instance's token: Authorization: Bearer TOKEN (401
+without it). An instance's endpoint, and its external servers, start with its
+first request and stop after --idle-stop without a session or a request.
+Instances created while it runs are served at once; a deleted instance's URL
+answers 404, and its open sessions end.
+
+Clients of protocol 2025-11-25 and earlier get sessions; clients that send
+Mcp-Protocol-Version: 2026-07-28 are served statelessly, on the same URL.
+
+GET /health (no token) says it is up, its version and how many instances it
+serves; GET /instances/ID/health (with the token) the instance's server name,
+naming capability, mounts with their effective prefixes, and external servers.
+
+It listens on loopback unless given --allow-remote; a Host header that is not
+the listen address or localhost is refused (403), as is a browser's
+cross-origin request. On SIGTERM or SIGINT it stops accepting, lets calls in
+flight finish for up to --grace, answers the rest with an error (a waiting
+question is cancelled), stops the external servers and exits 0.`,
+		Example: `  agentctl serve
+  agentctl serve --listen 127.0.0.1:8080 --idle-stop 30m
+  agentctl serve --listen 0.0.0.0:7821 --allow-remote --allow-host build-box.example`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.fill(f); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return serveRun(cmd.Context(), opts)
+		},
+	}
+	addServeFlags(cmd, opts, DefaultListen)
+	cmd.Flags().DurationVar(&opts.IdleStop, "idle-stop", daemon.DefaultIdleStop, "stop an instance's external servers after this long without a session or request")
+	cmd.Flags().DurationVar(&opts.SessionTimeout, "session-timeout", 0, "close a session that made no request for this long (0: never; a client that vanished without ending its session otherwise keeps its instance running)")
+	addSettingFlag(cmd.Flags(), keyLogLevel)
+	return cmd
+}
+
+// addServeFlags adds the flags `serve` and `mcp serve --http` share.
+func addServeFlags(cmd *cobra.Command, opts *ServeOptions, listen string) {
+	fs := cmd.Flags()
+	if listen != "" {
+		fs.StringVar(&opts.Listen, "listen", listen, "the address to listen on, host:port")
+	}
+	fs.BoolVar(&opts.AllowRemote, "allow-remote", false, "allow listening on an address other than loopback")
+	fs.StringSliceVar(&opts.AllowHosts, "allow-host", nil, "another name clients may give in the Host header (with --allow-remote)")
+	fs.StringVar(&opts.MaxBody, "max-body", "4MiB", "the largest request body accepted (413 beyond)")
+	fs.DurationVar(&opts.Grace, "grace", daemon.DefaultGrace, "on SIGTERM, how long calls in flight may take to finish")
+}
+
+func (opts *ServeOptions) fill(f *Factory) error {
+	var err error
+	if opts.LogLevel, err = f.Config.LogLevel(); err != nil {
+		return err
+	}
+	if opts.KBRefreshInterval, err = f.Config.KBRefreshInterval(); err != nil {
+		return err
+	}
+	opts.FirstListWait, err = f.Config.FirstListWait()
+	return err
+}
+
+func serveRun(ctx context.Context, opts *ServeOptions) error {
+	maxBody, err := parseSize(opts.MaxBody)
+	if err != nil {
+		return usageErrorf("--max-body %q: %v; use a size such as 4MiB, 512KiB or 1000000", opts.MaxBody, err)
+	}
+	if err := checkListen(opts.Listen, opts.AllowRemote); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
+	return withStore(ctx, opts.Store, func(st *instance.Store) error {
+		only := ""
+		if opts.Only != "" {
+			rec, err := st.Get(ctx, opts.Only)
+			if err != nil {
+				return err
+			}
+			only = rec.ID
+		}
+		ln, err := net.Listen("tcp", opts.Listen)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w; is another agentctl serve running there? Use --listen to pick another address", opts.Listen, err)
+		}
+		addr := ln.Addr().String()
+		if !isLoopback(addr) {
+			fmt.Fprintf(opts.IO.ErrOut, "warning: listening on %s, beyond this machine: anyone who can reach it and holds an instance's token can use that instance\n", addr)
+		}
+		d := daemon.New(daemon.Options{
+			Store: st, Checker: opts.TokenChecker(st, logger),
+			Listen: addr, AllowedHosts: opts.AllowHosts, Only: only,
+			MaxBodyBytes: maxBody, IdleStop: opts.IdleStop, Grace: opts.Grace, SessionTimeout: opts.SessionTimeout,
+			Endpoint: daemon.EndpointOptions{KBIndexDir: kbIndexDir(st.Dir()), KBRefreshInterval: opts.KBRefreshInterval,
+				FirstListWait: opts.FirstListWait, Version: version},
+			Logger: logger,
+		})
+		if only != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "serving instance %s at http://%s/instances/%s/mcp\n", only, addr, only)
+		} else {
+			fmt.Fprintf(opts.IO.ErrOut, "serving every instance at http://%s/instances/ID/mcp\n", addr)
+		}
+		return d.Serve(ctx, ln)
+	})
+}
+
+// checkListen refuses a listen address beyond loopback without
+// --allow-remote.
+func checkListen(addr string, allowRemote bool) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return usageErrorf("--listen %q is not host:port: %v", addr, err)
+	}
+	if !isLoopback(addr) && !allowRemote {
+		return usageErrorf("--listen %s is not a loopback address: other machines could reach it; add --allow-remote if that is what you want", addr)
+	}
+	return nil
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// parseSize reads a byte size: a number with an optional unit (B, KB,
+// KiB, MB, MiB, GB, GiB).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("not a positive size")
+	}
+	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "kib": 1 << 10, "mb": 1e6, "mib": 1 << 20, "gb": 1e9, "gib": 1 << 30}[strings.ToLower(unit)]
+	if mult == 0 {
+		return 0, fmt.Errorf("unknown unit %q", unit)
+	}
+	return int64(n * mult), nil
+}

@@ -1,0 +1,417 @@
+package main
+
+// `agentctl serve` through the real binary: the TypeScript client (protocol
+// 2025-11-25, the newest its SDK 1.32.2 speaks) and the go-sdk client
+// (2026-07-28, stateless) over HTTP, the refusals, SIGTERM and isolation.
+// The binary is built with -tags agentctl_testtoken: its token checker
+// accepts AGENTCTL_TEST_TOKEN for every instance.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const testToken = "s3cret-test-token"
+
+// daemonRun is a running `agentctl serve`.
+type daemonRun struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	addr   string
+	stderr *lockedBuffer
+	done   chan error
+}
+
+// startServe starts `agentctl serve --listen 127.0.0.1:0 args...` in e and
+// waits for it to say where it listens.
+func startServe(ctx context.Context, e *rcEnv, args ...string) *daemonRun {
+	e.t.Helper()
+	cmd := exec.CommandContext(ctx, e.bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env, cmd.Dir = append(e.cliEnv(), "AGENTCTL_TEST_TOKEN="+testToken), e.work
+	pr, pw := io.Pipe()
+	d := &daemonRun{t: e.t, cmd: cmd, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = io.MultiWriter(d.stderr, pw)
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() {
+		d.done <- cmd.Wait()
+		pw.Close()
+	}()
+	e.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-d.done
+		d.done <- nil
+	})
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "serving every instance at http://"); ok {
+			d.addr, _, _ = strings.Cut(rest, "/")
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if d.addr == "" {
+		e.t.Fatalf("agentctl serve did not say where it listens:\n%s", d.stderr.String())
+	}
+	return d
+}
+
+func (d *daemonRun) url(id string) string { return "http://" + d.addr + "/instances/" + id + "/mcp" }
+
+// stop sends SIGTERM and returns the exit code.
+func (d *daemonRun) stop() int {
+	d.t.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	err := <-d.done
+	d.done <- err
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return 0
+}
+
+func httpPlan(url string, steps ...tsStep) tsPlan {
+	return tsPlan{Args: []string{}, URL: url, Headers: map[string]string{"Authorization": "Bearer " + testToken}, Steps: steps}
+}
+
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// goConnect connects the go-sdk client to url in protocol version (empty:
+// its latest, 2026-07-28, stateless).
+func goConnect(ctx context.Context, t *testing.T, url, version string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "v1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{testToken}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect to %s (%q): %v", url, version, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func goToolNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tl := range res.Tools {
+		out = append(out, tl.Name)
+	}
+	return out
+}
+
+// The same daemon presents each instance's names for its own client: an
+// Auggie instance's suffix stripped, a Claude Code instance's canonical, in
+// both protocol eras.
+func TestServeHTTPPresentsNamesPerInstance(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	aug := e.create(ctx, "--agent", "auggie", "--workspace", e.work)
+	cc := e.create(ctx, "--agent", "claude-code", "--workspace", e.work)
+	d := startServe(ctx, e)
+	for _, c := range []struct {
+		rec  rcRecord
+		want string
+	}{{aug, "get_instance"}, {cc, "get_instance_agentctl"}} {
+		out := runTS(ctx, t, httpPlan(d.url(c.rec.ID), tsStep{Op: "list"}, tsStep{Op: "call", Name: c.want}), e.work, e.clientEnv())
+		if names := listNames(t, out.result(t, 0, "list")); !slices.Contains(names, c.want) {
+			t.Errorf("%s over HTTP (TypeScript, 2025-11-25) lists %v, want %s", c.rec.Agent, names, c.want)
+		}
+		var got instanceOut
+		structured(t, out.result(t, 1, "call"), &got)
+		if got.ID != c.rec.ID {
+			t.Errorf("get_instance on %s's URL answered for %q", c.rec.ID, got.ID)
+		}
+		cs := goConnect(ctx, t, d.url(c.rec.ID), "")
+		if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+			t.Errorf("the go-sdk client negotiated %s, want the stateless era", v)
+		}
+		if names := goToolNames(ctx, t, cs); !slices.Contains(names, c.want) {
+			t.Errorf("%s over HTTP (go-sdk, 2026-07-28) lists %v, want %s", c.rec.Agent, names, c.want)
+		}
+	}
+	if code := d.stop(); code != 0 {
+		t.Errorf("SIGTERM: exit %d, want 0\n%s", code, d.stderr.String())
+	}
+	if strings.Contains(d.stderr.String(), testToken) {
+		t.Errorf("the token is in the daemon's log:\n%s", d.stderr.String())
+	}
+}
+
+func rawRequest(t *testing.T, method, url, body string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	return res.StatusCode, string(b)
+}
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+
+func TestServeHTTPRefuses(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work)
+	doomed := e.create(ctx, "--agent", "claude-code", "--workspace", e.work)
+	d := startServe(ctx, e, "--max-body", "1KiB")
+	auth := map[string]string{"Authorization": "Bearer " + testToken}
+	with := func(m map[string]string) map[string]string {
+		out := map[string]string{"Authorization": "Bearer " + testToken}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("x", 2048) + `"}}}`
+	for _, c := range []struct {
+		name string
+		url  string
+		body string
+		hdr  map[string]string
+		want int
+	}{
+		{"the right token", d.url(rec.ID), initializeBody, auth, 200},
+		{"no token", d.url(rec.ID), initializeBody, nil, 401},
+		{"a wrong token", d.url(rec.ID), initializeBody, map[string]string{"Authorization": "Bearer nope"}, 401},
+		{"no token, unknown instance", d.url("01zzzzzzzzzzzzzzzzzzzzzzzz"), initializeBody, nil, 401},
+		{"unknown instance", d.url("01zzzzzzzzzzzzzzzzzzzzzzzz"), initializeBody, auth, 404},
+		{"a label instead of the id", d.url(rec.ID[:8]), initializeBody, auth, 404},
+		{"a bad Host", d.url(rec.ID), initializeBody, with(map[string]string{"Host": "rebind.attacker.example"}), 403},
+		{"a cross-origin POST", d.url(rec.ID), initializeBody, with(map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}), 403},
+		{"an oversized body", d.url(rec.ID), big, auth, 413},
+	} {
+		code, body := rawRequest(t, http.MethodPost, c.url, c.body, c.hdr)
+		if code != c.want {
+			t.Errorf("%s: %d, want %d: %s", c.name, code, c.want, body)
+		}
+	}
+	code, body := rawRequest(t, http.MethodGet, "http://"+d.addr+"/health", "", nil)
+	if code != 200 || !strings.Contains(body, `"instances": 2`) || strings.Contains(body, rec.ID) {
+		t.Errorf("GET /health: %d %s", code, body)
+	}
+
+	// A deleted instance: its open session ends, its URL answers 404.
+	cs := goConnect(ctx, t, d.url(doomed.ID), "2025-11-25")
+	goToolNames(ctx, t, cs)
+	// Its endpoint holds the serve lock: a plain delete refuses.
+	if res := e.run(ctx, "instance", "delete", doomed.ID); res.code == 0 {
+		t.Errorf("instance delete of a served instance succeeded without --force\n%s", res)
+	}
+	e.mustRun(ctx, "instance", "delete", doomed.ID, "--force")
+	for {
+		code, body := rawRequest(t, http.MethodPost, d.url(doomed.ID), initializeBody, auth)
+		if code == 404 && strings.Contains(body, "was deleted") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the deleted instance's URL answers %d: %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond) // the daemon polls the store every second
+	}
+	if _, err := cs.ListTools(ctx, nil); err == nil {
+		t.Error("the deleted instance's session still answers")
+	}
+	if code := d.stop(); code != 0 {
+		t.Errorf("SIGTERM: exit %d\n%s", code, d.stderr.String())
+	}
+}
+
+// SIGTERM while ask_user_question waits: the call is answered with an
+// error, the daemon exits 0, and the question is cancelled, not left open.
+func TestServeHTTPSIGTERMDuringAQuestion(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--question-timeout", "1h")
+	d := startServe(ctx, e, "--grace", "300ms")
+	run := startTS(ctx, t, httpPlan(d.url(rec.ID), tsStep{Op: "call", Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Deploy?"}}), e.work, e.clientEnv())
+	for len(e.questions(ctx, rec.ID, false)) == 0 {
+		select {
+		case <-run.done:
+			t.Fatalf("the client ended before its question reached the store:\n%s\n%s", run.stdout.String(), run.stderr.String())
+		default:
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := d.stop(); code != 0 {
+		t.Errorf("SIGTERM: exit %d, want 0\n%s", code, d.stderr.String())
+	}
+	out := run.wait()
+	r := out.result(t, 0, "call")
+	if r.Error == nil || !strings.Contains(r.Error.Message, "server is closing") {
+		t.Errorf("the waiting call ended with %s, want the closing error", r)
+	}
+	qs := e.questions(ctx, rec.ID, true)
+	if len(qs) != 1 || qs[0].Status != "cancelled" || qs[0].Text != "Deploy?" {
+		t.Errorf("after SIGTERM the store holds %+v, want the question, cancelled", qs)
+	}
+}
+
+// An external server that crashes in one instance leaves another
+// instance's session untouched.
+func TestServeHTTPUpstreamCrashIsIsolated(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	spec := fmt.Sprintf(`{"command":%q,"args":["-misbehave","-tools","1"]}`, serverBin(t))
+	a := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--mcp-json", "up="+spec)
+	b := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--mcp-json", "up="+spec)
+	d := startServe(ctx, e)
+	csA := goConnect(ctx, t, d.url(a.ID), "2025-11-25")
+	csB := goConnect(ctx, t, d.url(b.ID), "2025-11-25")
+	call := func(cs *mcp.ClientSession, name string) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+	}
+	if res, err := call(csB, "tool_0"); err != nil || res.IsError {
+		t.Fatalf("B's tool before the crash: %v %v", res, err)
+	}
+	if res, err := call(csA, "crash"); err == nil && !res.IsError {
+		t.Errorf("A's crash tool answered %v", res.Content)
+	}
+	for i := range 3 {
+		if res, err := call(csB, "tool_0"); err != nil || res.IsError {
+			t.Fatalf("B's tool after A's server crashed (call %d): %v %v", i, res, err)
+		}
+	}
+	if names := goToolNames(ctx, t, csA); !slices.Contains(names, "get_instance_agentctl") {
+		t.Errorf("A's session after its server crashed: %v", names)
+	}
+}
+
+// Listening beyond loopback needs --allow-remote, and then warns.
+func TestServeRemoteNeedsAFlag(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work)
+	res := e.run(ctx, "serve", "--listen", "0.0.0.0:0")
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "--allow-remote") {
+		t.Errorf("want a usage error naming --allow-remote\n%s", res)
+	}
+	res = e.run(ctx, "mcp", "serve", "--instance", rec.ID, "--http", "0.0.0.0:0")
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "--allow-remote") {
+		t.Errorf("mcp serve --http: want a usage error naming --allow-remote\n%s", res)
+	}
+	cmd := exec.CommandContext(ctx, e.bin, "mcp", "serve", "--instance", rec.ID, "--http", "0.0.0.0:0", "--allow-remote")
+	cmd.Env, cmd.Dir = append(e.cliEnv(), "AGENTCTL_TEST_TOKEN="+testToken), e.work
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), "serving instance ") {
+			break
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	go io.Copy(io.Discard, stderr)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("mcp serve --http after SIGTERM: %v", err)
+	}
+	text := strings.Join(lines, "\n")
+	if !strings.Contains(text, "warning: listening on") || !strings.Contains(text, "serving instance "+rec.ID+" at http://") {
+		t.Errorf("stderr:\n%s", text)
+	}
+}
+
+// When an external server comes up late, tools/list_changed reaches the
+// clients of both eras on one instance's URL: the TypeScript client's
+// session (2025-11-25) and the go-sdk client's subscriptions/listen stream
+// (2026-07-28, stateless).
+func TestServeHTTPListChangedReachesBothEras(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	gate := filepath.Join(e.root, "let-the-server-start")
+	spec, _ := json.Marshal(map[string]any{"command": serverBin(t), "args": []string{"-start-gate", gate}, "timeout": "1h"})
+	rec := e.create(ctx, "--agent", "copilot-cli", "--workspace", e.work, "--mcp-json", "slow="+string(spec))
+	d := startServe(ctx, e)
+	changed := make(chan struct{}, 8)
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "v1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.url(rec.ID), HTTPClient: &http.Client{Transport: bearerTransport{testToken}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+		t.Fatalf("the go-sdk client negotiated %s", v)
+	}
+	if names := goToolNames(ctx, t, cs); slices.Contains(names, "echo") {
+		t.Fatalf("the gated server's tools are listed before it started: %v", names)
+	}
+	plan := httpPlan(d.url(rec.ID), tsStep{Op: "list"}, tsStep{Op: "touch", Path: gate}, tsStep{Op: "await_list_changed"}, tsStep{Op: "list"})
+	plan.TimeoutMs = 60_000
+	out := runTS(ctx, t, plan, e.work, e.clientEnv())
+	if !out.result(t, 2, "await_list_changed").Received {
+		t.Error("the TypeScript client (2025-11-25) got no tools/list_changed")
+	}
+	if names := listNames(t, out.result(t, 3, "list")); !slices.Contains(names, "echo") {
+		t.Errorf("the TypeScript client's list after the change: %v", names)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("the go-sdk client (2026-07-28) got no tools/list_changed")
+	}
+	if names := goToolNames(ctx, t, cs); !slices.Contains(names, "echo") {
+		t.Errorf("the go-sdk client's list after the change: %v", names)
+	}
+}

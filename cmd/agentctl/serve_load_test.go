@@ -1,0 +1,356 @@
+package main
+
+// The load test and benchmarks of `agentctl serve` (issue 12), loopback
+// only and bounded in count. Their figures are in BENCHMARKS.md.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// serveProc starts bin with args and env and waits for the stderr line
+// that starts with prefix, returning what follows it up to a space or "/".
+func serveProc(tb testing.TB, bin string, env []string, prefix string, args ...string) (*exec.Cmd, string) {
+	tb.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	sc := bufio.NewScanner(stderr)
+	var seen []string
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			addr, _, _ := strings.Cut(rest, "/")
+			go io.Copy(io.Discard, stderr)
+			return cmd, addr
+		}
+		seen = append(seen, sc.Text())
+	}
+	tb.Fatalf("%s %v never said %q:\n%s", bin, args, prefix, strings.Join(seen, "\n"))
+	return nil, ""
+}
+
+// vmRSS reads the resident set size of process pid, in KiB, from
+// /proc/PID/status (Linux).
+func vmRSS(tb testing.TB, pid int) int {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Skipf("no /proc/%d/status (not Linux?): %v", pid, err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return n
+		}
+	}
+	tb.Fatal("no VmRSS in /proc/PID/status")
+	return 0
+}
+
+func connectHTTP(ctx context.Context, tb testing.TB, url, version string) *mcp.ClientSession {
+	tb.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "load", Version: "v1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{testToken}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		tb.Fatalf("connect to %s: %v", url, err)
+	}
+	tb.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// kbFolder makes a knowledge base whose concepts c0..c9 each say which
+// folder and concept they are.
+func kbFolder(tb testing.TB, marker string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	for i := range 10 {
+		text := fmt.Sprintf("# Concept %d\n\n%s concept c%d\n", i, marker, i)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("c%d.md", i)), []byte(text), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const (
+	loadInstances = 16
+	loadClients   = 64
+	loadCalls     = 200
+)
+
+// loadRound runs loadCalls calls on each session at once, alternating a
+// knowledge-base read and get_instance, and checks that every answer is
+// the one asked for. It returns the latencies and the round's duration.
+func loadRound(ctx context.Context, sessions []*mcp.ClientSession, ids []string) ([]time.Duration, time.Duration, []string) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var problems []string
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, cs := range sessions {
+		wg.Go(func() {
+			inst := i % loadInstances
+			mine := make([]time.Duration, 0, loadCalls)
+			var bad []string
+			for j := range loadCalls {
+				t0 := time.Now()
+				var res *mcp.CallToolResult
+				var err error
+				want := ""
+				if j%2 == 0 {
+					c := (j / 2) % 10
+					want = fmt.Sprintf("kb-%d concept c%d", inst, c)
+					res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "concept_read", Arguments: map[string]any{"id": fmt.Sprintf("c%d", c)}})
+				} else {
+					want = `"id": "` + ids[inst] + `"`
+					res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_instance_agentctl"})
+				}
+				mine = append(mine, time.Since(t0))
+				switch {
+				case err != nil:
+					bad = append(bad, fmt.Sprintf("client %d call %d: %v", i, j, err))
+				case res.IsError || len(res.Content) == 0:
+					bad = append(bad, fmt.Sprintf("client %d call %d: tool error %v", i, j, res.Content))
+				default:
+					if text, _ := res.Content[0].(*mcp.TextContent); text == nil || !strings.Contains(text.Text, want) {
+						bad = append(bad, fmt.Sprintf("client %d call %d: answer without %q", i, j, want))
+					}
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			problems = append(problems, bad...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return lat, time.Since(start), problems
+}
+
+// TestServeLoad: 16 instances, 64 concurrent clients (half stateful
+// 2025-11-25 sessions, half stateless 2026-07-28), 200 tools/call each,
+// through one `agentctl serve`. Every answer must come and be the one
+// asked for. The figures (latency, calls per second, the daemon's RSS) are
+// logged; they are measured, not asserted, but for memory, which must not
+// grow by more than 10% between two identical rounds (a leak would).
+//
+//	go test -run TestServeLoad -v ./cmd/agentctl
+func TestServeLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the load test is not short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	ids := make([]string, loadInstances)
+	for k := range loadInstances {
+		rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--kb", "docs="+kbFolder(t, fmt.Sprintf("kb-%d", k)))
+		ids[k] = rec.ID
+	}
+	cmd, addr := serveProc(t, e.bin, append(e.cliEnv(), "AGENTCTL_TEST_TOKEN="+testToken), "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
+	sessions := make([]*mcp.ClientSession, loadClients)
+	for i := range sessions {
+		version := "2025-11-25"
+		if i%2 == 1 {
+			version = "" // the go-sdk's latest: 2026-07-28, stateless
+		}
+		sessions[i] = connectHTTP(ctx, t, "http://"+addr+"/instances/"+ids[i%loadInstances]+"/mcp", version)
+	}
+	// The first round warms up (endpoints built, pools and buffers at
+	// their working size); the second is measured.
+	_, _, problems := loadRound(ctx, sessions, ids)
+	for _, p := range problems[:min(len(problems), 10)] {
+		t.Error("warm-up: " + p)
+	}
+	before := vmRSS(t, cmd.Process.Pid)
+	lat, took, problems := loadRound(ctx, sessions, ids)
+	after := vmRSS(t, cmd.Process.Pid)
+	for _, p := range problems[:min(len(problems), 10)] {
+		t.Error(p)
+	}
+	if len(problems) > 0 {
+		t.Errorf("%d of %d calls failed or answered wrongly", len(problems), len(lat))
+	}
+	if len(lat) != loadClients*loadCalls {
+		t.Errorf("%d answers, want %d", len(lat), loadClients*loadCalls)
+	}
+	slices.Sort(lat)
+	growth := float64(after-before) / float64(before) * 100
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("%d calls by %d clients on %d instances in %v: %.0f calls/s, p50 %v, p99 %v; daemon VmRSS %d KiB before, %d KiB after (%+.1f%%); GOMAXPROCS %d, loadavg %s",
+		len(lat), loadClients, loadInstances, took.Round(time.Millisecond), float64(len(lat))/took.Seconds(),
+		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), before, after, growth,
+		runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
+	if growth > 10 {
+		t.Errorf("the daemon's RSS grew by %.1f%% over an identical round (%d → %d KiB): a leak?", growth, before, after)
+	}
+}
+
+// BenchmarkServeHTTPCall times one tools/call (a knowledge-base read)
+// through `agentctl serve` against a bare go-sdk streamable HTTP server
+// with the same tool on the same code (testdata/barehttp), alternating
+// which goes first, in one loop: ratio/median is the median of the
+// per-iteration ratios daemon/bare.
+//
+//	go test -run '^$' -bench ServeHTTP -count 6 ./cmd/agentctl
+func BenchmarkServeHTTPCall(b *testing.B) {
+	for _, era := range []struct{ name, version string }{{"stateful_2025-11-25", "2025-11-25"}, {"stateless_2026-07-28", ""}} {
+		b.Run(era.name, func(b *testing.B) { benchServeHTTPCall(b, era.version) })
+	}
+}
+
+func benchServeHTTPCall(b *testing.B, version string) {
+	ctx := context.Background()
+	bin := realBinary(b)
+	env, _ := benchEnv(b)
+	env = append(env, "AGENTCTL_TEST_TOKEN="+testToken)
+	kbDir := kbFolder(b, "kb-0")
+	out, err := exec.Command(bin, append([]string{"instance", "create", "--agent", "claude-code", "--workspace", b.TempDir(), "--kb", "docs=" + kbDir, "-o", "json"}, envArgs(env)...)...).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := jsonField(b, out, "id")
+	_, addr := serveProc(b, bin, env, "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
+	bare := buildTestdata(b, "barehttp")
+	_, bareAddr := serveProc(b, bare, env, "listening on http://", "-kb", kbDir)
+	daemon := connectHTTP(ctx, b, "http://"+addr+"/instances/"+id+"/mcp", version)
+	baseline := connectHTTP(ctx, b, "http://"+bareAddr+"/mcp", version)
+	if d, s := daemon.InitializeResult().ProtocolVersion, baseline.InitializeResult().ProtocolVersion; d != s {
+		b.Fatalf("the daemon's session speaks %s, the bare server's %s", d, s)
+	}
+	call := func(cs *mcp.ClientSession) time.Duration {
+		t0 := time.Now()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "concept_read", Arguments: map[string]any{"id": "c3"}})
+		d := time.Since(t0)
+		if err != nil || res.IsError {
+			b.Fatalf("concept_read: %v %v", res, err)
+		}
+		return d
+	}
+	for range 50 { // warm both up
+		call(daemon)
+		call(baseline)
+	}
+	var ratios, ds, bs []float64
+	i := 0
+	for b.Loop() {
+		var d, s time.Duration
+		if i%2 == 0 {
+			d, s = call(daemon), call(baseline)
+		} else {
+			s, d = call(baseline), call(daemon)
+		}
+		i++
+		ratios = append(ratios, float64(d)/float64(s))
+		ds, bs = append(ds, float64(d.Microseconds())), append(bs, float64(s.Microseconds()))
+	}
+	b.ReportMetric(median(ratios), "ratio/median")
+	b.ReportMetric(median(ds), "µs-daemon/median")
+	b.ReportMetric(median(bs), "µs-bare/median")
+}
+
+// BenchmarkServeHTTPStartup times `agentctl serve` from process start to
+// the answer of its first request (GET /health), the client retrying its
+// connection until the daemon listens.
+//
+//	go test -run '^$' -bench ServeHTTPStartup -count 6 ./cmd/agentctl
+func BenchmarkServeHTTPStartup(b *testing.B) {
+	bin := realBinary(b)
+	env, _ := benchEnv(b)
+	out, err := exec.Command(bin, append([]string{"instance", "create", "--agent", "claude-code", "--workspace", b.TempDir(), "-o", "json"}, envArgs(env)...)...).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = jsonField(b, out, "id")
+	var ds []time.Duration
+	for b.Loop() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		cmd := exec.Command(bin, "serve", "--listen", addr)
+		cmd.Env = env
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		for {
+			res, err := client.Get("http://" + addr + "/health")
+			if err == nil {
+				res.Body.Close()
+				if res.StatusCode == 200 {
+					break
+				}
+			}
+			if time.Since(start) > time.Minute { // a backstop only
+				b.Fatalf("no answer from %s: %v", addr, err)
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		ds = append(ds, time.Since(start))
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	reportMedian(b, ds)
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func buildTestdata(tb testing.TB, name string) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), name)
+	_, file, _, _ := runtime.Caller(0)
+	build := exec.Command("go", "build", "-o", path, "./testdata/"+name)
+	build.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("build testdata/%s: %v\n%s", name, err, out)
+	}
+	return path
+}
+
+func jsonField(tb testing.TB, raw []byte, field string) string {
+	tb.Helper()
+	_, rest, ok := strings.Cut(string(raw), `"`+field+`": "`)
+	if !ok {
+		tb.Fatalf("no %q in %s", field, raw)
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}

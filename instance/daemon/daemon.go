@@ -1,0 +1,325 @@
+// Package daemon serves the instances of a store over streamable HTTP from
+// one process: `agentctl serve`, and `agentctl mcp serve --http` for one
+// instance.
+//
+// Each instance is served at /instances/{id}/mcp (its id, never a label or
+// prefix), with the same endpoint `mcp serve` gives it on stdio. Its
+// endpoint is built from the record on its first authorized request, and
+// stopped (its external servers with it) once it has had no session and no
+// request for [Options.IdleStop]. The daemon polls the store every
+// [Options.PollInterval]: an instance created meanwhile is served on its
+// first request without a restart; an instance deleted meanwhile has its
+// calls in flight answered with an error saying so, its sessions closed,
+// and its URL answers 404 from then on.
+//
+// Every /instances/{id}/... request carries the instance's bearer token,
+// checked by a [httpserve.TokenChecker] before anything else: a caller
+// without it gets 401 whether or not the instance exists.
+//
+//	d := daemon.New(daemon.Options{Store: st, Checker: checker, Listen: addr})
+//	err := d.Serve(ctx, listener) // until ctx is done, then a graceful stop
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/httpserve"
+)
+
+// Defaults of [Options].
+const (
+	DefaultIdleStop     = 10 * time.Minute
+	DefaultPollInterval = time.Second
+	DefaultGrace        = 30 * time.Second
+)
+
+// Options configure a [Daemon].
+type Options struct {
+	Store *instance.Store
+	// Checker checks each request's bearer token.
+	Checker httpserve.TokenChecker
+	// Listen is the address served (for the Host check: see
+	// [httpserve.GuardOptions]); AllowedHosts are more names clients may
+	// use for it.
+	Listen       string
+	AllowedHosts []string
+	// Only, if set, is the one instance id served (`mcp serve --http`);
+	// every other id answers 404 (after the token check).
+	Only string
+	// MaxBodyBytes caps a request's body (0: 4 MiB).
+	MaxBodyBytes int64
+	// IdleStop stops an instance's endpoint, and its external servers, once
+	// it has had no session and no request for this long (0:
+	// [DefaultIdleStop]; negative: never).
+	IdleStop time.Duration
+	// PollInterval is how often the store is read for deleted instances
+	// (0: [DefaultPollInterval]).
+	PollInterval time.Duration
+	// Grace is how long calls in flight may take to finish when the daemon
+	// stops (0: [DefaultGrace]).
+	Grace time.Duration
+	// SessionTimeout closes a session that made no request for this long
+	// (0: never).
+	SessionTimeout time.Duration
+	// Endpoint: the endpoints' settings.
+	Endpoint EndpointOptions
+	// Logger receives the daemon's logs (never a token); nil discards.
+	Logger *slog.Logger
+}
+
+// Daemon serves a store's instances over HTTP.
+type Daemon struct {
+	o     Options
+	log   *slog.Logger
+	guard http.Handler
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	deleted map[string]bool
+	closed  bool
+}
+
+// entry is one instance's endpoint while it is being built or served.
+type entry struct {
+	id    string
+	ready chan struct{} // closed once built (or failed)
+	err   error
+	s     *served
+	h     *httpserve.Handler
+	users int // requests holding the entry, under Daemon.mu
+}
+
+// New returns the daemon; [Daemon.Serve] or [Daemon.Handler] serve it.
+func New(o Options) *Daemon {
+	if o.IdleStop == 0 {
+		o.IdleStop = DefaultIdleStop
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = httpserve.DefaultMaxBodyBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Daemon{o: o, log: o.Logger, entries: map[string]*entry{}, deleted: map[string]bool{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", d.health)
+	mux.HandleFunc("/instances/{id}/mcp", d.serveMCP)
+	mux.HandleFunc("GET /instances/{id}/health", d.instanceHealth)
+	d.guard = httpserve.Guard(mux, httpserve.GuardOptions{Listen: o.Listen, AllowedHosts: o.AllowedHosts, MaxBodyBytes: o.MaxBodyBytes})
+	return d
+}
+
+// Handler returns the daemon's HTTP handler, behind [httpserve.Guard].
+func (d *Daemon) Handler() http.Handler { return d.guard }
+
+// Serve serves on ln until ctx is done, then stops gracefully (see
+// [Daemon.Shutdown]) and returns nil; an error if serving failed.
+func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
+	srv := httpserve.NewServer(d.guard, httpserve.ServerOptions{ErrorLog: d.log})
+	done := make(chan struct{})
+	defer close(done)
+	go d.janitor(done)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		d.Shutdown(srv, errors.New("the listener failed"))
+		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	d.Shutdown(srv, context.Cause(ctx))
+	return nil
+}
+
+// Shutdown stops srv gracefully: it stops accepting connections, lets the
+// calls in flight finish for up to [Options.Grace], answers those still
+// running with an error ("server is closing: " and cause; an
+// ask_user_question's question is then cancelled, never left open), closes
+// the sessions, stops every endpoint's external servers and releases
+// their serve locks.
+func (d *Daemon) Shutdown(srv *http.Server, cause error) {
+	if cause == nil || errors.Is(cause, context.Canceled) {
+		cause = errors.New("agentctl is stopping")
+	}
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	shut := make(chan struct{})
+	go func() {
+		defer close(shut)
+		ctx, cancel := context.WithTimeout(context.Background(), d.o.Grace+10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx) // stops accepting now; waits for active connections
+	}()
+	grace, cancel := context.WithTimeout(context.Background(), d.o.Grace)
+	defer cancel()
+	entries := d.builtEntries()
+	for _, e := range entries {
+		_ = e.h.WaitCalls(grace)
+	}
+	for _, e := range entries {
+		e.h.Interrupt(cause)
+	}
+	// The answers of the interrupted calls are written on their POSTs;
+	// then the sessions' streams may end.
+	answered, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	for _, e := range entries {
+		_ = e.h.WaitPosts(answered)
+	}
+	for _, e := range entries {
+		e.h.CloseSessions()
+	}
+	select {
+	case <-shut:
+	case <-time.After(2 * time.Second):
+		_ = srv.Close()
+		<-shut
+	}
+	for _, e := range entries {
+		d.remove(e)
+		e.s.close()
+	}
+}
+
+func (d *Daemon) builtEntries() []*entry {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*entry
+	for _, e := range d.entries {
+		select {
+		case <-e.ready:
+			if e.err == nil {
+				out = append(out, e)
+			}
+		default:
+		}
+	}
+	return out
+}
+
+// health is GET /health: the daemon is up, its version and how many
+// instances it serves; no instance's data.
+func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
+	n := 1
+	if d.o.Only == "" {
+		ids, err := d.o.Store.IDs(r.Context())
+		if err != nil {
+			d.log.Error("health: reading the store failed", "error", err)
+			http.Error(w, "Internal Server Error: the instance store could not be read", http.StatusInternalServerError)
+			return
+		}
+		n = len(ids)
+	}
+	writeJSON(w, struct {
+		Status    string `json:"status"`
+		Version   string `json:"version"`
+		Instances int    `json:"instances"`
+	}{"ok", d.o.Endpoint.Version, n})
+}
+
+// InstanceHealth is what GET /instances/{id}/health answers.
+type InstanceHealth struct {
+	ID string `json:"id"`
+	// Running says whether the endpoint is built (its external servers
+	// started); when not, the servers are reported stopped.
+	Running bool `json:"running"`
+	mcpserver.Health
+}
+
+func (d *Daemon) instanceHealth(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !httpserve.Authorize(w, r, d.o.Checker, id, d.log) {
+		return
+	}
+	rec, ok := d.lookup(w, r, id)
+	if !ok {
+		return
+	}
+	d.mu.Lock()
+	e := d.entries[id]
+	d.mu.Unlock()
+	if e != nil {
+		select {
+		case <-e.ready:
+			if e.err == nil {
+				writeJSON(w, InstanceHealth{ID: id, Running: true, Health: e.s.ep.Health()})
+				return
+			}
+		default:
+		}
+	}
+	h, err := recordHealth(rec)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("instance %s cannot be served: %v", id, err), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, InstanceHealth{ID: id, Health: h})
+}
+
+// lookup reads the instance's record, answering 404 when it is not
+// served (unknown, deleted, or not the one instance of --http).
+func (d *Daemon) lookup(w http.ResponseWriter, r *http.Request, id string) (*instance.Record, bool) {
+	d.mu.Lock()
+	gone := d.deleted[id]
+	d.mu.Unlock()
+	if gone {
+		http.Error(w, "Not Found: "+deletedError(id).Error(), http.StatusNotFound)
+		return nil, false
+	}
+	if d.o.Only != "" && id != d.o.Only {
+		http.Error(w, fmt.Sprintf("Not Found: this server serves instance %s only", d.o.Only), http.StatusNotFound)
+		return nil, false
+	}
+	rec, err := getExactly(r.Context(), d.o.Store, id)
+	var nf *instance.NotFoundError
+	switch {
+	case errors.As(err, &nf):
+		http.Error(w, fmt.Sprintf("Not Found: no instance %s: the URL takes an instance's full id (agentctl instance list)", id), http.StatusNotFound)
+		return nil, false
+	case err != nil:
+		d.log.Error("reading an instance failed", "instance", id, "error", err)
+		http.Error(w, fmt.Sprintf("Internal Server Error: instance %s could not be read from the store", id), http.StatusInternalServerError)
+		return nil, false
+	}
+	return rec, true
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	b, _ := json.MarshalIndent(v, "", "  ")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// getExactly reads the record of the instance whose id is exactly id:
+// never a label or an id prefix, which Store.Get would also resolve.
+func getExactly(ctx context.Context, st *instance.Store, id string) (*instance.Record, error) {
+	if len(id) != idLength || id != strings.ToLower(id) {
+		return nil, &instance.NotFoundError{What: "instance", Ref: id}
+	}
+	rec, err := st.Get(ctx, id)
+	if err == nil && rec.ID != id {
+		err = &instance.NotFoundError{What: "instance", Ref: id}
+	}
+	return rec, err
+}
+
+// idLength is the length of an instance id (a ULID).
+const idLength = 26

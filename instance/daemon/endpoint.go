@@ -1,0 +1,153 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/agentctl/agentctl/mcpserver"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
+)
+
+// ServerLogFile, in the instance directory, receives external servers'
+// stderr, whichever transport serves the instance.
+const ServerLogFile = "upstreams.log"
+
+// EndpointConfig builds an endpoint's configuration from the record alone
+// (never from an agent definition): what every transport serves.
+func EndpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logger, version string) mcpserver.Config {
+	return mcpserver.Config{
+		Instance:   mcpserver.Instance{ID: rec.ID, Name: rec.Name, Agent: rec.Agent, Workspace: rec.Workspace},
+		ServerName: rec.ServerName,
+		Naming:     rec.Capabilities.ToolNames,
+		// External servers run in the workspace, wherever the client
+		// started this endpoint: a relative path among their arguments
+		// means a file of the workspace.
+		ServerDir: rec.Workspace,
+		// The client follows tools/list_changed: its first tools/list
+		// need not wait for every external server.
+		ToolsListChanged: rec.Capabilities.ToolsListChanged,
+		QuestionTimeout:  time.Duration(rec.QuestionTimeout),
+		Store:            st,
+		Logger:           logger,
+		Version:          version,
+	}
+}
+
+// EndpointOptions are the settings of the endpoints a [Daemon] builds,
+// beyond what the record says.
+type EndpointOptions struct {
+	// KBIndexDir and KBRefreshInterval: see [mcpserver.Config].
+	KBIndexDir        string
+	KBRefreshInterval time.Duration
+	// FirstListWait: see [mcpserver.Config.FirstListWait].
+	FirstListWait time.Duration
+	Version       string
+}
+
+// served is one instance's endpoint, built from its record, with what it
+// holds: the serve lock (so `instance delete` sees it is live) and the log
+// file of its external servers.
+type served struct {
+	ep      *mcpserver.Endpoint
+	release func()
+	logFile io.Closer
+	cancel  context.CancelFunc
+}
+
+// buildEndpoint builds the instance's endpoint as `mcp serve` does: the
+// serve lock, the record checked against the prefix contract again, the
+// configuration from the record, and the external servers started (in the
+// background, with ctx).
+func buildEndpoint(ctx context.Context, st *instance.Store, rec *instance.Record, o EndpointOptions, logger *slog.Logger) (*served, error) {
+	release, err := st.ServeLock(ctx, rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	s := &served{release: release}
+	ok := false
+	defer func() {
+		if !ok {
+			s.close()
+		}
+	}()
+	plan, err := provision.RecordPlan(rec)
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range plan.Announcements() {
+		logger.Info(line)
+	}
+	cfg := EndpointConfig(rec, st, logger, o.Version)
+	cfg.Mounts, cfg.PrefixMode = provision.Unresolved(plan.Mounts), mount.PrefixMode(rec.ToolPrefixMode)
+	cfg.KBIndexDir, cfg.KBRefreshInterval = o.KBIndexDir, o.KBRefreshInterval
+	cfg.FirstListWait = o.FirstListWait
+	if slices.ContainsFunc(plan.Mounts, func(m mount.Resolved) bool { return m.Kind == mount.KindServer }) {
+		f, err := mcpserver.OpenServerLog(filepath.Join(rec.Dir, ServerLogFile))
+		if err != nil {
+			return nil, fmt.Errorf("open the instance's log file: %w", err)
+		}
+		s.logFile = f
+		cfg.ServerStderr = f
+	}
+	ep, err := mcpserver.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("instance %s: %w", rec.ID, err)
+	}
+	s.ep = ep
+	var epCtx context.Context
+	epCtx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	ep.Start(epCtx)
+	ok = true
+	return s, nil
+}
+
+// close stops the external servers, closes the mounts and the log file,
+// and releases the serve lock.
+func (s *served) close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	if s.ep != nil {
+		s.ep.Shutdown()
+	}
+	if s.logFile != nil {
+		s.logFile.Close()
+	}
+	s.release()
+}
+
+// recordHealth is the health of an instance whose endpoint is not built
+// (no request came yet, or it stopped when idle): what its record says,
+// its external servers not started.
+func recordHealth(rec *instance.Record) (mcpserver.Health, error) {
+	plan, err := provision.RecordPlan(rec)
+	if err != nil {
+		return mcpserver.Health{}, err
+	}
+	h := mcpserver.Health{
+		ServerName: rec.ServerName,
+		Capability: mcpserver.HealthCapability{Namespacing: rec.Capabilities.ToolNames.Namespacing, Template: rec.Capabilities.ToolNames.Template},
+		Mounts:     []mcpserver.MountInfo{},
+		Servers:    []proxy.ServerStatus{},
+	}
+	for _, m := range plan.Mounts {
+		h.Mounts = append(h.Mounts, mcpserver.MountInfo{Kind: m.Kind, Name: m.Name, EffectivePrefix: m.EffectivePrefix, PrefixOrigin: m.PrefixOrigin})
+		if m.Kind == mount.KindServer {
+			h.Servers = append(h.Servers, proxy.ServerStatus{Name: m.Name, State: StateStopped})
+		}
+	}
+	return h, nil
+}
+
+// StateStopped is the state /instances/{id}/health reports for an external
+// server whose endpoint is not running: it starts with the instance's
+// first MCP request.
+const StateStopped = "stopped"

@@ -1,0 +1,213 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver/httpserve"
+)
+
+// serveMCP is /instances/{id}/mcp: the token, then the instance, then its
+// endpoint (built on first use).
+func (d *Daemon) serveMCP(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !httpserve.Authorize(w, r, d.o.Checker, id, d.log) {
+		return
+	}
+	e, status, err := d.acquire(r.Context(), id)
+	if err != nil {
+		if status == http.StatusInternalServerError {
+			d.log.Error("the instance cannot be served", "instance", id, "error", err)
+		}
+		http.Error(w, http.StatusText(status)+": "+err.Error(), status)
+		return
+	}
+	defer d.release(e)
+	e.h.ServeHTTP(w, r)
+}
+
+// acquire returns the instance's entry, building its endpoint if this is
+// its first request, and holds it until [Daemon.release]; on failure, the
+// HTTP status that says why.
+func (d *Daemon) acquire(ctx context.Context, id string) (*entry, int, error) {
+	d.mu.Lock()
+	switch {
+	case d.closed:
+		d.mu.Unlock()
+		return nil, http.StatusServiceUnavailable, errors.New("agentctl serve is stopping")
+	case d.deleted[id]:
+		d.mu.Unlock()
+		return nil, http.StatusNotFound, deletedError(id)
+	case d.o.Only != "" && id != d.o.Only:
+		d.mu.Unlock()
+		return nil, http.StatusNotFound, fmt.Errorf("this server serves instance %s only", d.o.Only)
+	}
+	e := d.entries[id]
+	building := e == nil
+	if building {
+		e = &entry{id: id, ready: make(chan struct{})}
+		d.entries[id] = e
+	}
+	e.users++
+	d.mu.Unlock()
+
+	if building {
+		// Others may wait for this build: the first caller hanging up
+		// does not cancel it.
+		e.s, e.h, e.err = d.build(context.WithoutCancel(ctx), id)
+		close(e.ready)
+	} else {
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			d.release(e)
+			return nil, http.StatusServiceUnavailable, ctx.Err()
+		}
+	}
+	if e.err != nil {
+		d.release(e)
+		d.mu.Lock()
+		if d.entries[id] == e {
+			delete(d.entries, id) // the next request tries again
+		}
+		d.mu.Unlock()
+		var nf *instance.NotFoundError
+		if errors.As(e.err, &nf) {
+			return nil, http.StatusNotFound, fmt.Errorf("no instance %s: the URL takes an instance's full id (agentctl instance list)", id)
+		}
+		return nil, http.StatusInternalServerError, fmt.Errorf("instance %s cannot be served: %v", id, e.err)
+	}
+	return e, 0, nil
+}
+
+// build reads the record and builds the endpoint and its HTTP handler.
+func (d *Daemon) build(ctx context.Context, id string) (*served, *httpserve.Handler, error) {
+	rec, err := getExactly(ctx, d.o.Store, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	logger := d.log.With("instance", id)
+	s, err := buildEndpoint(ctx, d.o.Store, rec, d.o.Endpoint, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	qt := time.Duration(rec.QuestionTimeout)
+	if qt <= 0 {
+		qt = httpserve.DefaultRequestTimeout
+	}
+	h := httpserve.NewHandler(s.ep.Server(), httpserve.Options{
+		MaxBodyBytes: d.o.MaxBodyBytes,
+		// A question expires (and says so) before its request times out.
+		RequestTimeout: qt + time.Minute,
+		SessionTimeout: d.o.SessionTimeout,
+		Logger:         logger,
+	})
+	logger.Info("serving", "agent", rec.Agent, "tools", len(s.ep.Registry().Names()))
+	return s, h, nil
+}
+
+func (d *Daemon) release(e *entry) {
+	d.mu.Lock()
+	e.users--
+	d.mu.Unlock()
+}
+
+// remove takes e out of the daemon's entries (if it is still there).
+func (d *Daemon) remove(e *entry) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.entries[e.id] != e {
+		return false
+	}
+	delete(d.entries, e.id)
+	return true
+}
+
+func deletedError(id string) error {
+	return fmt.Errorf("instance %s was deleted (agentctl instance delete); this URL serves nothing any more", id)
+}
+
+// janitor polls the store for deleted instances and stops idle endpoints,
+// until done is closed.
+func (d *Daemon) janitor(done <-chan struct{}) {
+	every := d.o.PollInterval
+	if d.o.IdleStop > 0 && d.o.IdleStop/2 < every {
+		every = max(d.o.IdleStop/2, 10*time.Millisecond)
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	lastPoll := time.Time{}
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		if time.Since(lastPoll) >= d.o.PollInterval {
+			lastPoll = time.Now()
+			d.reapDeleted()
+		}
+		if d.o.IdleStop > 0 {
+			d.stopIdle()
+		}
+	}
+}
+
+// reapDeleted ends the endpoints of instances no longer in the store.
+func (d *Daemon) reapDeleted() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ids, err := d.o.Store.IDs(ctx)
+	if err != nil {
+		d.log.Warn("reading the store for deleted instances failed; trying again", "error", err)
+		return
+	}
+	for _, e := range d.builtEntries() {
+		if _, ok := ids[e.id]; ok {
+			continue
+		}
+		d.mu.Lock()
+		d.deleted[e.id] = true
+		d.mu.Unlock()
+		if !d.remove(e) {
+			continue
+		}
+		d.log.Info("the instance was deleted; its sessions end", "instance", e.id)
+		e.h.Interrupt(fmt.Errorf("instance %s was deleted (agentctl instance delete)", e.id))
+		go func() {
+			wait, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = e.h.WaitPosts(wait)
+			e.h.CloseSessions()
+			e.s.close()
+		}()
+	}
+}
+
+// stopIdle stops the endpoints that have had no session and no request
+// for IdleStop; the next request builds them again.
+func (d *Daemon) stopIdle() {
+	var idle []*entry
+	d.mu.Lock()
+	for id, e := range d.entries {
+		select {
+		case <-e.ready:
+		default:
+			continue
+		}
+		if e.err != nil || e.users > 0 || e.h.Idle() < d.o.IdleStop {
+			continue
+		}
+		delete(d.entries, id)
+		idle = append(idle, e)
+	}
+	d.mu.Unlock()
+	for _, e := range idle {
+		d.log.Info("stopping the idle instance's endpoint and external servers", "instance", e.id, "idle_stop", d.o.IdleStop)
+		e.s.close()
+	}
+}
