@@ -15,11 +15,19 @@ import (
 	"github.com/agentctl/agentctl/agents"
 )
 
-// ServerEntry is what a client needs to start the endpoint.
+// ServerEntry is what a client needs to start the endpoint (Command,
+// Args, Env: stdio) or to reach it (URL, Headers: streamable HTTP, when URL
+// is set).
 type ServerEntry struct {
 	Command string
 	Args    []string
 	Env     map[string]string
+	// URL, when set, makes the entry a remote server's: the client
+	// connects to it instead of starting Command.
+	URL string
+	// Headers are sent with every request to URL: the instance's token
+	// as "Authorization: Bearer T". A file holding them is written 0600.
+	Headers map[string]string
 	// Trust marks the server trusted where the client supports it (Gemini CLI,
 	// Qwen Code): their headless runs ignore an untrusted server's tools.
 	Trust bool
@@ -76,6 +84,9 @@ func ClientEntry(format, server string, e ServerEntry) (map[string]any, error) {
 	if _, ok := clientFiles[format]; !ok {
 		return nil, invalidf("unknown MCP config format %q (want one of %s)", format, strings.Join(slices.Sorted(maps.Keys(clientFiles)), ", "))
 	}
+	if e.URL != "" {
+		return remoteEntry(format, server, e), nil
+	}
 	args := e.Args
 	if args == nil {
 		args = []string{}
@@ -131,6 +142,60 @@ func ClientEntry(format, server string, e ServerEntry) (map[string]any, error) {
 	return std, nil
 }
 
+// remoteEntry is [ClientEntry] for a server reached over streamable HTTP,
+// in each client's own words for a remote server with headers.
+func remoteEntry(format, server string, e ServerEntry) map[string]any {
+	headers := e.Headers
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	std := map[string]any{"url": e.URL, "headers": headers}
+	switch format {
+	case "claude-code", "vscode", "auggie", "droid", "mcp-servers-json":
+		std["type"] = "http"
+	case "copilot-cli":
+		std["type"] = "http"
+		std["tools"] = []string{"*"}
+	case "cursor", "kiro":
+		// A url makes the entry remote; no type.
+	case "gemini", "qwen-code":
+		// httpUrl is streamable HTTP ("url" would be the older SSE).
+		std = map[string]any{"httpUrl": e.URL, "headers": headers}
+		if e.Trust {
+			std["trust"] = true
+		}
+		if e.ToolTimeout > 0 {
+			std["timeout"] = e.ToolTimeout.Milliseconds()
+		}
+	case "cline":
+		std["type"] = "streamableHttp"
+		if e.ToolTimeout > 0 {
+			std["timeout"] = ceilSeconds(e.ToolTimeout)
+		}
+	case "codex":
+		// Codex reads literal headers from http_headers ("headers" is
+		// ignored); bearer_token_env_var and env_http_headers would need
+		// the user to export the token before every start.
+		std = map[string]any{"url": e.URL, "http_headers": headers}
+		if e.ToolTimeout > 0 {
+			std["tool_timeout_sec"] = ceilSeconds(e.ToolTimeout)
+		}
+	case "grok":
+		return map[string]any{"name": server, "transport": map[string]any{"type": "http", "url": e.URL, "headers": headers}}
+	case "opencode":
+		return map[string]any{"type": "remote", "url": e.URL, "headers": headers, "enabled": true}
+	case "goose":
+		timeout := int64(300)
+		if e.ToolTimeout > 0 {
+			timeout = ceilSeconds(e.ToolTimeout)
+		}
+		return map[string]any{"name": server, "type": "streamable_http", "enabled": true, "uri": e.URL, "headers": headers, "timeout": timeout}
+	case "continue":
+		return map[string]any{"name": server, "type": "streamable-http", "url": e.URL, "requestOptions": map[string]any{"headers": headers}}
+	}
+	return std
+}
+
 // ceilSeconds is d in whole seconds, rounded up, so that a timeout written
 // in seconds is never shorter than d.
 func ceilSeconds(d time.Duration) int64 {
@@ -171,9 +236,17 @@ func WriteClientConfig(dir, format, server string, e ServerEntry) (string, error
 		err = toml.NewEncoder(&b).Encode(map[string]any{"mcp_servers": map[string]any{server: entry}})
 		data = b.Bytes()
 	case "goose":
+		if e.URL != "" {
+			data = []byte(gooseRemote(server, entry))
+			break
+		}
 		data = []byte(fmt.Sprintf("extensions:\n  %s:\n    name: %s\n    type: stdio\n    enabled: true\n    cmd: %s\n    args: %s\n    timeout: %d\n",
 			yamlString(server), yamlString(server), yamlString(e.Command), yamlList(entry["args"].([]string)), entry["timeout"]))
 	case "continue":
+		if e.URL != "" {
+			data = []byte(continueRemoteBlock(server, e.URL, e.Headers))
+			break
+		}
 		data = []byte(continueBlock(server, e.Command, entry["args"].([]string)))
 	default:
 		data, err = marshalJSON(map[string]any{ServersKey(format): map[string]any{server: entry}})
@@ -186,10 +259,46 @@ func WriteClientConfig(dir, format, server string, e ServerEntry) (string, error
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := os.WriteFile(path, data, configMode(e)); err != nil {
 		return "", err
 	}
 	return rel, nil
+}
+
+// configMode is the mode of a configuration file holding e: 0600 when it
+// holds headers (the instance's token), else 0644.
+func configMode(e ServerEntry) os.FileMode {
+	if len(e.Headers) > 0 {
+		return 0o600
+	}
+	return 0o644
+}
+
+// gooseRemote is Goose's config.yaml with the one streamable HTTP
+// extension of entry (from [remoteEntry]).
+func gooseRemote(server string, entry map[string]any) string {
+	return fmt.Sprintf("extensions:\n  %s:\n    name: %s\n    type: streamable_http\n    enabled: true\n    uri: %s\n    headers:%s\n    timeout: %d\n",
+		yamlString(server), yamlString(server), yamlString(entry["uri"].(string)), yamlMap(entry["headers"].(map[string]string), "      "), entry["timeout"])
+}
+
+// continueRemoteBlock is [continueBlock] for a streamable HTTP server, its
+// headers under requestOptions.
+func continueRemoteBlock(server, url string, headers map[string]string) string {
+	return fmt.Sprintf("name: agentctl\nversion: 0.0.1\nschema: v1\nmcpServers:\n  - name: %s\n    type: streamable-http\n    url: %s\n    requestOptions:\n      headers:%s\n",
+		yamlString(server), yamlString(url), yamlMap(headers, "        "))
+}
+
+// yamlMap writes m as a YAML block mapping, one key a line indented by
+// indent (sorted), or " {}" when empty.
+func yamlMap(m map[string]string, indent string) string {
+	if len(m) == 0 {
+		return " {}"
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b.WriteString("\n" + indent + yamlString(k) + ": " + yamlString(m[k]))
+	}
+	return b.String()
 }
 
 // continueBlock is a Continue configuration (config.yaml, or a block file

@@ -49,6 +49,9 @@ func TestWriteClientConfigGolden(t *testing.T) {
 			{"plain", instance.ServerEntry{Command: "/opt/agentctl", Args: []string{"mcp", "serve", "--instance", "01x"}, Trust: true}},
 			{"env", instance.ServerEntry{Command: "/opt/a<b>&", Env: map[string]string{"K": "v", "A": "b"}}},
 			{"timeout", instance.ServerEntry{Command: "/opt/agentctl", Args: []string{"mcp", "serve"}, ToolTimeout: instance.ToolTimeoutFor(10 * time.Minute)}},
+			// A remote entry: the URL, the token as a header, the timeout.
+			{"http", instance.ServerEntry{URL: "http://127.0.0.1:7821/instances/01x/mcp", Headers: map[string]string{"Authorization": "Bearer agt_T"},
+				Trust: true, ToolTimeout: instance.ToolTimeoutFor(10 * time.Minute)}},
 		} {
 			t.Run(format+"/"+c.name, func(t *testing.T) {
 				dir := t.TempDir()
@@ -61,6 +64,17 @@ func TestWriteClientConfigGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				golden(t, "clientconfig/"+format+"."+c.name, data)
+				fi, err := os.Stat(filepath.Join(dir, rel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := os.FileMode(0o644)
+				if c.e.URL != "" {
+					want = 0o600 // it holds the token
+				}
+				if fi.Mode().Perm() != want {
+					t.Errorf("%s written with mode %v, want %v", rel, fi.Mode().Perm(), want)
+				}
 			})
 		}
 	}

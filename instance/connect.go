@@ -398,12 +398,13 @@ func joinKey(key, server string) string {
 
 // startsInstance reports whether an entry (or a block file's text) starts
 // `agentctl mcp serve --instance id`: some list in it holds "mcp", "serve",
-// "--instance", id in a row.
+// "--instance", id in a row; or reaches it over HTTP: a URL in it holds
+// the id (the default URL's path is /instances/ID/mcp).
 func startsInstance(v any, id string) bool {
 	want := []string{"mcp", "serve", "--instance", id}
 	switch t := v.(type) {
 	case string:
-		return strings.Contains(t, `"mcp", "serve", "--instance", "`+id+`"`)
+		return strings.Contains(t, `"mcp", "serve", "--instance", "`+id+`"`) || isURLOf(t, id)
 	case []any:
 		var ss []string
 		for _, e := range t {
@@ -429,6 +430,22 @@ func startsInstance(v any, id string) bool {
 	case map[string]any:
 		for _, e := range t {
 			if startsInstance(e, id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isURLOf reports whether s holds an http(s) URL that names instance id.
+func isURLOf(s, id string) bool {
+	for _, scheme := range []string{"http://", "https://"} {
+		if i := strings.Index(s, scheme); i >= 0 {
+			rest := s[i:]
+			if end := strings.IndexAny(rest, "\" \n"); end >= 0 {
+				rest = rest[:end]
+			}
+			if strings.Contains(rest, id) {
 				return true
 			}
 		}

@@ -44,6 +44,11 @@ type CreateOptions struct {
 	ToolPrefixMode string
 	// Mounts are the mounts with their prefixes already resolved.
 	Mounts []mount.Resolved
+	// Transport is how the client reaches the endpoint: stdio (the zero
+	// value: the client starts `agentctl mcp serve`) or http (the client
+	// connects to Transport.URL, default [DefaultHTTPURL] for the id, with
+	// the instance's token as a bearer header).
+	Transport Transport
 	// Files, when set, returns files to write into the instance directory
 	// (relative path -> content), such as instructions.md and skills, for the
 	// record being created. An error aborts the create.
@@ -179,8 +184,19 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		return nil, invalidf("workspace %s is not a directory; pass an existing directory with --workspace", ws)
 	}
 
+	tr, err := checkTransport(o.Transport)
+	if err != nil {
+		return nil, err
+	}
+	token, err := NewToken()
+	if err != nil {
+		return nil, err
+	}
 	now := s.stamp()
 	id := s.newID(now)
+	if tr.Kind == TransportHTTP {
+		tr.URL = expandURL(tr.URL, id)
+	}
 	rec := &Record{
 		ID: id, Name: o.Name, Agent: o.Definition.ID, CreatedAt: now,
 		ServerName:      o.ServerName,
@@ -189,7 +205,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		Workspace:       ws,
 		ToolPrefixMode:  cmp.Or(o.ToolPrefixMode, string(mount.PrefixModeMountName)),
 		Mounts:          append([]mount.Resolved{}, o.Mounts...),
-		Transport:       Transport{Kind: "stdio"},
+		Transport:       tr,
 		Dir:             filepath.Join(s.instancesDir(), id),
 		QuestionTimeout: Duration(o.QuestionTimeout),
 	}
@@ -208,6 +224,9 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		}
 	}()
 	entry := s.EndpointEntry(rec, o.Executable)
+	if tr.Kind == TransportHTTP {
+		entry = ServerEntry{URL: tr.URL, Headers: map[string]string{"Authorization": BearerHeader(token)}}
+	}
 	entry.Trust = o.Definition.MCP.Trust && !o.NoTrust
 	// A question timeout of 0 (only in direct store tests: provision.Create
 	// records the endpoint's default) writes no tool-call timeout.
@@ -254,6 +273,9 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		rec.ID, name, rec.Agent, now.Format(timeFormat), string(raw)); err != nil {
 		return nil, err
 	}
+	if err := setTokenHash(ctx, tx, rec.ID, token); err != nil {
+		return nil, err
+	}
 	if s.beforeCommit != nil {
 		if err := s.beforeCommit(); err != nil {
 			return nil, err
@@ -267,6 +289,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		return nil, err
 	}
 	published = true
+	rec.token = token
 	return rec, nil
 }
 

@@ -1,6 +1,8 @@
 package instance
 
 import (
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
@@ -32,12 +34,60 @@ type Record struct {
 	Files []string `json:"files"`
 	// LastRun is the latest `agentctl instance run` of the instance, if any.
 	LastRun *Run `json:"last_run,omitempty"`
+
+	// token is the bearer token, set only on the record
+	// [Store.CreateInstance] returns: never stored, never marshalled.
+	token string
 }
+
+// NewToken is the instance's bearer token on the record
+// [Store.CreateInstance] returned, for showing once; "" on every other
+// record (the store keeps only its hash).
+func (r *Record) NewToken() string { return r.token }
 
 // Transport says how the client reaches the endpoint.
 type Transport struct {
+	// Kind is [TransportStdio] or [TransportHTTP].
 	Kind string `json:"kind"`
+	// URL is where an HTTP instance's client connects (http only).
+	URL string `json:"url,omitempty"`
 }
+
+// Transport kinds.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+)
+
+// DefaultHTTPURL is an HTTP instance's URL unless --url says otherwise:
+// the daemon's default listen address (`agentctl serve`) and the
+// instance's path; {id} is the instance id.
+const DefaultHTTPURL = "http://127.0.0.1:7821/instances/{id}/mcp"
+
+// checkTransport fills in t's defaults and refuses what is not a
+// transport.
+func checkTransport(t Transport) (Transport, error) {
+	switch t.Kind {
+	case "", TransportStdio:
+		if t.URL != "" {
+			return t, invalidf("a URL (%s) is for --transport http; drop --url or add --transport http", t.URL)
+		}
+		return Transport{Kind: TransportStdio}, nil
+	case TransportHTTP:
+		if t.URL == "" {
+			t.URL = DefaultHTTPURL
+		}
+		u, err := url.Parse(strings.ReplaceAll(t.URL, "{id}", "id"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return t, invalidf("URL %q is not an http:// or https:// URL with a host; for example %s", t.URL, DefaultHTTPURL)
+		}
+		return t, nil
+	}
+	return t, invalidf("unknown transport %q; use stdio (the client starts the endpoint) or http (the client connects to `agentctl serve`)", t.Kind)
+}
+
+// expandURL puts the instance id in place of {id} in u.
+func expandURL(u, id string) string { return strings.ReplaceAll(u, "{id}", id) }
 
 // Duration is a time.Duration written as "10m0s" in JSON.
 type Duration = mount.Duration

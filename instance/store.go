@@ -57,6 +57,12 @@ var migrations = []string{
 	CREATE INDEX events_instance ON events(instance_id, seq);`,
 	// 2: `instance list --agent` reads only that agent's rows.
 	`CREATE INDEX instances_agent ON instances(agent, id);`,
+	// 3: each instance's bearer token, as its SHA-256 only (see token.go);
+	// never in the record, which `instance show` prints.
+	`CREATE TABLE instance_tokens (
+		instance_id TEXT PRIMARY KEY REFERENCES instances(id) ON DELETE CASCADE,
+		hash        BLOB NOT NULL
+	);`,
 }
 
 // Store is the SQLite state of agentctl: instance records, questions, events.

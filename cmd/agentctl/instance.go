@@ -22,7 +22,7 @@ id, a unique prefix of the id, or its label (--name).`,
 	cmd.AddCommand(NewCmdInstanceCreate(f, nil), NewCmdInstanceList(f, nil), NewCmdInstanceShow(f, nil), NewCmdInstanceDelete(f, nil),
 		NewCmdInstanceAnswer(f, nil), NewCmdInstanceQuestions(f, nil), NewCmdInstanceEvents(f, nil), NewCmdInstanceWait(f, nil),
 		NewCmdInstanceMount(f), NewCmdInstanceRun(f, nil), NewCmdInstanceEnv(f, nil), NewCmdInstanceLogs(f, nil),
-		NewCmdInstanceConnect(f, nil), NewCmdInstanceDisconnect(f, nil))
+		NewCmdInstanceConnect(f, nil), NewCmdInstanceDisconnect(f, nil), NewCmdInstanceToken(f))
 	return cmd
 }
 

@@ -31,6 +31,8 @@ type InstanceCreateOptions struct {
 	PrefixMode      mount.PrefixMode
 	Mounts          []mount.Mount
 	Templates       []provision.TemplateFile
+	Transport       string
+	URL             string
 	Output          string
 }
 
@@ -73,12 +75,22 @@ in PATH) is made absolute now, against the directory create runs in (for the con
 file's [[mcp_servers]], against the config file's directory), and must be an
 executable file there.
 
+With --transport http the client does not start the endpoint: it connects to
+'agentctl serve' at --url (default http://127.0.0.1:7821/instances/{id}/mcp, {id}
+being the new instance's id), sending the instance's bearer token as an
+Authorization header; the configuration file holding it is written mode 0600.
+
+Every instance gets a token, made now and stored only as a hash. It is shown once:
+in -o json output ("token"), and for --transport http on stderr. Lost, it can only be
+replaced: agentctl instance token rotate ID.
+
 With -o table the new id is printed on stdout (and a summary on stderr), so
   id=$(agentctl instance create --agent auggie)
-works in scripts; -o json prints the whole record.`,
+works in scripts; -o json prints the whole record and the token.`,
 		Example: `  agentctl instance create --agent auggie --workspace .
   id=$(agentctl instance create --agent claude-code --name fix-login -o json | jq -r .id)
-  agentctl instance create --agent gemini --server-name tools --question-timeout 30m`,
+  agentctl instance create --agent gemini --server-name tools --question-timeout 30m
+  agentctl instance create --agent claude-code --transport http`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(opts.Output); err != nil {
@@ -135,6 +147,9 @@ works in scripts; -o json prints the whole record.`,
 	_ = cmd.MarkFlagFilename("instructions")
 	_ = cmd.MarkFlagFilename("skill")
 	_ = cmd.RegisterFlagCompletionFunc("tool-prefix-mode", cobra.FixedCompletions([]string{"mount-name", "off"}, cobra.ShellCompDirectiveNoFileComp))
+	fl.StringVar(&opts.Transport, "transport", instance.TransportStdio, "how the client reaches the endpoint: stdio (it starts 'agentctl mcp serve') or http (it connects to 'agentctl serve' with the instance's token)")
+	fl.StringVar(&opts.URL, "url", "", "the endpoint's URL for --transport http; {id} is the instance id (default "+instance.DefaultHTTPURL+")")
+	_ = cmd.RegisterFlagCompletionFunc("transport", cobra.FixedCompletions([]string{instance.TransportStdio, instance.TransportHTTP}, cobra.ShellCompDirectiveNoFileComp))
 	addOutputFlag(cmd, &opts.Output)
 	_ = cmd.RegisterFlagCompletionFunc("agent", completeAgentIDs(f))
 	_ = cmd.MarkFlagDirname("workspace")
@@ -159,6 +174,7 @@ func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
 		Definition: def, Name: opts.Name, Workspace: opts.Workspace,
 		ServerName: opts.ServerName, QuestionTimeout: opts.QuestionTimeout, Executable: exe, NoTrust: opts.NoTrust,
 		PrefixMode: opts.PrefixMode, Mounts: opts.Mounts, Templates: opts.Templates,
+		Transport: instance.Transport{Kind: opts.Transport, URL: opts.URL},
 	})
 	if err != nil {
 		return err
@@ -175,8 +191,19 @@ func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
 	opts.IO.Narrate("Created instance %s for %s (server name %q).", rec.ID, rec.Agent, rec.ServerName)
 	opts.IO.Narrate("Client configuration: %s", rec.MCPConfigPath)
 	if opts.Output == formatJSON {
-		return opts.IO.PrintJSON(rec.Redacted())
+		// The token is in this output only: never in the record.
+		return opts.IO.PrintJSON(createdJSON{Record: rec.Redacted(), Token: rec.NewToken()})
+	}
+	if rec.Transport.Kind == instance.TransportHTTP {
+		opts.IO.Narrate("Endpoint: %s", rec.Transport.URL)
+		opts.IO.Narrate("Token (shown only now; the configuration holds it; replace it with `agentctl instance token rotate %s`): %s", rec.ID, rec.NewToken())
 	}
 	_, err = fmt.Fprintln(opts.IO.Out, rec.ID)
 	return err
+}
+
+// createdJSON is `instance create -o json`: the record and, once, the token.
+type createdJSON struct {
+	*instance.Record
+	Token string `json:"token"`
 }

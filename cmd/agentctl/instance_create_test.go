@@ -17,7 +17,7 @@ func TestNewCmdInstanceCreate(t *testing.T) {
 	// The options a create with only --agent gets: the settings' defaults.
 	defaults := func(mod func(*InstanceCreateOptions)) InstanceCreateOptions {
 		o := InstanceCreateOptions{Agent: "auggie", Workspace: ".", ServerName: "agentctl",
-			QuestionTimeout: mcpserver.DefaultQuestionTimeout, PrefixMode: mount.PrefixModeMountName, Output: formatTable}
+			QuestionTimeout: mcpserver.DefaultQuestionTimeout, PrefixMode: mount.PrefixModeMountName, Transport: "stdio", Output: formatTable}
 		if mod != nil {
 			mod(&o)
 		}
@@ -52,6 +52,10 @@ func TestNewCmdInstanceCreate(t *testing.T) {
 		},
 		{args: []string{"--agent", "auggie"}, env: []string{"AGENTCTL_SERVER_NAME=env", "AGENTCTL_QUESTION_TIMEOUT=1m"},
 			want: defaults(func(o *InstanceCreateOptions) { o.ServerName, o.QuestionTimeout = "env", time.Minute })},
+		{args: []string{"--agent", "codex", "--transport", "http", "--url", "https://h.example/{id}/mcp"},
+			want: defaults(func(o *InstanceCreateOptions) {
+				o.Agent, o.Transport, o.URL = "codex", "http", "https://h.example/{id}/mcp"
+			})},
 		{args: nil, wantErr: "--agent is required"},
 		{args: []string{"--agent", "auggie", "--kb", "docs"}, wantErr: `invalid --kb "docs"`},
 		{args: []string{"--agent", "auggie", "--mcp", "web="}, wantErr: `invalid --mcp for "web": no command after "web="`},

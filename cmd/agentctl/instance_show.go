@@ -59,7 +59,7 @@ func instanceShowRun(ctx context.Context, opts *InstanceShowOptions) error {
 			{"created", r.CreatedAt.Format(time.RFC3339)}, {"server name", r.ServerName},
 			{"namespacing", string(tn.Namespacing)}, {"template", tn.Template},
 			{"tools list changed", listChangedText(r.Capabilities.ToolsListChanged)},
-			{"workspace", r.Workspace}, {"transport", r.Transport.Kind},
+			{"workspace", r.Workspace}, {"transport", strings.TrimSpace(r.Transport.Kind + " " + r.Transport.URL)},
 			{"question timeout", time.Duration(r.QuestionTimeout).String()},
 			{"directory", r.Dir}, {"mcp config", r.MCPConfigPath},
 			{"example", fmt.Sprintf("%s is sent as %s; the model sees %s", ex.Canonical, ex.Transport, ex.ModelSees)},

@@ -35,6 +35,8 @@ import (
 //	    an array, object or string. A string value is compared as is, any
 //	    other value as compact JSON (true, 64, ["a","b"]). With !, the value
 //	    differs from WANT or is absent.
+//	perm FILE MODE
+//	    FILE's permission bits are MODE, in octal (600); with !, they are not.
 //	setenvjson NAME PATH [FILE]
 //	    set the environment variable NAME to the JSON value at PATH in the last
 //	    stdout (or FILE), as json compares it.
@@ -117,8 +119,22 @@ func TestScripts(t *testing.T) {
 			"mcp":            cmdMCP,
 			"askquestion":    cmdAskQuestion,
 			"reportprogress": cmdReportProgress,
+			"perm":           cmdPerm,
 		},
 	})
+}
+
+// cmdPerm is `perm FILE MODE`: FILE's permission bits are MODE (octal).
+func cmdPerm(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: perm FILE MODE")
+	}
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	got := fmt.Sprintf("%o", fi.Mode().Perm())
+	if (got == args[1]) == neg {
+		ts.Fatalf("%s has mode %s (want %s%s)", args[0], got, map[bool]string{true: "anything but ", false: ""}[neg], args[1])
+	}
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {

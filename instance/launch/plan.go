@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -46,6 +47,11 @@ type Options struct {
 	// Entry is the endpoint's entry as the instance's configuration holds
 	// it (command and arguments of `agentctl mcp serve`).
 	Entry instance.ServerEntry
+	// OwnEntry, when set, is the instance's own Codex entry as its
+	// configuration file holds it ([instance.InstanceEntry]): {entry_toml}
+	// is made from it, so an HTTP instance's run points Codex at its URL
+	// with its token.
+	OwnEntry map[string]any
 	// ToolTimeout is the tool-call timeout the instance needs (its
 	// question timeout and a margin).
 	ToolTimeout time.Duration
@@ -102,6 +108,11 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 			return nil, &NotRunnableError{def.ID, fmt.Sprintf("this client reads MCP servers only from %s; put the instance's entry there first with `agentctl instance connect %s`", path, rec.ID)}
 		}
 	}
+	if rec.Transport.Kind == instance.TransportHTTP && usesPlaceholder(r, "{command_line}") {
+		return nil, &NotRunnableError{def.ID, fmt.Sprintf("this instance is reached over HTTP (%s) with a bearer token, and this client's recipe adds the endpoint by command line, "+
+			"which cannot carry a header (Goose's --with-streamable-http-extension takes a URL only); copy the extension from the instance's own %s into the client's configuration and start it yourself, "+
+			"or create a --transport stdio instance", rec.Transport.URL, rec.MCPConfigPath)}
+	}
 	values := placeholderValues(rec, o)
 	expand := func(args []string) []string {
 		out := make([]string, len(args))
@@ -140,6 +151,23 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 	return p, nil
 }
 
+// usesPlaceholder reports whether any argument or value of r holds ph.
+func usesPlaceholder(r agents.Run, ph string) bool {
+	for _, list := range [][]string{r.ConfigArgs, r.Headless, r.Interactive, r.Unattended} {
+		for _, a := range list {
+			if strings.Contains(a, ph) {
+				return true
+			}
+		}
+	}
+	for _, v := range r.ConfigEnv {
+		if strings.Contains(v, ph) {
+			return true
+		}
+	}
+	return false
+}
+
 func placeholderValues(rec *instance.Record, o Options) map[string]string {
 	secs := int64(math.Ceil(o.ToolTimeout.Seconds()))
 	return map[string]string{
@@ -149,7 +177,7 @@ func placeholderValues(rec *instance.Record, o Options) map[string]string {
 		"instance":         rec.ID,
 		"workspace":        rec.Workspace,
 		"prompt":           o.Prompt,
-		"entry_toml":       entryTOML(o.Entry, secs),
+		"entry_toml":       entryTOML(o.OwnEntry, o.Entry, secs),
 		"command_line":     ShellJoin(append([]string{o.Entry.Command}, o.Entry.Args...)),
 		"tool_timeout_sec": strconv.FormatInt(secs, 10),
 		"tool_timeout_ms":  strconv.FormatInt(o.ToolTimeout.Milliseconds(), 10),
@@ -157,39 +185,97 @@ func placeholderValues(rec *instance.Record, o Options) map[string]string {
 }
 
 // entryTOML writes the endpoint's entry as a TOML inline table, the value
-// of a Codex `-c mcp_servers.S=...` override.
-func entryTOML(e instance.ServerEntry, timeoutSec int64) string {
-	var b strings.Builder
-	b.WriteString("{command = ")
-	b.WriteString(tomlString(e.Command))
-	b.WriteString(", args = [")
-	for i, a := range e.Args {
-		if i > 0 {
-			b.WriteString(", ")
+// of a Codex `-c mcp_servers.S=...` override: own (the instance's own Codex
+// entry, remote or not) when set, else e's command, arguments and
+// environment; with tool_timeout_sec set to timeoutSec when that is
+// positive. Keys come in the order command, args, env, url, then the rest
+// sorted, so that the override reads as the file does.
+func entryTOML(own map[string]any, e instance.ServerEntry, timeoutSec int64) string {
+	m := maps.Clone(own)
+	if m == nil {
+		m = map[string]any{"command": e.Command, "args": e.Args}
+		if len(e.Env) > 0 {
+			m["env"] = e.Env
 		}
-		b.WriteString(tomlString(a))
-	}
-	b.WriteString("]")
-	if len(e.Env) > 0 {
-		keys := make([]string, 0, len(e.Env))
-		for k := range e.Env {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b.WriteString(", env = {")
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(tomlString(k) + " = " + tomlString(e.Env[k]))
-		}
-		b.WriteString("}")
 	}
 	if timeoutSec > 0 {
-		b.WriteString(", tool_timeout_sec = " + strconv.FormatInt(timeoutSec, 10))
+		m["tool_timeout_sec"] = timeoutSec
 	}
-	b.WriteString("}")
-	return b.String()
+	return tomlInline(m)
+}
+
+// leadingKeys are written first in an entry, in this order.
+var leadingKeys = []string{"command", "args", "env", "url"}
+
+// tomlInline writes m as a TOML inline table.
+func tomlInline(m map[string]any) string {
+	keys := slices.Sorted(maps.Keys(m))
+	slices.SortStableFunc(keys, func(a, b string) int {
+		ia, ib := slices.Index(leadingKeys, a), slices.Index(leadingKeys, b)
+		if ia < 0 {
+			ia = len(leadingKeys)
+		}
+		if ib < 0 {
+			ib = len(leadingKeys)
+		}
+		return ia - ib
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = tomlKey(k) + " = " + tomlValue(m[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// tomlKey is k as a TOML key: bare when it can be.
+func tomlKey(k string) string {
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return tomlString(k)
+		}
+	}
+	if k == "" {
+		return `""`
+	}
+	return k
+}
+
+// tomlValue writes v (as decoded from TOML or built by
+// [instance.ClientEntry]) as a TOML inline value.
+func tomlValue(v any) string {
+	switch t := v.(type) {
+	case string:
+		return tomlString(t)
+	case bool:
+		return strconv.FormatBool(t)
+	case int:
+		return strconv.Itoa(t)
+	case int64:
+		return strconv.FormatInt(t, 10)
+	case float64:
+		return strconv.FormatFloat(t, 'g', -1, 64)
+	case []string:
+		q := make([]string, len(t))
+		for i, s := range t {
+			q[i] = tomlString(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	case []any:
+		q := make([]string, len(t))
+		for i, e := range t {
+			q[i] = tomlValue(e)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	case map[string]string:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = e
+		}
+		return tomlInline(m)
+	case map[string]any:
+		return tomlInline(t)
+	}
+	return tomlString(fmt.Sprint(v))
 }
 
 // tomlString quotes s as a TOML basic string: JSON's escapes are TOML's.

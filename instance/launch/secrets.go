@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/agentctl/agentctl/instance"
 )
 
 // secretName matches the names of flags and environment variables whose
@@ -17,13 +19,32 @@ var secretName = sync.OnceValue(func() *regexp.Regexp {
 // Hidden is what a secret value is printed as.
 const Hidden = "<hidden>"
 
+// bearerValue matches the credential of an Authorization header value
+// written anywhere in an argument ("Bearer T" in Codex's -c override of an
+// HTTP instance), and an instance token ([instance.TokenPrefix]) wherever
+// it is.
+var (
+	bearerValue   = regexp.MustCompile(`(?i)(\bbearer\s+)[^\s"',}]+`)
+	instanceToken = regexp.MustCompile(instance.TokenPrefix + `[A-Za-z0-9_-]{43}`)
+)
+
+// hideCredentials replaces bearer credentials and instance tokens in s.
+func hideCredentials(s string) string {
+	s = bearerValue.ReplaceAllString(s, "${1}"+Hidden)
+	return instanceToken.ReplaceAllString(s, Hidden)
+}
+
 // Redacted is a copy of the plan for printing (`--dry-run`, `instance env`):
 // the value of every argument that follows a secret-looking flag
 // (`--api-key K`, `--token=T`) and of every secret-looking environment
-// variable is [Hidden]. The plan itself is left as it is.
+// variable is [Hidden], and so is a bearer credential or an instance token
+// anywhere in an argument or value. The plan itself is left as it is.
 func (p *Plan) Redacted() *Plan {
 	c := *p
 	c.Args = slices.Clone(p.Args)
+	for i, a := range c.Args {
+		c.Args[i] = hideCredentials(a)
+	}
 	for i := 0; i < len(c.Args); i++ {
 		a := c.Args[i]
 		if !strings.HasPrefix(a, "-") {
@@ -44,6 +65,8 @@ func (p *Plan) Redacted() *Plan {
 	for i, e := range c.Env {
 		if secretName().MatchString(e.Name) {
 			c.Env[i].Value = Hidden
+		} else {
+			c.Env[i].Value = hideCredentials(e.Value)
 		}
 	}
 	return &c

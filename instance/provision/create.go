@@ -39,6 +39,9 @@ type CreateOptions struct {
 	// Templates are instruction and skill files to expand for the
 	// instance's tools.
 	Templates []TemplateFile
+	// Transport is how the client reaches the endpoint (see
+	// [instance.CreateOptions.Transport]).
+	Transport instance.Transport
 }
 
 // Opener opens the state store. [Create] calls it only once everything it
@@ -92,7 +95,7 @@ func Create(ctx context.Context, open Opener, o CreateOptions) (*instance.Record
 	rec, err := st.CreateInstance(ctx, instance.CreateOptions{
 		Definition: o.Definition, Name: o.Name, Workspace: o.Workspace,
 		ServerName: o.ServerName, QuestionTimeout: o.QuestionTimeout, Executable: o.Executable, NoTrust: o.NoTrust,
-		ToolPrefixMode: string(o.PrefixMode), Mounts: plan.Mounts,
+		ToolPrefixMode: string(o.PrefixMode), Mounts: plan.Mounts, Transport: o.Transport,
 		Files: func(rec *instance.Record) (map[string][]byte, error) {
 			return RenderFiles(rec, plan, templates)
 		},
