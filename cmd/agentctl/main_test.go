@@ -36,9 +36,7 @@ func (w withBinaries) Run() int {
 	_, file, _, _ := runtime.Caller(0)
 	pkg := filepath.Dir(file)
 	builds = map[string]*build{
-		// With the test token checker (tokens_testtoken.go) until
-		// instance tokens are in the store.
-		"agentctl": startBuild(ctx, filepath.Join(dir, "agentctl"), pkg, ".", "-tags", "agentctl_testtoken"),
+		"agentctl": startBuild(ctx, filepath.Join(dir, "agentctl"), pkg, "."),
 		"server":   startBuild(ctx, filepath.Join(dir, "upstream"), filepath.Join(pkg, "..", ".."), "./testdata/upstream"),
 		// The fake coding-agent client of the `instance run` tests.
 		"fakeclient": startBuild(ctx, filepath.Join(dir, "fakeclient"), filepath.Join(pkg, "..", ".."), "./testdata/fakeclient"),

@@ -174,6 +174,8 @@ type rcRecord struct {
 	MCPConfigPath   string `json:"mcp_config_path"`
 	Dir             string `json:"dir"`
 	QuestionTimeout string `json:"question_timeout"`
+	// Token is the instance's bearer token, which only create prints.
+	Token string `json:"token"`
 }
 
 // create runs `instance create -o json` with extra flags and decodes the record.
@@ -187,6 +189,7 @@ func (e *rcEnv) create(ctx context.Context, flags ...string) rcRecord {
 	if rec.ID == "" || rec.MCPConfigPath == "" {
 		e.t.Fatalf("instance create -o json: record without id or mcp_config_path:\n%s", out)
 	}
+	instanceTokens.Store(rec.ID, rec.Token)
 	return rec
 }
 

@@ -3,8 +3,8 @@ package main
 // `agentctl serve` through the real binary: the TypeScript client (protocol
 // 2025-11-25, the newest its SDK 1.32.2 speaks) and the go-sdk client
 // (2026-07-28, stateless) over HTTP, the refusals, SIGTERM and isolation.
-// The binary is built with -tags agentctl_testtoken: its token checker
-// accepts AGENTCTL_TEST_TOKEN for every instance.
+// Each request carries the token `instance create` printed for its
+// instance (instanceTokens).
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +25,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const testToken = "s3cret-test-token"
+// instanceTokens holds the bearer token of every instance the tests made,
+// by id, as `instance create -o json` printed it (see [rcEnv.create]).
+var instanceTokens sync.Map
+
+// tokenOf is the token of the instance whose URL (or path) is url.
+func tokenOf(url string) string {
+	_, rest, _ := strings.Cut(url, "/instances/")
+	id, _, _ := strings.Cut(rest, "/")
+	v, _ := instanceTokens.Load(id)
+	s, _ := v.(string)
+	return s
+}
 
 // daemonRun is a running `agentctl serve`.
 type daemonRun struct {
@@ -40,7 +52,7 @@ type daemonRun struct {
 func startServe(ctx context.Context, e *rcEnv, args ...string) *daemonRun {
 	e.t.Helper()
 	cmd := exec.CommandContext(ctx, e.bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env, cmd.Dir = append(e.cliEnv(), "AGENTCTL_TEST_TOKEN="+testToken), e.work
+	cmd.Env, cmd.Dir = e.cliEnv(), e.work
 	pr, pw := io.Pipe()
 	d := &daemonRun{t: e.t, cmd: cmd, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = io.MultiWriter(d.stderr, pw)
@@ -88,14 +100,15 @@ func (d *daemonRun) stop() int {
 }
 
 func httpPlan(url string, steps ...tsStep) tsPlan {
-	return tsPlan{Args: []string{}, URL: url, Headers: map[string]string{"Authorization": "Bearer " + testToken}, Steps: steps}
+	return tsPlan{Args: []string{}, URL: url, Headers: map[string]string{"Authorization": "Bearer " + tokenOf(url)}, Steps: steps}
 }
 
-type bearerTransport struct{ token string }
+// bearerTransport sends the token of the instance a request is for.
+type bearerTransport struct{}
 
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
+	r.Header.Set("Authorization", "Bearer "+tokenOf(r.URL.Path))
 	return http.DefaultTransport.RoundTrip(r)
 }
 
@@ -104,7 +117,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func goConnect(ctx context.Context, t *testing.T, url, version string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "v1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{testToken}}},
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{}}},
 		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect to %s (%q): %v", url, version, err)
@@ -161,8 +174,10 @@ func TestServeHTTPPresentsNamesPerInstance(t *testing.T) {
 	if code := d.stop(); code != 0 {
 		t.Errorf("SIGTERM: exit %d, want 0\n%s", code, d.stderr.String())
 	}
-	if strings.Contains(d.stderr.String(), testToken) {
-		t.Errorf("the token is in the daemon's log:\n%s", d.stderr.String())
+	for _, tok := range []string{aug.Token, cc.Token} {
+		if tok == "" || strings.Contains(d.stderr.String(), tok) {
+			t.Errorf("instance create printed no token, or the token is in the daemon's log:\n%s", d.stderr.String())
+		}
 	}
 }
 
@@ -200,9 +215,10 @@ func TestServeHTTPRefuses(t *testing.T) {
 	rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work)
 	doomed := e.create(ctx, "--agent", "claude-code", "--workspace", e.work)
 	d := startServe(ctx, e, "--max-body", "1KiB")
-	auth := map[string]string{"Authorization": "Bearer " + testToken}
+	auth := map[string]string{"Authorization": "Bearer " + rec.Token}
+	other := map[string]string{"Authorization": "Bearer " + doomed.Token}
 	with := func(m map[string]string) map[string]string {
-		out := map[string]string{"Authorization": "Bearer " + testToken}
+		out := map[string]string{"Authorization": "Bearer " + rec.Token}
 		for k, v := range m {
 			out[k] = v
 		}
@@ -219,9 +235,13 @@ func TestServeHTTPRefuses(t *testing.T) {
 		{"the right token", d.url(rec.ID), initializeBody, auth, 200},
 		{"no token", d.url(rec.ID), initializeBody, nil, 401},
 		{"a wrong token", d.url(rec.ID), initializeBody, map[string]string{"Authorization": "Bearer nope"}, 401},
+		{"another instance's token", d.url(rec.ID), initializeBody, other, 401},
+		{"the token cut short", d.url(rec.ID), initializeBody, map[string]string{"Authorization": "Bearer " + rec.Token[:len(rec.Token)-1]}, 401},
 		{"no token, unknown instance", d.url("01zzzzzzzzzzzzzzzzzzzzzzzz"), initializeBody, nil, 401},
-		{"unknown instance", d.url("01zzzzzzzzzzzzzzzzzzzzzzzz"), initializeBody, auth, 404},
-		{"a label instead of the id", d.url(rec.ID[:8]), initializeBody, auth, 404},
+		// A token opens its own instance's URL only: another URL, known or
+		// not, is 401, so a token tells nothing of other instances.
+		{"unknown instance", d.url("01zzzzzzzzzzzzzzzzzzzzzzzz"), initializeBody, auth, 401},
+		{"a label instead of the id", d.url(rec.ID[:8]), initializeBody, auth, 401},
 		{"a bad Host", d.url(rec.ID), initializeBody, with(map[string]string{"Host": "rebind.attacker.example"}), 403},
 		{"a cross-origin POST", d.url(rec.ID), initializeBody, with(map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}), 403},
 		{"an oversized body", d.url(rec.ID), big, auth, 413},
@@ -236,7 +256,8 @@ func TestServeHTTPRefuses(t *testing.T) {
 		t.Errorf("GET /health: %d %s", code, body)
 	}
 
-	// A deleted instance: its open session ends, its URL answers 404.
+	// A deleted instance: its open session ends, and its token (deleted
+	// with it) opens nothing any more.
 	cs := goConnect(ctx, t, d.url(doomed.ID), "2025-11-25")
 	goToolNames(ctx, t, cs)
 	// Its endpoint holds the serve lock: a plain delete refuses.
@@ -245,8 +266,8 @@ func TestServeHTTPRefuses(t *testing.T) {
 	}
 	e.mustRun(ctx, "instance", "delete", doomed.ID, "--force")
 	for {
-		code, body := rawRequest(t, http.MethodPost, d.url(doomed.ID), initializeBody, auth)
-		if code == 404 && strings.Contains(body, "was deleted") {
+		code, body := rawRequest(t, http.MethodPost, d.url(doomed.ID), initializeBody, other)
+		if code == 401 {
 			break
 		}
 		if ctx.Err() != nil {
@@ -342,7 +363,7 @@ func TestServeRemoteNeedsAFlag(t *testing.T) {
 		t.Errorf("mcp serve --http: want a usage error naming --allow-remote\n%s", res)
 	}
 	cmd := exec.CommandContext(ctx, e.bin, "mcp", "serve", "--instance", rec.ID, "--http", "0.0.0.0:0", "--allow-remote")
-	cmd.Env, cmd.Dir = append(e.cliEnv(), "AGENTCTL_TEST_TOKEN="+testToken), e.work
+	cmd.Env, cmd.Dir = e.cliEnv(), e.work
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +407,7 @@ func TestServeHTTPListChangedReachesBothEras(t *testing.T) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "v1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.url(rec.ID), HTTPClient: &http.Client{Transport: bearerTransport{testToken}}}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.url(rec.ID), HTTPClient: &http.Client{Transport: bearerTransport{}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

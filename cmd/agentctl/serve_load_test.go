@@ -77,7 +77,7 @@ func vmRSS(tb testing.TB, pid int) int {
 func connectHTTP(ctx context.Context, tb testing.TB, url, version string) *mcp.ClientSession {
 	tb.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "load", Version: "v1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{testToken}}},
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{}}},
 		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		tb.Fatalf("connect to %s: %v", url, err)
@@ -175,7 +175,7 @@ func TestServeLoad(t *testing.T) {
 		rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--kb", "docs="+kbFolder(t, fmt.Sprintf("kb-%d", k)))
 		ids[k] = rec.ID
 	}
-	cmd, addr := serveProc(t, e.bin, append(e.cliEnv(), "AGENTCTL_TEST_TOKEN="+testToken), "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
+	cmd, addr := serveProc(t, e.bin, e.cliEnv(), "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
 	sessions := make([]*mcp.ClientSession, loadClients)
 	for i := range sessions {
 		version := "2025-11-25"
@@ -231,13 +231,13 @@ func benchServeHTTPCall(b *testing.B, version string) {
 	ctx := context.Background()
 	bin := realBinary(b)
 	env, _ := benchEnv(b)
-	env = append(env, "AGENTCTL_TEST_TOKEN="+testToken)
 	kbDir := kbFolder(b, "kb-0")
 	out, err := exec.Command(bin, append([]string{"instance", "create", "--agent", "claude-code", "--workspace", b.TempDir(), "--kb", "docs=" + kbDir, "-o", "json"}, envArgs(env)...)...).Output()
 	if err != nil {
 		b.Fatal(err)
 	}
 	id := jsonField(b, out, "id")
+	instanceTokens.Store(id, jsonField(b, out, "token"))
 	_, addr := serveProc(b, bin, env, "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
 	bare := buildTestdata(b, "barehttp")
 	_, bareAddr := serveProc(b, bare, env, "listening on http://", "-kb", kbDir)
