@@ -123,38 +123,43 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
-	return withStore(ctx, opts.Store, func(st *instance.Store) error {
-		only := ""
-		if opts.Only != "" {
-			rec, err := st.Get(ctx, opts.Only)
-			if err != nil {
-				return err
-			}
-			only = rec.ID
-		}
-		ln, err := net.Listen("tcp", opts.Listen)
+	// A daemon may start before the first instance is made: it creates
+	// the store, and serves instances as they are created.
+	st, err := opts.Store(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	only := ""
+	if opts.Only != "" {
+		rec, err := st.Get(ctx, opts.Only)
 		if err != nil {
-			return fmt.Errorf("listen on %s: %w; is another agentctl serve running there? Use --listen to pick another address", opts.Listen, err)
+			return err
 		}
-		addr := ln.Addr().String()
-		if !isLoopback(addr) {
-			fmt.Fprintf(opts.IO.ErrOut, "warning: listening on %s, beyond this machine: anyone who can reach it and holds an instance's token can use that instance\n", addr)
-		}
-		d := daemon.New(daemon.Options{
-			Store: st, Checker: opts.TokenChecker(st, logger),
-			Listen: addr, AllowedHosts: opts.AllowHosts, Only: only,
-			MaxBodyBytes: maxBody, IdleStop: opts.IdleStop, Grace: opts.Grace, SessionTimeout: opts.SessionTimeout,
-			Endpoint: daemon.EndpointOptions{KBIndexDir: kbIndexDir(st.Dir()), KBRefreshInterval: opts.KBRefreshInterval,
-				FirstListWait: opts.FirstListWait, Version: version},
-			Logger: logger,
-		})
-		if only != "" {
-			fmt.Fprintf(opts.IO.ErrOut, "serving instance %s at http://%s/instances/%s/mcp\n", only, addr, only)
-		} else {
-			fmt.Fprintf(opts.IO.ErrOut, "serving every instance at http://%s/instances/ID/mcp\n", addr)
-		}
-		return d.Serve(ctx, ln)
+		only = rec.ID
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w; is another agentctl serve running there? Use --listen to pick another address", opts.Listen, err)
+	}
+	addr := ln.Addr().String()
+	if !isLoopback(addr) {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: listening on %s, beyond this machine: anyone who can reach it and holds an instance's token can use that instance\n", addr)
+	}
+	d := daemon.New(daemon.Options{
+		Store: st, Checker: opts.TokenChecker(st, logger),
+		Listen: addr, AllowedHosts: opts.AllowHosts, Only: only,
+		MaxBodyBytes: maxBody, IdleStop: opts.IdleStop, Grace: opts.Grace, SessionTimeout: opts.SessionTimeout,
+		Endpoint: daemon.EndpointOptions{KBIndexDir: kbIndexDir(st.Dir()), KBRefreshInterval: opts.KBRefreshInterval,
+			FirstListWait: opts.FirstListWait, Version: version},
+		Logger: logger,
 	})
+	if only != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "serving instance %s at http://%s/instances/%s/mcp\n", only, addr, only)
+	} else {
+		fmt.Fprintf(opts.IO.ErrOut, "serving every instance at http://%s/instances/ID/mcp\n", addr)
+	}
+	return d.Serve(ctx, ln)
 }
 
 // checkListen refuses a listen address beyond loopback without

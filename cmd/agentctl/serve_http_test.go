@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -434,5 +435,58 @@ func TestServeHTTPListChangedReachesBothEras(t *testing.T) {
 	}
 	if names := goToolNames(ctx, t, cs); !slices.Contains(names, "echo") {
 		t.Errorf("the go-sdk client's list after the change: %v", names)
+	}
+}
+
+// TestServeHTTPClientConfig: the configuration `instance create --transport
+// http` writes for Claude Code (url and Authorization header) is enough
+// for a real client to reach the instance through `agentctl serve`, and
+// after `instance token rotate` the old header is refused and the
+// rewritten file works.
+func TestServeHTTPClientConfig(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	d := startServe(ctx, e)
+	rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--transport", "http", "--url", "http://"+d.addr+"/instances/{id}/mcp")
+	read := func() (url string, headers map[string]string) {
+		t.Helper()
+		data, err := os.ReadFile(rec.MCPConfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			MCPServers map[string]struct {
+				Type    string            `json:"type"`
+				URL     string            `json:"url"`
+				Headers map[string]string `json:"headers"`
+			} `json:"mcpServers"`
+		}
+		if err := json.Unmarshal(data, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		s := cfg.MCPServers[rec.ServerName]
+		if s.Type != "http" || s.URL != d.url(rec.ID) {
+			t.Fatalf("%s: entry %+v, want type http and the daemon's URL", rec.MCPConfigPath, s)
+		}
+		return s.URL, s.Headers
+	}
+	url, headers := read()
+	plan := tsPlan{Args: []string{}, URL: url, Headers: headers, Steps: []tsStep{{Op: "list"}}}
+	out := runTS(ctx, t, plan, e.work, e.clientEnv())
+	if names := listNames(t, out.result(t, 0, "list")); !slices.Contains(names, "get_instance_agentctl") {
+		t.Fatalf("the configuration's URL and header list %v", names)
+	}
+
+	e.mustRun(ctx, "instance", "token", "rotate", rec.ID)
+	if code, body := rawRequest(t, http.MethodPost, url, initializeBody, headers); code != 401 {
+		t.Errorf("the rotated-out token: %d %s, want 401", code, body)
+	}
+	url, headers = read()
+	plan = tsPlan{Args: []string{}, URL: url, Headers: headers, Steps: []tsStep{{Op: "list"}}}
+	out = runTS(ctx, t, plan, e.work, e.clientEnv())
+	if names := listNames(t, out.result(t, 0, "list")); !slices.Contains(names, "get_instance_agentctl") {
+		t.Fatalf("after rotate, the rewritten configuration lists %v", names)
 	}
 }
