@@ -8,6 +8,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -155,14 +156,23 @@ func TestServeHTTPPresentsNamesPerInstance(t *testing.T) {
 		rec  rcRecord
 		want string
 	}{{aug, "get_instance"}, {cc, "get_instance_agentctl"}} {
-		out := runTS(ctx, t, httpPlan(d.url(c.rec.ID), tsStep{Op: "list"}, tsStep{Op: "call", Name: c.want}), e.work, e.clientEnv())
-		if names := listNames(t, out.result(t, 0, "list")); !slices.Contains(names, c.want) {
-			t.Errorf("%s over HTTP (TypeScript, 2025-11-25) lists %v, want %s", c.rec.Agent, names, c.want)
-		}
-		var got instanceOut
-		structured(t, out.result(t, 1, "call"), &got)
-		if got.ID != c.rec.ID {
-			t.Errorf("get_instance on %s's URL answered for %q", c.rec.ID, got.ID)
+		// The TypeScript SDK in both eras: 1.32.2 (2025-11-25, sessions)
+		// and its v2 client package pinned to 2026-07-28 (stateless).
+		for _, era := range []string{"", "2026-07-28"} {
+			plan := httpPlan(d.url(c.rec.ID), tsStep{Op: "list"}, tsStep{Op: "call", Name: c.want})
+			plan.Era = era
+			out := runTS(ctx, t, plan, e.work, e.clientEnv())
+			if want := cmp.Or(era, "2025-11-25"); out.Server.ProtocolVersion != want {
+				t.Errorf("the TypeScript client negotiated %q, want %s", out.Server.ProtocolVersion, want)
+			}
+			if names := listNames(t, out.result(t, 0, "list")); !slices.Contains(names, c.want) {
+				t.Errorf("%s over HTTP (TypeScript, %s) lists %v, want %s", c.rec.Agent, out.Server.ProtocolVersion, names, c.want)
+			}
+			var got instanceOut
+			structured(t, out.result(t, 1, "call"), &got)
+			if got.ID != c.rec.ID {
+				t.Errorf("get_instance on %s's URL answered for %q", c.rec.ID, got.ID)
+			}
 		}
 		cs := goConnect(ctx, t, d.url(c.rec.ID), "")
 		if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {

@@ -48,11 +48,14 @@ type tsPlan struct {
 	Command string   `json:"command"`
 	Args    []string `json:"args"`
 	// URL and Headers: streamable HTTP instead of a command (serve_http_test.go).
-	URL         string            `json:"url,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Elicitation any               `json:"elicitation"`
-	TimeoutMs   int               `json:"timeoutMs"`
-	Steps       []tsStep          `json:"steps"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Era "2026-07-28" speaks the stateless era (with URL), through the
+	// SDK's v2 client package; empty speaks 2025-11-25.
+	Era         string   `json:"era,omitempty"`
+	Elicitation any      `json:"elicitation"`
+	TimeoutMs   int      `json:"timeoutMs"`
+	Steps       []tsStep `json:"steps"`
 }
 
 type tsError struct {
@@ -98,8 +101,9 @@ func (r tsResult) String() string {
 type tsOutput struct {
 	Fatal  string `json:"fatal"`
 	Server struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
+		Name            string `json:"name"`
+		Version         string `json:"version"`
+		ProtocolVersion string `json:"protocolVersion"`
 	} `json:"server"`
 	Results []tsResult `json:"results"`
 }

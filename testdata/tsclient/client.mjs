@@ -11,6 +11,9 @@
 //     "url": "http://127.0.0.1:7821/instances/ID/mcp",  // instead of command:
 //                                        // streamable HTTP (protocol 2025-11-25)
 //     "headers": {"Authorization": "Bearer TOKEN"},    // sent with every HTTP request
+//     "era": "2026-07-28",               // with url: the stateless protocol era,
+//                                        // spoken by @modelcontextprotocol/client
+//                                        // (the SDK's v2, also pinned) pinned to it
 //     "env": {"K": "V"},                 // merged over process.env
 //     "elicitation": null | {"action": "accept", "content": {...}} | {"action": "decline"},
 //     "timeoutMs": 120000,              // per-request timeout
@@ -153,13 +156,26 @@ async function main() {
     capabilities.elicitation = { form: {} };
   }
 
-  const client = new Client(
+  // The 2026-07-28 era is spoken by the SDK's v2 client package, pinned to
+  // that revision (no fallback to the 2025 handshake).
+  const modern = plan.era === '2026-07-28';
+  let ClientClass = Client;
+  let HTTPTransport = StreamableHTTPClientTransport;
+  if (modern) {
+    const v2 = await import('@modelcontextprotocol/client');
+    ClientClass = v2.Client;
+    HTTPTransport = v2.StreamableHTTPClientTransport;
+  } else if (plan.era !== undefined) {
+    await fatal(`plan.era ${JSON.stringify(plan.era)}: only "2026-07-28" is known`);
+    return;
+  }
+  const client = new ClientClass(
     { name: 'agentctl-tsclient', version: '1.0.0' },
-    { capabilities },
+    modern ? { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' } } } : { capabilities },
   );
   client.onerror = (err) => logEvent({ op: 'client_error', message: errorMessage(err) });
 
-  if (elicitation !== null) {
+  if (elicitation !== null && !modern) {
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       logEvent({ op: 'elicitation', message: request.params?.message ?? null });
       return elicitation;
@@ -171,15 +187,21 @@ async function main() {
   let listChanged = 0;
   let listChangedAwaited = 0;
   let listChangedWake = null;
-  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-    listChanged++;
-    logEvent({ op: 'list_changed' });
-    if (listChangedWake) listChangedWake();
-  });
+  if (!modern) {
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      listChanged++;
+      logEvent({ op: 'list_changed' });
+      if (listChangedWake) listChangedWake();
+    });
+  }
 
   let transport;
+  if (modern && plan.url === undefined) {
+    await fatal('plan.era "2026-07-28" needs plan.url');
+    return;
+  }
   if (plan.url !== undefined) {
-    transport = new StreamableHTTPClientTransport(new URL(plan.url), {
+    transport = new HTTPTransport(new URL(plan.url), {
       requestInit: { headers: plan.headers ?? {} },
     });
   } else {
@@ -208,7 +230,11 @@ async function main() {
 
   const serverVersion = client.getServerVersion() ?? {};
   const output = {
-    server: { name: serverVersion.name, version: serverVersion.version },
+    server: {
+      name: serverVersion.name,
+      version: serverVersion.version,
+      protocolVersion: client.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion ?? null,
+    },
     results: [],
   };
 
