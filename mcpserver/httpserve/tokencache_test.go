@@ -1,0 +1,39 @@
+package httpserve
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestCachedTokens: an accepted token is answered from the cache until the
+// time to live passes, then asked again (a rotated token is refused then); a
+// refused or different token is always asked.
+func TestCachedTokens(t *testing.T) {
+	valid := map[string]string{"a": "tok-a"}
+	asked := 0
+	c := CachedTokens(TokenCheckerFunc(func(_ context.Context, id, tok string) (bool, error) {
+		asked++
+		return valid[id] != "" && valid[id] == tok, nil
+	}), time.Second).(*tokenCache)
+	now := time.Unix(1000, 0)
+	c.now = func() time.Time { return now }
+	ctx := context.Background()
+	check := func(id, tok string, want bool, wantAsked int) {
+		t.Helper()
+		ok, err := c.CheckToken(ctx, id, tok)
+		if err != nil || ok != want || asked != wantAsked {
+			t.Fatalf("CheckToken(%s, %s) = %v, %v after %d questions; want %v after %d", id, tok, ok, err, asked, want, wantAsked)
+		}
+	}
+	check("a", "tok-a", true, 1)
+	check("a", "tok-a", true, 1) // cached
+	check("a", "wrong", false, 2)
+	check("b", "tok-a", false, 3) // a token opens its own instance only
+	valid["a"] = "tok-a2"         // rotated
+	check("a", "tok-a", true, 3)  // still within the time to live
+	now = now.Add(time.Second)
+	check("a", "tok-a", false, 4)
+	check("a", "tok-a2", true, 5)
+	check("a", "tok-a2", true, 5)
+}
