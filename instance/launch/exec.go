@@ -57,6 +57,10 @@ func (p *Plan) LookPath() (string, error) {
 	return path, nil
 }
 
+// outputGrace is how long a headless run keeps reading the output of what
+// the client left running after it exited.
+const outputGrace = 2 * time.Second
+
 // forwarded are the signals `instance run` passes on to the client rather
 // than dying of them.
 var forwarded = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
@@ -99,6 +103,11 @@ func (p *Plan) Run(s Streams, log io.Writer, started func(pid int, at time.Time)
 			cmd.Stdout, cmd.Stderr = io.MultiWriter(s.Out, l), io.MultiWriter(s.ErrOut, l)
 		}
 		setOwnGroup(cmd)
+		// A client that leaves a process behind holding its output (a
+		// server it started, a watcher) must not keep the run going: once
+		// the client has exited, its output is read for at most
+		// outputGrace more.
+		cmd.WaitDelay = outputGrace
 	}
 
 	sigs := make(chan os.Signal, 4)
@@ -130,6 +139,11 @@ func (p *Plan) Run(s Streams, log io.Writer, started func(pid int, at time.Time)
 			switch {
 			case err == nil:
 				res.ExitCode = 0
+			case errors.Is(err, exec.ErrWaitDelay):
+				// The client exited; what it left behind still held its
+				// output. End that too: the run is over.
+				res.ExitCode = exitCodeOf(cmd.ProcessState)
+				forward(cmd, syscall.SIGTERM, true)
 			case errors.As(err, &ee):
 				res.ExitCode = exitCodeOf(ee.ProcessState)
 			default:

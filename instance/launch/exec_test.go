@@ -214,3 +214,22 @@ func TestRunInteractive(t *testing.T) {
 		t.Fatalf("res %+v, output %q: want SIGINT ignored and SIGTERM passed on", res, ready.String())
 	}
 }
+
+// TestRunClientLeavesAChildBehind: a client that exits while a process it
+// started still holds its output ends the run at once (within the output
+// grace), with the client's exit code, not when that process ends.
+func TestRunClientLeavesAChildBehind(t *testing.T) {
+	p := &Plan{Agent: "test", Mode: Headless, Program: "sh", Args: []string{"-c", "sleep 120 & echo client-done; exit 4"}, Dir: t.TempDir()}
+	var out bytes.Buffer
+	start := time.Now()
+	res, err := p.Run(Streams{In: strings.NewReader(""), Out: &out, ErrOut: io.Discard}, &bytes.Buffer{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 4 || !strings.Contains(out.String(), "client-done") {
+		t.Fatalf("res %+v, output %q", res, out.String())
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Fatalf("the run waited %s for the client's leftover process", took)
+	}
+}
