@@ -61,7 +61,14 @@ func (s *Store) RunLock(id string) (release func(), err error) {
 	if !serveLocking {
 		return func() { f.Close() }, nil
 	}
-	switch err := lockFile(f, true, false); {
+	// [Store.Running] holds the lock for an instant to look: a lock held
+	// that briefly is not a run, so try again for a moment.
+	err = lockFile(f, true, false)
+	for deadline := time.Now().Add(250 * time.Millisecond); errors.Is(err, errLocked) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		err = lockFile(f, true, false)
+	}
+	switch {
 	case errors.Is(err, errLocked):
 		pid, _ := os.ReadFile(path)
 		f.Close()
@@ -69,7 +76,7 @@ func (s *Store) RunLock(id string) (release func(), err error) {
 		if p := strings.TrimSpace(string(pid)); p != "" {
 			msg += " (agentctl pid " + p + ")"
 		}
-		return nil, &InvalidError{Msg: msg + "; wait for that run to end (`agentctl instance wait " + id + "`), or create another instance"}
+		return nil, &InvalidError{Msg: msg + "; follow it to its end with `agentctl instance logs " + id + " --follow`, or create another instance"}
 	case err != nil:
 		f.Close()
 		return nil, err

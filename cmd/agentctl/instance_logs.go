@@ -35,8 +35,8 @@ each headless 'agentctl instance run', every run starting with a "===" line that
 its time and command line. An interactive run has the terminal to itself and is not
 logged.
 
-With --follow it keeps printing what the client writes until the run under way ends
-(at once, when no run is under way).`,
+With --follow it keeps printing what the client writes until the run under way ends;
+when none is under way, it waits for the next run and follows that one to its end.`,
 		Example: `  agentctl instance logs fix-login
   agentctl instance run "$id" --prompt-file task.md & agentctl instance logs "$id" --follow`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
@@ -49,7 +49,7 @@ With --follow it keeps printing what the client writes until the run under way e
 			return instanceLogsRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new output until the run under way ends")
+	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new output until the run under way (or the next one) ends")
 	return cmd
 }
 
@@ -66,15 +66,15 @@ func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
 		}
 		if f != nil {
 			defer f.Close()
-			if _, err := io.Copy(opts.IO.Out, f); err != nil {
-				return err
-			}
 		}
 		if !opts.Follow {
-			return nil
+			_, err := io.Copy(opts.IO.Out, f)
+			return err
 		}
 		tick := time.NewTicker(opts.PollInterval)
 		defer tick.Stop()
+		since := time.Now()
+		seen := false
 		for {
 			// Read the lock before the file: output written before the run
 			// ended is then always printed.
@@ -82,7 +82,15 @@ func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
 			if err != nil {
 				return err
 			}
+			if running {
+				seen = true
+			} else if !seen {
+				// No run under way: one that started after we began
+				// (and may be over already) is the one to follow.
+				seen = ranSince(ctx, st, r.ID, since)
+			}
 			if f == nil {
+				var err error
 				if f, err = os.Open(path); err == nil {
 					defer f.Close()
 				}
@@ -92,7 +100,7 @@ func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
 					return err
 				}
 			}
-			if !running {
+			if !running && seen {
 				return nil
 			}
 			select {
@@ -102,4 +110,10 @@ func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
 			}
 		}
 	})
+}
+
+// ranSince reports whether instance id's latest run started at or after t.
+func ranSince(ctx context.Context, st *instance.Store, id string, t time.Time) bool {
+	r, err := st.Get(ctx, id)
+	return err == nil && r.LastRun != nil && !r.LastRun.StartedAt.Before(t)
 }

@@ -265,6 +265,14 @@ func TestInstanceRunSignal(t *testing.T) {
 	if err := follow.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// logs --follow prints the log only after it has seen the run under
+	// way: once it has printed, it follows this run.
+	for !strings.Contains(followOut.String(), "fakeclient: waiting") {
+		if ctx.Err() != nil {
+			t.Fatalf("logs --follow printed %q", followOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -291,5 +299,37 @@ func TestInstanceRunSignal(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("instance logs --follow did not end with the run")
+	}
+}
+
+// TestInstanceLogsFollowNextRun: `instance logs --follow` started before
+// the run (as in `run ... & logs --follow`) waits for it, prints its
+// output, and ends when it does.
+func TestInstanceLogsFollowNextRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	rec := e.create(ctx, "--agent", "opencode")
+	follow := exec.CommandContext(ctx, e.bin, "instance", "logs", rec.ID, "--follow")
+	follow.Env = e.cliEnv()
+	var out lockedBuffer
+	follow.Stdout = &out
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- follow.Wait() }()
+	res, _ := e.runWithFake(ctx, fakeClientOnPath(t, "opencode"), nil, "instance", "run", rec.ID, "--prompt", "followed")
+	if res.code != 0 {
+		t.Fatalf("want exit 0\n%s", res)
+	}
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "fakeclient: prompt=followed") {
+			t.Fatalf("logs --follow: %v, output %q", err, out.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("logs --follow did not end with the run; output %q", out.String())
 	}
 }

@@ -1,0 +1,55 @@
+//go:build unix
+
+package instance_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestRunLockWhileWatched: Running (what `instance logs --follow` asks,
+// several times a second) never makes a run be refused, while a run that
+// holds the lock refuses a second one and Running sees it.
+func TestRunLockWhileWatched(t *testing.T) {
+	st := openStore(t)
+	rec := create(t, st, "opencode", nil)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				if _, err := st.Running(rec.ID); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	})
+	for i := range 300 {
+		release, err := st.RunLock(rec.ID)
+		if err != nil {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("attempt %d: a run was refused while only watched: %v", i, err)
+		}
+		release()
+	}
+	close(stop)
+	wg.Wait()
+
+	release, err := st.RunLock(rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if running, err := st.Running(rec.ID); err != nil || !running {
+		t.Fatalf("Running = %v, %v during a run", running, err)
+	}
+	if _, err := st.RunLock(rec.ID); err == nil || !strings.Contains(err.Error(), "is already being run") || !strings.Contains(err.Error(), "instance logs "+rec.ID+" --follow") {
+		t.Fatalf("a second run: %v", err)
+	}
+}
