@@ -93,6 +93,11 @@ func instanceEnvRun(ctx context.Context, opts *InstanceEnvOptions) error {
 		for _, e := range base.Env {
 			fmt.Fprintf(&b, "export %s=%s\n", e.Name, launch.ShellQuote(e.Value))
 		}
+		for _, e := range base.Env {
+			if e.Value == launch.Hidden && e.Name == launch.TokenEnv {
+				fmt.Fprintf(&b, "# %s: the instance's token, shown once by instance create; get a new one with `agentctl instance token rotate %s`\n", launch.Hidden, r.ID)
+			}
+		}
 		fmt.Fprintf(&b, "# then, in %s:\n", launch.ShellQuote(base.Dir))
 		for _, m := range []launch.Mode{launch.Headless, launch.Interactive} {
 			if p := plans[string(m)]; p != nil {

@@ -19,8 +19,10 @@ func httpRecord() *instance.Record {
 }
 
 // TestPlanCodexHTTP: an HTTP instance's Codex override is its own entry
-// (the URL and the header, decoded by Codex's TOML as they were written),
-// with the run's tool timeout; Redacted hides the token.
+// (the URL, decoded by Codex's TOML as it was written) with the run's tool
+// timeout, and the token goes to Codex through an environment variable
+// (bearer_token_env_var), never on the command line, where any local user
+// could read it; Redacted hides it.
 func TestPlanCodexHTTP(t *testing.T) {
 	rec := httpRecord()
 	own, err := instance.ClientEntry("codex", "agentctl", instance.ServerEntry{URL: rec.Transport.URL,
@@ -32,29 +34,41 @@ func TestPlanCodexHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `mcp_servers.agentctl={url = "` + rec.Transport.URL + `", http_headers = {Authorization = "Bearer ` + testToken + `"}, tool_timeout_sec = 660}`
+	want := `mcp_servers.agentctl={url = "` + rec.Transport.URL + `", bearer_token_env_var = "AGENTCTL_TOKEN", tool_timeout_sec = 660}`
 	if p.Args[1] != want {
 		t.Fatalf("override\n%s\nwant\n%s", p.Args[1], want)
 	}
 	var doc struct {
 		MCPServers map[string]struct {
-			URL     string            `toml:"url"`
-			Headers map[string]string `toml:"http_headers"`
+			URL      string `toml:"url"`
+			TokenVar string `toml:"bearer_token_env_var"`
 		} `toml:"mcp_servers"`
 	}
 	_, val, _ := strings.Cut(p.Args[1], "=")
 	if _, err := toml.Decode("[mcp_servers]\nagentctl = "+val, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if got := doc.MCPServers["agentctl"]; got.URL != rec.Transport.URL || got.Headers["Authorization"] != "Bearer "+testToken {
+	if got := doc.MCPServers["agentctl"]; got.URL != rec.Transport.URL || got.TokenVar != TokenEnv {
 		t.Errorf("override decodes as %+v", got)
 	}
-	red := p.Redacted()
-	if line := red.CommandLine(); strings.Contains(line, testToken) || !strings.Contains(line, "Bearer <hidden>") {
-		t.Errorf("redacted command line: %s", line)
+	if strings.Contains(strings.Join(p.Args, " "), testToken) {
+		t.Fatalf("the token is on the command line: %q", p.Args)
 	}
-	if !strings.Contains(p.Args[1], testToken) {
-		t.Error("Redacted changed the plan itself")
+	if last := p.Env[len(p.Env)-1]; last != (EnvVar{TokenEnv, testToken}) {
+		t.Fatalf("env %q: want %s with the token", p.Env, TokenEnv)
+	}
+	if red := p.Redacted(); red.Env[len(red.Env)-1].Value != Hidden {
+		t.Errorf("redacted env %q", red.Env)
+	}
+	// Decoded from the instance's own file (TOML), the headers are a
+	// map[string]any: the token moves all the same.
+	fromFile := map[string]any{"url": rec.Transport.URL, "http_headers": map[string]any{"Authorization": "Bearer " + testToken, "X-Other": "kept"}}
+	m, tok := bearerToEnv(fromFile)
+	if tok != testToken || m["bearer_token_env_var"] != TokenEnv || m["http_headers"].(map[string]any)["X-Other"] != "kept" || m["http_headers"].(map[string]any)["Authorization"] != nil {
+		t.Errorf("bearerToEnv(file entry) = %v, %q", m, tok)
+	}
+	if fromFile["http_headers"].(map[string]any)["Authorization"] == nil {
+		t.Error("bearerToEnv changed its argument")
 	}
 }
 

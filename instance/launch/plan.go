@@ -113,6 +113,10 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 			"which cannot carry a header (Goose's --with-streamable-http-extension takes a URL only); copy the extension from the instance's own %s into the client's configuration and start it yourself, "+
 			"or create a --transport stdio instance", rec.Transport.URL, rec.MCPConfigPath)}
 	}
+	// A token never goes on the command line, where every local user can
+	// read it (ps): Codex is told to read it from an environment variable.
+	var token string
+	o.OwnEntry, token = bearerToEnv(o.OwnEntry)
 	values := placeholderValues(rec, o)
 	expand := func(args []string) []string {
 		out := make([]string, len(args))
@@ -144,6 +148,9 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 	slices.Sort(names)
 	for _, k := range names {
 		p.Env = append(p.Env, EnvVar{k, agents.ExpandRun(r.ConfigEnv[k], values)})
+	}
+	if token != "" {
+		p.Env = append(p.Env, EnvVar{TokenEnv, token})
 	}
 	if p.Args == nil {
 		p.Args = []string{}
@@ -182,6 +189,41 @@ func placeholderValues(rec *instance.Record, o Options) map[string]string {
 		"tool_timeout_sec": strconv.FormatInt(secs, 10),
 		"tool_timeout_ms":  strconv.FormatInt(o.ToolTimeout.Milliseconds(), 10),
 	}
+}
+
+// TokenEnv carries an HTTP instance's bearer token to a client that reads
+// it from the environment (Codex's bearer_token_env_var).
+const TokenEnv = "AGENTCTL_TOKEN"
+
+// bearerToEnv takes the bearer token out of a Codex entry's http_headers
+// and names [TokenEnv] in bearer_token_env_var instead; it returns the
+// entry (a copy when changed) and the token, "" when there is none.
+func bearerToEnv(own map[string]any) (map[string]any, string) {
+	// Decoded from the file, the headers are a map[string]any; built by
+	// instance.ClientEntry, a map[string]string.
+	h := map[string]any{}
+	switch headers := own["http_headers"].(type) {
+	case map[string]any:
+		maps.Copy(h, headers)
+	case map[string]string:
+		for k, v := range headers {
+			h[k] = v
+		}
+	}
+	auth, _ := h["Authorization"].(string)
+	scheme, token, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return own, ""
+	}
+	m := maps.Clone(own)
+	delete(h, "Authorization")
+	if len(h) == 0 {
+		delete(m, "http_headers")
+	} else {
+		m["http_headers"] = h
+	}
+	m["bearer_token_env_var"] = TokenEnv
+	return m, token
 }
 
 // entryTOML writes the endpoint's entry as a TOML inline table, the value
