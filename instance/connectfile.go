@@ -26,6 +26,15 @@ func editConfig(path, kind string, edit func(doc any) (any, error), res *Connect
 	if r, err := filepath.EvalSymlinks(path); err == nil {
 		real = r
 	}
+	// Two connects to one file at once (two instances in one workspace)
+	// must not lose an entry: the read, the edit and the rename happen
+	// under an exclusive lock on the file's directory (a file beside it
+	// would be left in the user's workspace).
+	unlock, err := lockDir(filepath.Dir(real))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	data, err := os.ReadFile(real)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -126,4 +135,24 @@ func writeAtomic(path string, data []byte, mode fs.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// lockDir takes an exclusive flock(2) lock on dir, creating it if needed,
+// and returns its release. Where locks are not tracked it locks nothing.
+func lockDir(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if !serveLocking {
+		return func() {}, nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(d, true, true); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return func() { d.Close() }, nil
 }
