@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/agentctl/agentctl/instance"
@@ -119,6 +120,11 @@ func instanceConnectRun(ctx context.Context, opts *InstanceConnectOptions, op fu
 			if res.Backup != "" {
 				opts.IO.Narrate("The file as it was before agentctl first changed it: %s", res.Backup)
 			}
+		}
+		if r.Transport.Kind == instance.TransportHTTP && (res.Action == "added" || res.Action == "replaced" || res.Action == "unchanged") &&
+			cmp.Or(opts.Scope, instance.ScopeWorkspace) == instance.ScopeWorkspace {
+			// Mode 0600 does nothing against `git add .`.
+			opts.IO.Narrate("warning: %s now holds the instance's bearer token; keep it out of version control (add it to .gitignore), or connect with --scope user", res.Path)
 		}
 		if opts.Output == formatJSON {
 			return opts.IO.PrintJSON(res)

@@ -49,7 +49,8 @@ prompt, may use the endpoint's tools without a person confirming each call (the
 recipe's "unattended" arguments), and exits. Its output goes to your stdout and
 stderr and is copied to run.log in the instance directory ('agentctl instance logs').
 Without a prompt, from a terminal, the client runs interactively on your terminal.
-Arguments after -- go to the client as they are.
+Arguments after -- go to the client as they are. A prompt that begins with '-' is
+passed with a leading space, so that no client takes it for a flag.
 
 The instance's status follows the run: "running" while the client runs, then "done"
 (exit code 0) or "failed" (any other code, or interrupted), unless the model reported

@@ -113,6 +113,12 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 			"which cannot carry a header (Goose's --with-streamable-http-extension takes a URL only); copy the extension from the instance's own %s into the client's configuration and start it yourself, "+
 			"or create a --transport stdio instance", rec.Transport.URL, rec.MCPConfigPath)}
 	}
+	// Several clients take the prompt as a positional argument: one that
+	// begins with '-' ("- fix the login") would be read as a flag. A
+	// leading space keeps it a prompt and means nothing to a model.
+	if strings.HasPrefix(o.Prompt, "-") {
+		o.Prompt = " " + o.Prompt
+	}
 	// A token never goes on the command line, where every local user can
 	// read it (ps): Codex is told to read it from an environment variable.
 	var token string

@@ -172,3 +172,16 @@ func TestShellQuote(t *testing.T) {
 		t.Error("a plain word is quoted")
 	}
 }
+
+// TestPlanPromptLikeAFlag: a prompt beginning with '-' is passed with a
+// leading space, so a client that takes the prompt as a positional argument
+// does not read it as a flag.
+func TestPlanPromptLikeAFlag(t *testing.T) {
+	p, err := New(catalogDef(t, "codex"), testRecord, Options{Mode: Headless, Prompt: "- fix the login", Entry: testEntry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := p.Args[len(p.Args)-1]; last != " - fix the login" {
+		t.Fatalf("prompt argument %q", last)
+	}
+}
