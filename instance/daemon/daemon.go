@@ -194,8 +194,30 @@ func (d *Daemon) Shutdown(srv *http.Server, cause error) {
 		<-shut
 	}
 	for _, e := range entries {
-		d.remove(e)
-		e.s.close()
+		if d.remove(e) { // the janitor may have stopped it meanwhile
+			e.s.close()
+		}
+	}
+	// Endpoints whose build was under way when the daemon began to stop
+	// (no request can start one now) are stopped too once built, so no
+	// external server outlives the daemon.
+	d.mu.Lock()
+	var late []*entry
+	for _, e := range d.entries {
+		late = append(late, e)
+	}
+	d.mu.Unlock()
+	for _, e := range late {
+		select {
+		case <-e.ready:
+		case <-time.After(d.o.Grace):
+			continue
+		}
+		if e.err == nil && d.remove(e) {
+			e.h.Interrupt(cause)
+			e.h.CloseSessions()
+			e.s.close()
+		}
 	}
 }
 
