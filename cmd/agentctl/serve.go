@@ -54,8 +54,10 @@ http://LISTEN/instances/ID/mcp (the instance's full id), with the same endpoint
 Each request needs the instance's token: Authorization: Bearer TOKEN (401
 without it). An instance's endpoint, and its external servers, start with its
 first request and stop after --idle-stop without a session or a request.
-Instances created while it runs are served at once; a deleted instance's URL
-answers 404, and its open sessions end.
+Instances created while it runs are served at once; a deleted instance's open
+sessions end, and its token (deleted with it) opens nothing. A token opens its
+own instance's URL only: any other, existing or not, answers 401. A token the
+store accepted is trusted for a second, so a rotated one is refused within it.
 
 Clients of protocol 2025-11-25 and earlier get sessions; clients that send
 Mcp-Protocol-Version: 2026-07-28 are served statelessly, on the same URL.
