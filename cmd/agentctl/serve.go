@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
@@ -161,7 +164,31 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	} else {
 		fmt.Fprintf(opts.IO.ErrOut, "serving every instance at http://%s/instances/ID/mcp\n", addr)
 	}
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go forceStopOnSecondSignal(ctx, stopped, opts.IO)
 	return d.Serve(ctx, ln)
+}
+
+// forceStopOnSecondSignal: once the first SIGINT or SIGTERM has started a
+// graceful stop (ctx done), a second one ends the process at once, as
+// people expect of a second Ctrl-C, without waiting out --grace.
+// Questions still waiting are left open in the store then.
+func forceStopOnSecondSignal(ctx context.Context, stopped <-chan struct{}, io *IOStreams) {
+	select {
+	case <-ctx.Done():
+	case <-stopped:
+		return
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	select {
+	case s := <-sigs:
+		io.Narrate("agentctl serve: a second %v: stopping now, without waiting for calls in flight", s)
+		os.Exit(128 + int(s.(syscall.Signal)))
+	case <-stopped:
+	}
 }
 
 // checkListen refuses a listen address beyond loopback without

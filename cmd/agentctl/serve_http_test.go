@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -507,5 +508,46 @@ func TestServeHTTPClientConfig(t *testing.T) {
 	out = runTS(ctx, t, plan, e.work, e.clientEnv())
 	if names := listNames(t, out.result(t, 0, "list")); !slices.Contains(names, "get_instance_agentctl") {
 		t.Fatalf("after rotate, the rewritten configuration lists %v", names)
+	}
+}
+
+// TestServeHTTPSecondSignal: a second SIGTERM during the graceful stop ends
+// the daemon at once, without waiting out --grace.
+func TestServeHTTPSecondSignal(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--question-timeout", "1h")
+	d := startServe(ctx, e, "--grace", "1h")
+	run := startTS(ctx, t, httpPlan(d.url(rec.ID), tsStep{Op: "call", Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Deploy?"}}), e.work, e.clientEnv())
+	for len(e.questions(ctx, rec.ID, false)) == 0 {
+		select {
+		case <-run.done:
+			t.Fatalf("the client ended before its question reached the store:\n%s", run.stderr.String())
+		default:
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	// The graceful stop waits for the question (--grace 1h); a second
+	// signal, once the first is being acted on, ends it.
+	for {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-d.done:
+			d.done <- err
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+				t.Fatalf("after a second SIGTERM: %v, want exit 143\n%s", err, d.stderr.String())
+			}
+			if !strings.Contains(d.stderr.String(), "stopping now") {
+				t.Errorf("stderr does not say so:\n%s", d.stderr.String())
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatalf("the daemon did not stop on a second SIGTERM:\n%s", d.stderr.String())
+		}
 	}
 }
