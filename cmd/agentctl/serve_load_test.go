@@ -209,8 +209,21 @@ func TestServeLoad(t *testing.T) {
 		len(lat), loadClients, loadInstances, took.Round(time.Millisecond), float64(len(lat))/took.Seconds(),
 		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), before, after, growth,
 		runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
+	// RSS follows the garbage collector's timing, not only what is live: a
+	// reading over the bound after one round is looked at again after up
+	// to two more identical rounds. A leak grows with every round; a
+	// collection that had not run yet brings a later reading back down.
+	for extra := 0; growth > 10 && extra < 2; extra++ {
+		if _, _, problems := loadRound(ctx, sessions, ids); len(problems) > 0 {
+			t.Errorf("an extra round: %s", problems[0])
+		}
+		again := vmRSS(t, cmd.Process.Pid)
+		g := float64(again-before) / float64(before) * 100
+		t.Logf("after another identical round: %d KiB (%+.1f%% over the warm-up's %d KiB)", again, g, before)
+		growth = min(growth, g)
+	}
 	if growth > 10 {
-		t.Errorf("the daemon's RSS grew by %.1f%% over an identical round (%d → %d KiB): a leak?", growth, before, after)
+		t.Errorf("the daemon's RSS stayed over 10%% above the warm-up's (%d KiB) after three identical rounds: a leak?", before)
 	}
 }
 
