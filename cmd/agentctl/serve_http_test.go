@@ -277,16 +277,7 @@ func TestServeHTTPRefuses(t *testing.T) {
 		t.Errorf("instance delete of a served instance succeeded without --force\n%s", res)
 	}
 	e.mustRun(ctx, "instance", "delete", doomed.ID, "--force")
-	for {
-		code, body := rawRequest(t, http.MethodPost, d.url(doomed.ID), initializeBody, other)
-		if code == 401 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the deleted instance's URL answers %d: %s", code, body)
-		}
-		time.Sleep(20 * time.Millisecond) // the daemon polls the store every second
-	}
+	awaitStatus(ctx, t, d.url(doomed.ID), other, 401) // within the token cache's second
 	if _, err := cs.ListTools(ctx, nil); err == nil {
 		t.Error("the deleted instance's session still answers")
 	}
@@ -304,15 +295,7 @@ func TestServeHTTPSIGTERMDuringAQuestion(t *testing.T) {
 	e := newRCEnv(t)
 	rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--question-timeout", "1h")
 	d := startServe(ctx, e, "--grace", "300ms")
-	run := startTS(ctx, t, httpPlan(d.url(rec.ID), tsStep{Op: "call", Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Deploy?"}}), e.work, e.clientEnv())
-	for len(e.questions(ctx, rec.ID, false)) == 0 {
-		select {
-		case <-run.done:
-			t.Fatalf("the client ended before its question reached the store:\n%s\n%s", run.stdout.String(), run.stderr.String())
-		default:
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	run := askOverHTTP(ctx, t, e, d, rec, "Deploy?")
 	if code := d.stop(); code != 0 {
 		t.Errorf("SIGTERM: exit %d, want 0\n%s", code, d.stderr.String())
 	}
@@ -483,32 +466,23 @@ func TestServeHTTPClientConfig(t *testing.T) {
 		}
 		return s.URL, s.Headers
 	}
-	url, headers := read()
-	plan := tsPlan{Args: []string{}, URL: url, Headers: headers, Steps: []tsStep{{Op: "list"}}}
-	out := runTS(ctx, t, plan, e.work, e.clientEnv())
-	if names := listNames(t, out.result(t, 0, "list")); !slices.Contains(names, "get_instance_agentctl") {
-		t.Fatalf("the configuration's URL and header list %v", names)
+	// lists runs the TypeScript client with only what the file says.
+	lists := func(when string) {
+		t.Helper()
+		url, headers := read()
+		out := runTS(ctx, t, tsPlan{Args: []string{}, URL: url, Headers: headers, Steps: []tsStep{{Op: "list"}}}, e.work, e.clientEnv())
+		if names := listNames(t, out.result(t, 0, "list")); !slices.Contains(names, "get_instance_agentctl") {
+			t.Fatalf("%s, the configuration's URL and header list %v", when, names)
+		}
 	}
+	lists("after create")
+	url, headers := read()
 
 	e.mustRun(ctx, "instance", "token", "rotate", rec.ID)
 	// The daemon trusts a token it accepted for a second (tokenCacheTTL)
 	// without asking the store again: the old one is refused after that.
-	for {
-		code, body := rawRequest(t, http.MethodPost, url, initializeBody, headers)
-		if code == 401 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the rotated-out token is still accepted: %d %s", code, body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	url, headers = read()
-	plan = tsPlan{Args: []string{}, URL: url, Headers: headers, Steps: []tsStep{{Op: "list"}}}
-	out = runTS(ctx, t, plan, e.work, e.clientEnv())
-	if names := listNames(t, out.result(t, 0, "list")); !slices.Contains(names, "get_instance_agentctl") {
-		t.Fatalf("after rotate, the rewritten configuration lists %v", names)
-	}
+	awaitStatus(ctx, t, url, headers, 401)
+	lists("after token rotate")
 }
 
 // TestServeHTTPSecondSignal: a second SIGTERM during the graceful stop ends
@@ -520,15 +494,7 @@ func TestServeHTTPSecondSignal(t *testing.T) {
 	e := newRCEnv(t)
 	rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--question-timeout", "1h")
 	d := startServe(ctx, e, "--grace", "1h")
-	run := startTS(ctx, t, httpPlan(d.url(rec.ID), tsStep{Op: "call", Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Deploy?"}}), e.work, e.clientEnv())
-	for len(e.questions(ctx, rec.ID, false)) == 0 {
-		select {
-		case <-run.done:
-			t.Fatalf("the client ended before its question reached the store:\n%s", run.stderr.String())
-		default:
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	askOverHTTP(ctx, t, e, d, rec, "Deploy?")
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	// The graceful stop waits for the question (--grace 1h); a second
 	// signal, once the first is being acted on, ends it.
@@ -548,6 +514,41 @@ func TestServeHTTPSecondSignal(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
 			t.Fatalf("the daemon did not stop on a second SIGTERM:\n%s", d.stderr.String())
+		}
+	}
+}
+
+// askOverHTTP has the TypeScript client call ask_user_question on rec's
+// URL and returns once the question is in the store (the call waiting).
+func askOverHTTP(ctx context.Context, t *testing.T, e *rcEnv, d *daemonRun, rec rcRecord, question string) *tsRun {
+	t.Helper()
+	run := startTS(ctx, t, httpPlan(d.url(rec.ID), tsStep{Op: "call", Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": question}}), e.work, e.clientEnv())
+	for len(e.questions(ctx, rec.ID, false)) == 0 {
+		select {
+		case <-run.done:
+			t.Fatalf("the client ended before its question reached the store:\n%s\n%s", run.stdout.String(), run.stderr.String())
+		case <-ctx.Done():
+			t.Fatal("the question never reached the store")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return run
+}
+
+// awaitStatus posts an initialize to url with hdr until it is answered
+// with want (a change the daemon notices within a second), or the test's
+// deadline passes.
+func awaitStatus(ctx context.Context, t *testing.T, url string, hdr map[string]string, want int) {
+	t.Helper()
+	for {
+		code, body := rawRequest(t, http.MethodPost, url, initializeBody, hdr)
+		if code == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s still answers %d, want %d: %s", url, code, want, body)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
