@@ -88,8 +88,8 @@ func TestInstanceRunRecipes(t *testing.T) {
 		{"auggie", "auggie", 0},
 		{"claude-code", "claude", 0},
 		{"codex", "codex", 660}, // tool_timeout_sec: the 10 min question timeout and a minute
-		{"gemini", "gemini", 0},
-		{"qwen-code", "qwen", 0},
+		{"gemini", "gemini", 660_000}, // timeout, in milliseconds
+		{"qwen-code", "qwen", 660_000},
 		{"opencode", "opencode", 0},
 		{"kilo", "kilo", 0},
 		{"copilot-cli", "copilot", 0},
