@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -87,7 +88,7 @@ func TestInstanceRunRecipes(t *testing.T) {
 	}{
 		{"auggie", "auggie", 0},
 		{"claude-code", "claude", 0},
-		{"codex", "codex", 660}, // tool_timeout_sec: the 10 min question timeout and a minute
+		{"codex", "codex", 660},       // tool_timeout_sec: the 10 min question timeout and a minute
 		{"gemini", "gemini", 660_000}, // timeout, in milliseconds
 		{"qwen-code", "qwen", 660_000},
 		{"opencode", "opencode", 0},
@@ -131,7 +132,11 @@ func TestInstanceRunRecipes(t *testing.T) {
 				t.Errorf("tools %q lack ask_user_question", s.Tools)
 			}
 			if c.timeout > 0 && (s.Timeout == nil || *s.Timeout < c.timeout) {
-				t.Errorf("tool-call timeout %v, want at least %v", s.Timeout, c.timeout)
+				got := "none"
+				if s.Timeout != nil {
+					got = fmt.Sprint(*s.Timeout)
+				}
+				t.Errorf("tool-call timeout %s, want at least %v", got, c.timeout)
 			}
 			if !strings.Contains(res.stdout, "fakeclient: "+c.program+" server="+rec.ServerName) {
 				t.Errorf("the client's output is not on stdout:\n%s", res)
