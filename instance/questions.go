@@ -151,12 +151,11 @@ func (s *Store) CancelQuestion(ctx context.Context, instanceID, questionID strin
 // AddEvent records a progress event and returns it with its sequence number.
 func (s *Store) AddEvent(ctx context.Context, e Event) (*Event, error) {
 	e.At = s.stamp()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent) VALUES (?, ?, ?, ?, ?, ?)`,
-		e.InstanceID, e.At.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent)
+	seq, err := insertEvent(ctx, s.db, e.At, e.InstanceID, e)
 	if err != nil {
 		return nil, s.orDeleted(ctx, e.InstanceID, err)
 	}
-	e.Seq, _ = res.LastInsertId()
+	e.Seq = seq
 	return &e, nil
 }
 

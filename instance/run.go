@@ -171,7 +171,14 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-func insertEvent(ctx context.Context, tx *sql.Tx, at time.Time, id string, e Event) (int64, error) {
+// execer is what runs a statement: the database or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// insertEvent stores e as instance id's event at at, and returns its
+// sequence number: the one INSERT of [Store.AddEvent] and the runs'.
+func insertEvent(ctx context.Context, tx execer, at time.Time, id string, e Event) (int64, error) {
 	res, err := tx.ExecContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent) VALUES (?, ?, ?, ?, ?, ?)`,
 		id, at.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent)
 	if err != nil {
