@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -81,9 +80,22 @@ func (s *Store) RunLock(id string) (release func(), err error) {
 		f.Close()
 		return nil, err
 	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	// The pid, padded to a fixed width over what an earlier run wrote:
+	// truncating a non-empty file costs a journal commit (0.2-0.4 ms here),
+	// so only a file longer than the line (not of our writing) is cut.
+	line := pidLine(os.Getpid())
+	_, _ = f.WriteAt(line, 0)
+	if fi, err := f.Stat(); err == nil && fi.Size() > int64(len(line)) {
+		_ = f.Truncate(int64(len(line)))
+	}
 	return func() { f.Close() }, nil
+}
+
+// pidLine is pid as the run lock file holds it: padded with spaces to a
+// width no pid exceeds, so that writing it over an earlier one leaves
+// nothing of that behind.
+func pidLine(pid int) []byte {
+	return fmt.Appendf(nil, "%-20d\n", pid)
 }
 
 // Running reports whether an `instance run` of instance id is under way

@@ -3,6 +3,9 @@
 package instance_test
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,5 +54,33 @@ func TestRunLockWhileWatched(t *testing.T) {
 	}
 	if _, err := st.RunLock(rec.ID); err == nil || !strings.Contains(err.Error(), "is already being run") || !strings.Contains(err.Error(), "instance logs "+rec.ID+" --follow") {
 		t.Fatalf("a second run: %v", err)
+	}
+}
+
+// TestRunLockPID: the lock file names the running agentctl, written over
+// whatever a run before it left (a longer pid, or text), with nothing of
+// that left behind; the refusal of a second run quotes it.
+func TestRunLockPID(t *testing.T) {
+	st := openStore(t)
+	rec := create(t, st, "opencode", nil)
+	path := filepath.Join(st.Dir(), "instances", rec.ID, ".run.lock")
+	if err := os.WriteFile(path, []byte("4194304\nleft over by an older agentctl\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	release, err := st.RunLock(rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(string(data)), strconv.Itoa(os.Getpid()); got != want {
+		t.Fatalf("the lock file holds %q, want the pid %s", data, want)
+	}
+	_, err = st.RunLock(rec.ID)
+	if err == nil || !strings.Contains(err.Error(), "(agentctl pid "+strconv.Itoa(os.Getpid())+")") {
+		t.Fatalf("a second run's refusal should name the running agentctl: %v", err)
 	}
 }

@@ -81,6 +81,9 @@ type Store struct {
 	// afterResolve, when set (tests only), runs in DeleteInstance after it
 	// has resolved the reference.
 	afterResolve func()
+	// exiting: Close leaves the database to the process's exit (see
+	// [ClosedByExit]).
+	exiting bool
 }
 
 // Option configures a [Store].
@@ -88,6 +91,17 @@ type Option func(*Store)
 
 // WithClock sets the clock the store stamps records and events with.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// ClosedByExit makes [Store.Close] leave the database open for the
+// process's exit to release, for a process that exits right after it is
+// done with the store (a CLI command). Closing the last connection makes
+// SQLite checkpoint the WAL into the database and delete it: two fsyncs on
+// every command, and the next command's first write recreates the WAL and
+// syncs its header again. Left to the exit, committed transactions stay in
+// the WAL, as after a killed process, and the automatic checkpoint of a
+// later commit (at 1,000 pages) folds them in. A backup must then copy the
+// -wal file with the database (or use sqlite3's .backup).
+func ClosedByExit() Option { return func(s *Store) { s.exiting = true } }
 
 // Open opens (creating if needed) the store in dir and migrates its schema.
 func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
@@ -155,7 +169,7 @@ func checkNotEmptied(dbPath, instancesDir string) error {
 		return nil
 	}
 	return fmt.Errorf("state database %s is empty (0 bytes) but %s holds %d instance directories, which it would orphan; "+
-		"restore %s from a backup, or move the state directory %s aside to start afresh", dbPath, instancesDir, n, DBFile, filepath.Dir(dbPath))
+		"restore %s (and its -wal file) from a backup, or move the state directory %s aside to start afresh", dbPath, instancesDir, n, DBFile, filepath.Dir(dbPath))
 }
 
 // init turns WAL on and applies pending migrations, safely against other
@@ -212,8 +226,13 @@ func isBusy(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the database; with [ClosedByExit] it does nothing.
+func (s *Store) Close() error {
+	if s.exiting {
+		return nil
+	}
+	return s.db.Close()
+}
 
 // Dir is the absolute state directory.
 func (s *Store) Dir() string { return s.dir }

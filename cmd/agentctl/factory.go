@@ -35,6 +35,10 @@ type Factory struct {
 	// TokenChecker checks instances' bearer tokens for `serve` and `mcp
 	// serve --http`.
 	TokenChecker func(st *instance.Store, log *slog.Logger) httpserve.TokenChecker
+	// exitAfter: this run is the whole process (Main), which exits when
+	// the command returns; the stores it opens are left to the exit to
+	// close (see [instance.ClosedByExit]).
+	exitAfter bool
 }
 
 // storeOpener opens the state store. With create false it does not create
@@ -69,7 +73,7 @@ func newFactory(io *IOStreams, getenv func(string) string, args0 string) *Factor
 		return d, err
 	}
 	f.Store = func(ctx context.Context, create bool) (*instance.Store, error) {
-		return openStore(ctx, f.Config.StateDir(), create, f.Now)
+		return openStore(ctx, f.Config.StateDir(), create, f.Now, f.exitAfter)
 	}
 	f.TokenChecker = func(st *instance.Store, log *slog.Logger) httpserve.TokenChecker {
 		return newTokenChecker(st, log, getenv)
@@ -78,13 +82,17 @@ func newFactory(io *IOStreams, getenv func(string) string, args0 string) *Factor
 }
 
 // openStore opens the store in dir (see [storeOpener]).
-func openStore(ctx context.Context, dir string, create bool, now func() time.Time) (*instance.Store, error) {
+func openStore(ctx context.Context, dir string, create bool, now func() time.Time, exitAfter bool) (*instance.Store, error) {
 	if !create {
 		if _, err := os.Stat(filepath.Join(dir, instance.DBFile)); errors.Is(err, os.ErrNotExist) {
 			return nil, &noStateError{dir: dir}
 		}
 	}
-	return instance.Open(ctx, dir, instance.WithClock(now))
+	opts := []instance.Option{instance.WithClock(now)}
+	if exitAfter {
+		opts = append(opts, instance.ClosedByExit())
+	}
+	return instance.Open(ctx, dir, opts...)
 }
 
 // executable is the absolute path of this agentctl as it was invoked (as

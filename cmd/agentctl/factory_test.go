@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,4 +93,37 @@ func runCommand(f *testFactory, cmd *cobra.Command, args ...string) error {
 	cmd.SetOut(f.out)
 	cmd.SetErr(f.errOut)
 	return cmd.Execute()
+}
+
+// TestStoreLeftToExit: a command run as the whole process (Main) leaves its
+// committed writes in the WAL for the process's exit instead of
+// checkpointing on close, and the next process reads them; a command run
+// in-process (Run, which tests and embedders use) closes the store, and its
+// close folds the WAL into the database.
+func TestStoreLeftToExit(t *testing.T) {
+	e := newRCEnv(t)
+	ctx := t.Context()
+	rec := e.create(ctx, "--agent", "auggie", "--workspace", e.work)
+	wal := filepath.Join(e.state, instance.DBFile+"-wal")
+	fi, err := os.Stat(wal)
+	if err != nil || fi.Size() == 0 {
+		t.Fatalf("after `instance create` exited, the WAL should hold its commit: %v, %v", fi, err)
+	}
+	if out := e.mustRun(ctx, "instance", "list", "-o", "json"); !strings.Contains(out, rec.ID) {
+		t.Fatalf("the next process does not see %s:\n%s", rec.ID, out)
+	}
+
+	var out, errOut bytes.Buffer
+	env := map[string]string{"AGENTCTL_STATE_DIR": e.state, "HOME": e.home, "XDG_CONFIG_HOME": e.config}
+	if code := Run(ctx, []string{"agentctl", "instance", "create", "--agent", "auggie", "--workspace", e.work}, strings.NewReader(""), &out, &errOut,
+		func(k string) string { return env[k] }); code != 0 {
+		t.Fatalf("in-process run: exit %d: %s", code, errOut.String())
+	}
+	if _, err := os.Stat(wal); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an in-process run should close the store, checkpointing the WAL away; stat: %v", err)
+	}
+	id := strings.TrimSpace(out.String())
+	if list := e.mustRun(ctx, "instance", "list", "-o", "json"); id == "" || !strings.Contains(list, id) || !strings.Contains(list, rec.ID) {
+		t.Fatalf("an instance is lost (in-process %q, first %s):\n%s", id, rec.ID, list)
+	}
 }

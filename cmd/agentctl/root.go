@@ -26,7 +26,9 @@ func Main() int {
 			cancel(signalError{s.(syscall.Signal)})
 		}
 	}()
-	return Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	f := newFactory(newIOStreams(os.Stdin, os.Stdout, os.Stderr, os.Getenv), os.Getenv, os.Args[0])
+	f.exitAfter = true // main exits with the code
+	return execute(ctx, f, os.Args[1:])
 }
 
 // signalError is the cause of a context cancelled by a signal.
