@@ -9,7 +9,7 @@ import (
 )
 
 // NewCmdAgents is `agentctl agents`, the group of the agent-definition commands.
-func NewCmdAgents(f *Factory) *cobra.Command {
+func NewCmdAgents(f *Factory, line cmdLine) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agents",
 		Short: "List and show agent definitions (the clients agentctl knows)",
@@ -19,7 +19,9 @@ the agents directory ($XDG_CONFIG_HOME/agentctl/agents/*.toml, or --agents-dir) 
 new ids or override catalog ids. A user file is decoded strictly: an unknown key or
 a bad value is an error naming the file, the line and the key.`,
 	}
-	cmd.AddCommand(NewCmdAgentsList(f, nil), NewCmdAgentsShow(f, nil))
+	line.add(cmd,
+		sub{[]string{"list"}, func(cmdLine) *cobra.Command { return NewCmdAgentsList(f, nil) }},
+		sub{[]string{"show"}, func(cmdLine) *cobra.Command { return NewCmdAgentsShow(f, nil) }})
 	return cmd
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // NewCmdInstance is `agentctl instance`, the group of the instance commands.
-func NewCmdInstance(f *Factory) *cobra.Command {
+func NewCmdInstance(f *Factory, line cmdLine) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "instance",
 		Aliases: []string{"instances", "i"},
@@ -19,10 +19,22 @@ capabilities, and a directory holding the client's native MCP configuration, whi
 starts 'agentctl mcp serve --instance ID'. Commands that take an instance accept its
 id, a unique prefix of the id, or its label (--name).`,
 	}
-	cmd.AddCommand(NewCmdInstanceCreate(f, nil), NewCmdInstanceList(f, nil), NewCmdInstanceShow(f, nil), NewCmdInstanceDelete(f, nil),
-		NewCmdInstanceAnswer(f, nil), NewCmdInstanceQuestions(f, nil), NewCmdInstanceEvents(f, nil), NewCmdInstanceWait(f, nil),
-		NewCmdInstanceMount(f), NewCmdInstanceRun(f, nil), NewCmdInstanceEnv(f, nil), NewCmdInstanceLogs(f, nil),
-		NewCmdInstanceConnect(f, nil), NewCmdInstanceDisconnect(f, nil), NewCmdInstanceToken(f))
+	line.add(cmd,
+		sub{[]string{"create"}, func(cmdLine) *cobra.Command { return NewCmdInstanceCreate(f, nil) }},
+		sub{[]string{"list", "ls"}, func(cmdLine) *cobra.Command { return NewCmdInstanceList(f, nil) }},
+		sub{[]string{"show"}, func(cmdLine) *cobra.Command { return NewCmdInstanceShow(f, nil) }},
+		sub{[]string{"delete", "rm"}, func(cmdLine) *cobra.Command { return NewCmdInstanceDelete(f, nil) }},
+		sub{[]string{"answer"}, func(cmdLine) *cobra.Command { return NewCmdInstanceAnswer(f, nil) }},
+		sub{[]string{"questions"}, func(cmdLine) *cobra.Command { return NewCmdInstanceQuestions(f, nil) }},
+		sub{[]string{"events"}, func(cmdLine) *cobra.Command { return NewCmdInstanceEvents(f, nil) }},
+		sub{[]string{"wait"}, func(cmdLine) *cobra.Command { return NewCmdInstanceWait(f, nil) }},
+		sub{[]string{"mount"}, func(l cmdLine) *cobra.Command { return NewCmdInstanceMount(f, l) }},
+		sub{[]string{"run"}, func(cmdLine) *cobra.Command { return NewCmdInstanceRun(f, nil) }},
+		sub{[]string{"env"}, func(cmdLine) *cobra.Command { return NewCmdInstanceEnv(f, nil) }},
+		sub{[]string{"logs"}, func(cmdLine) *cobra.Command { return NewCmdInstanceLogs(f, nil) }},
+		sub{[]string{"connect"}, func(cmdLine) *cobra.Command { return NewCmdInstanceConnect(f, nil) }},
+		sub{[]string{"disconnect"}, func(cmdLine) *cobra.Command { return NewCmdInstanceDisconnect(f, nil) }},
+		sub{[]string{"token"}, func(l cmdLine) *cobra.Command { return NewCmdInstanceToken(f, l) }})
 	return cmd
 }
 

@@ -13,7 +13,7 @@ import (
 
 // NewCmdInstanceMount is `agentctl instance mount`, the group of the mount
 // commands.
-func NewCmdInstanceMount(f *Factory) *cobra.Command {
+func NewCmdInstanceMount(f *Factory, line cmdLine) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mount",
 		Short: "Add or remove an instance's mounts (knowledge bases, external MCP servers)",
@@ -24,7 +24,9 @@ the change is refused unless --yes is given or you confirm at a terminal. The
 instance's instructions and skills are expanded again for the new names. A running
 endpoint serves the new mounts once it is restarted.`,
 	}
-	cmd.AddCommand(NewCmdInstanceMountAdd(f, nil), NewCmdInstanceMountRemove(f, nil))
+	line.add(cmd,
+		sub{[]string{"add"}, func(cmdLine) *cobra.Command { return NewCmdInstanceMountAdd(f, nil) }},
+		sub{[]string{"remove", "rm"}, func(cmdLine) *cobra.Command { return NewCmdInstanceMountRemove(f, nil) }})
 	return cmd
 }
 

@@ -10,7 +10,7 @@ import (
 
 // NewCmdInstanceToken is `agentctl instance token`, the group of the
 // token commands.
-func NewCmdInstanceToken(f *Factory) *cobra.Command {
+func NewCmdInstanceToken(f *Factory, line cmdLine) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Manage the instance's bearer token",
@@ -18,7 +18,7 @@ func NewCmdInstanceToken(f *Factory) *cobra.Command {
 instance's client sends it to 'agentctl serve' (Authorization: Bearer TOKEN), from the
 configuration file create wrote. It cannot be shown again, only replaced.`,
 	}
-	cmd.AddCommand(NewCmdInstanceTokenRotate(f, nil))
+	line.add(cmd, sub{[]string{"rotate"}, func(cmdLine) *cobra.Command { return NewCmdInstanceTokenRotate(f, nil) }})
 	return cmd
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // NewCmdKB is `agentctl kb`, the group of the knowledge-base commands.
-func NewCmdKB(f *Factory) *cobra.Command {
+func NewCmdKB(f *Factory, line cmdLine) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kb",
 		Short: "Knowledge bases: their shared search index, from the shell",
@@ -19,7 +19,9 @@ func NewCmdKB(f *Factory) *cobra.Command {
 index is a database per folder under the state directory (kb/), shared by every
 instance and process that mounts the folder and kept up to date with it.`,
 	}
-	cmd.AddCommand(NewCmdKBIndex(f, nil), NewCmdKBSearch(f, nil))
+	line.add(cmd,
+		sub{[]string{"index"}, func(cmdLine) *cobra.Command { return NewCmdKBIndex(f, nil) }},
+		sub{[]string{"search"}, func(cmdLine) *cobra.Command { return NewCmdKBSearch(f, nil) }})
 	return cmd
 }
 

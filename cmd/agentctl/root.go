@@ -45,7 +45,7 @@ func Run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 // execute runs the command line args with the factory f and returns the
 // exit code, having printed any error.
 func execute(ctx context.Context, f *Factory, args []string) int {
-	root := NewCmdRoot(f)
+	root := newCmdRoot(f, cmdLine{args: args})
 	root.SetArgs(args)
 	root.SetIn(f.IOStreams.In)
 	root.SetOut(f.IOStreams.Out)
@@ -72,7 +72,10 @@ func execute(ctx context.Context, f *Factory, args []string) int {
 var errSilent = errors.New("")
 
 // NewCmdRoot is the agentctl command with every subcommand.
-func NewCmdRoot(f *Factory) *cobra.Command {
+func NewCmdRoot(f *Factory) *cobra.Command { return newCmdRoot(f, everyCommand) }
+
+// newCmdRoot is the agentctl command with the subcommands line can reach.
+func newCmdRoot(f *Factory, line cmdLine) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentctl",
 		Short: "Provision coding-agent instances and serve each one an MCP endpoint with the right tool names",
@@ -101,7 +104,17 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 	addSettingFlag(pf, keyStateDir)
 	addSettingFlag(pf, keyAgentsDir)
 
-	root.AddCommand(NewCmdAgents(f), NewCmdInstance(f), NewCmdKB(f), NewCmdMCP(f), NewCmdServe(f, nil), NewCmdTools(f), NewCmdVersion(f, nil), NewCmdGC(f, nil), newExitCodesTopic())
+	line.add(root,
+		sub{[]string{"agents"}, func(l cmdLine) *cobra.Command { return NewCmdAgents(f, l) }},
+		sub{[]string{"instance", "instances", "i"}, func(l cmdLine) *cobra.Command { return NewCmdInstance(f, l) }},
+		sub{[]string{"kb"}, func(l cmdLine) *cobra.Command { return NewCmdKB(f, l) }},
+		sub{[]string{"mcp"}, func(l cmdLine) *cobra.Command { return NewCmdMCP(f, l) }},
+		sub{[]string{"serve"}, func(cmdLine) *cobra.Command { return NewCmdServe(f, nil) }},
+		sub{[]string{"tools"}, func(l cmdLine) *cobra.Command { return NewCmdTools(f, l) }},
+		sub{[]string{"version"}, func(cmdLine) *cobra.Command { return NewCmdVersion(f, nil) }},
+		sub{[]string{"gc"}, func(cmdLine) *cobra.Command { return NewCmdGC(f, nil) }},
+		sub{[]string{"exit-codes"}, func(cmdLine) *cobra.Command { return newExitCodesTopic() }},
+	)
 	root.SetHelpCommand(newHelpCmd(root))
 	makeGroups(root)
 	return root

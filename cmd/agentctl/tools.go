@@ -16,7 +16,7 @@ import (
 )
 
 // NewCmdTools is `agentctl tools`: the names each client's model will see.
-func NewCmdTools(f *Factory) *cobra.Command {
+func NewCmdTools(f *Factory, line cmdLine) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tools <command>",
 		Short: "Preview and check the tool names each client's model will see",
@@ -24,7 +24,9 @@ func NewCmdTools(f *Factory) *cobra.Command {
 instance (--instance) or for one that 'instance create' would make (--agent with
 the same mount flags; nothing is written), and check them in CI.`,
 	}
-	cmd.AddCommand(NewCmdToolsList(f, nil), NewCmdToolsLint(f, nil))
+	line.add(cmd,
+		sub{[]string{"list"}, func(cmdLine) *cobra.Command { return NewCmdToolsList(f, nil) }},
+		sub{[]string{"lint"}, func(cmdLine) *cobra.Command { return NewCmdToolsLint(f, nil) }})
 	return cmd
 }
 
