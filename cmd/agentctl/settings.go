@@ -16,10 +16,9 @@ import (
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 )
 
-// Setting keys: viper's keys, and config.toml's for the settings in the file.
+// Setting keys: config.toml's keys (dotted for a key in a table).
 const (
 	keyConfig          = "config"
 	keyStateDir        = "state_dir"
@@ -38,7 +37,7 @@ const (
 // flags, the AGENTCTL_* variables, the config file's keys and the defaults
 // are all taken. Precedence: flag > environment > config file > default.
 type setting struct {
-	Key         string     // viper's key; config.toml's key when File
+	Key         string     // its name; config.toml's key when File
 	Flag        string     // the flag that sets it; "" if none
 	Env         string     // the environment variable that sets it; "" if none
 	Default     string     // the value when nothing sets it
@@ -115,21 +114,23 @@ func fileKeys() []string {
 	return keys
 }
 
-// Config is agentctl's settings for one run, on a viper instance of its own.
-// The config file is read and decoded once, strictly; viper gets its values.
+// Config is agentctl's settings for one run. Each setting's value is looked
+// up where the settings table says it may be given, in order: flag >
+// AGENTCTL_* variable > config file > default. The config file is read and
+// decoded once, strictly.
 type Config struct {
-	v      *viper.Viper
 	getenv func(string) string
 	flags  *pflag.FlagSet // the running command's flags
 	// given holds the settings given by a flag or an AGENTCTL_* variable.
-	given  map[string]bool
-	file   string        // the config file read; "" if none
-	mounts []mount.Mount // its [[kbs]] and [[mcp_servers]], kinds set
-	loaded bool
+	given    map[string]bool
+	file     string            // the config file read; "" if none
+	fileVals map[string]string // its settings, by key
+	mounts   []mount.Mount     // its [[kbs]] and [[mcp_servers]], kinds set
+	loaded   bool
 }
 
 func newConfig(getenv func(string) string) *Config {
-	return &Config{v: viper.New(), getenv: getenv}
+	return &Config{getenv: getenv}
 }
 
 type configError struct{ error }
@@ -143,40 +144,33 @@ func (c *Config) load(flags *pflag.FlagSet) error {
 		return nil
 	}
 	c.loaded, c.flags = true, flags
-	v := c.v
-	for _, s := range settings {
-		if s.Default != "" {
-			v.SetDefault(s.Key, s.Default)
-		}
-		// Bind only the settings' flags: binding, say, --mcp would shadow
-		// the config file's [mcp] table.
-		if f := c.flag(s); f != nil {
-			if err := v.BindPFlag(s.Key, f); err != nil {
-				return err
-			}
-		}
-	}
-	if err := c.readFile(); err != nil {
-		return err
-	}
-	// The environment sits between flags and the config file. Viper reads
-	// the process environment itself; agentctl takes it from getenv (so
-	// Run is testable), and a changed flag still wins.
+	// The environment comes from getenv, so that Run is testable.
 	c.given = map[string]bool{}
 	for _, s := range settings {
-		if f := c.flag(s); f != nil && f.Changed {
+		if f := c.flag(s); f != nil && f.Changed || s.Env != "" && c.getenv(s.Env) != "" {
 			c.given[s.Key] = true
-			continue
-		}
-		if s.Env == "" {
-			continue
-		}
-		if val := c.getenv(s.Env); val != "" {
-			c.given[s.Key] = true
-			v.Set(s.Key, val)
 		}
 	}
-	return nil
+	return c.readFile()
+}
+
+// String is the value of a setting: its flag when given, else its
+// AGENTCTL_* variable when set, else the config file's value, else its
+// default.
+func (c *Config) String(key string) string {
+	s := settingFor(key)
+	if f := c.flag(s); f != nil && f.Changed {
+		return f.Value.String()
+	}
+	if s.Env != "" {
+		if v := c.getenv(s.Env); v != "" {
+			return v
+		}
+	}
+	if v, ok := c.fileVals[key]; ok {
+		return v
+	}
+	return s.Default
 }
 
 // flag is the running command's flag of a setting, if it has one.
@@ -188,12 +182,9 @@ func (c *Config) flag(s setting) *pflag.Flag {
 }
 
 // readFile decodes config.toml strictly (a typo is an error, not a silently
-// ignored key) and hands its values to viper.
+// ignored key).
 func (c *Config) readFile() error {
-	path := c.v.GetString(keyConfig)
-	if path == "" {
-		path = c.getenv("AGENTCTL_CONFIG")
-	}
+	path := c.String(keyConfig)
 	explicit := path != ""
 	if !explicit {
 		path = filepath.Join(c.configHome(), "agentctl", "config.toml")
@@ -215,20 +206,20 @@ func (c *Config) readFile() error {
 			mounts[i].Path = filepath.Join(dir, m.Path)
 		}
 	}
-	c.file, c.mounts = path, mounts
-	return c.v.MergeConfigMap(values)
+	c.file, c.fileVals, c.mounts = path, values, mounts
+	return nil
 }
 
-// decodeConfigFile decodes config.toml once: the scalar settings as viper's
-// nested map, the mount tables as mounts. A key the table does not know is
-// an error naming it.
-func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
+// decodeConfigFile decodes config.toml once: the scalar settings by key
+// (dotted for a key in a table), the mount tables as mounts. A key the
+// table does not know is an error naming it.
+func decodeConfigFile(data string) (map[string]string, []mount.Mount, error) {
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(data, &top)
 	if err != nil {
 		return nil, nil, err
 	}
-	values := map[string]any{}
+	values := map[string]string{}
 	var mounts []mount.Mount
 	for _, s := range settings {
 		if !s.File {
@@ -237,7 +228,7 @@ func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
 		// Walk down the tables to the key's value; a table is decoded
 		// (and so known) even when the key is not in it.
 		path := strings.Split(s.Key, ".")
-		prims, into := top, values
+		prims := top
 		for i, table := range path[:len(path)-1] {
 			if !md.IsDefined(path[:i+1]...) {
 				prims = nil
@@ -247,12 +238,7 @@ func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
 			if err := md.PrimitiveDecode(prims[table], &sub); err != nil {
 				return nil, nil, fmt.Errorf("%s: %v", table, err)
 			}
-			m, _ := into[table].(map[string]any)
-			if m == nil {
-				m = map[string]any{}
-				into[table] = m
-			}
-			prims, into = sub, m
+			prims = sub
 		}
 		if prims == nil || !md.IsDefined(path...) {
 			continue
@@ -273,7 +259,7 @@ func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
 		if err := md.PrimitiveDecode(prims[last], &val); err != nil {
 			return nil, nil, fmt.Errorf("%s: %v", s.Key, err)
 		}
-		into[last] = val
+		values[s.Key] = val
 	}
 	if k := unknownKey(md); k != "" {
 		return nil, nil, fmt.Errorf("unknown key %q (known keys: %s)", k, strings.Join(fileKeys(), ", "))
@@ -306,14 +292,11 @@ func unknownKey(md toml.MetaData) string {
 	return ""
 }
 
-// String is the value of a setting.
-func (c *Config) String(key string) string { return c.v.GetString(key) }
-
 // path is a path setting; a relative path from the config file is relative
 // to the file, like the file's [[kbs]] paths (from a flag or the
 // environment, to the working directory).
 func (c *Config) path(key string) string {
-	p := c.v.GetString(key)
+	p := c.String(key)
 	if p != "" && !filepath.IsAbs(p) && !c.given[key] && c.file != "" {
 		return filepath.Join(filepath.Dir(c.file), p)
 	}
@@ -360,7 +343,7 @@ func (c *Config) AgentsDir() string {
 // configuration.
 func (c *Config) invalid(key, how string) error {
 	s := settingFor(key)
-	val := c.v.GetString(key)
+	val := c.String(key)
 	if f := c.flag(s); f != nil && f.Changed {
 		return usageErrorf("invalid --%s %q: %s", f.Name, val, how)
 	}

@@ -27,7 +27,7 @@ command = "web-server"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"server_name": "tools", "state_dir": "state", "mcp": map[string]any{"tool_prefix_mode": "off"}}
+	want := map[string]string{"server_name": "tools", "state_dir": "state", "mcp.tool_prefix_mode": "off"}
 	if !reflect.DeepEqual(values, want) {
 		t.Errorf("values %v, want %v", values, want)
 	}
