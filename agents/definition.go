@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -149,7 +150,7 @@ var BuiltinToolBases = []string{"ask_user_question", "report_progress", "get_ins
 // cmd/agentctl).
 const DefaultServerName = "agentctl"
 
-var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`) })
 
 // fieldError is a validation problem with one key of a definition.
 type fieldError struct {
@@ -175,7 +176,7 @@ func (d *Definition) validate() *fieldError {
 	if d.ID == "" {
 		return &fieldError{"id", "missing; every definition needs an id such as \"my-agent\""}
 	}
-	if !idPattern.MatchString(d.ID) {
+	if !idPattern().MatchString(d.ID) {
 		return &fieldError{"id", fmt.Sprintf("%q is not a valid id (lower-case letters, digits, '.', '_' and '-', starting with a letter or digit)", d.ID)}
 	}
 	if d.Name == "" {

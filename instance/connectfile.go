@@ -99,7 +99,7 @@ func editConfig(path, kind string, edit func(doc any) (any, error), res *Connect
 	if _, ok := out.(removeFile); ok {
 		return os.Remove(real)
 	}
-	if tokenRE.Match(next) {
+	if tokenRE().Match(next) {
 		mode = 0o600 // it holds an instance's token
 	}
 	return writeAtomic(real, next, mode)

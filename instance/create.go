@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
@@ -64,7 +65,7 @@ func (s *Store) newID(t time.Time) string {
 	return strings.ToLower(ulid.MustNew(ulid.Timestamp(t), s.entropy).String())
 }
 
-var serverNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+var serverNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
 
 // MaxServerNameLength keeps room for tool names within clients' 64-character limit.
 const MaxServerNameLength = 32
@@ -81,7 +82,7 @@ func ValidateServerName(s string) error {
 		return invalidf("server name %q is %d characters; at most %d keep tool names within clients' limits", s, len(s), MaxServerNameLength)
 	case !(s[0] >= 'a' && s[0] <= 'z'):
 		return invalidf("server name %q starts with %q; it must start with a lower-case letter; %s", s, s[:1], how)
-	case !serverNameRE.MatchString(s):
+	case !serverNameRE().MatchString(s):
 		bad := firstBadRune(s)
 		return invalidf("server name %q contains %q, which clients reject or rewrite in tool names; %s", s, bad, how)
 	case strings.Contains(s, "__"):
@@ -101,7 +102,7 @@ func firstBadRune(s string) string {
 	return ""
 }
 
-var labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var labelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // idLength is the length of an instance id (a ULID).
 const idLength = ulid.EncodedSize
@@ -141,7 +142,7 @@ func isID(id string) bool {
 // (digits and letters but i, l, o and u, in either case) starting with a
 // digit from 0 to 7, as every id does.
 func ValidateLabel(label string) error {
-	if !labelRE.MatchString(label) {
+	if !labelRE().MatchString(label) {
 		return invalidf("label %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", label)
 	}
 	if couldBeID(label) {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // TokenPrefix starts every instance token, so that one is recognisable in a
@@ -24,7 +25,7 @@ const tokenBytes = 32
 
 // tokenRE matches a token as [NewToken] makes it: the prefix and 32 bytes in
 // unpadded base64url (43 characters).
-var tokenRE = regexp.MustCompile(TokenPrefix + `[A-Za-z0-9_-]{43}`)
+var tokenRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(TokenPrefix + `[A-Za-z0-9_-]{43}`) })
 
 // NewToken makes an instance's bearer token: [TokenPrefix] and 32 bytes from
 // crypto/rand in unpadded base64url, safe in a URL, a header and a file.
@@ -136,7 +137,7 @@ func (s *Store) RotateToken(ctx context.Context, ref string, getenv func(string)
 		if !ok {
 			continue
 		}
-		if data, err := os.ReadFile(path); err == nil && tokenRE.Match(data) && !strings.Contains(string(data), token) {
+		if data, err := os.ReadFile(path); err == nil && tokenRE().Match(data) && !strings.Contains(string(data), token) {
 			rot.Stale = append(rot.Stale, path)
 		}
 	}
@@ -150,10 +151,10 @@ func replaceTokens(r *Record, token string) (map[string][]byte, error) {
 	for _, f := range r.Files {
 		path := filepath.Join(r.Dir, f)
 		data, err := os.ReadFile(path)
-		if err != nil || !tokenRE.Match(data) {
+		if err != nil || !tokenRE().Match(data) {
 			continue
 		}
-		next := tokenRE.ReplaceAll(data, []byte(token))
+		next := tokenRE().ReplaceAll(data, []byte(token))
 		if err := writeAtomic(path, next, 0o600); err != nil {
 			return old, fmt.Errorf("rewrite %s with the new token: %w", path, err)
 		}

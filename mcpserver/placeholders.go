@@ -6,9 +6,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
-var placeholderRE = regexp.MustCompile(`\{\{\s*tool:([^}]*?)\s*\}\}`)
+var placeholderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{\s*tool:([^}]*?)\s*\}\}`) })
 
 // PlaceholderError is an unknown {{tool:...}} placeholder.
 type PlaceholderError struct {
@@ -37,8 +38,8 @@ func ExpandPlaceholders(file, text string, tools []PlannedTool) (string, error) 
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
 	for ; sc.Scan(); line++ {
-		expanded := placeholderRE.ReplaceAllStringFunc(sc.Text(), func(m string) string {
-			ref := placeholderRE.FindStringSubmatch(m)[1]
+		expanded := placeholderRE().ReplaceAllStringFunc(sc.Text(), func(m string) string {
+			ref := placeholderRE().FindStringSubmatch(m)[1]
 			name, msg := expandPlaceholder(ref, tools)
 			if msg != "" && firstErr == nil {
 				firstErr = &PlaceholderError{File: file, Line: line, Ref: ref, Msg: msg}

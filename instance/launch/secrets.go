@@ -24,14 +24,14 @@ const Hidden = "<hidden>"
 // HTTP instance), and an instance token ([instance.TokenPrefix]) wherever
 // it is.
 var (
-	bearerValue   = regexp.MustCompile(`(?i)(\bbearer\s+)[^\s"',}]+`)
-	instanceToken = regexp.MustCompile(instance.TokenPrefix + `[A-Za-z0-9_-]{43}`)
+	bearerValue   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(\bbearer\s+)[^\s"',}]+`) })
+	instanceToken = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(instance.TokenPrefix + `[A-Za-z0-9_-]{43}`) })
 )
 
 // hideCredentials replaces bearer credentials and instance tokens in s.
 func hideCredentials(s string) string {
-	s = bearerValue.ReplaceAllString(s, "${1}"+Hidden)
-	return instanceToken.ReplaceAllString(s, Hidden)
+	s = bearerValue().ReplaceAllString(s, "${1}"+Hidden)
+	return instanceToken().ReplaceAllString(s, Hidden)
 }
 
 // Redacted is a copy of the plan for printing (`--dry-run`, `instance env`):

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // PrefixMode says how a mount without an explicit tool_prefix gets one.
@@ -45,7 +46,7 @@ const (
 	OriginSingleMount PrefixOrigin = "single-mount" // the only mount, without an explicit prefix
 )
 
-var validPrefix = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+var validPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_]*$`) })
 
 // SanitizePrefix derives a prefix from a mount name: lower-case, runs of
 // characters outside [a-z0-9_] become '_', repeated '_' collapse, and leading
@@ -93,7 +94,7 @@ func prefixProblem(p string) string {
 		return "starts with a digit"
 	case strings.Contains(p, "__"):
 		return `contains "__", the separator between prefix and tool`
-	case !validPrefix.MatchString(p):
+	case !validPrefix().MatchString(p):
 		return "has characters other than a-z, 0-9 and _"
 	}
 	return ""
