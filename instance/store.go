@@ -92,6 +92,14 @@ type Option func(*Store)
 // WithClock sets the clock the store stamps records and events with.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
+// walCheckpointPages is the WAL's size, in pages, at which a commit
+// checkpoints it into the database (SQLite's default is 1,000). Each
+// process's first read rebuilds the WAL's index from the WAL when no other
+// process has it open (2-3 µs a page here), and a CLI command is such a
+// process: a short WAL keeps that small, at the cost of a checkpoint every
+// few dozen commands (see [ClosedByExit]).
+const walCheckpointPages = 100
+
 // ClosedByExit makes [Store.Close] leave the database open for the
 // process's exit to release, for a process that exits right after it is
 // done with the store (a CLI command). Closing the last connection makes
@@ -99,7 +107,7 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // every command, and the next command's first write recreates the WAL and
 // syncs its header again. Left to the exit, committed transactions stay in
 // the WAL, as after a killed process, and the automatic checkpoint of a
-// later commit (at 1,000 pages) folds them in. A backup must then copy the
+// later commit (at [walCheckpointPages]) folds them in. A backup must then copy the
 // -wal file with the database (or use sqlite3's .backup).
 func ClosedByExit() Option { return func(s *Store) { s.exiting = true } }
 
@@ -120,8 +128,8 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := checkNotEmptied(dbPath, filepath.Join(abs, "instances")); err != nil {
 		return nil, err
 	}
-	dsn := "file:" + dbPath +
-		"?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	dsn := "file:" + dbPath + fmt.Sprintf(
+		"?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", walCheckpointPages)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", dbPath, err)

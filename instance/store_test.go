@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -422,5 +423,41 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	st.Close()
 	if _, err := instance.Open(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "upgrade agentctl") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestWALStaysShort: stores left to the process's exit (CLI commands) never
+// checkpoint on close, so the automatic checkpoint alone bounds the WAL,
+// which every new process reads whole to rebuild its index: after hundreds
+// of commits from many such stores it stays near walCheckpointPages (100)
+// pages, not SQLite's default of 1,000.
+func TestWALStaysShort(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	first, err := instance.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := create(t, first, "opencode", nil)
+	first.Close()
+	for range 30 { // 30 "processes", 20 commits each
+		st, err := instance.Open(ctx, dir, instance.ClosedByExit())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			if _, err := st.AddEvent(ctx, instance.Event{InstanceID: rec.ID, At: time.Now(), Tool: "report_progress", Status: "working", Message: strings.Repeat("progress ", 40) + strconv.Itoa(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.Close()
+	}
+	fi, err := os.Stat(filepath.Join(dir, instance.DBFile+"-wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const frame = 4096 + 24
+	if pages := fi.Size() / frame; pages > 150 {
+		t.Fatalf("the WAL grew to %d pages over 600 commits; the automatic checkpoint should keep it near 100", pages)
 	}
 }
