@@ -1,19 +1,19 @@
 package agents
 
 import (
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 )
 
-//go:embed catalog/*.toml
-var catalogFS embed.FS
+//go:generate go run ./internal/gencatalog
+
+// The catalog (catalog/*.toml) is built into the binary as Go values
+// (catalog_gen.go, written by internal/gencatalog through Decode), not as
+// TOML to decode at every start.
 
 // SourceCatalog is the [Definition.Source] of definitions embedded in the binary.
 const SourceCatalog = "catalog"
@@ -60,7 +60,7 @@ func (p *FileProblem) Unwrap() error { return p.Err }
 type LoadOptions struct {
 	// UserDir holds user definitions (*.toml). A missing directory is not an error.
 	UserDir string
-	// Only, when set, decodes only the embedded definition with this id
+	// Only, when set, takes only the catalog's definition with this id
 	// (catalog/<id>.toml) and the user definitions: what a command that
 	// needs one known agent pays, instead of the whole catalog. The
 	// catalog then knows fewer agents: an error listing the known ones
@@ -71,25 +71,10 @@ type LoadOptions struct {
 // Load reads the embedded catalog and the user definitions.
 func Load(opts LoadOptions) (*Catalog, error) {
 	c := &Catalog{defs: map[string]*Definition{}}
-	entries, err := fs.ReadDir(catalogFS, "catalog")
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		if opts.Only != "" && e.Name() != opts.Only+".toml" {
-			continue
+	for _, d := range catalogDefinitions() {
+		if opts.Only == "" || d.ID == opts.Only {
+			c.defs[d.ID] = d
 		}
-		name := path.Join("catalog", e.Name())
-		data, err := catalogFS.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		d, err := Decode(name, data)
-		if err != nil {
-			return nil, fmt.Errorf("embedded catalog is broken (a bug in agentctl): %w", err)
-		}
-		d.Source = SourceCatalog
-		c.defs[d.ID] = d
 	}
 	if opts.UserDir == "" {
 		return c, nil
