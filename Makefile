@@ -13,7 +13,7 @@ VERSION       ?= $(shell git describe --tags --match 'v*' 2>/dev/null || echo de
 COMMIT        ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS       := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build deps test test-go lint bench demo clean
+.PHONY: all build deps generate test test-go lint bench demo clean
 
 all: build
 
@@ -26,6 +26,11 @@ deps: $(TSCLIENT)/node_modules/.package-lock.json
 
 $(TSCLIENT)/node_modules/.package-lock.json: $(TSCLIENT)/package.json $(TSCLIENT)/package-lock.json
 	cd $(TSCLIENT) && npm ci --no-audit --no-fund --loglevel=error
+
+# Code made from the repository's data: agents/catalog_gen.go from
+# agents/catalog/*.toml (TestCatalogGenerated fails when it is stale).
+generate:
+	$(GO) generate ./...
 
 # Unit tests, fuzz seeds, testscript end-to-end scripts and the real-client
 # tests (TypeScript SDK against the built binary), all under the race detector.
