@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, with FTS5
@@ -72,6 +73,10 @@ type ftsIndex struct {
 	// and its look-up of the hits' rows (tests set it to change the index
 	// there).
 	matched func()
+	// noPrune makes search run every query whole (tests compare); pruned
+	// counts the searches answered without their common terms.
+	noPrune bool
+	pruned  atomic.Int64
 }
 
 // openIndex opens (creating it when missing) the index database at path.
@@ -286,12 +291,13 @@ const titleWeight = 3.0
 // match), and looks up the top ones' rows after. Concepts over maxBytes (a
 // shared index may hold them for a process with a larger limit) are
 // filtered then, asking for more when some were.
+//
+// Scoring every match is what a search costs (BM25 looks up each match's
+// length), and a word found in most concepts matches nearly all of them.
+// Such a word weighs almost nothing (see commonTerms), so a query of
+// several words is first run without its common ones; its answer stands
+// when it has k hits that the left-out words could not have outranked.
 func (ix *ftsIndex) search(ctx context.Context, terms []string, k int, maxBytes int64) ([]hit, error) {
-	quoted := make([]string, len(terms))
-	for i, t := range terms {
-		quoted[i] = `"` + t + `"` // tokens hold letters, digits and marks only
-	}
-	match := strings.Join(quoted, " OR ")
 	// One read transaction, so one snapshot: a write or reconcile that
 	// commits between the FTS5 query and the look-up of its rowids deletes
 	// and re-inserts rows under new rowids, and the look-up would miss (or
@@ -302,6 +308,33 @@ func (ix *ftsIndex) search(ctx context.Context, terms []string, k int, maxBytes 
 		return nil, err
 	}
 	defer tx.Rollback()
+	if !ix.noPrune && len(terms) > 1 {
+		rare, common, err := ix.commonTerms(ctx, tx, terms)
+		if err != nil {
+			return nil, err
+		}
+		if common > 0 && len(rare) > 0 {
+			hits, err := ix.best(ctx, tx, rare, k, maxBytes)
+			if err != nil {
+				return nil, err
+			}
+			// Each left-out word adds less than commonWeight to a
+			// score: to the hits' (which may reorder only those closer
+			// than that), and to concepts that have none of the other
+			// words, which score less than that in all.
+			if len(hits) == k && hits[k-1].score > float64(common)*commonWeight {
+				ix.pruned.Add(1)
+				return hits, nil
+			}
+		}
+	}
+	return ix.best(ctx, tx, terms, k, maxBytes)
+}
+
+// best returns the best k concepts no larger than maxBytes matching any of
+// terms, within tx.
+func (ix *ftsIndex) best(ctx context.Context, tx *sql.Tx, terms []string, k int, maxBytes int64) ([]hit, error) {
+	match := matchAny(terms)
 	for want := k + 8; ; want *= 4 {
 		hits, more, err := ix.top(ctx, tx, match, want, maxBytes)
 		if err != nil || len(hits) >= k || !more {
@@ -314,6 +347,78 @@ func (ix *ftsIndex) search(ctx context.Context, terms []string, k int, maxBytes 
 			return hits[:min(k, len(hits))], err
 		}
 	}
+}
+
+// matchAny is the FTS5 query for concepts with any of terms.
+func matchAny(terms []string) string {
+	quoted := make([]string, len(terms))
+	for i, t := range terms {
+		quoted[i] = `"` + t + `"` // tokens hold letters, digits and marks only
+	}
+	return strings.Join(quoted, " OR ")
+}
+
+// commonWeight bounds what a common term (see commonTerms) adds to a
+// concept's score: FTS5's BM25 gives it an IDF of 1e-6, times a term
+// frequency factor below k1+1 = 2.2.
+const commonWeight = 2.2e-6
+
+// commonTerms splits terms into those FTS5's BM25 weighs and the count of
+// common ones: found in at least half of the indexed concepts, so that
+// their IDF, log((N-n+0.5)/(n+0.5)), is not positive and BM25 gives them
+// 1e-6 instead. Counting a term's concepts stops at half of them.
+func (ix *ftsIndex) commonTerms(ctx context.Context, tx *sql.Tx, terms []string) (rare []string, common int, err error) {
+	n, err := indexedRows(ctx, tx)
+	if err != nil || n == 0 {
+		return terms, 0, err
+	}
+	half := (n + 1) / 2
+	for _, t := range terms {
+		var c int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)`, matchAny([]string{t}), half).Scan(&c); err != nil {
+			return nil, 0, err
+		}
+		if 2*c >= n {
+			common++
+		} else {
+			rare = append(rare, t)
+		}
+	}
+	return rare, common, nil
+}
+
+// indexedRows returns the row count BM25 uses, N: the first number (an
+// SQLite varint) of the FTS5 "averages" record, fts_data row 1.
+func indexedRows(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var rec []byte
+	err := tx.QueryRowContext(ctx, `SELECT block FROM fts_data WHERE id = 1`).Scan(&rec)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, ok := sqliteVarint(rec)
+	if !ok {
+		return 0, nil
+	}
+	return int64(n), nil
+}
+
+// sqliteVarint decodes SQLite's varint (big-endian, 7 bits a byte with the
+// high bit saying more follow, the ninth byte whole).
+func sqliteVarint(b []byte) (uint64, bool) {
+	var v uint64
+	for i := 0; i < len(b) && i < 9; i++ {
+		if i == 8 {
+			return v<<8 | uint64(b[i]), true
+		}
+		v = v<<7 | uint64(b[i]&0x7f)
+		if b[i] < 0x80 {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // top returns the best n matches (fewer if some are over maxBytes), and
