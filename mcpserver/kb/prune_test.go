@@ -97,10 +97,60 @@ func TestSearchPruneSameAnswer(t *testing.T) {
 			}
 		}
 	}
-	// The corpus and queries must exercise the pruning, else this proves
+	// The corpus and queries must exercise both ways, else this proves
 	// nothing.
-	if p := ix.pruned.Load(); p < queries/4 {
-		t.Fatalf("only %d of %d searches pruned", p, queries)
+	t.Logf("of %d searches, %d left common terms out, %d scored frequent ones for the rarer ones' concepts only", queries, ix.prunes.Load(), ix.splits.Load())
+	if ix.prunes.Load() < queries/10 || ix.splits.Load() < queries/10 {
+		t.Fatal("too few")
 	}
-	t.Logf("%d of %d searches pruned", ix.pruned.Load(), queries)
+}
+
+// TestSearchPruneBound: when concepts having only a frequent term outscore
+// the k best having the rarer one (here, short concepts repeating it against
+// long ones mentioning the rare term once), the search is the whole query's.
+func TestSearchPruneBound(t *testing.T) {
+	files := map[string]string{}
+	filler := strings.Repeat("lorem ipsum dolor sit amet ", 60)
+	for i := range 100 {
+		var text string
+		switch {
+		case i < 3:
+			text = filler + " omega " + filler // the rare term, once, in a long text
+		case i < 43:
+			text = strings.Repeat("alpha ", 10) // the frequent term (40%), in short texts
+		default:
+			text = "lorem ipsum"
+		}
+		files[fmt.Sprintf("c%03d.md", i)] = text
+	}
+	kb, _ := openTest(t, "bound", files, Options{})
+	ctx := context.Background()
+	if _, err := kb.Index(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := kb.index(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms := []string{"alpha", "omega"}
+	const k = 3
+	ix.noPrune = true
+	want, err := ix.search(ctx, terms, k, DefaultMaxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.noPrune = false
+	got, err := ix.search(ctx, terms, k, DefaultMaxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The frequent term's concepts must win, else the case tests nothing.
+	if len(want) != k || want[0].id < "c003" || want[0].id >= "c043" {
+		t.Fatalf("the whole query's hits %+v: the case does not test the bound", want)
+	}
+	for i := range want {
+		if i >= len(got) || got[i].id != want[i].id {
+			t.Fatalf("hits %+v, the whole query's %+v", got, want)
+		}
+	}
 }
