@@ -190,6 +190,28 @@ func (ix *ftsIndex) setReconciledAt(ctx context.Context, t time.Time, maxBytes i
 	return err
 }
 
+// defaultAutomerge is FTS5's default automerge setting.
+const defaultAutomerge = 4
+
+// setAutomerge sets FTS5's automerge (0: off), for every connection.
+func (ix *ftsIndex) setAutomerge(ctx context.Context, n int) error {
+	_, err := ix.db.ExecContext(ctx, `INSERT INTO fts (fts, rank) VALUES ('automerge', ?)`, n)
+	return err
+}
+
+// restoreAutomerge turns automerge back on if a bulk reconcile left it off.
+func (ix *ftsIndex) restoreAutomerge(ctx context.Context) error {
+	var v int
+	err := ix.db.QueryRowContext(ctx, `SELECT v FROM fts_config WHERE k = 'automerge'`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && v != 0 {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return ix.setAutomerge(ctx, defaultAutomerge)
+}
+
 // row is what files holds of a concept.
 type row struct {
 	doc                int64

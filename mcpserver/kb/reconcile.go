@@ -139,15 +139,27 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 	if err := kb.applyRemovals(ctx, ix, rows); err != nil {
 		return stats, err
 	}
+	// After many changes (a build), FTS5's segments are merged into one,
+	// so searches read one b-tree per term rather than one per batch. Its
+	// merging of segments as batches commit (automerge) would be work done
+	// twice: it is off meanwhile.
+	bulk := len(changed) >= kb.bulkAfter
+	if bulk {
+		if err := ix.setAutomerge(ctx, 0); err != nil {
+			return stats, kb.indexError(ix, err)
+		}
+	}
 	if err := kb.applyChanges(ctx, ix, changed, progress); err != nil {
 		return stats, err
 	}
-	// After many changes (a build), merge FTS5's segments into one, so
-	// searches read one b-tree per term rather than one per batch.
-	if len(changed) >= optimizeAfter {
+	if bulk {
 		if _, err := ix.db.ExecContext(ctx, `INSERT INTO fts (fts) VALUES ('optimize')`); err != nil {
 			return stats, kb.indexError(ix, err)
 		}
+	}
+	// Also when a process killed in a bulk reconcile left it off.
+	if err := ix.restoreAutomerge(ctx); err != nil {
+		return stats, kb.indexError(ix, err)
 	}
 	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes); err != nil {
 		return stats, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)

@@ -1,0 +1,72 @@
+package kb
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+func automerge(t *testing.T, ix *ftsIndex) int {
+	t.Helper()
+	v := defaultAutomerge // no row: the default
+	if err := ix.db.QueryRow(`SELECT v FROM fts_config WHERE k = 'automerge'`).Scan(&v); err != nil && err.Error() != "sql: no rows in result set" {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// segments counts the FTS5 index's segments that hold terms.
+func segments(t *testing.T, ix *ftsIndex) int {
+	t.Helper()
+	var n int
+	if err := ix.db.QueryRow(`SELECT count(DISTINCT segid) FROM fts_idx`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestBulkReconcile: a reconcile of many changes turns FTS5's automerge off
+// while it applies them, merges the segments into one at the end and turns
+// automerge back on; a later reconcile turns it back on when a killed one
+// left it off.
+func TestBulkReconcile(t *testing.T) {
+	files := map[string]string{}
+	for i := range 40 {
+		files[fmt.Sprintf("c%02d.md", i)] = fmt.Sprintf("# Concept %d\n\nwords about topic%d and more words\n", i, i)
+	}
+	kb, dir := openTest(t, "bulk", files, Options{})
+	ageFiles(t, dir)
+	kb.bulkAfter = 30
+	ctx := context.Background()
+	ix, err := kb.index(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var during []int
+	kb.beforeApply = func() { during = append(during, automerge(t, ix)) }
+	if _, err := kb.Index(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(during) == 0 || during[0] != 0 {
+		t.Fatalf("automerge while applying a bulk reconcile: %v, want 0", during)
+	}
+	if v := automerge(t, ix); v != defaultAutomerge {
+		t.Fatalf("automerge after: %d", v)
+	}
+	if n := segments(t, ix); n != 1 {
+		t.Fatalf("%d segments after a bulk reconcile, want 1", n)
+	}
+	// As a process killed in a bulk reconcile leaves it.
+	if err := ix.setAutomerge(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kb.Index(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v := automerge(t, ix); v != defaultAutomerge {
+		t.Fatalf("automerge left off: %d", v)
+	}
+	if ids := searchIDs(t, kb, "topic7", 5); len(ids) != 1 || ids[0] != "c07" {
+		t.Fatal(ids)
+	}
+}
