@@ -3,7 +3,10 @@ package kb
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 func automerge(t *testing.T, ix *ftsIndex) int {
@@ -68,5 +71,64 @@ func TestBulkReconcile(t *testing.T) {
 	}
 	if ids := searchIDs(t, kb, "topic7", 5); len(ids) != 1 || ids[0] != "c07" {
 		t.Fatal(ids)
+	}
+
+	// A batch replacing many concepts removes them all before it inserts:
+	// FTS5 writes its pending inserts out before a removal, so interleaved
+	// each replacement would make a segment.
+	kb.beforeApply = nil
+	if err := ix.setAutomerge(ctx, 0); err != nil { // so segments are not merged away
+		t.Fatal(err)
+	}
+	before := segments(t, ix)
+	old := time.Now().Add(-time.Hour)
+	for i := range 20 {
+		p := filepath.Join(dir, fmt.Sprintf("c%02d.md", i))
+		if err := os.WriteFile(p, fmt.Appendf(nil, "# Concept %d\n\nnew words about subject%d\n", i, i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kb.bulkAfter = 1000 // not bulk: no optimize
+	if st, err := kb.Index(ctx, nil); err != nil || st.Read != 20 {
+		t.Fatal(st, err)
+	}
+	if n := segments(t, ix); n > before+2 {
+		t.Fatalf("replacing 20 concepts in one batch made %d segments", n-before)
+	}
+	if ids := searchIDs(t, kb, "subject7", 5); len(ids) != 1 || ids[0] != "c07" {
+		t.Fatal(ids)
+	}
+	if ids := searchIDs(t, kb, "topic7", 5); len(ids) != 0 {
+		t.Fatal(ids)
+	}
+}
+
+// TestWriteTxPrepares: a write transaction prepares each statement once,
+// however many concepts it stores.
+func TestWriteTxPrepares(t *testing.T) {
+	kb, _ := openTest(t, "prep", map[string]string{"a.md": "alpha"}, Options{})
+	ctx := context.Background()
+	ix, err := kb.index(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	btx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer btx.Rollback()
+	tx := newWriteTx(btx)
+	for i := range 10 {
+		id := fmt.Sprintf("c%d", i)
+		if err := put(ctx, tx, id, row{size: 5, indexed: true, title: id}, []byte("words"), i%2 == 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// INSERT INTO files, INSERT INTO fts, and remove's DELETE.
+	if tx.prepared != 3 {
+		t.Fatalf("%d statements prepared for 10 puts, want 3", tx.prepared)
 	}
 }

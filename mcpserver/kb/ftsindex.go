@@ -266,16 +266,57 @@ func (ix *ftsIndex) titles(ctx context.Context, ids []string) (map[string]row, e
 	return out, rs.Err()
 }
 
+// writeTx is a write transaction on the index that prepares each of its
+// statements once: a build runs them for every concept, and preparing is
+// a good part of a statement's cost.
+type writeTx struct {
+	*sql.Tx
+	stmts    map[string]*sql.Stmt
+	prepared int // statements prepared (tests count them)
+}
+
+func newWriteTx(tx *sql.Tx) *writeTx { return &writeTx{Tx: tx, stmts: map[string]*sql.Stmt{}} }
+
+// stmt returns q prepared within the transaction (closed with it).
+func (w *writeTx) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if s, ok := w.stmts[q]; ok {
+		return s, nil
+	}
+	s, err := w.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	w.prepared++
+	w.stmts[q] = s
+	return s, nil
+}
+
+func (w *writeTx) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	s, err := w.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+func (w *writeTx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	s, err := w.stmt(ctx, q)
+	if err != nil {
+		return w.QueryRowContext(ctx, q, args...) // reports err in Scan
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
 // put replaces the row (and the text) of the concept id within tx; existed
 // false says there is none to remove. body is nil for a concept that is not
 // indexed (too large for this process).
-func put(ctx context.Context, tx *sql.Tx, id string, r row, body []byte, existed bool) error {
+func put(ctx context.Context, tx *writeTx, id string, r row, body []byte, existed bool) error {
 	if existed {
 		if err := remove(ctx, tx, id); err != nil {
 			return err
 		}
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO files (id, size, mtime_ns, inode, indexed, title) VALUES (?, ?, ?, ?, ?, ?)`,
+	res, err := tx.exec(ctx, `INSERT INTO files (id, size, mtime_ns, inode, indexed, title) VALUES (?, ?, ?, ?, ?, ?)`,
 		id, r.size, r.mtime, r.inode, r.indexed, r.title)
 	if err != nil {
 		return err
@@ -287,22 +328,43 @@ func put(ctx context.Context, tx *sql.Tx, id string, r row, body []byte, existed
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)`, doc, r.title, body)
+	_, err = tx.exec(ctx, `INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)`, doc, r.title, body)
 	return err
 }
 
 // remove deletes the concept id from the index within tx.
-func remove(ctx context.Context, tx *sql.Tx, id string) error {
-	var doc int64
-	err := tx.QueryRowContext(ctx, `DELETE FROM files WHERE id = ? RETURNING doc`, id).Scan(&doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+func remove(ctx context.Context, tx *writeTx, id string) error {
+	return removeAll(ctx, tx, []string{id})
+}
+
+// removeAll deletes the concepts ids from the index within tx, in rowid
+// order: FTS5 writes its pending changes out as a segment when a change's
+// rowid is below the last one's. (Not DELETE ... RETURNING either: FTS5
+// writes them out too at the start of a statement that needs a statement
+// journal.)
+func removeAll(ctx context.Context, tx *writeTx, ids []string) error {
+	var docs []int64
+	for _, id := range ids {
+		var doc int64
+		err := tx.queryRow(ctx, `SELECT doc FROM files WHERE id = ?`, id).Scan(&doc)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		docs = append(docs, doc)
 	}
-	if err != nil {
-		return err
+	slices.Sort(docs)
+	for _, doc := range slices.Compact(docs) {
+		if _, err := tx.exec(ctx, `DELETE FROM files WHERE doc = ?`, doc); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM fts WHERE rowid = ?`, doc); err != nil {
+			return err
+		}
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM fts WHERE rowid = ?`, doc)
-	return err
+	return nil
 }
 
 // Ranking: FTS5's BM25 with the title's matches weighted titleWeight times
