@@ -30,8 +30,9 @@ func segments(t *testing.T, ix *ftsIndex) int {
 
 // TestBulkReconcile: a reconcile of many changes turns FTS5's automerge off
 // while it applies them, merges the segments into one at the end and turns
-// automerge back on; a later reconcile turns it back on when a killed one
-// left it off.
+// automerge back on, also when it fails; a later reconcile turns it back on
+// when a killed one left it off. And a batch replacing many concepts makes
+// one segment, not one per concept.
 func TestBulkReconcile(t *testing.T) {
 	files := map[string]string{}
 	for i := range 40 {
@@ -72,7 +73,6 @@ func TestBulkReconcile(t *testing.T) {
 	if ids := searchIDs(t, kb, "topic7", 5); len(ids) != 1 || ids[0] != "c07" {
 		t.Fatal(ids)
 	}
-
 	// A batch replacing many concepts removes them all before it inserts:
 	// FTS5 writes its pending inserts out before a removal, so interleaved
 	// each replacement would make a segment.
@@ -103,6 +103,30 @@ func TestBulkReconcile(t *testing.T) {
 	}
 	if ids := searchIDs(t, kb, "topic7", 5); len(ids) != 0 {
 		t.Fatal(ids)
+	}
+	// A bulk reconcile that fails (here: cancelled) turns it back on too.
+	for i := range 40 {
+		p := filepath.Join(dir, fmt.Sprintf("c%02d.md", i))
+		if err := os.Chtimes(p, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kb.beforeApply = func() {
+		during = append(during, automerge(t, ix))
+		cancel()
+	}
+	during = nil
+	kb.bulkAfter = 30
+	if _, err := kb.Index(cctx, nil); err == nil {
+		t.Fatal("a cancelled reconcile succeeded")
+	}
+	if len(during) == 0 || during[0] != 0 {
+		t.Fatalf("automerge while applying: %v, want 0", during)
+	}
+	if v := automerge(t, ix); v != defaultAutomerge {
+		t.Fatalf("automerge after a failed bulk reconcile: %d", v)
 	}
 }
 

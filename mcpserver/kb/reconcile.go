@@ -148,6 +148,9 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 		}
 	}
 	if err := kb.applyChanges(ctx, ix, changed, progress); err != nil {
+		if bulk { // else left off until the next reconcile
+			_ = ix.restoreAutomerge(context.WithoutCancel(ctx))
+		}
 		return stats, err
 	}
 	if bulk {
