@@ -428,7 +428,8 @@ const frequentShare = 1.0 / 16
 // rarer terms only (R), and the frequent ones (F) are scored only for
 // concepts having an R term, by a second query for concepts with an R term
 // and an F term, which BM25 scores as the whole query does (its sum is
-// over terms, each with the IDF of the whole index). A concept with no R
+// over terms, each with the IDF of the whole index; only the order of the
+// sum, so the last bits, may differ). A concept with no R
 // term scores less than what F and the common terms can add; when the k
 // best score more than that, they are the whole query's.
 func (ix *ftsIndex) pruned(ctx context.Context, tx *sql.Tx, terms []string, k int, maxBytes int64) ([]hit, bool, error) {
@@ -436,7 +437,7 @@ func (ix *ftsIndex) pruned(ctx context.Context, tx *sql.Tx, terms []string, k in
 	if err != nil || n == 0 {
 		return nil, false, err
 	}
-	// The weighed terms, most frequent first, with their IDFs.
+	// The terms BM25 weighs, with their IDFs, most frequent first.
 	var weighed []string
 	idf := map[string]float64{}
 	common := 0.0 // what the common terms can add to a score
@@ -449,10 +450,11 @@ func (ix *ftsIndex) pruned(ctx context.Context, tx *sql.Tx, terms []string, k in
 		}
 	}
 	slices.SortStableFunc(weighed, func(a, b string) int { return cmp.Compare(idf[a], idf[b]) })
-	// Frequent terms: while what they can add (IDF times k1+1) stays
-	// below half the IDF of the rarest of the others, which about the
-	// least a concept having it scores: else the k best of the others'
-	// concepts would seldom score above it, and the work be wasted.
+	// Frequent terms, most frequent first, while what they can add (IDF
+	// times k1+1) stays below half the IDF of the rarest term, about the
+	// least a concept having that term scores: else the k best of the
+	// rarer terms' concepts would seldom score above it, and the work be
+	// wasted.
 	var frequent, rare []string
 	freqBound := 0.0
 	for i, t := range weighed[:max(len(weighed)-1, 0)] {
@@ -464,16 +466,22 @@ func (ix *ftsIndex) pruned(ctx context.Context, tx *sql.Tx, terms []string, k in
 	}
 	if len(rare) > 0 && len(frequent) > 0 {
 		hits, err := ix.bestOf(ctx, tx, rare, frequent, k, maxBytes)
-		if err != nil || len(hits) == k && hits[k-1].score > common+freqBound {
+		if err != nil {
+			return nil, false, err
+		}
+		if len(hits) == k && hits[k-1].score > common+freqBound {
 			ix.splits.Add(1)
-			return hits, err == nil, err
+			return hits, true, nil
 		}
 	}
 	if common > 0 && len(weighed) > 0 {
 		hits, err := ix.best(ctx, tx, weighed, k, maxBytes)
-		if err != nil || len(hits) == k && hits[k-1].score > common {
+		if err != nil {
+			return nil, false, err
+		}
+		if len(hits) == k && hits[k-1].score > common {
 			ix.prunes.Add(1)
-			return hits, err == nil, err
+			return hits, true, nil
 		}
 	}
 	return nil, false, nil
