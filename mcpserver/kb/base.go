@@ -87,6 +87,8 @@ type Base struct {
 	root *os.Root
 	// staleTempAge is defaultStaleTempAge; tests shorten it.
 	staleTempAge time.Duration
+	// bulkAfter is optimizeAfter; tests lower it.
+	bulkAfter int
 	// beforeApply, when not nil, is called by a reconcile after it read a
 	// batch of changed files and before it applies them (tests set it to
 	// change the files there).
@@ -151,7 +153,7 @@ func Open(name, dir string, opts Options) (*Base, error) {
 	if err != nil {
 		return nil, fmt.Errorf("knowledge base %q: %w", name, err)
 	}
-	kb := &Base{name: name, dir: dir, opts: opts, root: root, indexPath: indexPath, staleTempAge: defaultStaleTempAge}
+	kb := &Base{name: name, dir: dir, opts: opts, root: root, indexPath: indexPath, staleTempAge: defaultStaleTempAge, bulkAfter: optimizeAfter}
 	kb.bgCtx, kb.bgCancel = context.WithCancel(context.Background())
 	kb.kick = make(chan struct{}, 1)
 	return kb, nil

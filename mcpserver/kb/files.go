@@ -351,7 +351,7 @@ func (kb *Base) renameAndIndex(ctx context.Context, tmp, cid, content string) er
 	data := []byte(content)
 	title, body := indexedText(data)
 	r := row{size: fi.Size(), mtime: indexMtime(fi, time.Now()), inode: inode(fi), indexed: true, title: title}
-	if err := put(context.WithoutCancel(ctx), tx, cid, r, body, true); err != nil {
+	if err := put(context.WithoutCancel(ctx), newWriteTx(tx), cid, r, body, true); err != nil {
 		return nil // the file is written; the next reconcile indexes it
 	}
 	_ = tx.Commit()

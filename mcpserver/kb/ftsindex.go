@@ -8,10 +8,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, with FTS5
@@ -72,6 +75,11 @@ type ftsIndex struct {
 	// and its look-up of the hits' rows (tests set it to change the index
 	// there).
 	matched func()
+	// noPrune makes search run every query whole (tests compare); prunes
+	// counts the searches answered without their common terms, splits
+	// those answered by bestOf.
+	noPrune        bool
+	prunes, splits atomic.Int64
 }
 
 // openIndex opens (creating it when missing) the index database at path.
@@ -182,6 +190,28 @@ func (ix *ftsIndex) setReconciledAt(ctx context.Context, t time.Time, maxBytes i
 	return err
 }
 
+// defaultAutomerge is FTS5's default automerge setting.
+const defaultAutomerge = 4
+
+// setAutomerge sets FTS5's automerge (0: off), for every connection.
+func (ix *ftsIndex) setAutomerge(ctx context.Context, n int) error {
+	_, err := ix.db.ExecContext(ctx, `INSERT INTO fts (fts, rank) VALUES ('automerge', ?)`, n)
+	return err
+}
+
+// restoreAutomerge turns automerge back on if a bulk reconcile left it off.
+func (ix *ftsIndex) restoreAutomerge(ctx context.Context) error {
+	var v int
+	err := ix.db.QueryRowContext(ctx, `SELECT v FROM fts_config WHERE k = 'automerge'`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && v != 0 {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return ix.setAutomerge(ctx, defaultAutomerge)
+}
+
 // row is what files holds of a concept.
 type row struct {
 	doc                int64
@@ -236,16 +266,57 @@ func (ix *ftsIndex) titles(ctx context.Context, ids []string) (map[string]row, e
 	return out, rs.Err()
 }
 
+// writeTx is a write transaction on the index that prepares each of its
+// statements once: a build runs them for every concept, and preparing is
+// a good part of a statement's cost.
+type writeTx struct {
+	*sql.Tx
+	stmts    map[string]*sql.Stmt
+	prepared int // statements prepared (tests count them)
+}
+
+func newWriteTx(tx *sql.Tx) *writeTx { return &writeTx{Tx: tx, stmts: map[string]*sql.Stmt{}} }
+
+// stmt returns q prepared within the transaction (closed with it).
+func (w *writeTx) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if s, ok := w.stmts[q]; ok {
+		return s, nil
+	}
+	s, err := w.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	w.prepared++
+	w.stmts[q] = s
+	return s, nil
+}
+
+func (w *writeTx) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	s, err := w.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+func (w *writeTx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	s, err := w.stmt(ctx, q)
+	if err != nil {
+		return w.QueryRowContext(ctx, q, args...) // reports err in Scan
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
 // put replaces the row (and the text) of the concept id within tx; existed
 // false says there is none to remove. body is nil for a concept that is not
 // indexed (too large for this process).
-func put(ctx context.Context, tx *sql.Tx, id string, r row, body []byte, existed bool) error {
+func put(ctx context.Context, tx *writeTx, id string, r row, body []byte, existed bool) error {
 	if existed {
 		if err := remove(ctx, tx, id); err != nil {
 			return err
 		}
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO files (id, size, mtime_ns, inode, indexed, title) VALUES (?, ?, ?, ?, ?, ?)`,
+	res, err := tx.exec(ctx, `INSERT INTO files (id, size, mtime_ns, inode, indexed, title) VALUES (?, ?, ?, ?, ?, ?)`,
 		id, r.size, r.mtime, r.inode, r.indexed, r.title)
 	if err != nil {
 		return err
@@ -257,22 +328,43 @@ func put(ctx context.Context, tx *sql.Tx, id string, r row, body []byte, existed
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)`, doc, r.title, body)
+	_, err = tx.exec(ctx, `INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)`, doc, r.title, body)
 	return err
 }
 
 // remove deletes the concept id from the index within tx.
-func remove(ctx context.Context, tx *sql.Tx, id string) error {
-	var doc int64
-	err := tx.QueryRowContext(ctx, `DELETE FROM files WHERE id = ? RETURNING doc`, id).Scan(&doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+func remove(ctx context.Context, tx *writeTx, id string) error {
+	return removeAll(ctx, tx, []string{id})
+}
+
+// removeAll deletes the concepts ids from the index within tx, in rowid
+// order: FTS5 writes its pending changes out as a segment when a change's
+// rowid is below the last one's. (Not DELETE ... RETURNING either: FTS5
+// writes them out too at the start of a statement that needs a statement
+// journal.)
+func removeAll(ctx context.Context, tx *writeTx, ids []string) error {
+	var docs []int64
+	for _, id := range ids {
+		var doc int64
+		err := tx.queryRow(ctx, `SELECT doc FROM files WHERE id = ?`, id).Scan(&doc)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		docs = append(docs, doc)
 	}
-	if err != nil {
-		return err
+	slices.Sort(docs)
+	for _, doc := range slices.Compact(docs) {
+		if _, err := tx.exec(ctx, `DELETE FROM files WHERE doc = ?`, doc); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM fts WHERE rowid = ?`, doc); err != nil {
+			return err
+		}
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM fts WHERE rowid = ?`, doc)
-	return err
+	return nil
 }
 
 // Ranking: FTS5's BM25 with the title's matches weighted titleWeight times
@@ -286,12 +378,13 @@ const titleWeight = 3.0
 // match), and looks up the top ones' rows after. Concepts over maxBytes (a
 // shared index may hold them for a process with a larger limit) are
 // filtered then, asking for more when some were.
+//
+// Scoring every match is what a search costs (BM25 looks up each match's
+// length), and a word found in many concepts makes that many matches. So a
+// query of several words is first run, when it has such words (see
+// termStats), as a cheaper one whose answer stands if the left-out words
+// could not have changed it (see pruned); else the whole query runs.
 func (ix *ftsIndex) search(ctx context.Context, terms []string, k int, maxBytes int64) ([]hit, error) {
-	quoted := make([]string, len(terms))
-	for i, t := range terms {
-		quoted[i] = `"` + t + `"` // tokens hold letters, digits and marks only
-	}
-	match := strings.Join(quoted, " OR ")
 	// One read transaction, so one snapshot: a write or reconcile that
 	// commits between the FTS5 query and the look-up of its rowids deletes
 	// and re-inserts rows under new rowids, and the look-up would miss (or
@@ -302,18 +395,221 @@ func (ix *ftsIndex) search(ctx context.Context, terms []string, k int, maxBytes 
 		return nil, err
 	}
 	defer tx.Rollback()
+	if !ix.noPrune && len(terms) > 1 {
+		hits, ok, err := ix.pruned(ctx, tx, terms, k, maxBytes)
+		if err != nil || ok {
+			return hits, err
+		}
+	}
+	return ix.best(ctx, tx, terms, k, maxBytes)
+}
+
+// BM25's parameters in FTS5.
+const bm25K1, bm25B = 1.2, 0.75
+
+// commonWeight bounds what a common term (see termStats) adds to a
+// concept's score: FTS5's BM25 gives it an IDF of 1e-6, times a term
+// frequency factor below k1+1.
+const commonWeight = 1e-6 * (bm25K1 + 1)
+
+// frequentShare: a term found in more than this share of the concepts (and
+// fewer than half) may be scored only for the concepts that have a rarer
+// one (see pruned).
+const frequentShare = 1.0 / 16
+
+// pruned runs a cheaper query than terms' whole one and returns its best
+// k, and whether they are the whole query's: the same concepts, in the
+// same order but for ties within what common terms can add (commonWeight
+// each).
+//
+// A term in half of the concepts or more is common: BM25 weighs it 1e-6,
+// so it is left out. A frequent one, in more than frequentShare of them,
+// adds at most its IDF times k1+1 to a score: the query is run with the
+// rarer terms only (R), and the frequent ones (F) are scored only for
+// concepts having an R term, by a second query for concepts with an R term
+// and an F term, which BM25 scores as the whole query does (its sum is
+// over terms, each with the IDF of the whole index; only the order of the
+// sum, so the last bits, may differ). A concept with no R
+// term scores less than what F and the common terms can add; when the k
+// best score more than that, they are the whole query's.
+func (ix *ftsIndex) pruned(ctx context.Context, tx *sql.Tx, terms []string, k int, maxBytes int64) ([]hit, bool, error) {
+	n, counts, err := termStats(ctx, tx, terms)
+	if err != nil || n == 0 {
+		return nil, false, err
+	}
+	// The terms BM25 weighs, with their IDFs, most frequent first.
+	var weighed []string
+	idf := map[string]float64{}
+	common := 0.0 // what the common terms can add to a score
+	for i, t := range terms {
+		if c := float64(counts[i]); 2*c < float64(n) {
+			weighed = append(weighed, t)
+			idf[t] = math.Log((float64(n) - c + 0.5) / (c + 0.5))
+		} else {
+			common += commonWeight
+		}
+	}
+	slices.SortStableFunc(weighed, func(a, b string) int { return cmp.Compare(idf[a], idf[b]) })
+	// Frequent terms, most frequent first, while what they can add (IDF
+	// times k1+1) stays below half the IDF of the rarest term, about the
+	// least a concept having that term scores: else the k best of the
+	// rarer terms' concepts would seldom score above it, and the work be
+	// wasted.
+	var frequent, rare []string
+	freqBound := 0.0
+	for i, t := range weighed[:max(len(weighed)-1, 0)] {
+		b := freqBound + idf[t]*(bm25K1+1)
+		if idf[t] >= math.Log(1/frequentShare) || b >= idf[weighed[len(weighed)-1]]/2 {
+			break
+		}
+		frequent, rare, freqBound = weighed[:i+1], weighed[i+1:], b
+	}
+	if len(rare) > 0 && len(frequent) > 0 {
+		hits, err := ix.bestOf(ctx, tx, rare, frequent, k, maxBytes)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(hits) == k && hits[k-1].score > common+freqBound {
+			ix.splits.Add(1)
+			return hits, true, nil
+		}
+	}
+	if common > 0 && len(weighed) > 0 {
+		hits, err := ix.best(ctx, tx, weighed, k, maxBytes)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(hits) == k && hits[k-1].score > common {
+			ix.prunes.Add(1)
+			return hits, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// best returns the best k concepts no larger than maxBytes matching any of
+// terms, within tx.
+func (ix *ftsIndex) best(ctx context.Context, tx *sql.Tx, terms []string, k int, maxBytes int64) ([]hit, error) {
+	match := matchAny(terms)
 	for want := k + 8; ; want *= 4 {
 		hits, more, err := ix.top(ctx, tx, match, want, maxBytes)
 		if err != nil || len(hits) >= k || !more {
-			slices.SortStableFunc(hits, func(a, b hit) int {
-				if c := cmp.Compare(b.score, a.score); c != 0 {
-					return c
-				}
-				return strings.Compare(a.id, b.id)
-			})
-			return hits[:min(k, len(hits))], err
+			return sortHits(hits, k), err
 		}
 	}
+}
+
+// bestOf returns the best k concepts no larger than maxBytes among those
+// with any of rare, scored for the query of rare and frequent, within tx.
+func (ix *ftsIndex) bestOf(ctx context.Context, tx *sql.Tx, rare, frequent []string, k int, maxBytes int64) ([]hit, error) {
+	scores := map[int64]float64{}
+	rareMatch := matchAny(rare)
+	for _, match := range []string{rareMatch, "(" + rareMatch + ") AND (" + matchAny(frequent) + ")"} {
+		rs, err := tx.QueryContext(ctx, `SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ?`, titleWeight, match)
+		if err != nil {
+			return nil, err
+		}
+		for rs.Next() {
+			var doc int64
+			var score float64
+			if err := rs.Scan(&doc, &score); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			scores[doc] = score
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, err
+		}
+	}
+	docs := slices.Collect(maps.Keys(scores))
+	slices.SortFunc(docs, func(a, b int64) int { return cmp.Compare(scores[b], scores[a]) })
+	if ix.matched != nil {
+		ix.matched()
+	}
+	for want := k + 8; ; want *= 4 {
+		hits, err := ix.lookup(ctx, tx, docs[:min(want, len(docs))], scores, maxBytes)
+		if err != nil || len(hits) >= k || want >= len(docs) {
+			return sortHits(hits, k), err
+		}
+	}
+}
+
+// sortHits sorts hits best first, ties by id, and returns the first k.
+func sortHits(hits []hit, k int) []hit {
+	slices.SortStableFunc(hits, func(a, b hit) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	return hits[:min(k, len(hits))]
+}
+
+// matchAny is the FTS5 query for concepts with any of terms.
+func matchAny(terms []string) string {
+	quoted := make([]string, len(terms))
+	for i, t := range terms {
+		quoted[i] = `"` + t + `"` // tokens hold letters, digits and marks only
+	}
+	return strings.Join(quoted, " OR ")
+}
+
+// termStats returns the number of indexed concepts, N, and how many have
+// each of terms, counting up to half of N (what makes a term common: its
+// BM25 IDF, log((N-n+0.5)/(n+0.5)), is not positive, and FTS5 uses 1e-6).
+// One statement, prepared once.
+func termStats(ctx context.Context, tx *sql.Tx, terms []string) (n int64, counts []int64, err error) {
+	n, err = indexedRows(ctx, tx)
+	if err != nil || n == 0 {
+		return 0, nil, err
+	}
+	counts = make([]int64, len(terms))
+	cols := make([]string, len(terms))
+	args := []any{(n + 1) / 2}
+	dest := make([]any, len(terms))
+	for i, t := range terms {
+		cols[i] = fmt.Sprintf("(SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?%d LIMIT ?1))", i+2)
+		args = append(args, matchAny([]string{t}))
+		dest[i] = &counts[i]
+	}
+	err = tx.QueryRowContext(ctx, "SELECT "+strings.Join(cols, ", "), args...).Scan(dest...)
+	return n, counts, err
+}
+
+// indexedRows returns the row count BM25 uses, N: the first number (an
+// SQLite varint) of the FTS5 "averages" record, fts_data row 1.
+func indexedRows(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var rec []byte
+	err := tx.QueryRowContext(ctx, `SELECT block FROM fts_data WHERE id = 1`).Scan(&rec)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, ok := sqliteVarint(rec)
+	if !ok {
+		return 0, nil
+	}
+	return int64(n), nil
+}
+
+// sqliteVarint decodes SQLite's varint (big-endian, 7 bits a byte with the
+// high bit saying more follow, the ninth byte whole).
+func sqliteVarint(b []byte) (uint64, bool) {
+	var v uint64
+	for i := 0; i < len(b) && i < 9; i++ {
+		if i == 8 {
+			return v<<8 | uint64(b[i]), true
+		}
+		v = v<<7 | uint64(b[i]&0x7f)
+		if b[i] < 0x80 {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // top returns the best n matches (fewer if some are over maxBytes), and
@@ -325,7 +621,7 @@ func (ix *ftsIndex) top(ctx context.Context, tx *sql.Tx, match string, n int, ma
 		return nil, false, err
 	}
 	scores := map[int64]float64{}
-	var docs []any
+	var docs []int64
 	for rs.Next() {
 		var doc int64
 		var score float64
@@ -343,22 +639,37 @@ func (ix *ftsIndex) top(ctx context.Context, tx *sql.Tx, match string, n int, ma
 	if ix.matched != nil {
 		ix.matched()
 	}
-	rs, err = tx.QueryContext(ctx, `SELECT doc, id, title, size, mtime_ns, inode FROM files WHERE size <= ? AND doc IN (?`+strings.Repeat(",?", len(docs)-1)+`)`,
-		append([]any{maxBytes}, docs...)...)
+	hits, err = ix.lookup(ctx, tx, docs, scores, maxBytes)
+	return hits, len(docs) == n, err
+}
+
+// lookup returns the rows of docs no larger than maxBytes, as hits with
+// their scores, read within tx.
+func (ix *ftsIndex) lookup(ctx context.Context, tx *sql.Tx, docs []int64, scores map[int64]float64, maxBytes int64) ([]hit, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, len(docs)+1)
+	args = append(args, maxBytes)
+	for _, d := range docs {
+		args = append(args, d)
+	}
+	rs, err := tx.QueryContext(ctx, `SELECT doc, id, title, size, mtime_ns, inode FROM files WHERE size <= ? AND doc IN (?`+strings.Repeat(",?", len(docs)-1)+`)`, args...)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	defer rs.Close()
+	var hits []hit
 	for rs.Next() {
 		var doc int64
 		var h hit
 		if err := rs.Scan(&doc, &h.id, &h.title, &h.size, &h.mtime, &h.inode); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		h.score = scores[doc]
 		hits = append(hits, h)
 	}
-	return hits, len(docs) == n, rs.Err()
+	return hits, rs.Err()
 }
 
 // hit is a search's match, with what its file was when indexed.

@@ -2,8 +2,6 @@ package kb
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -139,15 +137,30 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 	if err := kb.applyRemovals(ctx, ix, rows); err != nil {
 		return stats, err
 	}
+	// After many changes (a build), FTS5's segments are merged into one,
+	// so searches read one b-tree per term rather than one per batch. Its
+	// merging of segments as batches commit (automerge) would be work done
+	// twice: it is off meanwhile.
+	bulk := len(changed) >= kb.bulkAfter
+	if bulk {
+		if err := ix.setAutomerge(ctx, 0); err != nil {
+			return stats, kb.indexError(ix, err)
+		}
+	}
 	if err := kb.applyChanges(ctx, ix, changed, progress); err != nil {
+		if bulk { // else left off until the next reconcile
+			_ = ix.restoreAutomerge(context.WithoutCancel(ctx))
+		}
 		return stats, err
 	}
-	// After many changes (a build), merge FTS5's segments into one, so
-	// searches read one b-tree per term rather than one per batch.
-	if len(changed) >= optimizeAfter {
+	if bulk {
 		if _, err := ix.db.ExecContext(ctx, `INSERT INTO fts (fts) VALUES ('optimize')`); err != nil {
 			return stats, kb.indexError(ix, err)
 		}
+	}
+	// Also when a process killed in a bulk reconcile left it off.
+	if err := ix.restoreAutomerge(ctx); err != nil {
+		return stats, kb.indexError(ix, err)
 	}
 	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes); err != nil {
 		return stats, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
@@ -191,19 +204,22 @@ func (kb *Base) applyRemovals(ctx context.Context, ix *ftsIndex, gone map[string
 	if len(gone) == 0 {
 		return nil
 	}
-	tx, err := ix.db.BeginTx(ctx, nil)
+	btx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
 		return kb.indexError(ix, err)
 	}
-	defer tx.Rollback()
+	defer btx.Rollback()
+	tx := newWriteTx(btx)
+	var ids []string
 	for id := range gone {
 		// Still gone? A write in another process may have created it.
 		if _, err := kb.root.Lstat(id + ".md"); err == nil {
 			continue
 		}
-		if err := remove(ctx, tx, id); err != nil {
-			return kb.indexError(ix, err)
-		}
+		ids = append(ids, id)
+	}
+	if err := removeAll(ctx, tx, ids); err != nil {
+		return kb.indexError(ix, err)
 	}
 	return kb.indexError(ix, tx.Commit())
 }
@@ -290,11 +306,18 @@ func (kb *Base) readForIndex(f file) indexed {
 // holds the index's write lock, so what it reads is what the file holds
 // when the row is committed.
 func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) error {
-	tx, err := ix.db.BeginTx(ctx, nil)
+	btx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
 		return kb.indexError(ix, err)
 	}
-	defer tx.Rollback()
+	defer btx.Rollback()
+	tx := newWriteTx(btx)
+	// Removals first, in rowid order, then inserts: FTS5 writes its
+	// pending changes out as a segment when a change's rowid is below the
+	// last one's, so interleaved they would make a segment per file.
+	var puts []indexed
+	var gone []string
+	at := map[string]int{} // index in puts by id
 	for _, r := range batch {
 		fi, err := kb.root.Stat(r.id + ".md")
 		if err == nil && !r.gone && r.row.indexed && r.row.mtime == -1 {
@@ -302,28 +325,33 @@ func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) e
 		}
 		switch {
 		case err != nil || !fi.Mode().IsRegular():
-			err = remove(ctx, tx, r.id)
+			gone = append(gone, r.id)
 		case r.gone:
-			err = remove(ctx, tx, r.id) // unreadable now: the next reconcile reads it
+			gone = append(gone, r.id) // unreadable now: the next reconcile reads it
 		case fi.Size() != r.row.size || inode(fi) != r.row.inode ||
 			r.row.mtime != -1 && fi.ModTime().UnixNano() != r.row.mtime:
 			continue // changed since read: the next reconcile reads it
 		default:
-			// Another process may have added it since our walk.
-			err = put(ctx, tx, r.id, r.row, r.body, r.known || kb.mayHaveRow(ctx, tx, r.id))
+			// Its row, if any: also one another process may have added
+			// since our walk.
+			gone = append(gone, r.id)
+			if i, ok := at[r.id]; ok {
+				puts[i] = r // listed twice: the later read
+			} else {
+				at[r.id] = len(puts)
+				puts = append(puts, r)
+			}
 		}
-		if err != nil {
+	}
+	if err := removeAll(ctx, tx, gone); err != nil {
+		return kb.indexError(ix, err)
+	}
+	for _, r := range puts {
+		if err := put(ctx, tx, r.id, r.row, r.body, false); err != nil {
 			return kb.indexError(ix, err)
 		}
 	}
 	return kb.indexError(ix, tx.Commit())
-}
-
-// mayHaveRow reports whether files has a row for id (true when unsure).
-func (kb *Base) mayHaveRow(ctx context.Context, tx *sql.Tx, id string) bool {
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM files WHERE id = ?`, id).Scan(&one)
-	return !errors.Is(err, sql.ErrNoRows)
 }
 
 func (kb *Base) indexError(ix *ftsIndex, err error) error {
