@@ -17,8 +17,10 @@ LDFLAGS       := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 all: build
 
+# A static binary (no cgo): it needs no C library on the machine it is copied
+# to, and starts about a millisecond sooner without the dynamic loader.
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentctl
 
 # Go modules and the pinned TypeScript MCP SDK (the independent test client).
 deps: $(TSCLIENT)/node_modules/.package-lock.json

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -64,8 +65,8 @@ func BenchmarkProcess(b *testing.B) {
 	env, _ := benchEnv(b)
 	minimal := filepath.Join(b.TempDir(), "minimal")
 	_, file, _, _ := runtime.Caller(0)
-	build := exec.Command("go", "build", "-o", minimal, "./testdata/minimal")
-	build.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	// Built as agentctl is (static): the same start-up path on both sides.
+	build := goBuild(context.Background(), minimal, filepath.Join(filepath.Dir(file), "..", ".."), "./testdata/minimal", staticBuild...)
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build testdata/minimal: %v\n%s", err, out)
 	}

@@ -36,7 +36,7 @@ func (w withBinaries) Run() int {
 	_, file, _, _ := runtime.Caller(0)
 	pkg := filepath.Dir(file)
 	builds = map[string]*build{
-		"agentctl": startBuild(ctx, filepath.Join(dir, "agentctl"), pkg, "."),
+		"agentctl": startBuild(ctx, filepath.Join(dir, "agentctl"), pkg, ".", staticBuild...),
 		"server":   startBuild(ctx, filepath.Join(dir, "upstream"), filepath.Join(pkg, "..", ".."), "./testdata/upstream"),
 		// The fake coding-agent client of the `instance run` tests.
 		"fakeclient": startBuild(ctx, filepath.Join(dir, "fakeclient"), filepath.Join(pkg, "..", ".."), "./testdata/fakeclient"),
@@ -78,12 +78,26 @@ type build struct {
 // builds are the binaries that TestMain builds, by name.
 var builds map[string]*build
 
-func startBuild(ctx context.Context, path, dir, pkg string, flags ...string) *build {
+// staticBuild is the environment agentctl is built in, by `make build` and
+// for the tests, and with it every program a benchmark takes as its floor:
+// a static binary (no cgo), which needs no C library and starts without
+// the dynamic loader.
+var staticBuild = []string{"CGO_ENABLED=0"}
+
+// goBuild is the go build of pkg into path, with env settings
+// (NAME=VALUE, as [staticBuild]) added to the test's environment.
+func goBuild(ctx context.Context, path, dir, pkg string, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", path, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+func startBuild(ctx context.Context, path, dir, pkg string, env ...string) *build {
 	b := &build{path: path, done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
-		cmd := exec.CommandContext(ctx, "go", append(append([]string{"build", "-o", path}, flags...), pkg)...)
-		cmd.Dir = dir
+		cmd := goBuild(ctx, path, dir, pkg, env...)
 		b.out, b.err = cmd.CombinedOutput()
 	}()
 	return b

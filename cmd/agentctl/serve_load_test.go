@@ -350,8 +350,8 @@ func buildTestdata(tb testing.TB, name string) string {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), name)
 	_, file, _, _ := runtime.Caller(0)
-	build := exec.Command("go", "build", "-o", path, "./testdata/"+name)
-	build.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	// Built as agentctl is: the baselines of its benchmarks.
+	build := goBuild(context.Background(), path, filepath.Join(filepath.Dir(file), "..", ".."), "./testdata/"+name, staticBuild...)
 	if out, err := build.CombinedOutput(); err != nil {
 		tb.Fatalf("build testdata/%s: %v\n%s", name, err, out)
 	}
