@@ -48,12 +48,17 @@ func (e *ProgramNotFoundError) Error() string {
 func (e *ProgramNotFoundError) Unwrap() error { return e.Err }
 
 // LookPath finds the plan's program in PATH, or says that it is not
-// installed with a [*ProgramNotFoundError].
+// installed with a [*ProgramNotFoundError]. [Plan.Run] starts what it
+// found.
 func (p *Plan) LookPath() (string, error) {
+	if p.path != "" {
+		return p.path, nil
+	}
 	path, err := exec.LookPath(p.Program)
 	if err != nil {
 		return "", &ProgramNotFoundError{Program: p.Program, Agent: p.Agent, Err: err}
 	}
+	p.path = path
 	return path, nil
 }
 

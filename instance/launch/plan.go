@@ -75,6 +75,9 @@ type Plan struct {
 	Env []EnvVar `json:"env"`
 	// Log is where a headless run's output is copied.
 	Log string `json:"log"`
+
+	// path is the program as found by LookPath, once it has been.
+	path string
 }
 
 // EnvVar is one environment variable a run sets.
