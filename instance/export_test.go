@@ -44,3 +44,6 @@ func (s *Store) ListQueryPlanForTest(o ListOptions) ([]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// InWAL is inWAL, for tests.
+var InWAL = inWAL

@@ -138,7 +138,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	if err := s.init(ctx); err != nil {
+	if err := s.init(ctx, inWAL(dbPath)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open state database %s: %w", dbPath, err)
 	}
@@ -180,13 +180,31 @@ func checkNotEmptied(dbPath, instancesDir string) error {
 		"restore %s (and its -wal file) from a backup, or move the state directory %s aside to start afresh", dbPath, instancesDir, n, DBFile, filepath.Dir(dbPath))
 }
 
-// init turns WAL on and applies pending migrations, safely against other
+// inWAL reports whether the database file at path is in WAL mode already,
+// as its header says (bytes 18 and 19, the file format's write and read
+// versions, are 2 in WAL mode; the mode persists in the file). Unreadable
+// or short: false, and init sets the mode.
+func inWAL(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var hdr [20]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return false
+	}
+	return string(hdr[:16]) == "SQLite format 3\x00" && hdr[18] == 2 && hdr[19] == 2
+}
+
+// init turns WAL on (unless the file says it is on: a statement fewer for
+// every command) and applies pending migrations, safely against other
 // processes doing the same at the same moment.
-func (s *Store) init(ctx context.Context) error {
+func (s *Store) init(ctx context.Context, wal bool) error {
 	// Switching to WAL needs a moment alone with the file; SQLite reports
 	// SQLITE_BUSY at once rather than waiting, so retry briefly.
 	var mode string
-	for i := 0; ; i++ {
+	for i := 0; !wal; i++ {
 		err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
 		if err == nil {
 			break
