@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // "opencode", reading its configuration and starting no server
 // (FAKECLIENT_SESSION=skip), so what run adds is instance_run minus
 // client_direct: the store reads and writes of the status, the run log, the
-// lock, the catalog and the second process start.
+// lock, the catalog and the second process start. "added" times the two
+// alternately and reports the median difference.
 //
 //	go test -run '^$' -bench InstanceRun -benchmem -count 6 ./cmd/agentctl
 func BenchmarkInstanceRun(b *testing.B) {
@@ -56,21 +58,55 @@ func BenchmarkInstanceRun(b *testing.B) {
 	b.Run("dry_run", func(b *testing.B) {
 		runProcess(b, bin, env, append([]string{"instance", "run", id, "--prompt", "say hi", "--dry-run"}, envArgs(env)...)...)
 	})
+	clientDirect := func(b *testing.B) time.Duration {
+		cmd := exec.Command(filepath.Join(fakeDir, "opencode"), plan.Args...)
+		cmd.Dir, cmd.Env = plan.Dir, direct
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		return time.Since(start)
+	}
+	runArgs := append([]string{"instance", "run", id, "--prompt", "say hi"}, envArgs(env)...)
+	instanceRun := func(b *testing.B) time.Duration {
+		cmd := exec.Command(bin, runArgs...)
+		cmd.Env = env
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		return time.Since(start)
+	}
 	b.Run("client_direct", func(b *testing.B) {
 		var ds []time.Duration
 		b.ReportAllocs()
 		for b.Loop() {
-			cmd := exec.Command(filepath.Join(fakeDir, "opencode"), plan.Args...)
-			cmd.Dir, cmd.Env = plan.Dir, direct
-			start := time.Now()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("%v\n%s", err, out)
-			}
-			ds = append(ds, time.Since(start))
+			ds = append(ds, clientDirect(b))
 		}
 		reportMedian(b, ds)
 	})
 	b.Run("instance_run", func(b *testing.B) {
-		runProcess(b, bin, env, append([]string{"instance", "run", id, "--prompt", "say hi"}, envArgs(env)...)...)
+		runProcess(b, bin, env, runArgs...)
+	})
+	// added: the two alternately in one loop (which goes first swaps each
+	// iteration), and the median of the differences, so that both sides
+	// see the same machine.
+	b.Run("added", func(b *testing.B) {
+		var added, through, alone []time.Duration
+		for i := 0; b.Loop(); i++ {
+			var d, r time.Duration
+			if i%2 == 0 {
+				d, r = clientDirect(b), instanceRun(b)
+			} else {
+				r, d = instanceRun(b), clientDirect(b)
+			}
+			added, through, alone = append(added, r-d), append(through, r), append(alone, d)
+		}
+		slices.Sort(added)
+		b.ReportMetric(float64(added[len(added)/2])/float64(time.Millisecond), "ms-added/median")
+		slices.Sort(through)
+		b.ReportMetric(float64(through[len(through)/2])/float64(time.Millisecond), "ms-run/median")
+		slices.Sort(alone)
+		b.ReportMetric(float64(alone[len(alone)/2])/float64(time.Millisecond), "ms-direct/median")
 	})
 }
