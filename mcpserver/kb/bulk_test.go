@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -154,5 +155,40 @@ func TestWriteTxPrepares(t *testing.T) {
 	// INSERT INTO files, INSERT INTO fts, and remove's DELETE.
 	if tx.prepared != 3 {
 		t.Fatalf("%d statements prepared for 10 puts, want 3", tx.prepared)
+	}
+}
+
+// TestBuildBatches: a build (a bulk reconcile) applies its files in
+// transactions of up to bulkBatch files, each ended once it holds
+// batchBytes of text, however large the concepts are.
+func TestBuildBatches(t *testing.T) {
+	files := map[string]string{}
+	big := strings.Repeat("lorem ipsum dolor sit amet ", (900<<10)/27) // ~900 KiB
+	const n = 20
+	for i := range n {
+		files[fmt.Sprintf("big%02d.md", i)] = fmt.Sprintf("# Big %d\n\n%s\n", i, big)
+	}
+	for i := range 40 {
+		files[fmt.Sprintf("small%02d.md", i)] = fmt.Sprintf("# Small %d\n\nwords\n", i)
+	}
+	kb, dir := openTest(t, "batches", files, Options{})
+	ageFiles(t, dir)
+	kb.bulkAfter = 10
+	applies := 0
+	kb.beforeApply = func() { applies++ }
+	st, err := kb.Index(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Read != n+40 {
+		t.Fatalf("read %d, want %d", st.Read, n+40)
+	}
+	// 20 × 900 KiB is about 18 MiB: a transaction ends once it holds
+	// batchBytes, so at least two (one, were only the count bounded).
+	if applies < 2 {
+		t.Fatalf("%d transaction for %d MiB of text, want at least 2", applies, n*len(big)>>20)
+	}
+	if ids := searchIDs(t, kb, "lorem", 50); len(ids) != n {
+		t.Fatalf("search found %d of the %d large concepts", len(ids), n)
 	}
 }

@@ -147,7 +147,11 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 			return stats, kb.indexError(ix, err)
 		}
 	}
-	if err := kb.applyChanges(ctx, ix, changed, progress); err != nil {
+	batch := reconcileBatch
+	if bulk {
+		batch = bulkBatch
+	}
+	if err := kb.applyChanges(ctx, ix, changed, batch, progress); err != nil {
 		if bulk { // else left off until the next reconcile
 			_ = ix.restoreAutomerge(context.WithoutCancel(ctx))
 		}
@@ -192,9 +196,19 @@ func (kb *Base) freshness(ctx context.Context, ix *ftsIndex, maxAge time.Duratio
 }
 
 // reconcileBatch is how many changed files one transaction applies: large
-// enough that commits do not dominate a build, small enough that a search
-// or a write of another process waits little for one.
+// enough that commits do not dominate, small enough that a search or a
+// write of another process waits little for one.
 const reconcileBatch = 256
+
+// bulkBatch is the same for a bulk reconcile (a build): FTS5 writes its
+// pending terms out as a segment at every commit, which the optimize at the
+// end merges again, so fewer, larger transactions build faster; a write
+// of another process waits for one at most about a tenth of a second here.
+// batchBytes bounds what a batch holds in memory either way.
+const (
+	bulkBatch  = 2048
+	batchBytes = 8 << 20
+)
 
 // optimizeAfter is how many changed files make a reconcile merge the index's
 // segments.
@@ -234,8 +248,9 @@ type indexed struct {
 }
 
 // applyChanges reads the changed files in parallel and applies them in
-// batches, as they come, so the texts read never pile up.
-func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, progress func(done, total int)) error {
+// transactions of up to size files and batchBytes of text, as they come,
+// so the texts read never pile up.
+func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, size int, progress func(done, total int)) error {
 	if progress != nil {
 		progress(0, len(changed))
 	}
@@ -251,7 +266,8 @@ func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, 
 		close(results)
 	}()
 	var applyErr error
-	batch := make([]indexed, 0, reconcileBatch)
+	batch := make([]indexed, 0, min(size, len(changed)))
+	held := 0 // bytes of text in batch
 	done := 0
 	flush := func() {
 		if applyErr == nil && len(batch) > 0 {
@@ -261,14 +277,15 @@ func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, 
 			applyErr = kb.applyBatch(ctx, ix, batch)
 		}
 		done += len(batch)
-		batch = batch[:0]
+		clear(batch) // drop the texts
+		batch, held = batch[:0], 0
 		if progress != nil && applyErr == nil {
 			progress(done, len(changed))
 		}
 	}
 	for r := range results {
-		batch = append(batch, r)
-		if len(batch) == reconcileBatch {
+		batch, held = append(batch, r), held+len(r.body)
+		if len(batch) >= size || held >= batchBytes {
 			flush()
 		}
 	}
