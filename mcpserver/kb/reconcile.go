@@ -207,7 +207,7 @@ const reconcileBatch = 256
 // batchBytes bounds what a batch holds in memory either way.
 const (
 	bulkBatch  = 2048
-	batchBytes = 8 << 20
+	batchBytes = 4 << 20
 )
 
 // optimizeAfter is how many changed files make a reconcile merge the index's
