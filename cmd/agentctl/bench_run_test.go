@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,15 +67,6 @@ func BenchmarkInstanceRun(b *testing.B) {
 		return time.Since(start)
 	}
 	runArgs := append([]string{"instance", "run", id, "--prompt", "say hi"}, envArgs(env)...)
-	instanceRun := func(b *testing.B) time.Duration {
-		cmd := exec.Command(bin, runArgs...)
-		cmd.Env = env
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%v\n%s", err, out)
-		}
-		return time.Since(start)
-	}
 	b.Run("client_direct", func(b *testing.B) {
 		var ds []time.Duration
 		b.ReportAllocs()
@@ -92,21 +82,6 @@ func BenchmarkInstanceRun(b *testing.B) {
 	// iteration), and the median of the differences, so that both sides
 	// see the same machine.
 	b.Run("added", func(b *testing.B) {
-		var added, through, alone []time.Duration
-		for i := 0; b.Loop(); i++ {
-			var d, r time.Duration
-			if i%2 == 0 {
-				d, r = clientDirect(b), instanceRun(b)
-			} else {
-				r, d = instanceRun(b), clientDirect(b)
-			}
-			added, through, alone = append(added, r-d), append(through, r), append(alone, d)
-		}
-		slices.Sort(added)
-		b.ReportMetric(float64(added[len(added)/2])/float64(time.Millisecond), "ms-added/median")
-		slices.Sort(through)
-		b.ReportMetric(float64(through[len(through)/2])/float64(time.Millisecond), "ms-run/median")
-		slices.Sort(alone)
-		b.ReportMetric(float64(alone[len(alone)/2])/float64(time.Millisecond), "ms-direct/median")
+		pairedProcesses(b, "direct", func() time.Duration { return clientDirect(b) }, "run", func() time.Duration { return timeProcess(b, bin, env, runArgs...) })
 	})
 }

@@ -44,6 +44,21 @@ func BenchmarkStoreScale(b *testing.B) {
 			runProcess(b, bin, s.env, "instance", "create", "--agent", "auggie", "--workspace", b.TempDir())
 		})
 	}
+	// The targets, each side timed alternately: list at 10,000 against
+	// version, and create at 10,000 against create at 10.
+	list := []string{"instance", "list", "-o", "json", "--limit", "50"}
+	b.Run("list_10000_vs_version", func(b *testing.B) {
+		pairedProcesses(b, "version", func() time.Duration { return timeProcess(b, bin, large, "version") },
+			"list", func() time.Duration { return timeProcess(b, bin, large, list...) })
+	})
+	create := func(env []string) func() time.Duration {
+		return func() time.Duration {
+			return timeProcess(b, bin, env, "instance", "create", "--agent", "auggie", "--workspace", b.TempDir())
+		}
+	}
+	b.Run("create_10000_vs_10", func(b *testing.B) {
+		pairedProcesses(b, "at10", create(small), "at10000", create(large))
+	})
 }
 
 // seedInstances fills the store of env with n instances quickly: one real

@@ -53,6 +53,43 @@ func runProcess(b *testing.B, bin string, env []string, args ...string) {
 	reportMedian(b, ds)
 }
 
+// timeProcess runs bin with args and env once and returns its wall time.
+func timeProcess(b *testing.B, bin string, env []string, args ...string) time.Duration {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s %v: %v\n%s", filepath.Base(bin), args, err, out)
+	}
+	return time.Since(start)
+}
+
+// pairedProcesses times base and subject alternately in one loop (which
+// goes first swaps every iteration), so that both see the same machine,
+// and reports the median of the per-iteration ratios subject/base
+// ("ratio/median") and differences ("ms-added/median"), and each side's
+// median wall time ("ms-NAME/median"). Where a target is a ratio or a
+// difference of two commands, this is how it is measured.
+func pairedProcesses(b *testing.B, baseName string, base func() time.Duration, subjectName string, subject func() time.Duration) {
+	var ratios, added, tb, ts []float64
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	for i := 0; b.Loop(); i++ {
+		var db, ds time.Duration
+		if i%2 == 0 {
+			db, ds = base(), subject()
+		} else {
+			ds, db = subject(), base()
+		}
+		ratios, added = append(ratios, float64(ds)/float64(db)), append(added, ms(ds-db))
+		tb, ts = append(tb, ms(db)), append(ts, ms(ds))
+	}
+	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(med(ratios), "ratio/median")
+	b.ReportMetric(med(added), "ms-added/median")
+	b.ReportMetric(med(tb), "ms-"+baseName+"/median")
+	b.ReportMetric(med(ts), "ms-"+subjectName+"/median")
+}
+
 // BenchmarkProcess measures short commands as whole processes, with two
 // floors in the same run: `agentctl version` (agentctl's own start and
 // exit) and a minimal go-sdk program (testdata/minimal: links the SDK,
@@ -73,6 +110,14 @@ func BenchmarkProcess(b *testing.B) {
 	b.Run("floor_minimal_gosdk", func(b *testing.B) { runProcess(b, minimal, env) })
 	b.Run("baseline_version", func(b *testing.B) { runProcess(b, bin, env, "version") })
 	b.Run("agents_list", func(b *testing.B) { runProcess(b, bin, env, "agents", "list") })
+	// The targets: each within 1.1x of the minimal program, alternately.
+	floor := func() time.Duration { return timeProcess(b, minimal, env) }
+	b.Run("version_vs_minimal", func(b *testing.B) {
+		pairedProcesses(b, "minimal", floor, "version", func() time.Duration { return timeProcess(b, bin, env, "version") })
+	})
+	b.Run("agents_list_vs_minimal", func(b *testing.B) {
+		pairedProcesses(b, "minimal", floor, "agents_list", func() time.Duration { return timeProcess(b, bin, env, "agents", "list") })
+	})
 	b.Run("instance_create", func(b *testing.B) {
 		runProcess(b, bin, env, "instance", "create", "--agent", "auggie", "--workspace", b.TempDir())
 	})
