@@ -90,11 +90,12 @@ func pairedProcesses(b *testing.B, baseName string, base func() time.Duration, s
 	b.ReportMetric(med(ts), "ms-"+subjectName+"/median")
 }
 
-// BenchmarkProcess measures short commands as whole processes, with two
+// BenchmarkProcess measures short commands as whole processes, with
 // floors in the same run: `agentctl version` (agentctl's own start and
-// exit) and a minimal go-sdk program (testdata/minimal: links the SDK,
-// makes a server, prints a version), which is what start-up costs without
-// agentctl's other dependencies.
+// exit), a minimal go-sdk program (testdata/minimal: links the SDK, makes a
+// server, prints a version), which is what start-up costs without
+// agentctl's other dependencies, and the same with the SQLite driver
+// linked (testdata/minimalsqlite).
 //
 //	go test -run '^$' -bench Process -benchmem -count 6 ./cmd/agentctl
 func BenchmarkProcess(b *testing.B) {
@@ -102,10 +103,13 @@ func BenchmarkProcess(b *testing.B) {
 	env, _ := benchEnv(b)
 	minimal := filepath.Join(b.TempDir(), "minimal")
 	_, file, _, _ := runtime.Caller(0)
-	// Built as agentctl is (static): the same start-up path on both sides.
-	build := goBuild(context.Background(), minimal, filepath.Join(filepath.Dir(file), "..", ".."), "./testdata/minimal", staticBuild...)
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build testdata/minimal: %v\n%s", err, out)
+	minimalSQLite := filepath.Join(b.TempDir(), "minimalsqlite")
+	for _, p := range []struct{ path, pkg string }{{minimal, "./testdata/minimal"}, {minimalSQLite, "./testdata/minimalsqlite"}} {
+		// Built as agentctl is (static): the same start-up path on both sides.
+		build := goBuild(context.Background(), p.path, filepath.Join(filepath.Dir(file), "..", ".."), p.pkg, staticBuild...)
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("build %s: %v\n%s", p.pkg, err, out)
+		}
 	}
 	b.Run("floor_minimal_gosdk", func(b *testing.B) { runProcess(b, minimal, env) })
 	b.Run("baseline_version", func(b *testing.B) { runProcess(b, bin, env, "version") })
@@ -117,6 +121,15 @@ func BenchmarkProcess(b *testing.B) {
 	})
 	b.Run("agents_list_vs_minimal", func(b *testing.B) {
 		pairedProcesses(b, "minimal", floor, "agents_list", func() time.Duration { return timeProcess(b, bin, env, "agents", "list") })
+	})
+	// What linking the SQLite driver alone costs the minimal program's
+	// start, and agentctl's start against that floor.
+	b.Run("minimal_sqlite_vs_minimal", func(b *testing.B) {
+		pairedProcesses(b, "minimal", floor, "minimal_sqlite", func() time.Duration { return timeProcess(b, minimalSQLite, env) })
+	})
+	b.Run("version_vs_minimal_sqlite", func(b *testing.B) {
+		pairedProcesses(b, "minimal_sqlite", func() time.Duration { return timeProcess(b, minimalSQLite, env) },
+			"version", func() time.Duration { return timeProcess(b, bin, env, "version") })
 	})
 	b.Run("instance_create", func(b *testing.B) {
 		runProcess(b, bin, env, "instance", "create", "--agent", "auggie", "--workspace", b.TempDir())
