@@ -42,7 +42,7 @@ func NewCmdAgentsList(f *Factory, runF func(*AgentsListOptions) error) *cobra.Co
 		},
 	}
 	addOutputFlag(cmd, &opts.Output)
-	return cmd
+	return markQuick(cmd)
 }
 
 func agentsListRun(opts *AgentsListOptions) error {

@@ -68,7 +68,7 @@ func NewCmdAgentsShow(f *Factory, runF func(*AgentsShowOptions) error) *cobra.Co
 		},
 	}
 	addOutputFlag(cmd, &opts.Output)
-	return cmd
+	return markQuick(cmd)
 }
 
 func agentsShowRun(opts *AgentsShowOptions) error {

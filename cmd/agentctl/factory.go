@@ -39,6 +39,10 @@ type Factory struct {
 	// the command returns; the stores it opens are left to the exit to
 	// close (see [instance.ClosedByExit]).
 	exitAfter bool
+	// watchSignals, when not nil (Main), makes SIGINT and SIGTERM cancel
+	// the context of the command about to run; the root calls it before
+	// every command that is not quick (see quickAnnotation).
+	watchSignals func()
 }
 
 // storeOpener opens the state store. With create false it does not create

@@ -75,7 +75,7 @@ reported progress.`,
 	cmd.Flags().StringVar(&opts.Status, "status", "", "show only instances whose latest report has this `STATUS`: "+strings.Join(statuses, ", "))
 	cmd.Flags().StringVar(&opts.Since, "since", "", "show only instances created since `WHEN`: a duration ago (90m, 24h) or a date (2026-01-31, RFC 3339)")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(statuses, cobra.ShellCompDirectiveNoFileComp))
-	return cmd
+	return markQuick(cmd)
 }
 
 // parseSince reads --since: a duration back from now, or a date or time.

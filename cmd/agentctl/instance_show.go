@@ -44,7 +44,7 @@ func NewCmdInstanceShow(f *Factory, runF func(context.Context, *InstanceShowOpti
 		},
 	}
 	addOutputFlag(cmd, &opts.Output)
-	return cmd
+	return markQuick(cmd)
 }
 
 func instanceShowRun(ctx context.Context, opts *InstanceShowOptions) error {

@@ -107,7 +107,7 @@ fields version, commit, modified and go.`,
 		},
 	}
 	addOutputFlag(cmd, &opts.Output)
-	return cmd
+	return markQuick(cmd)
 }
 
 func versionRun(opts *VersionOptions) error {
