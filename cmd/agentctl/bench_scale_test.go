@@ -59,6 +59,14 @@ func BenchmarkStoreScale(b *testing.B) {
 	b.Run("create_10000_vs_10", func(b *testing.B) {
 		pairedProcesses(b, "at10", create(small), "at10000", create(large))
 	})
+	// What the size of the store costs a listing of the same 50 records:
+	// at 10,000 instances against at 100.
+	hundred, _ := benchEnv(b)
+	seedInstances(b, bin, hundred, 100)
+	b.Run("list_10000_vs_100", func(b *testing.B) {
+		pairedProcesses(b, "at100", func() time.Duration { return timeProcess(b, bin, hundred, list...) },
+			"at10000", func() time.Duration { return timeProcess(b, bin, large, list...) })
+	})
 }
 
 // seedInstances fills the store of env with n instances quickly: one real
