@@ -14,19 +14,17 @@ import (
 // BenchmarkKBBuildFloor puts the index build of BenchmarkKBSearch's 10,000
 // concepts next to what bounds it from below, in one run:
 //
-//   - read_files: reading every file once (the floor the issue names);
+//	go test -run '^$' -bench KBBuildFloor -benchtime 5x ./mcpserver/kb
 //
-//   - fts5_only_porter: FTS5 alone indexing the same texts, already in
-//     memory, with the index's tokenizer, in one transaction with no
-//     journal, then the same optimize: no files, no rows, no checks;
-//
-//   - fts5_only_ascii: the same with FTS5's simplest tokenizer (no
-//     stemming, no Unicode folding), the least any FTS5 index costs;
-//
-//   - build: Base.Index from nothing, which reads the files, checks each,
-//     and writes both tables in WAL transactions.
-//
-//     go test -run '^$' -bench KBBuildFloor -benchtime 5x ./mcpserver/kb
+// read_files reads every file once (the floor the issue names).
+// fts5_only_porter is FTS5 alone indexing the same texts, already in
+// memory, with the index's tokenizer, in one transaction with no journal,
+// then the same optimize: no files, no rows, no checks. fts5_only_ascii is
+// the same with FTS5's simplest tokenizer (no stemming, no Unicode
+// folding), the least any FTS5 index costs. build is Base.Index from
+// nothing, which reads the files, checks each, and writes both tables in
+// WAL transactions. The whole-process build is BenchmarkKBProcess in
+// cmd/agentctl.
 func BenchmarkKBBuildFloor(b *testing.B) {
 	dir := b.TempDir()
 	writeBenchKB(b, dir, benchKBVocabulary())
