@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -160,7 +161,8 @@ func loadRound(ctx context.Context, sessions []*mcp.ClientSession, ids []string)
 // through one `agentctl serve`. Every answer must come and be the one
 // asked for. The figures (latency, calls per second, the daemon's RSS) are
 // logged; they are measured, not asserted, but for memory, which must not
-// grow by more than 10% between two identical rounds (a leak would).
+// grow by more than 10% over the rounds after the measured one (a leak
+// would).
 //
 //	go test -run TestServeLoad -v ./cmd/agentctl
 func TestServeLoad(t *testing.T) {
@@ -209,21 +211,26 @@ func TestServeLoad(t *testing.T) {
 		len(lat), loadClients, loadInstances, took.Round(time.Millisecond), float64(len(lat))/took.Seconds(),
 		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), before, after, growth,
 		runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
-	// RSS follows the garbage collector's timing, not only what is live: a
-	// reading over the bound after one round is looked at again after up
-	// to two more identical rounds. A leak grows with every round; a
-	// collection that had not run yet brings a later reading back down.
-	for extra := 0; growth > 10 && extra < 2; extra++ {
+	// The leak check starts from the reading after the measured round, not
+	// the one before it: one warm-up round does not always bring the heap
+	// and the runtime's retained pages to their working size (in CI a
+	// second round once still added 17%, and the next ones none). RSS also
+	// follows the garbage collector's timing, not only what is live, so a
+	// reading over the bound is looked at again after up to two more
+	// identical rounds. A leak grows with every round; a collection that
+	// had not run yet brings a later reading back down.
+	base, leak := after, math.Inf(1)
+	for extra := 0; leak > 10 && extra < 3; extra++ {
 		if _, _, problems := loadRound(ctx, sessions, ids); len(problems) > 0 {
 			t.Errorf("an extra round: %s", problems[0])
 		}
 		again := vmRSS(t, cmd.Process.Pid)
-		g := float64(again-before) / float64(before) * 100
-		t.Logf("after another identical round: %d KiB (%+.1f%% over the warm-up's %d KiB)", again, g, before)
-		growth = min(growth, g)
+		g := float64(again-base) / float64(base) * 100
+		t.Logf("after another identical round: %d KiB (%+.1f%% over the measured round's %d KiB)", again, g, base)
+		leak = min(leak, g)
 	}
-	if growth > 10 {
-		t.Errorf("the daemon's RSS stayed over 10%% above the warm-up's (%d KiB) after three identical rounds: a leak?", before)
+	if leak > 10 {
+		t.Errorf("the daemon's RSS stayed over 10%% above the measured round's (%d KiB) after three more identical rounds: a leak?", base)
 	}
 }
 
