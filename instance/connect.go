@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -262,7 +264,7 @@ func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 				res.Action = "unchanged"
 				return nil, nil
 			case !o.Force && !startsInstance(string(old), rec.ID):
-				return nil, notOurs(path, res.Key, rec.ID, "replace")
+				return nil, notOurs(path, res.Key, rec.ID, "replace", string(old))
 			default:
 				res.Action = "replaced"
 			}
@@ -274,7 +276,7 @@ func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			}
 			servers, ok := top[f.Key].(map[string]any)
 			if !ok && top[f.Key] != nil {
-				return nil, fmt.Errorf("%s: %s is not a table; nothing was changed", path, f.Key)
+				return nil, invalidf("%s: %s is not a table, which is where the client looks for its servers; nothing was changed: make it a table ([%s.NAME] sections), or move the file away", path, f.Key, f.Key)
 			}
 			if servers == nil {
 				servers = map[string]any{}
@@ -292,12 +294,12 @@ func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 				top, ok = newJSONObject(), true
 			}
 			if !ok {
-				return nil, fmt.Errorf("%s is not a JSON object; nothing was changed", path)
+				return nil, invalidf("%s is not a JSON object, which is what the client reads; nothing was changed: fix the file, or move it away", path)
 			}
 			sv, _ := top.get(f.Key)
 			servers, ok := sv.(*jsonObject)
 			if !ok && sv != nil {
-				return nil, fmt.Errorf("%s: %q is not an object; nothing was changed", path, f.Key)
+				return nil, invalidf("%s: %q is not an object of servers by name, which is where the client looks for them; nothing was changed: fix the file, or move it away", path, f.Key)
 			}
 			if servers == nil {
 				servers = newJSONObject()
@@ -322,7 +324,7 @@ func decide(res *ConnectResult, exists bool, old, entry any, force bool, id, pat
 	case sameValue(old, entry):
 		res.Action = "unchanged"
 	case !force && !startsInstance(old, id):
-		return notOurs(path, res.Key, id, "replace")
+		return notOurs(path, res.Key, id, "replace", old)
 	default:
 		res.Action = "replaced"
 	}
@@ -370,7 +372,7 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			old, remove = v, func() { servers.remove(rec.ServerName) }
 		}
 		if !o.Force && !startsInstance(old, rec.ID) {
-			return nil, notOurs(path, res.Key, rec.ID, "remove")
+			return nil, notOurs(path, res.Key, rec.ID, "remove", old)
 		}
 		remove()
 		res.Action = "removed"
@@ -384,9 +386,41 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 // removeFile, returned by an edit, removes the file.
 type removeFile struct{}
 
-func notOurs(path, key, id, verb string) error {
-	return invalidf("%s: the entry %s does not start this instance (agentctl mcp serve --instance %s): it belongs to something else; nothing was changed. "+
-		"Give the instance another --server-name, or pass --force to %s it anyway", path, key, id, verb)
+func notOurs(path, key, id, verb string, old any) error {
+	whose := "it starts something else"
+	if other := instanceOf(old); other != "" {
+		whose = "it starts instance " + other
+	}
+	return invalidf("%s: the entry %s is not instance %s's (%s); nothing was changed. "+
+		"Give this instance another --server-name, or pass --force to %s it anyway", path, key, id, whose, verb)
+}
+
+// instanceRE finds the instance an entry starts: `mcp serve --instance ID`
+// in its arguments, or /instances/ID/ in its URL.
+var instanceRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`"--instance",\s*"([0-9a-z]{26})"|--instance[ =]([0-9a-z]{26})\b|/instances/([0-9a-z]{26})/`)
+})
+
+// instanceOf is the id of the agentctl instance entry v starts, or "".
+func instanceOf(v any) string {
+	var text string
+	switch t := v.(type) {
+	case string:
+		text = t
+	default:
+		b, err := encodeOrderedJSON(v, "")
+		if err != nil {
+			b, _ = json.Marshal(v)
+		}
+		text = string(b)
+	}
+	m := instanceRE().FindStringSubmatch(text)
+	for _, g := range m[min(len(m), 1):] {
+		if g != "" {
+			return g
+		}
+	}
+	return ""
 }
 
 func joinKey(key, server string) string {

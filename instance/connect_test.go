@@ -73,7 +73,9 @@ func TestConnectDisconnectGolden(t *testing.T) {
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(path, before, 0o600); err != nil {
+			// 0640: neither the mode os.CreateTemp gives the new file
+			// (0600) nor the default a new file gets (0644).
+			if err := os.WriteFile(path, before, 0o640); err != nil {
 				t.Fatal(err)
 			}
 			o := instance.ConnectOptions{Scope: c.scope, Getenv: connectEnv(home)}
@@ -89,8 +91,8 @@ func TestConnectDisconnectGolden(t *testing.T) {
 			if bak, _ := os.ReadFile(path + instance.BackupSuffix); !bytes.Equal(bak, before) {
 				t.Errorf("backup differs from the file before:\n%s", bak)
 			}
-			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
-				t.Errorf("mode %v, want the file's own 0600", fi.Mode().Perm())
+			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
+				t.Errorf("mode %v, want the file's own 0640", fi.Mode().Perm())
 			}
 			timeout := `660000` // 10 min + 1 min, in the client's unit
 			switch c.agent {
@@ -158,6 +160,9 @@ func TestConnectRefusesUnparsable(t *testing.T) {
 		{"cursor", ".cursor/mcp.json", "{\n  \"mcpServers\": {\n    \"a\": {,}\n  }\n}\n", "line 3, column 11"},
 		{"vscode-copilot", ".vscode/mcp.json", "{\n  // my servers\n  \"servers\": {}\n}\n", "the file has comments"},
 		{"codex", "codex-home/config.toml", "model = \"x\"\n[mcp_servers\n", "to end table name"},
+		// Written back, one of the two would be lost.
+		{"cursor", ".cursor/mcp.json", "{\n  \"mcpServers\": {\"x\": {}},\n  \"mcpServers\": {\"a\": {}}\n}\n", `line 3, column 3: the member "mcpServers" comes twice in one object`},
+		{"cursor", ".cursor/mcp.json", "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"command\": \"y\"}}}", `the member "command" comes twice`},
 	} {
 		t.Run(c.agent, func(t *testing.T) {
 			ws, home := t.TempDir(), t.TempDir()
@@ -200,7 +205,8 @@ func TestConnectOthersEntry(t *testing.T) {
 	before, _ := os.ReadFile(path)
 	for _, op := range []func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error){instance.Connect, instance.Disconnect} {
 		_, err := op(rec, instance.ConnectOptions{})
-		if err == nil || !strings.Contains(err.Error(), "does not start this instance (agentctl mcp serve --instance "+rec.ID+")") || !strings.Contains(err.Error(), "--force") {
+		if err == nil || !strings.Contains(err.Error(), "is not instance "+rec.ID+"'s (it starts instance "+other.ID+")") || !strings.Contains(err.Error(), "--force") ||
+			!errors.Is(err, instance.ErrInvalid) {
 			t.Errorf("err = %v", err)
 		}
 		if data, _ := os.ReadFile(path); !bytes.Equal(data, before) {
@@ -293,5 +299,60 @@ func TestDisconnectEmptyFile(t *testing.T) {
 	res, err := instance.Disconnect(rec, instance.ConnectOptions{Scope: instance.ScopeUser, Getenv: connectEnv(home)})
 	if err != nil || res.Action != "absent" {
 		t.Fatalf("disconnect from an empty config.toml: %+v, %v", res, err)
+	}
+}
+
+// TestConnectRefusesWrongShape: a file that parses but does not hold its
+// servers where the client reads them is refused as invalid input (exit
+// code 4), left unchanged, with what to do.
+func TestConnectRefusesWrongShape(t *testing.T) {
+	st := openStore(t)
+	for _, c := range []struct{ agent, rel, body, want string }{
+		{"cursor", ".cursor/mcp.json", "[]\n", "is not a JSON object"},
+		{"cursor", ".cursor/mcp.json", "{\"mcpServers\": []}\n", `"mcpServers" is not an object of servers`},
+		{"codex", "codex-home/config.toml", "mcp_servers = 3\n", "mcp_servers is not a table"},
+	} {
+		t.Run(c.agent, func(t *testing.T) {
+			ws, home := t.TempDir(), t.TempDir()
+			rec := create(t, st, c.agent, func(o *instance.CreateOptions) { o.Workspace = ws })
+			scope, root := instance.ScopeWorkspace, ws
+			if c.agent == "codex" {
+				scope, root = instance.ScopeUser, home
+			}
+			path := filepath.Join(root, c.rel)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			os.WriteFile(path, []byte(c.body), 0o644)
+			_, err := instance.Connect(rec, instance.ConnectOptions{Scope: scope, Getenv: connectEnv(home)})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing was changed") || !errors.Is(err, instance.ErrInvalid) {
+				t.Errorf("err = %v, want invalid input saying %q and that nothing was changed", err, c.want)
+			}
+			if data, _ := os.ReadFile(path); string(data) != c.body {
+				t.Errorf("file changed:\n%s", data)
+			}
+		})
+	}
+}
+
+// TestConnectKeepsBOM: a file that begins with a UTF-8 byte order mark (as
+// some Windows editors write it) is read past it, and written back with it.
+func TestConnectKeepsBOM(t *testing.T) {
+	st := openStore(t)
+	ws := t.TempDir()
+	rec := create(t, st, "cursor", func(o *instance.CreateOptions) { o.Workspace = ws })
+	path := filepath.Join(ws, ".cursor", "mcp.json")
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	os.WriteFile(path, []byte("\xef\xbb\xbf{\n  \"mcpServers\": {\n    \"mine\": {\"command\": \"x\"}\n  }\n}\n"), 0o644)
+	if _, err := instance.Connect(rec, instance.ConnectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if !bytes.HasPrefix(data, []byte("\xef\xbb\xbf{")) || !strings.Contains(string(data), `"mine"`) || !strings.Contains(string(data), rec.ID) {
+		t.Errorf("after connect:\n%q", data)
+	}
+	if _, err := instance.Disconnect(rec, instance.ConnectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(path); !bytes.HasPrefix(data, []byte("\xef\xbb\xbf{")) || strings.Contains(string(data), rec.ID) {
+		t.Errorf("after disconnect:\n%q", data)
 	}
 }

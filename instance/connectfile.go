@@ -41,7 +41,7 @@ func editConfig(path, kind string, edit func(doc any) (any, error), res *Connect
 		return err
 	}
 	var doc any
-	if exists && len(bytes.TrimSpace(data)) > 0 {
+	if exists && len(bytes.TrimSpace(bytes.TrimPrefix(data, utf8BOM))) > 0 {
 		switch kind {
 		case "block":
 			doc = data
@@ -56,7 +56,7 @@ func editConfig(path, kind string, edit func(doc any) (any, error), res *Connect
 			}
 			doc = m
 		default:
-			if doc, err = parseOrderedJSON(data); err != nil {
+			if doc, err = parseOrderedJSON(bytes.TrimPrefix(data, utf8BOM)); err != nil {
 				return unreadable(path, err.Error())
 			}
 		}
@@ -86,6 +86,9 @@ func editConfig(path, kind string, edit func(doc any) (any, error), res *Connect
 		if next, err = encodeOrderedJSON(v, jsonIndent(data)); err != nil {
 			return fmt.Errorf("%s: %w; nothing was changed", path, err)
 		}
+		if bytes.HasPrefix(data, utf8BOM) { // as the file had it
+			next = append(append([]byte{}, utf8BOM...), next...)
+		}
 	}
 	if exists {
 		bak := real + BackupSuffix
@@ -104,6 +107,11 @@ func editConfig(path, kind string, edit func(doc any) (any, error), res *Connect
 	}
 	return writeAtomic(real, next, mode)
 }
+
+// utf8BOM is the byte order mark some Windows editors begin a UTF-8 file
+// with; JSON does not allow it, but the clients that read these files skip
+// it, so connect reads past it and keeps it.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 func unreadable(path, why string) error {
 	return &InvalidError{Msg: fmt.Sprintf("%s does not parse (%s); nothing was changed: fix the file, or move it away, and try again", path, why)}

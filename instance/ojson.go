@@ -59,10 +59,13 @@ func parseOrderedJSON(data []byte) (any, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	return decodeOrdered(dec)
+	return decodeOrdered(dec, data)
 }
 
-func decodeOrdered(dec *json.Decoder) (any, error) {
+// decodeOrdered reads the value dec is at. A member name that comes twice
+// in one object is an error: the file would be written back with one of
+// them only, and which one its client reads is the client's choice.
+func decodeOrdered(dec *json.Decoder, data []byte) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -77,18 +80,29 @@ func decodeOrdered(dec *json.Decoder) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				v, err := decodeOrdered(dec)
+				k := kt.(string)
+				if _, dup := o.get(k); dup {
+					// The offset is past the name's closing quote: point
+					// at its opening one.
+					off := dec.InputOffset()
+					if i := bytes.LastIndexByte(data[:max(off-1, 0)], '"'); i >= 0 {
+						off = int64(i)
+					}
+					line, col := lineCol(data, off+1) // lineCol counts as a syntax error's offset does
+					return nil, fmt.Errorf("line %d, column %d: the member %q comes twice in one object; keep one of them", line, col, k)
+				}
+				v, err := decodeOrdered(dec, data)
 				if err != nil {
 					return nil, err
 				}
-				o.set(kt.(string), v)
+				o.set(k, v)
 			}
 			_, err := dec.Token() // '}'
 			return o, err
 		case '[':
 			list := []any{}
 			for dec.More() {
-				v, err := decodeOrdered(dec)
+				v, err := decodeOrdered(dec, data)
 				if err != nil {
 					return nil, err
 				}

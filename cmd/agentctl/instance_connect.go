@@ -54,11 +54,14 @@ the client started as usual, in the instance's workspace, finds the endpoint:
 
 ` + connectFilesHelp + `
 
-Every other server and setting in that file is kept, in its order (Codex's
-config.toml is read and written again: its values are kept, its comments are not).
-The file is replaced atomically with its mode; before agentctl first changes it a
-copy is kept as FILE.agentctl-bak. A file that does not parse, or JSON with
-comments, is refused and left as it is. An entry named S that starts something
+Every other server and setting in a JSON file is kept, in its order, with its
+numbers as written (a UTF-8 byte order mark is kept too). Codex's config.toml is
+read and written again: its values are kept, but not its comments, its order
+(keys and tables come back sorted) or its inline tables. The file is replaced
+atomically with its mode; before agentctl first changes it a copy is kept as
+FILE.agentctl-bak. A file that does not parse, JSON with comments, a member
+name that comes twice in one object, or servers that are not where the client
+reads them, are refused (exit code 4) and the file left as it is. An entry named S that starts something
 else (another instance) is refused unless --force. Connecting again changes
 nothing. Undo it with 'agentctl instance disconnect'.
 
