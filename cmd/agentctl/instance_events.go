@@ -57,6 +57,9 @@ With -o json each event is one JSON object per line (JSON Lines), also with --fo
 
 // poller is the poller of src that the options ask for.
 func poller(poll func(provision.EventSource) *provision.Poller, src provision.EventSource) *provision.Poller {
+	if st, ok := src.(*instance.Store); ok {
+		src = &lostRuns{Store: st}
+	}
 	if poll != nil {
 		return poll(src)
 	}
@@ -106,4 +109,22 @@ func printEvent(io *IOStreams, output string, e *instance.Event) error {
 		_, err = fmt.Fprintf(io.Out, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.At.Format(time.RFC3339Nano), e.Status, pct, msg)
 	}
 	return err
+}
+
+// lostRuns is the store as `instance wait` and `events` poll it: on the
+// way, at most once a second, it records the end of a run whose agentctl
+// was killed before it could (see [instance.Store.EndLostRun]), so that a
+// wait ends on "failed" rather than on a "running" nothing will end.
+type lostRuns struct {
+	*instance.Store
+	last time.Time
+}
+
+func (l *lostRuns) Events(ctx context.Context, id string, after int64) ([]*instance.Event, error) {
+	if now := time.Now(); now.Sub(l.last) >= time.Second {
+		l.last = now
+		// A failure here is the store's, which Events reports.
+		_, _ = l.Store.EndLostRun(ctx, id)
+	}
+	return l.Store.Events(ctx, id, after)
 }

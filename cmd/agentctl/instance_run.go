@@ -59,10 +59,14 @@ The instance's status follows the run: "running" while the client runs, then "do
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to the client; run waits for it and
 exits with the client's exit code (128+N when signal N ended it), or 127 when the
-client's program is not installed.
+client's program is not installed. If agentctl itself is killed (SIGKILL, the OOM
+killer, a CI runner's hard stop), the client is sent SIGTERM (on Linux), and the
+next 'instance wait' or 'instance events' records the run as "failed", its exit
+code unknown, once the client is gone.
 
 --dry-run prints what would run: the command line, the working directory and the
-environment variables set, with secrets hidden, and starts nothing.`,
+environment variables set, with secrets hidden, and starts nothing; -o json prints
+that plan as JSON (and is refused without --dry-run).`,
 		Example: `  agentctl instance run fix-login --prompt 'Fix the failing login test'
   agentctl instance run "$id" --prompt-file task.md -- --model claude-opus-4
   agentctl instance run "$id" --prompt 'say hi' --dry-run -o json
@@ -77,6 +81,10 @@ environment variables set, with secrets hidden, and starts nothing.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(opts.Output); err != nil {
 				return err
+			}
+			if opts.Output == formatJSON && !opts.DryRun {
+				return usageErrorf("-o json prints the plan of --dry-run; a run's output is the client's own. " +
+					"After the run, 'agentctl instance show INSTANCE -o json' has its last_run (exit code, signal, times)")
 			}
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 {
@@ -142,6 +150,9 @@ func instanceRunRun(ctx context.Context, opts *InstanceRunOptions) error {
 			return err
 		}
 		if opts.DryRun {
+			if err := plan.CheckDir(); err != nil {
+				opts.IO.Narrate("warning: %v", err)
+			}
 			return printPlan(opts.IO, plan.Redacted(), opts.Output)
 		}
 		return runClient(ctx, opts.IO, st, r, plan)
@@ -210,6 +221,9 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 	var nf *launch.ProgramNotFoundError
 	if _, err := plan.LookPath(); errors.As(err, &nf) {
 		return &exitError{code: 127, err: err, client: true}
+	}
+	if err := plan.CheckDir(); err != nil {
+		return err
 	}
 	release, err := st.RunLock(r.ID)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -304,6 +305,110 @@ func TestInstanceRunSignal(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("instance logs --follow did not end with the run")
+	}
+}
+
+// TestInstanceRunKilled: when `instance run` is killed (SIGKILL: it can
+// record nothing), its client is sent SIGTERM by the kernel, and `instance
+// wait` then ends on "failed" (exit 6) saying what happened, rather than
+// waiting on the "running" the killed run left.
+func TestInstanceRunKilled(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the client is ended with its agentctl by Linux's parent-death signal")
+	}
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	rec := e.create(ctx, "--agent", "claude-code")
+	path := fakeClientOnPath(t, "claude")
+	cmd := exec.CommandContext(ctx, e.bin, "instance", "run", rec.ID, "--prompt", "wait")
+	cmd.Env = append(e.cliEnv(), "PATH="+path, "FAKECLIENT_WAIT=signal")
+	cmd.Dir = e.work
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb lockedBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() && lines.Text() != "fakeclient: waiting" {
+	}
+	// The start is recorded as the client starts: wait for its pid.
+	var pid int
+	for pid == 0 {
+		var shown struct {
+			LastRun *struct {
+				PID int `json:"pid"`
+			} `json:"last_run"`
+		}
+		if err := json.Unmarshal([]byte(e.mustRun(ctx, "instance", "show", rec.ID, "-o", "json")), &shown); err != nil {
+			t.Fatal(err)
+		}
+		if shown.LastRun != nil {
+			pid = shown.LastRun.PID
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the run's start was never recorded; stderr %s", errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, stdout) // the client's output, until it ends
+	_ = cmd.Wait()
+	for processAlive(pid) {
+		if ctx.Err() != nil {
+			t.Fatalf("the client (pid %d) still runs after its agentctl was killed", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	res := e.run(ctx, "instance", "wait", rec.ID, "--status", "done", "--timeout", "2m")
+	if res.code != 6 || !strings.Contains(res.stderr, "ended without agentctl recording how") {
+		t.Fatalf("wait after a killed run: want exit 6 saying the run ended unrecorded\n%s", res)
+	}
+	evs := e.events(ctx, rec.ID)
+	if last := evs[len(evs)-1]; last.Status != "failed" || last.Tool != "agentctl instance run" {
+		t.Errorf("last event %+v, want the run's failed", last)
+	}
+}
+
+// TestInstanceRunWorkspaceGone: a run whose workspace was removed says so
+// (not that the program is missing) and starts nothing, not even the log;
+// --dry-run warns and prints the plan. -o json is refused without
+// --dry-run, which it is the output of.
+func TestInstanceRunWorkspaceGone(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.create(ctx, "--agent", "claude-code", "--workspace", ws)
+	if err := os.Remove(ws); err != nil {
+		t.Fatal(err)
+	}
+	path := fakeClientOnPath(t, "claude")
+	res, _ := e.runWithFake(ctx, path, nil, "instance", "run", rec.ID, "--prompt", "hi")
+	if res.code != 1 || !strings.Contains(res.stderr, "workspace "+ws+" does not exist any more") || strings.Contains(res.stderr, "fork/exec") {
+		t.Errorf("run in a removed workspace: want exit 1 saying the workspace is gone\n%s", res)
+	}
+	if _, err := os.Stat(filepath.Join(rec.Dir, "run.log")); err == nil {
+		t.Errorf("a run that never started wrote run.log")
+	}
+	res, _ = e.runWithFake(ctx, path, nil, "instance", "run", rec.ID, "--prompt", "hi", "--dry-run")
+	if res.code != 0 || !strings.Contains(res.stderr, "warning: the instance's workspace "+ws+" does not exist any more") {
+		t.Errorf("dry run in a removed workspace: want exit 0 and a warning\n%s", res)
+	}
+	res, _ = e.runWithFake(ctx, path, nil, "instance", "run", rec.ID, "--prompt", "hi", "-o", "json")
+	if res.code != 2 || !strings.Contains(res.stderr, "-o json prints the plan of --dry-run") {
+		t.Errorf("-o json without --dry-run: want exit 2 saying what it is for\n%s", res)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -62,6 +63,23 @@ func (p *Plan) LookPath() (string, error) {
 	return path, nil
 }
 
+// CheckDir says, with what to do, when the directory the client is to run
+// in (the instance's workspace) is not a directory any more: starting it
+// there would fail with the program's name in the error, as if the program
+// were missing.
+func (p *Plan) CheckDir() error {
+	fi, err := os.Stat(p.Dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the instance's workspace %s does not exist any more; create it again (mkdir -p %s), or create an instance for another workspace", p.Dir, ShellQuote(p.Dir))
+	case err != nil:
+		return fmt.Errorf("the instance's workspace: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("the instance's workspace %s is not a directory any more; move the file away, or create an instance for another workspace", p.Dir)
+	}
+	return nil
+}
+
 // outputGrace is how long a headless run keeps reading the output of what
 // the client left running after it exited.
 const outputGrace = 2 * time.Second
@@ -114,6 +132,7 @@ func (p *Plan) Run(s Streams, log io.Writer, started func(pid int, at time.Time)
 		// outputGrace more.
 		cmd.WaitDelay = outputGrace
 	}
+	endWithUs(cmd)
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)

@@ -1,0 +1,73 @@
+package instance
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// runFailed is the final status [Store.EndLostRun] records (the
+// report_progress tool's "failed", which mcpserver defines).
+const runFailed = "failed"
+
+// EndLostRun records the end of a run of instance id that ended without its
+// agentctl recording it: that agentctl was stopped by force (SIGKILL, the
+// OOM killer, a CI runner's hard stop, a power cut) and its last word is the
+// run's "running". That is so when the instance's latest event is the
+// run's "running", its last_run has no end, no process holds the run lock
+// and the client's pid is not alive (where agentctl is killed, the client
+// is sent SIGTERM on Linux; elsewhere it may run on, and the status stays
+// "running" while it does). It then adds a "failed" event saying so, which
+// `instance wait` and `list` see, and reports true. Where run locks are not
+// tracked (Windows) it does nothing.
+func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
+	if !serveLocking || !isID(id) {
+		return false, nil
+	}
+	seq, lost, err := s.lostRunEvent(ctx, id)
+	if err != nil || !lost {
+		return false, err
+	}
+	if running, err := s.Running(id); err != nil || running {
+		return false, err
+	}
+	release, err := s.RunLock(id)
+	if err != nil {
+		return false, nil // a run started meanwhile, or the instance is gone
+	}
+	defer release()
+	// Looked at again with the lock held: a run may have started and
+	// ended since.
+	if again, lost, err := s.lostRunEvent(ctx, id); err != nil || !lost || again != seq {
+		return false, err
+	}
+	r, err := s.Get(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	run := r.LastRun
+	if run == nil || run.EndedAt != nil || run.PID > 0 && processAlive(run.PID) {
+		return false, nil
+	}
+	msg := fmt.Sprintf("the run of %s (pid %d, started %s) ended without agentctl recording how: the agentctl that ran it was stopped by force "+
+		"(SIGKILL, the OOM killer, a CI runner's hard stop); the client's exit code is unknown, its output is in %s",
+		run.Program, run.PID, run.StartedAt.Format(time.RFC3339), RunLogFile)
+	return s.EndRun(ctx, id, seq, *run, Event{Tool: RunTool, Status: runFailed, Message: msg})
+}
+
+// lostRunEvent is the sequence number of instance id's latest event, and
+// whether it is a run's "running".
+func (s *Store) lostRunEvent(ctx context.Context, id string) (int64, bool, error) {
+	var seq int64
+	var tool, status string
+	err := s.db.QueryRowContext(ctx, `SELECT seq, tool, status FROM events WHERE instance_id = ? ORDER BY seq DESC LIMIT 1`, id).Scan(&seq, &tool, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, s.dbError(err)
+	}
+	return seq, tool == RunTool && status == "running", nil
+}

@@ -1,0 +1,126 @@
+//go:build unix
+
+package instance_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+)
+
+// deadPID is the pid of a process that has ended (and been reaped).
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestEndLostRun: a run whose agentctl was killed (its "running" the last
+// event, no end in last_run, the run lock free, the client gone) is
+// recorded as failed, once; nothing else is.
+func TestEndLostRun(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	start := func(t *testing.T, pid int) *instance.Record {
+		t.Helper()
+		rec := create(t, st, "auggie", func(o *instance.CreateOptions) { o.Workspace = t.TempDir() })
+		run := instance.Run{Program: "auggie", Mode: "headless", PID: pid, StartedAt: time.Now().UTC()}
+		if _, err := st.StartRun(ctx, rec.ID, run, instance.Event{Tool: instance.RunTool, Status: "running", Message: "started"}); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	last := func(t *testing.T, id string) *instance.Event {
+		t.Helper()
+		evs, err := st.Events(ctx, id, 0)
+		if err != nil || len(evs) == 0 {
+			t.Fatalf("events: %v, %v", evs, err)
+		}
+		return evs[len(evs)-1]
+	}
+
+	t.Run("lost", func(t *testing.T) {
+		rec := start(t, deadPID(t))
+		ended, err := st.EndLostRun(ctx, rec.ID)
+		if err != nil || !ended {
+			t.Fatalf("EndLostRun = %v, %v; want true", ended, err)
+		}
+		if e := last(t, rec.ID); e.Status != "failed" || e.Tool != instance.RunTool || !strings.Contains(e.Message, "ended without agentctl recording how") {
+			t.Errorf("last event %+v", e)
+		}
+		if again, err := st.EndLostRun(ctx, rec.ID); err != nil || again {
+			t.Errorf("a second EndLostRun = %v, %v; want false", again, err)
+		}
+	})
+	t.Run("run lock held", func(t *testing.T) {
+		rec := start(t, deadPID(t))
+		release, err := st.RunLock(rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		if ended, err := st.EndLostRun(ctx, rec.ID); err != nil || ended {
+			t.Errorf("EndLostRun with the run lock held = %v, %v; want false", ended, err)
+		}
+	})
+	t.Run("client alive", func(t *testing.T) {
+		rec := start(t, os.Getpid())
+		if ended, err := st.EndLostRun(ctx, rec.ID); err != nil || ended {
+			t.Errorf("EndLostRun with the client alive = %v, %v; want false", ended, err)
+		}
+	})
+	t.Run("ended", func(t *testing.T) {
+		rec := start(t, deadPID(t))
+		r, _ := st.Get(ctx, rec.ID)
+		run := *r.LastRun
+		end, code := time.Now().UTC(), 0
+		run.EndedAt, run.ExitCode = &end, &code
+		if _, err := st.EndRun(ctx, rec.ID, 0, run, instance.Event{Tool: instance.RunTool, Status: "done", Message: "exited 0"}); err != nil {
+			t.Fatal(err)
+		}
+		if ended, err := st.EndLostRun(ctx, rec.ID); err != nil || ended {
+			t.Errorf("EndLostRun after a recorded end = %v, %v; want false", ended, err)
+		}
+	})
+	t.Run("the model spoke last", func(t *testing.T) {
+		rec := start(t, deadPID(t))
+		if _, err := st.AddEvent(ctx, instance.Event{InstanceID: rec.ID, Tool: "report_progress", Status: "running", Message: "working"}); err != nil {
+			t.Fatal(err)
+		}
+		if ended, err := st.EndLostRun(ctx, rec.ID); err != nil || ended {
+			t.Errorf("EndLostRun after the model's report = %v, %v; want false", ended, err)
+		}
+	})
+	t.Run("zombie", func(t *testing.T) {
+		// A child not waited for is a zombie once it exits: gone, though
+		// signal 0 still finds it.
+		cmd := exec.Command("true")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Wait()
+		rec := start(t, cmd.Process.Pid)
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ended, err := st.EndLostRun(ctx, rec.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ended {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a run whose client is a zombie was never recorded as ended")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
