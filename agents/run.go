@@ -54,6 +54,12 @@ type Run struct {
 	// Unsupported, when set, says why agentctl cannot start this client
 	// at all (an editor, say); `instance run` refuses with it.
 	Unsupported string `toml:"unsupported" json:"unsupported,omitempty"`
+	// ToolTimeout is how long the client started by this recipe lets each
+	// tool call take when the recipe cannot tell it (Goose gives an
+	// extension added with --with-extension its default, whatever
+	// config.yaml says); `instance run` warns when a question may wait
+	// longer. Zero: the recipe passes the timeout the instance needs.
+	ToolTimeout Duration `toml:"tool_timeout" json:"tool_timeout,omitempty"`
 }
 
 // RunPlaceholders lists the placeholders a [Run] recipe may use.

@@ -346,6 +346,23 @@ func ToolTimeoutWarning(def *agents.Definition, question time.Duration) string {
 		def.ID, limit, need, question, ToolTimeoutMargin, limit-ToolTimeoutMargin, limit-ToolTimeoutMargin)
 }
 
+// RunToolTimeoutWarning is what `instance run` says when the client its
+// recipe starts cannot be told how long a tool call may take, and lets one
+// take less than a question may wait ([agents.Run.ToolTimeout]), or "".
+func RunToolTimeoutWarning(def *agents.Definition, question time.Duration) string {
+	limit := time.Duration(def.Run.ToolTimeout)
+	need := ToolTimeoutFor(question)
+	if limit <= 0 || need <= limit {
+		return ""
+	}
+	if limit <= ToolTimeoutMargin {
+		return fmt.Sprintf("warning: %s, as `instance run` starts it, lets a tool call run at most %s: ask_user_question cannot wait for an answer", def.ID, limit)
+	}
+	return fmt.Sprintf("warning: %s, as `instance run` starts it, lets a tool call run at most %s (it cannot be told otherwise), but ask_user_question may wait %s: "+
+		"an answer after %s would be cut off; create the instance with --question-timeout %s or less, or start %s yourself with the server from the instance's configuration, which sets a longer timeout",
+		def.ID, limit, need, limit-ToolTimeoutMargin, limit-ToolTimeoutMargin, def.ID)
+}
+
 // ClientToolTimeout is the tool-call timeout written for def's client:
 // [ToolTimeoutFor] question, at most the client's
 // [agents.MCPConfig.ToolTimeoutMax] (a Node client given a longer one would

@@ -149,6 +149,9 @@ func instanceRunRun(ctx context.Context, opts *InstanceRunOptions) error {
 		if err != nil {
 			return err
 		}
+		for _, w := range plan.Warnings {
+			opts.IO.Narrate("%s", w)
+		}
 		if opts.DryRun {
 			if err := plan.CheckDir(); err != nil {
 				opts.IO.Narrate("warning: %v", err)
@@ -183,6 +186,7 @@ func planRun(st *instance.Store, r *instance.Record, definition func(string) (*a
 		qt = mcpserver.DefaultQuestionTimeout
 	}
 	o.ToolTimeout = instance.ClientToolTimeout(def, qt)
+	o.Warning = instance.RunToolTimeoutWarning(def, qt)
 	// A client that reads MCP servers only from its own files finds the
 	// endpoint once `instance connect` has put it there, in either scope.
 	o.WorkspaceConfigured = func() (string, bool) {

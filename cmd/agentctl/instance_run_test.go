@@ -443,3 +443,31 @@ func TestInstanceLogsFollowNextRun(t *testing.T) {
 		t.Fatalf("logs --follow did not end with the run; output %q", out.String())
 	}
 }
+
+// TestInstanceRunGooseToolTimeout: Goose started with --with-extension
+// lets a tool call run 300 s whatever its config says; a run (and its dry
+// run, in its JSON too) warns when a question may wait longer, and does
+// not when it may not.
+func TestInstanceRunGooseToolTimeout(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	long := e.create(ctx, "--agent", "goose") // the default 10m question timeout
+	short := e.create(ctx, "--agent", "goose", "--question-timeout", "4m")
+	res := e.run(ctx, "instance", "run", long.ID, "-p", "x", "--dry-run")
+	want := "warning: goose, as `instance run` starts it, lets a tool call run at most 5m0s"
+	if res.code != 0 || !strings.Contains(res.stderr, want) || !strings.Contains(res.stderr, "--question-timeout 4m0s or less") {
+		t.Errorf("dry run with a 10m question timeout: want the warning\n%s", res)
+	}
+	res = e.run(ctx, "instance", "run", long.ID, "-p", "x", "--dry-run", "-o", "json")
+	var plan struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &plan); err != nil || len(plan.Warnings) != 1 || !strings.HasPrefix(plan.Warnings[0], want) {
+		t.Errorf("the dry run's JSON has warnings %q (%v), want the one\n%s", plan.Warnings, err, res)
+	}
+	if res := e.run(ctx, "instance", "run", short.ID, "-p", "x", "--dry-run"); res.code != 0 || strings.Contains(res.stderr, "warning:") {
+		t.Errorf("dry run with a 4m question timeout: want no warning\n%s", res)
+	}
+}

@@ -59,6 +59,9 @@ type Options struct {
 	// workspace already holds the endpoint's entry; asked only for
 	// recipes with WorkspaceConfig.
 	WorkspaceConfigured func() (path string, ok bool)
+	// Warning, when set, is what the run should say first (a tool timeout
+	// the client started this way cannot be told).
+	Warning string
 }
 
 // Plan is one run of a client: what [Plan.Run] starts, and what `--dry-run`
@@ -75,6 +78,8 @@ type Plan struct {
 	Env []EnvVar `json:"env"`
 	// Log is where a headless run's output is copied.
 	Log string `json:"log"`
+	// Warnings are what the run says on stderr before it starts.
+	Warnings []string `json:"warnings,omitempty"`
 
 	// path is the program as found by LookPath, once it has been.
 	path string
@@ -140,6 +145,9 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 		Program: def.ProgramOrDefault(),
 		Dir:     rec.Workspace,
 		Log:     filepath.Join(rec.Dir, instance.RunLogFile),
+	}
+	if o.Warning != "" {
+		p.Warnings = append(p.Warnings, o.Warning)
 	}
 	p.Args = append(p.Args, expand(r.ConfigArgs)...)
 	if o.Mode == Headless {
