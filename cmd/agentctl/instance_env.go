@@ -32,7 +32,9 @@ func NewCmdInstanceEnv(f *Factory, runF func(context.Context, *InstanceEnvOption
 		Long: `Env prints, as shell exports, the environment variables 'agentctl instance run' sets
 for the instance's client (AGENTCTL_INSTANCE and those its recipe uses to find the MCP
 configuration), followed by comments showing the command lines of a headless and an
-interactive run, for people who start the client themselves. Secrets are hidden.
+interactive run, for people who start the client themselves. Secrets are hidden: a
+variable whose value is secret (an HTTP instance's AGENTCTL_TOKEN) is printed as a
+comment, for you to set, so that eval never sets it to the mark.
 
   eval "$(agentctl instance env ID)"
 
@@ -90,12 +92,16 @@ func instanceEnvRun(ctx context.Context, opts *InstanceEnvOptions) error {
 		if base == nil {
 			base = plans[string(launch.Interactive)]
 		}
+		// A hidden value is not exported: eval would set the variable to
+		// the mark, and the client would send it (a token that fails).
 		for _, e := range base.Env {
-			fmt.Fprintf(&b, "export %s=%s\n", e.Name, launch.ShellQuote(e.Value))
-		}
-		for _, e := range base.Env {
-			if e.Value == launch.Hidden && e.Name == launch.TokenEnv {
-				fmt.Fprintf(&b, "# %s: the instance's token, shown once by instance create; get a new one with `agentctl instance token rotate %s`\n", launch.Hidden, r.ID)
+			switch {
+			case e.Value != launch.Hidden:
+				fmt.Fprintf(&b, "export %s=%s\n", e.Name, launch.ShellQuote(e.Value))
+			case e.Name == launch.TokenEnv:
+				fmt.Fprintf(&b, "# export %s=...  the instance's token, hidden here: set it yourself to the one instance create printed, or get a new one with `agentctl instance token rotate %s`\n", e.Name, r.ID)
+			default:
+				fmt.Fprintf(&b, "# export %s=...  a secret, hidden here: set it yourself\n", e.Name)
 			}
 		}
 		fmt.Fprintf(&b, "# then, in %s:\n", launch.ShellQuote(base.Dir))

@@ -76,8 +76,9 @@ type Plan struct {
 	Dir string `json:"dir"`
 	// Env are the variables added to the user's environment, in order.
 	Env []EnvVar `json:"env"`
-	// Log is where a headless run's output is copied.
-	Log string `json:"log"`
+	// Log is where a headless run's output is copied ("" for an
+	// interactive run, whose output is the terminal's).
+	Log string `json:"log,omitempty"`
 	// Warnings are what the run says on stderr before it starts.
 	Warnings []string `json:"warnings,omitempty"`
 
@@ -144,7 +145,9 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 		Mode:    o.Mode,
 		Program: def.ProgramOrDefault(),
 		Dir:     rec.Workspace,
-		Log:     filepath.Join(rec.Dir, instance.RunLogFile),
+	}
+	if o.Mode == Headless {
+		p.Log = filepath.Join(rec.Dir, instance.RunLogFile)
 	}
 	if o.Warning != "" {
 		p.Warnings = append(p.Warnings, o.Warning)
