@@ -357,7 +357,9 @@ func (c *Config) invalid(key, how string) error {
 func (c *Config) QuestionTimeout() (time.Duration, error) {
 	d, err := time.ParseDuration(c.String(keyQuestionTimeout))
 	if err != nil || d <= 0 {
-		return 0, c.invalid(keyQuestionTimeout, "use a positive duration such as 10m or 90s")
+		// Go's durations end at about 292 years: a longer one does
+		// not parse either.
+		return 0, c.invalid(keyQuestionTimeout, "use a positive duration of at most 2562047h (about 292 years), such as 10m or 90s")
 	}
 	return d, nil
 }
