@@ -106,3 +106,59 @@ func TestReconcileRacyReplaced(t *testing.T) {
 		t.Errorf("search alpha: %v, want none", ids)
 	}
 }
+
+// TestReconcileKeepsNewerWrite: a reconcile that read a concept before a
+// concept_write of another process (another base sharing the index)
+// replaced it does not store its older read over the write's row. The
+// write lands between the reconcile's read and its transaction (the
+// beforeApply hook). The index itself is checked, not Search: a search
+// would mend an older row it finds (TestSearchNeverStale), and so hide the
+// lost update.
+func TestReconcileKeepsNewerWrite(t *testing.T) {
+	indexDir := t.TempDir()
+	a, dir := openTest(t, "docs", map[string]string{"x.md": "# x\nalpha"}, Options{IndexDir: indexDir, RefreshInterval: time.Hour})
+	// Aged: a read within racyWindow of the file's modification is read
+	// again inside the transaction, which would find the write anyway.
+	ageFiles(t, dir)
+	b, err := Open("docs", dir, Options{IndexDir: indexDir, RefreshInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := a.index(ctx); err != nil { // b's write needs the schema
+		t.Fatal(err)
+	}
+	var once sync.Once
+	a.beforeApply = func() {
+		once.Do(func() {
+			if _, err := b.Write(ctx, "x", "# x\nbravo"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if st, err := a.Index(ctx, nil); err != nil || st.Read != 1 {
+		t.Fatalf("index: %+v, %v", st, err)
+	}
+	a.beforeApply = nil
+	ix, err := a.index(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		word string
+		want []string
+	}{{"bravo", []string{"x"}}, {"alpha", nil}} {
+		hits, err := ix.search(ctx, []string{c.word}, 10, a.opts.MaxBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range hits {
+			ids = append(ids, h.id)
+		}
+		if !slices.Equal(ids, c.want) {
+			t.Errorf("the index's hits for %q: %v, want %v (the reconcile's older read replaced the write)", c.word, ids, c.want)
+		}
+	}
+}
