@@ -19,8 +19,9 @@ import (
 
 // BenchmarkStoreScale measures the CLI against a store of 10 and of 10,000
 // instances, whole process, with `agentctl version` (process start and
-// exit) as the floor in the same run: `instance list -o json --limit 50`
-// and `instance create` must cost the same whatever the size of the store.
+// exit) as the floor in the same run: `instance list -o json --limit 50`,
+// `instance list --status done --limit 5` and `instance create` must cost
+// the same whatever the size of the store.
 //
 //	go test -run '^$' -bench StoreScale -benchmem -count 6 ./cmd/agentctl
 func BenchmarkStoreScale(b *testing.B) {
@@ -67,6 +68,66 @@ func BenchmarkStoreScale(b *testing.B) {
 		pairedProcesses(b, "at100", func() time.Duration { return timeProcess(b, bin, hundred, list...) },
 			"at10000", func() time.Duration { return timeProcess(b, bin, large, list...) })
 	})
+	// The same for --status, with a rare status: every instance reports
+	// running, and only the five oldest are done, so that a filter that
+	// looked at each instance's latest event would read the whole store
+	// to find them. Seeded last, so the lines above see no events.
+	seedStatuses(b, hundred)
+	seedStatuses(b, large)
+	status := []string{"instance", "list", "-o", "json", "--status", "done", "--limit", "5"}
+	listsDone(b, bin, hundred, status...)
+	listsDone(b, bin, large, status...)
+	b.Run("list_status_10000_vs_100", func(b *testing.B) {
+		pairedProcesses(b, "at100", func() time.Duration { return timeProcess(b, bin, hundred, status...) },
+			"at10000", func() time.Duration { return timeProcess(b, bin, large, status...) })
+	})
+	// --status against --agent (the instances_agent index) at 10,000,
+	// each printing five records.
+	agent := []string{"instance", "list", "-o", "json", "--agent", "auggie", "--limit", "5"}
+	b.Run("list_status_vs_agent_10000", func(b *testing.B) {
+		pairedProcesses(b, "agent", func() time.Duration { return timeProcess(b, bin, large, agent...) },
+			"status", func() time.Duration { return timeProcess(b, bin, large, status...) })
+	})
+}
+
+// seedStatuses gives every instance in the store of env a running report
+// and the five oldest a done one after it, as report_progress would have
+// stored them.
+func seedStatuses(b *testing.B, env []string) {
+	b.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(envArgs(env)[1], "state.db")+"?_pragma=busy_timeout(30000)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	at := time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
+	for _, q := range []string{
+		`INSERT INTO events (instance_id, at, tool, status, message) SELECT id, ?, 'report_progress_agentctl', 'running', 'working' FROM instances ORDER BY id`,
+		`INSERT INTO events (instance_id, at, tool, status, message) SELECT id, ?, 'report_progress_agentctl', 'done', 'finished' FROM instances ORDER BY id LIMIT 5`,
+	} {
+		if _, err := db.Exec(q, at); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// listsDone checks that `agentctl args...` in env prints the five done
+// instances of [seedStatuses], so that the figures time the right listing.
+func listsDone(b *testing.B, bin string, env []string, args ...string) {
+	b.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("%v: %v", args, err)
+	}
+	var got []struct{ Status string }
+	if err := json.Unmarshal(out, &got); err != nil {
+		b.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	if len(got) != 5 || got[0].Status != "done" || got[4].Status != "done" {
+		b.Fatalf("%v printed %d instances, want the 5 done ones:\n%s", args, len(got), out)
+	}
 }
 
 // seedInstances fills the store of env with n instances quickly: one real
