@@ -37,7 +37,8 @@ type Listed struct {
 // Records yields the instances o selects, oldest first, reading one row at
 // a time: the cost of a listing is that of what it yields, not of the size
 // of the store. The filters run in SQLite, on the primary key (instance ids
-// are ULIDs, so creation time orders them) and the indexes of migration 2.
+// are ULIDs, so creation time orders them) and the indexes of migrations 2
+// (agent) and 4 (status).
 //
 // A record that does not decode is yielded as a [*CorruptRecordError] with
 // a nil [Listed], and the sequence goes on; any other error ends it.
@@ -74,9 +75,11 @@ func (s *Store) Records(ctx context.Context, o ListOptions) iter.Seq2[*Listed, e
 	}
 }
 
-// latestStatus is the status of an instance's latest progress report, read
-// through the events_instance index.
-const latestStatus = `coalesce((SELECT e.status FROM events e WHERE e.instance_id = i.id ORDER BY e.seq DESC LIMIT 1), '')`
+// latestStatus is the status of an instance's latest progress report: the
+// column of migration 4, which a trigger sets with every event insert, so
+// that --status is a range of the instances_status index (status, id)
+// rather than a look at every instance's latest event.
+const latestStatus = `i.status`
 
 // openQuestions counts an instance's open questions, read through the
 // questions_instance index (instance_id, status) alone: its cost is that of

@@ -63,6 +63,19 @@ var migrations = []string{
 		instance_id TEXT PRIMARY KEY REFERENCES instances(id) ON DELETE CASCADE,
 		hash        BLOB NOT NULL
 	);`,
+	// 4: each instance's latest progress status beside its record, so that
+	// `instance list --status` reads the instances_status index instead of
+	// every instance's latest event. Backfilled here, in the migration's
+	// transaction; from then on the trigger sets it in the statement (and
+	// so the transaction) of every event insert, whichever code makes it,
+	// an endpoint of an older agentctl that is still serving included.
+	`ALTER TABLE instances ADD COLUMN status TEXT NOT NULL DEFAULT '';
+	UPDATE instances SET status = (SELECT e.status FROM events e WHERE e.instance_id = instances.id ORDER BY e.seq DESC LIMIT 1)
+		WHERE id IN (SELECT instance_id FROM events);
+	CREATE INDEX instances_status ON instances(status, id);
+	CREATE TRIGGER events_status AFTER INSERT ON events BEGIN
+		UPDATE instances SET status = NEW.status WHERE id = NEW.instance_id AND status <> NEW.status;
+	END;`,
 }
 
 // Store is the SQLite state of agentctl: instance records, questions, events.

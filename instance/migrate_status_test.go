@@ -1,0 +1,124 @@
+package instance
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// TestMigrationStatusBackfill: a store made before migration 4 gets each
+// instance's latest status in the migration itself, also when several
+// processes open it at the same moment (each its own connection, as
+// separate processes are), and --status lists what the latest events say.
+func TestMigrationStatusBackfill(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := makeStoreAt(ctx, dir, 3); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DBFile)+"?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{}
+	for i := range n {
+		id := fmt.Sprintf("01kaaaaaaaaaaaaaaaaaaa%04d", i)
+		if _, err := db.ExecContext(ctx, `INSERT INTO instances (id, agent, created_at, record) VALUES (?, 'auggie', '', ?)`,
+			id, `{"id":"`+id+`","agent":"auggie"}`); err != nil {
+			t.Fatal(err)
+		}
+		// Instance i reports i%5 times: none, running, then blocked,
+		// done, failed, each after the one before.
+		statuses := []string{"running", "blocked", "done", "failed"}[:i%5]
+		for _, s := range statuses {
+			if _, err := db.ExecContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message) VALUES (?, '', 'report_progress', ?, '')`, id, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		latest := ""
+		if len(statuses) > 0 {
+			latest = statuses[len(statuses)-1]
+		}
+		want[latest] = append(want[latest], id)
+	}
+	db.Close()
+
+	var wg sync.WaitGroup
+	stores := make([]*Store, 8)
+	errs := make([]error, len(stores))
+	for i := range stores {
+		wg.Go(func() { stores[i], errs[i] = Open(ctx, dir) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("open %d of %d at once: %v", i+1, len(stores), err)
+		}
+		t.Cleanup(func() { stores[i].Close() })
+	}
+	st := stores[0]
+	var v int
+	if err := st.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != len(migrations) {
+		t.Fatalf("user_version %d (%v), want %d", v, err, len(migrations))
+	}
+	for _, status := range []string{"", "running", "blocked", "done", "failed"} {
+		var got []string
+		for l, err := range st.Records(ctx, ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Status == status {
+				got = append(got, l.ID)
+			}
+		}
+		if !slices.Equal(got, want[status]) {
+			t.Errorf("status %q after the migration: %v, want %v", status, got, want[status])
+		}
+		if status == "" {
+			continue
+		}
+		got = nil
+		for l, err := range st.Records(ctx, ListOptions{Status: status}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, l.ID)
+		}
+		if !slices.Equal(got, want[status]) {
+			t.Errorf("--status %s after the migration: %v, want %v", status, got, want[status])
+		}
+	}
+	// Events after the migration move it, from any of the stores.
+	if _, err := stores[3].AddEvent(ctx, Event{InstanceID: want[""][0], Tool: "t", Status: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	if err := st.db.QueryRowContext(ctx, `SELECT status FROM instances WHERE id = ?`, want[""][0]).Scan(&status); err != nil || status != "done" {
+		t.Errorf("after a new event: status %q (%v), want done", status, err)
+	}
+}
+
+// makeStoreAt makes the database of a store in dir with only the first n
+// migrations applied, as an agentctl of that schema left it.
+func makeStoreAt(ctx context.Context, dir string, n int) error {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DBFile))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		return err
+	}
+	for _, m := range migrations[:n] {
+		if _, err := db.ExecContext(ctx, m); err != nil {
+			return err
+		}
+	}
+	_, err = db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", n))
+	return err
+}
