@@ -125,9 +125,15 @@ func ClientEntry(format, server string, e ServerEntry) (map[string]any, error) {
 		}
 		return map[string]any{"name": server, "transport": tr}, nil
 	case "opencode":
+		// timeout (ms) is the server's own, read by OpenCode since
+		// anomalyco/opencode#8701 (before, only the global
+		// experimental.mcp_timeout, which Kilo's schema may not know).
 		entry := map[string]any{"type": "local", "command": append([]string{e.Command}, args...), "enabled": true}
 		if len(e.Env) > 0 {
 			entry["environment"] = e.Env
+		}
+		if e.ToolTimeout > 0 {
+			entry["timeout"] = e.ToolTimeout.Milliseconds()
 		}
 		return entry, nil
 	case "goose":
@@ -183,7 +189,11 @@ func remoteEntry(format, server string, e ServerEntry) map[string]any {
 	case "grok":
 		return map[string]any{"name": server, "transport": map[string]any{"type": "http", "url": e.URL, "headers": headers}}
 	case "opencode":
-		return map[string]any{"type": "remote", "url": e.URL, "headers": headers, "enabled": true}
+		r := map[string]any{"type": "remote", "url": e.URL, "headers": headers, "enabled": true}
+		if e.ToolTimeout > 0 {
+			r["timeout"] = e.ToolTimeout.Milliseconds()
+		}
+		return r
 	case "goose":
 		timeout := int64(300)
 		if e.ToolTimeout > 0 {

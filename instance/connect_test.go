@@ -98,7 +98,7 @@ func TestConnectDisconnectGolden(t *testing.T) {
 			switch c.agent {
 			case "codex":
 				timeout = `tool_timeout_sec = 660`
-			case "gemini":
+			case "gemini", "opencode":
 			default:
 				timeout = ""
 			}

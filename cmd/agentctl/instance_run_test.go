@@ -92,8 +92,8 @@ func TestInstanceRunRecipes(t *testing.T) {
 		{"codex", "codex", 660},       // tool_timeout_sec: the 10 min question timeout and a minute
 		{"gemini", "gemini", 660_000}, // timeout, in milliseconds
 		{"qwen-code", "qwen", 660_000},
-		{"opencode", "opencode", 0},
-		{"kilo", "kilo", 0},
+		{"opencode", "opencode", 660_000}, // timeout, in milliseconds
+		{"kilo", "kilo", 660_000},
 		{"copilot-cli", "copilot", 0},
 		{"continue", "cn", 0},
 	}
