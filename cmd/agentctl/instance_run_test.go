@@ -86,16 +86,21 @@ func TestInstanceRunRecipes(t *testing.T) {
 		// timeout is the tool-call timeout the client is told, as its
 		// configuration writes it, or 0 where it has none to tell.
 		timeout float64
+		// connect: the client reads servers only from its own file in the
+		// workspace, so `instance connect` goes first.
+		connect bool
 	}{
-		{"auggie", "auggie", 0},
-		{"claude-code", "claude", 0},
-		{"codex", "codex", 660},       // tool_timeout_sec: the 10 min question timeout and a minute
-		{"gemini", "gemini", 660_000}, // timeout, in milliseconds
-		{"qwen-code", "qwen", 660_000},
-		{"opencode", "opencode", 660_000}, // timeout, in milliseconds
-		{"kilo", "kilo", 660_000},
-		{"copilot-cli", "copilot", 0},
-		{"continue", "cn", 0},
+		{"auggie", "auggie", 0, false},
+		{"claude-code", "claude", 0, false},
+		{"codex", "codex", 660, false},       // tool_timeout_sec: the 10 min question timeout and a minute
+		{"gemini", "gemini", 660_000, false}, // timeout, in milliseconds
+		{"qwen-code", "qwen", 660_000, false},
+		{"opencode", "opencode", 660_000, false}, // timeout, in milliseconds
+		{"kilo", "kilo", 660_000, false},
+		{"copilot-cli", "copilot", 0, false},
+		{"continue", "cn", 0, false},
+		{"droid", "droid", 0, true},
+		{"grok", "grok", 0, true},
 	}
 	var programs []string
 	for _, c := range clients {
@@ -109,6 +114,9 @@ func TestInstanceRunRecipes(t *testing.T) {
 			defer cancel()
 			e := newRCEnv(t)
 			rec := e.create(ctx, "--agent", c.agent)
+			if c.connect {
+				e.mustRun(ctx, "instance", "connect", rec.ID)
+			}
 			res, rep := e.runWithFake(ctx, path, nil, "instance", "run", rec.ID, "--prompt", "say hi")
 			if res.code != 0 || rep == nil {
 				t.Fatalf("want exit 0 and a report\n%s", res)
