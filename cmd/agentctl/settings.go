@@ -63,7 +63,7 @@ var settings = []setting{
 	{Key: keyToolPrefixMode, Flag: "tool-prefix-mode", Env: "AGENTCTL_TOOL_PREFIX_MODE", Default: string(mount.PrefixModeMountName), File: true,
 		Help: "how mounts without an explicit prefix get one: mount-name or off"},
 	{Key: keyKBRefresh, Env: "AGENTCTL_KB_REFRESH_INTERVAL", Default: "2s", File: true,
-		Help: "how often at most a serving endpoint reconciles a knowledge base's search index with its folder"},
+		Help: "how stale a knowledge base's search index may get with respect to edits made outside agentctl: while a search came within the last minute (or two intervals, if longer), serving endpoints walk the folder (stat only) once per interval, all the processes sharing the index together, and not otherwise; kb search walks first if no process did within the interval"},
 	{Key: keyFirstListWait, Flag: "first-list-wait", Env: "AGENTCTL_FIRST_LIST_WAIT", Default: mcpserver.DefaultFirstListWait.String(), File: true,
 		Help: "how long the first tools/list of a client that follows tools/list_changed waits for slow external servers (0: not at all)"},
 	{Key: keyKBs, File: true, Mounts: mount.KindKB,

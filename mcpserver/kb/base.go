@@ -30,9 +30,10 @@ type Options struct {
 	// [DefaultMaxBytes].
 	MaxBytes int64
 	// RefreshInterval is how stale the search index may get with respect to
-	// edits made outside agentctl while searches come (see [Base.Search]);
-	// 0 means 2s. Writes through [Base.Write]
-	// are searchable at once, by every process sharing the index.
+	// edits made outside agentctl while searches come: the folder is walked
+	// at most once per interval (see [Base.Search]); 0 means 2s. Writes
+	// through [Base.Write] are searchable at once, by every process sharing
+	// the index.
 	RefreshInterval time.Duration
 	// IndexDir is the folder of the persistent search indexes, shared by
 	// every process that mounts the same folder (see [IndexPath]); agentctl
@@ -93,6 +94,16 @@ type Base struct {
 	// batch of changed files and before it applies them (tests set it to
 	// change the files there).
 	beforeApply func()
+	// now and after are time.Now and time.After for the refresh schedule
+	// (when reconciles started, when searches came, when the background
+	// refresher wakes); tests replace them with a fake clock.
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
+	// refreshRound, when not nil, is called by the background refresher
+	// after each of its rounds; walks counts the reconciles that walked the
+	// folder (tests read both).
+	refreshRound func()
+	walks        atomic.Int64
 
 	// indexPath is the index database; "" for a private one.
 	indexPath string
@@ -153,7 +164,8 @@ func Open(name, dir string, opts Options) (*Base, error) {
 	if err != nil {
 		return nil, fmt.Errorf("knowledge base %q: %w", name, err)
 	}
-	kb := &Base{name: name, dir: dir, opts: opts, root: root, indexPath: indexPath, staleTempAge: defaultStaleTempAge, bulkAfter: optimizeAfter}
+	kb := &Base{name: name, dir: dir, opts: opts, root: root, indexPath: indexPath, staleTempAge: defaultStaleTempAge, bulkAfter: optimizeAfter,
+		now: time.Now, after: time.After}
 	kb.bgCtx, kb.bgCancel = context.WithCancel(context.Background())
 	kb.kick = make(chan struct{}, 1)
 	return kb, nil

@@ -112,7 +112,8 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 	if ok, err := fresh(); ok || err != nil {
 		return stats, err
 	}
-	start := time.Now()
+	start := kb.now()
+	kb.walks.Add(1)
 	files, err := kb.scan(ctx, "")
 	if err != nil {
 		return stats, err
@@ -178,8 +179,9 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 // started less than maxAge ago, and whether any such reconcile has
 // completed (else the index may hold only part of the folder).
 func (kb *Base) freshness(ctx context.Context, ix *ftsIndex, maxAge time.Duration) (fresh, built bool, err error) {
+	now := kb.now()
 	if last := kb.lastRefresh.Load(); last != 0 {
-		if maxAge > 0 && time.Since(time.Unix(0, last)) < maxAge {
+		if maxAge > 0 && now.Sub(time.Unix(0, last)) < maxAge {
 			return true, true, nil
 		}
 	}
@@ -188,7 +190,7 @@ func (kb *Base) freshness(ctx context.Context, ix *ftsIndex, maxAge time.Duratio
 		return false, false, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
 	}
 	// A reconcile with a smaller MaxBytes left larger files out.
-	if !at.IsZero() && maxAge > 0 && time.Since(at) < maxAge && upTo >= kb.opts.MaxBytes {
+	if !at.IsZero() && maxAge > 0 && now.Sub(at) < maxAge && upTo >= kb.opts.MaxBytes {
 		kb.lastRefresh.Store(at.UnixNano())
 		return true, true, nil
 	}
@@ -382,31 +384,45 @@ func (kb *Base) indexError(ix *ftsIndex, err error) error {
 // walking (at least twice RefreshInterval).
 const activeWindow = time.Minute
 
+// minRefreshWait is the shortest wait of the background refresher, so that
+// a tiny RefreshInterval does not make it spin.
+const minRefreshWait = time.Millisecond
+
 // backgroundRefresh keeps the index of a knowledge base in use fresh, so
-// that searches do not wait for the stat walk: while there was a search
-// within activeWindow, it reconciles every RefreshInterval/2 unless some
-// process sharing the index did so meanwhile; and at once when a search
-// found the index older than RefreshInterval (kick).
+// that searches do not wait for the stat walk. Its rounds come one
+// RefreshInterval after the start of the last complete reconcile, by this
+// process or another sharing the index (or after its own last round, when
+// that did not reconcile); a round walks only if a search came within
+// activeWindow and no process has completed a reconcile within
+// RefreshInterval meanwhile. So while searches come the folder is walked at
+// most once per RefreshInterval, by all processes together as far as each
+// learns of the others' reconciles, and not at all once searches stop. A
+// search that finds the index older than RefreshInterval asks for a round
+// at once (kick).
 func (kb *Base) backgroundRefresh() {
-	every := max(kb.opts.RefreshInterval/2, time.Millisecond)
-	active := max(activeWindow, 2*kb.opts.RefreshInterval)
-	t := time.NewTicker(every)
-	defer t.Stop()
+	every := kb.opts.RefreshInterval
+	active := max(activeWindow, 2*every)
+	var tried time.Time // this refresher's last round
 	for {
+		due := time.Unix(0, kb.lastRefresh.Load()).Add(every)
+		if !tried.IsZero() && !due.After(tried) {
+			due = tried.Add(every) // its last round did not reconcile: an error, or no search came
+		}
 		select {
 		case <-kb.bgCtx.Done():
 			return
 		case <-kb.kick: // a search found the index stale
-			_, _ = kb.reconcile(kb.bgCtx, kb.opts.RefreshInterval, nil)
-			continue
-		case <-t.C:
+		case <-kb.after(max(due.Sub(kb.now()), minRefreshWait)):
 		}
-		if time.Since(time.Unix(0, kb.lastSearch.Load())) > active {
-			continue
-		}
+		tried = kb.now()
 		// An error (the folder vanished, say) leaves the index as it was;
 		// the next search's own reconcile reports it.
-		_, _ = kb.reconcile(kb.bgCtx, every, nil)
+		if tried.Sub(time.Unix(0, kb.lastSearch.Load())) <= active {
+			_, _ = kb.reconcile(kb.bgCtx, every, nil)
+		}
+		if kb.refreshRound != nil {
+			kb.refreshRound()
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Page sizes of [Base.Search]: a limit of 0 or less gets searchDefault, one
@@ -42,12 +41,14 @@ type SearchOutput struct {
 // modification time or inode changed. The first search of an index that no
 // reconcile has completed builds it first. Later, a search finding that no
 // process has completed a reconcile within RefreshInterval starts one in
-// the background and answers from the index as it is; while searches come,
-// a background reconcile every RefreshInterval/2 keeps it fresher than that.
-// So a search waits for the walk only when there is no index yet. Edits
-// outside agentctl are searchable within about RefreshInterval (plus one
-// walk) while searches come; a hit whose file changed since it was indexed
-// is indexed again before the search answers (see below).
+// the background and answers from the index as it is; while searches come
+// (within the last minute, or two intervals if longer), a background
+// refresher reconciles one RefreshInterval after the last reconcile by any
+// process, so the folder is walked at most once per interval. So a search
+// waits for the walk only when there is no index yet. Edits outside
+// agentctl are searchable within about RefreshInterval (plus one walk)
+// while searches come; a hit whose file changed since it was indexed is
+// indexed again before the search answers (see below).
 func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutput, error) {
 	out := SearchOutput{Results: []SearchResult{}}
 	if err := kb.usable(ctx); err != nil {
@@ -60,7 +61,7 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 		limit = searchDefault
 	}
 	limit = min(limit, MaxSearchLimit)
-	kb.lastSearch.Store(time.Now().UnixNano())
+	kb.lastSearch.Store(kb.now().UnixNano())
 	ix, err := kb.index(ctx)
 	if err != nil {
 		return out, err
