@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,13 +61,7 @@ func (s *Store) RunLock(id string) (release func(), err error) {
 	if !serveLocking {
 		return func() { f.Close() }, nil
 	}
-	// [Store.Running] holds the lock for an instant to look: a lock held
-	// that briefly is not a run, so try again for a moment.
-	err = lockFile(f, true, false)
-	for deadline := time.Now().Add(250 * time.Millisecond); errors.Is(err, errLocked) && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-		err = lockFile(f, true, false)
-	}
+	err = lockRun(f)
 	switch {
 	case errors.Is(err, errLocked):
 		pid, _ := os.ReadFile(path)
@@ -80,6 +75,14 @@ func (s *Store) RunLock(id string) (release func(), err error) {
 		f.Close()
 		return nil, err
 	}
+	// A delete that held the lock while we waited has removed the file
+	// with the directory: the lock is on a file nobody else sees.
+	held, err1 := f.Stat()
+	now, err2 := os.Stat(path)
+	if err1 != nil || err2 != nil || !os.SameFile(held, now) {
+		f.Close()
+		return nil, deletedError(id)
+	}
 	// The pid, padded to a fixed width over what an earlier run wrote:
 	// truncating a non-empty file costs a journal commit (0.2-0.4 ms here),
 	// so only a file longer than the line (not of our writing) is cut.
@@ -89,6 +92,100 @@ func (s *Store) RunLock(id string) (release func(), err error) {
 		_ = f.Truncate(int64(len(line)))
 	}
 	return func() { f.Close() }, nil
+}
+
+// lockRun takes the run lock f exclusively without waiting for a run, or
+// fails with errLocked. [Store.Running] holds the lock for an instant to
+// look: a lock held that briefly is not a run, so it tries again for a
+// moment.
+func lockRun(f *os.File) error {
+	err := lockFile(f, true, false)
+	for deadline := time.Now().Add(250 * time.Millisecond); errors.Is(err, errLocked) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		err = lockFile(f, true, false)
+	}
+	return err
+}
+
+// probeRun reports whether an `instance run` of instance id is under way
+// (see [Store.RunLock]), and the pid of its agentctl, as the lock file
+// names it (0 if it does not). Unless running, it returns holding the run
+// lock, creating the file if needed, so that no run starts until unlock:
+// [Store.DeleteInstance] keeps it while it deletes, and a run that waited
+// for it finds its instance deleted. A missing directory runs nothing.
+func (s *Store) probeRun(id string) (unlock func(), running bool, pid int, err error) {
+	nothing := func() {}
+	if !serveLocking {
+		return nothing, false, 0, nil
+	}
+	path := s.lockPath(id, runLockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		return nothing, false, 0, nil
+	}
+	if err != nil {
+		return nil, false, 0, err
+	}
+	switch err := lockRun(f); {
+	case errors.Is(err, errLocked):
+		b, _ := os.ReadFile(path)
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		f.Close()
+		return nothing, true, pid, nil
+	case err != nil:
+		f.Close()
+		return nil, false, 0, err
+	}
+	return func() { f.Close() }, false, 0, nil
+}
+
+// RunningError is a delete refused because `agentctl instance run` is
+// running the instance's client (it holds the run lock).
+type RunningError struct {
+	ID string
+	// AgentctlPID is the pid of the agentctl that runs it, as its run
+	// lock names it; 0 if unknown.
+	AgentctlPID int
+	// Run is the record's last_run when it is this run (no end yet); nil
+	// if the run has not recorded its start yet.
+	Run *Run
+}
+
+func (e *RunningError) Error() string {
+	var about []string
+	if e.Run != nil {
+		about = append(about, e.Run.Program+" "+e.Run.Mode)
+		if e.Run.PID > 0 {
+			about = append(about, "pid "+strconv.Itoa(e.Run.PID))
+		}
+		if !e.Run.StartedAt.IsZero() {
+			about = append(about, "started "+e.Run.StartedAt.Format(time.RFC3339))
+		}
+	}
+	stop := "Ctrl-C where it runs"
+	if e.AgentctlPID > 0 {
+		about = append(about, "agentctl pid "+strconv.Itoa(e.AgentctlPID))
+		stop += ", or `kill " + strconv.Itoa(e.AgentctlPID) + "`: agentctl passes the signal on to the client and records the end"
+	}
+	msg := fmt.Sprintf("instance %s is in use: a run is in progress (agentctl instance run is running its client", e.ID)
+	if len(about) > 0 {
+		msg += ": " + strings.Join(about, ", ")
+	}
+	return msg + "); wait for it to end (`agentctl instance logs " + e.ID + " --follow` follows it to its end), stop it (" + stop +
+		"), or pass --force to delete it anyway (the client then runs on without its directory)"
+}
+
+func (e *RunningError) Unwrap() error { return ErrConflict }
+
+// runningError is the refusal to delete instance id while a run holds its
+// lock, pid being the run's agentctl (0 if unknown). The record is read
+// again: the delete's may predate the start of the run.
+func (s *Store) runningError(ctx context.Context, id string, pid int) error {
+	re := &RunningError{ID: id, AgentctlPID: pid}
+	if r, err := s.Get(ctx, id); err == nil && r.LastRun != nil && r.LastRun.EndedAt == nil {
+		re.Run = r.LastRun
+	}
+	return re
 }
 
 // pidLine is pid as the run lock file holds it: padded with spaces to a

@@ -392,13 +392,14 @@ func (s *Store) IDs(ctx context.Context) (map[string]string, error) {
 // DeleteOptions are the options of [Store.DeleteInstance].
 type DeleteOptions struct {
 	// Force deletes the instance even while an endpoint serves it (see
-	// [Store.ServeLock]); that endpoint's built-in tools then answer that
-	// the instance was deleted.
+	// [Store.ServeLock]), whose built-in tools then answer that the
+	// instance was deleted, or while `instance run` runs its client (see
+	// [Store.RunLock]), which then runs on without its directory.
 	Force bool
 }
 
 // Delete is [Store.DeleteInstance] without options: it refuses an instance
-// that an endpoint is serving.
+// that an endpoint is serving or a run is running.
 func (s *Store) Delete(ctx context.Context, ref string) (*Record, error) {
 	return s.DeleteInstance(ctx, ref, DeleteOptions{})
 }
@@ -406,7 +407,9 @@ func (s *Store) Delete(ctx context.Context, ref string) (*Record, error) {
 // DeleteInstance removes the instance ref names, its questions, events and
 // directory. Unless o.Force is set, it refuses with a [*ServedError]
 // (matching [ErrConflict]) an instance that an endpoint is serving, and
-// holds off endpoints starting to serve it until it is done.
+// with a [*RunningError] (matching [ErrConflict] too) one whose client
+// `instance run` is running, and holds off endpoints and runs starting
+// on it until it is done.
 func (s *Store) DeleteInstance(ctx context.Context, ref string, o DeleteOptions) (*Record, error) {
 	row, err := s.resolve(ctx, ref)
 	if err != nil {
@@ -429,7 +432,17 @@ func (s *Store) DeleteInstance(ctx context.Context, ref string, o DeleteOptions)
 			return nil, fmt.Errorf("delete instance %s: %w", row.id, err)
 		}
 		defer unlock()
-		if live {
+		unlockRun, running, pid, err := s.probeRun(row.id)
+		if err != nil {
+			return nil, fmt.Errorf("delete instance %s: %w", row.id, err)
+		}
+		defer unlockRun()
+		switch {
+		case running:
+			// Before live: a run's client serves its instance too, and
+			// the run is what says how to stop it.
+			return nil, s.runningError(ctx, row.id, pid)
+		case live:
 			return nil, &ServedError{ID: row.id}
 		}
 	}
