@@ -16,7 +16,8 @@ type InstanceDeleteOptions struct {
 
 	Instance string
 	Output   string
-	// Force deletes an instance even while an endpoint is serving it.
+	// Force deletes an instance even while an endpoint is serving it or
+	// `instance run` is running its client.
 	Force bool
 }
 
@@ -30,10 +31,12 @@ func NewCmdInstanceDelete(f *Factory, runF func(context.Context, *InstanceDelete
 		Short:   "Delete an instance: its record, questions, events and directory",
 		Long: `Delete an instance: its record, questions, events and directory.
 
-An instance whose endpoint is running (a client has 'mcp serve' open for it) is
-not deleted unless you pass --force: the endpoint would lose its instance under
-the model's feet. With --force it is deleted all the same, and the endpoint's
-tools answer the model that the instance was deleted.`,
+An instance whose endpoint is running (a client has 'mcp serve' open for it), or
+whose client 'agentctl instance run' is running, is not deleted unless you pass
+--force (exit 4): the endpoint would lose its instance under the model's feet, and
+the client its directory. Wait for the run to end ('instance logs --follow'
+follows it), or stop it, first. With --force it is deleted all the same, and the
+endpoint's tools answer the model that the instance was deleted.`,
 		Example: `  agentctl instance delete fix-login
   agentctl instance delete 01jq3 --force`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
@@ -49,7 +52,7 @@ tools answer the model that the instance was deleted.`,
 			return instanceDeleteRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "delete the instance even while an endpoint is serving it")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "delete the instance even while an endpoint is serving it or a run is in progress")
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }
