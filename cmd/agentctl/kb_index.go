@@ -31,7 +31,10 @@ func NewCmdKBIndex(f *Factory, runF func(context.Context, *KBIndexOptions) error
 only files whose size, modification time or inode changed are read again. Every
 instance and process that mounts DIR uses this index; building it ahead of time
 (in a CI image, say) makes their first search fast. A progress bar is shown when
-stderr is a terminal.`,
+stderr is a terminal.
+
+Processes update an index one at a time: while another process is building or
+updating it, kb index waits for it (and says so on stderr after a moment).`,
 		Example: `  agentctl kb index ~/notes
   agentctl kb index ./docs -o json`,
 		Args: exactArgs(1, "a knowledge-base folder"),
@@ -56,13 +59,15 @@ func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
 		return err
 	}
 	defer base.Close()
-	var progress func(done, total int)
+	io := kb.IndexOptions{Waiting: func() {
+		opts.IO.Narrate("Waiting for another process that is building or updating the search index of %s (%s); Ctrl-C stops waiting.", opts.Dir, base.IndexFile())
+	}}
 	if opts.IO.stderrTTY {
 		bar := &progressBar{w: opts.IO.ErrOut, label: "indexing " + opts.Dir}
-		progress = bar.update
+		io.Progress = bar.update
 		defer bar.finish()
 	}
-	st, err := base.Index(ctx, progress)
+	st, err := base.Index(ctx, io)
 	if err != nil {
 		return err
 	}

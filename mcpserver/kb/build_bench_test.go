@@ -101,7 +101,7 @@ func BenchmarkKBBuildFloor(b *testing.B) {
 				b.Fatal(err)
 			}
 			start := time.Now()
-			st, err := kb.Index(context.Background(), nil)
+			st, err := kb.Index(context.Background(), IndexOptions{})
 			ds = append(ds, time.Since(start))
 			if err != nil || st.Read != benchKBConcepts {
 				b.Fatalf("indexed %d: %v", st.Read, err)

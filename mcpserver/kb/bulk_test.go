@@ -49,7 +49,7 @@ func TestBulkReconcile(t *testing.T) {
 	}
 	var during []int
 	kb.beforeApply = func() { during = append(during, automerge(t, ix)) }
-	if _, err := kb.Index(ctx, nil); err != nil {
+	if _, err := kb.Index(ctx, IndexOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(during) == 0 || during[0] != 0 {
@@ -65,7 +65,7 @@ func TestBulkReconcile(t *testing.T) {
 	if err := ix.setAutomerge(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kb.Index(ctx, nil); err != nil {
+	if _, err := kb.Index(ctx, IndexOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if v := automerge(t, ix); v != defaultAutomerge {
@@ -93,7 +93,7 @@ func TestBulkReconcile(t *testing.T) {
 		}
 	}
 	kb.bulkAfter = 1000 // not bulk: no optimize
-	if st, err := kb.Index(ctx, nil); err != nil || st.Read != 20 {
+	if st, err := kb.Index(ctx, IndexOptions{}); err != nil || st.Read != 20 {
 		t.Fatal(st, err)
 	}
 	if n := segments(t, ix); n > before+2 {
@@ -120,7 +120,7 @@ func TestBulkReconcile(t *testing.T) {
 	}
 	during = nil
 	kb.bulkAfter = 30
-	if _, err := kb.Index(cctx, nil); err == nil {
+	if _, err := kb.Index(cctx, IndexOptions{}); err == nil {
 		t.Fatal("a cancelled reconcile succeeded")
 	}
 	if len(during) == 0 || during[0] != 0 {
@@ -176,7 +176,7 @@ func TestBuildBatches(t *testing.T) {
 	kb.bulkAfter = 10
 	applies := 0
 	kb.beforeApply = func() { applies++ }
-	st, err := kb.Index(context.Background(), nil)
+	st, err := kb.Index(context.Background(), IndexOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

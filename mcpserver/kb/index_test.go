@@ -2,6 +2,7 @@ package kb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -106,7 +107,7 @@ func TestSharedIndex(t *testing.T) {
 	if b.IndexFile() != a.IndexFile() || filepath.Dir(a.IndexFile()) != indexDir {
 		t.Fatalf("index files %s and %s", a.IndexFile(), b.IndexFile())
 	}
-	st, err := b.Index(context.Background(), nil)
+	st, err := b.Index(context.Background(), IndexOptions{})
 	if err != nil || st.Read != 0 || st.Removed != 0 || st.Concepts != len(relevanceKB) {
 		t.Fatalf("second base's reconcile: %+v, %v; want nothing read", st, err)
 	}
@@ -151,7 +152,7 @@ func TestIndexSchemaVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	st, err := b.Index(context.Background(), nil)
+	st, err := b.Index(context.Background(), IndexOptions{})
 	if err != nil || st.Read != 1 {
 		t.Fatalf("rebuild: %+v, %v", st, err)
 	}
@@ -177,7 +178,7 @@ func TestIndexMaxBytesShared(t *testing.T) {
 	if ids := searchIDs(t, large, "elephant", 5); !slices.Equal(ids, []string{"big", "small"}) {
 		t.Fatalf("the larger limit's search: %v", ids)
 	}
-	if _, err := small.Index(context.Background(), nil); err != nil {
+	if _, err := small.Index(context.Background(), IndexOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if ids := searchIDs(t, small, "elephant", 5); !slices.Equal(ids, []string{"small"}) {
@@ -193,7 +194,7 @@ func TestIndexProgress(t *testing.T) {
 	}
 	kb, _ := openTest(t, "docs", files, Options{IndexDir: t.TempDir()})
 	var calls [][2]int
-	st, err := kb.Index(context.Background(), func(done, total int) { calls = append(calls, [2]int{done, total}) })
+	st, err := kb.Index(context.Background(), IndexOptions{Progress: func(done, total int) { calls = append(calls, [2]int{done, total}) }})
 	if err != nil || st.Read != 600 || st.Concepts != 600 {
 		t.Fatalf("%+v, %v", st, err)
 	}
@@ -249,7 +250,7 @@ func TestStaleSearchDoesNotWaitForTheWalk(t *testing.T) {
 	if ids := searchIDs(t, kb, "alpha", 5); !slices.Equal(ids, []string{"a"}) {
 		t.Fatal(ids)
 	}
-	unlock, err := lockFile(kb.IndexFile() + ".lock")
+	unlock, err := lockFile(context.Background(), kb.IndexFile()+".lock", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func TestSharedIndexConcurrentWriters(t *testing.T) {
 					t.Error(err)
 				}
 				if i%10 == 0 {
-					if _, err := base.Index(ctx, nil); err != nil {
+					if _, err := base.Index(ctx, IndexOptions{}); err != nil {
 						t.Error(err)
 					}
 				}
@@ -324,7 +325,52 @@ func TestSharedIndexConcurrentWriters(t *testing.T) {
 			}
 		}
 	}
-	if st, err := c.Index(ctx, nil); err != nil || st.Removed != 0 {
+	if st, err := c.Index(ctx, IndexOptions{}); err != nil || st.Removed != 0 {
+		t.Fatalf("%+v, %v", st, err)
+	}
+}
+
+// TestIndexLockWait: Index waiting for another process's reconcile (the
+// flock held) says so once after a moment, and stops waiting when its
+// context is cancelled (Ctrl-C); once the lock is free it goes on.
+func TestIndexLockWait(t *testing.T) {
+	kb, _ := openTest(t, "docs", map[string]string{"a.md": "alpha"}, Options{IndexDir: t.TempDir()})
+	if _, err := kb.index(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockFile(context.Background(), kb.IndexFile()+".lock", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := make(chan struct{}, 2)
+	done := make(chan error)
+	go func() {
+		_, err := kb.Index(ctx, IndexOptions{Waiting: func() { waiting <- struct{}{} }})
+		done <- err
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(time.Minute): // a backstop: it is called after half a second
+		t.Fatal("Waiting not called while Index waited for the lock")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("a cancelled wait for the lock: %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute): // a backstop: it returns at once
+		t.Fatal("Index went on waiting for the lock after its context was cancelled")
+	}
+	if len(waiting) != 0 {
+		t.Error("Waiting called more than once")
+	}
+	// Freed, the next Index does not wait.
+	unlock()
+	st, err := kb.Index(context.Background(), IndexOptions{Waiting: func() { t.Error("Waiting called for a free lock") }})
+	if err != nil || st.Read != 1 {
 		t.Fatalf("%+v, %v", st, err)
 	}
 }

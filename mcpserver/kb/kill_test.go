@@ -28,9 +28,9 @@ func TestKillHelper(t *testing.T) {
 	ctx := context.Background()
 	switch mode {
 	case "index":
-		_, err = kb.Index(ctx, func(done, _ int) { fmt.Printf("done %d\n", done) })
+		_, err = kb.Index(ctx, IndexOptions{Progress: func(done, _ int) { fmt.Printf("done %d\n", done) }})
 	case "write":
-		if _, err = kb.Index(ctx, nil); err != nil {
+		if _, err = kb.Index(ctx, IndexOptions{}); err != nil {
 			break
 		}
 		for i := 0; err == nil; i++ {
@@ -92,7 +92,7 @@ func TestKillDuringIndexBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kb.Close()
-	st, err := kb.Index(context.Background(), nil)
+	st, err := kb.Index(context.Background(), IndexOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestKillDuringWrites(t *testing.T) {
 		return missing
 	}
 	t.Logf("as the killed process left it, %d of 20 current texts were not in the index yet", check())
-	if _, err := kb.Index(context.Background(), nil); err != nil {
+	if _, err := kb.Index(context.Background(), IndexOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if m := check(); m != 0 {

@@ -2,12 +2,17 @@
 
 package kb
 
-import "io/fs"
+import (
+	"context"
+	"io/fs"
+)
 
 // lockFile does not lock where flock is missing: two processes may then
 // reconcile one index at once, which costs double work but loses nothing
 // (every change is applied in a transaction that checks the file again).
-func lockFile(string) (unlock func(), err error) { return func() {}, nil }
+func lockFile(ctx context.Context, _ string, _ func()) (unlock func(), err error) {
+	return func() {}, ctx.Err()
+}
 
 // inode is 0 where the system does not say; size and modification time
 // still tell changes apart.

@@ -88,7 +88,7 @@ func TestReconcileRacyReplaced(t *testing.T) {
 	}
 	// The index's row for x has mtime -1 (written within racyWindow of
 	// the file's modification), so the reconcile reads x again.
-	if st, err := kb.Index(ctx, nil); err != nil || st.Read != 1 {
+	if st, err := kb.Index(ctx, IndexOptions{}); err != nil || st.Read != 1 {
 		t.Fatalf("index: %+v, %v", st, err)
 	}
 	kb.beforeApply = nil
@@ -137,7 +137,7 @@ func TestReconcileKeepsNewerWrite(t *testing.T) {
 			}
 		})
 	}
-	if st, err := a.Index(ctx, nil); err != nil || st.Read != 1 {
+	if st, err := a.Index(ctx, IndexOptions{}); err != nil || st.Read != 1 {
 		t.Fatalf("index: %+v, %v", st, err)
 	}
 	a.beforeApply = nil

@@ -36,7 +36,7 @@ func TestSearchPruneSameAnswer(t *testing.T) {
 	vocab := benchKBVocabulary()[:600]
 	kb, _ := openTest(t, "zipf", zipfKB(400, vocab, 3), Options{})
 	ctx := context.Background()
-	if _, err := kb.Index(ctx, nil); err != nil {
+	if _, err := kb.Index(ctx, IndexOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ix, err := kb.index(ctx)
@@ -125,7 +125,7 @@ func TestSearchPruneBound(t *testing.T) {
 	}
 	kb, _ := openTest(t, "bound", files, Options{})
 	ctx := context.Background()
-	if _, err := kb.Index(ctx, nil); err != nil {
+	if _, err := kb.Index(ctx, IndexOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ix, err := kb.index(ctx)

@@ -52,16 +52,31 @@ type IndexStats struct {
 	Removed int `json:"removed"`
 }
 
+// IndexOptions are what [Base.Index] reports as it goes; either may be nil.
+type IndexOptions struct {
+	// Progress is called as files are indexed with the count done and the
+	// count to do.
+	Progress func(done, total int)
+	// Waiting is called once if Index has waited a moment (lockNotice) for
+	// another process reconciling the same index, which it goes on waiting
+	// for (until ctx is done).
+	Waiting func()
+}
+
+// lockNotice is how long a reconcile waits for another process's before
+// [IndexOptions.Waiting] is called.
+const lockNotice = 500 * time.Millisecond
+
 // Index builds the search index, or brings it up to date with the folder
-// however recently that was done, and reports what it did. progress, when
-// not nil, is called as files are indexed with the count done and the count
-// to do. Searches do this themselves when needed (see [Base.Search]); Index
-// is for building an index ahead of time.
-func (kb *Base) Index(ctx context.Context, progress func(done, total int)) (IndexStats, error) {
+// however recently that was done, and reports what it did. Searches do
+// this themselves when needed (see [Base.Search]); Index is for building an
+// index ahead of time. Another process reconciling the same index is waited
+// for, until ctx is done.
+func (kb *Base) Index(ctx context.Context, o IndexOptions) (IndexStats, error) {
 	if err := kb.usable(ctx); err != nil {
 		return IndexStats{}, err
 	}
-	return kb.reconcile(ctx, 0, progress)
+	return kb.reconcile(ctx, 0, o)
 }
 
 // Refresh brings the search index up to date with the folder unless a
@@ -74,7 +89,7 @@ func (kb *Base) Refresh(ctx context.Context) error {
 	if err := kb.usable(ctx); err != nil {
 		return err
 	}
-	_, err := kb.reconcile(ctx, kb.opts.RefreshInterval, nil)
+	_, err := kb.reconcile(ctx, kb.opts.RefreshInterval, IndexOptions{})
 	return err
 }
 
@@ -86,7 +101,7 @@ func (kb *Base) Refresh(ctx context.Context) error {
 // files, each checking that the file is still what was read: a process
 // killed half-way leaves an index whose every row is true of its file, and
 // the next reconcile does the rest.
-func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress func(done, total int)) (IndexStats, error) {
+func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOptions) (IndexStats, error) {
 	ix, err := kb.index(ctx)
 	if err != nil {
 		return IndexStats{}, err
@@ -104,7 +119,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 	// instead of doing it again.
 	kb.mu.Lock()
 	defer kb.mu.Unlock()
-	unlock, err := lockFile(ix.path + ".lock")
+	unlock, err := lockFile(ctx, ix.path+".lock", o.Waiting)
 	if err != nil {
 		return stats, fmt.Errorf("knowledge base %q: lock search index %s: %w", kb.name, ix.path, err)
 	}
@@ -152,7 +167,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, progress fu
 	if bulk {
 		batch = bulkBatch
 	}
-	if err := kb.applyChanges(ctx, ix, changed, batch, progress); err != nil {
+	if err := kb.applyChanges(ctx, ix, changed, batch, o.Progress); err != nil {
 		if bulk { // else left off until the next reconcile
 			_ = ix.restoreAutomerge(context.WithoutCancel(ctx))
 		}
@@ -418,7 +433,7 @@ func (kb *Base) backgroundRefresh() {
 		// An error (the folder vanished, say) leaves the index as it was;
 		// the next search's own reconcile reports it.
 		if tried.Sub(time.Unix(0, kb.lastSearch.Load())) <= active {
-			_, _ = kb.reconcile(kb.bgCtx, every, nil)
+			_, _ = kb.reconcile(kb.bgCtx, every, IndexOptions{})
 		}
 		if kb.refreshRound != nil {
 			kb.refreshRound()

@@ -185,7 +185,7 @@ func TestBackgroundRefreshSchedule(t *testing.T) {
 	defer other.Close()
 	other.now = clk.now
 	clk.set(t0.Add(3 * every / 2))
-	if _, err := other.Index(context.Background(), nil); err != nil {
+	if _, err := other.Index(context.Background(), IndexOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	round(t0.Add(2 * every))

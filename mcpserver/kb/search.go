@@ -74,7 +74,7 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 		return out, kb.closedOr(ctx, err)
 	}
 	if !built {
-		if _, err := kb.reconcile(ctx, kb.opts.RefreshInterval, nil); err != nil {
+		if _, err := kb.reconcile(ctx, kb.opts.RefreshInterval, IndexOptions{}); err != nil {
 			return out, kb.closedOr(ctx, err)
 		}
 	}

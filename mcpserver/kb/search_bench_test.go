@@ -246,7 +246,7 @@ func BenchmarkKBSearch(b *testing.B) {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			if _, err := kb.reconcile(ctx, 0, nil); err != nil { // walks
+			if _, err := kb.reconcile(ctx, 0, IndexOptions{}); err != nil { // walks
 				b.Fatal(err)
 			}
 		}
