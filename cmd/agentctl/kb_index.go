@@ -62,12 +62,15 @@ func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
 	io := kb.IndexOptions{Waiting: func() {
 		opts.IO.Narrate("Waiting for another process that is building or updating the search index of %s (%s); Ctrl-C stops waiting.", opts.Dir, base.IndexFile())
 	}}
+	var bar *progressBar
 	if opts.IO.stderrTTY {
-		bar := &progressBar{w: opts.IO.ErrOut, label: "indexing " + opts.Dir}
+		bar = &progressBar{w: opts.IO.ErrOut, label: "indexing " + opts.Dir}
 		io.Progress = bar.update
-		defer bar.finish()
 	}
 	st, err := base.Index(ctx, io)
+	// The bar's line ends before anything else is written: on a terminal
+	// stdout and stderr share it.
+	bar.finish()
 	if err != nil {
 		return err
 	}
@@ -104,8 +107,9 @@ func (p *progressBar) update(done, total int) {
 	p.drawn = true
 }
 
+// finish ends the bar's line, if it drew one; nil is no bar.
 func (p *progressBar) finish() {
-	if p.drawn {
+	if p != nil && p.drawn {
 		fmt.Fprintln(p.w)
 	}
 }

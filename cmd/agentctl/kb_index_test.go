@@ -40,3 +40,30 @@ func TestKBIndexProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestKBIndexProgressThenSummary: on a terminal, where stdout and stderr
+// share the screen, the summary starts on a line of its own after the
+// progress bar's (one buffer for both streams, as a terminal shows them).
+func TestKBIndexProgressThenSummary(t *testing.T) {
+	f := newTestFactory(t, "NO_COLOR=1")
+	dir := filepath.Join(f.dir, "kb")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("c%d.md", i)), []byte("word"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var screen strings.Builder
+	f.IOStreams.Out, f.IOStreams.ErrOut = &screen, &screen
+	f.IOStreams.SetStdoutTTY(true)
+	f.IOStreams.SetStderrTTY(true)
+	opts := &KBIndexOptions{IO: f.IOStreams, StateDir: f.Config.StateDir, Dir: dir, Output: formatTable}
+	if err := kbIndexRun(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := screen.String(); !strings.Contains(got, "] 3/3\nconcepts:") {
+		t.Errorf("the terminal shows %q; want the bar's line ended before the summary", got)
+	}
+}
