@@ -33,7 +33,8 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
   3  not found  unknown agent id, instance (id, id prefix or label) or question
   4  invalid    invalid configuration or input: a broken agent definition or config
                 file, a bad --server-name, a label already in use, an ambiguous
-                id prefix, deleting an instance an endpoint is serving (--force)
+                id prefix, deleting an instance an endpoint is serving or 'instance
+                run' is running (--force)
   5  timeout    'instance wait' ran out of time before the status was reached
   6  failed     'instance wait' saw the instance report status "failed"
   7  problems   'tools lint' found a problem in the tool names a model would see
