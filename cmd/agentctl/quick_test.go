@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -52,5 +57,35 @@ func TestSignalsWatchedBeforeACommand(t *testing.T) {
 		if n != c.want {
 			t.Errorf("%q: signals watched %d times, want %d", c.args, n, c.want)
 		}
+	}
+}
+
+// TestPackageInitIsLight: agentctl's own packages do next to nothing at
+// package initialisation, which every command pays for, `version` too:
+// catalogs, schemas, colour profiles, terminal detection and compiled
+// expressions are made when a command needs them. The bound is on what
+// GODEBUG=inittrace=1 says each allocates (deterministic, unlike its
+// clock), well above today's (the largest, instance's tables: 15 KiB) and
+// well below what parsing a catalog or compiling a schema allocates.
+func TestPackageInitIsLight(t *testing.T) {
+	cmd := exec.Command(realBinary(t), "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("version: %v\n%s", err, stderr.String())
+	}
+	// init PKG @T ms, C ms clock, B bytes, N allocs
+	re := regexp.MustCompile(`(?m)^init (github\.com/agentctl/agentctl\S*) @\S+ ms, \S+ ms clock, (\d+) bytes, (\d+) allocs$`)
+	seen := 0
+	for _, m := range re.FindAllStringSubmatch(stderr.String(), -1) {
+		seen++
+		bytes, _ := strconv.Atoi(m[2])
+		if bytes > 48<<10 {
+			t.Errorf("package %s allocates %d bytes (%s allocations) at init: make what it builds when a command needs it (sync.OnceValue)", m[1], bytes, m[3])
+		}
+	}
+	if seen == 0 {
+		t.Fatalf("no init lines for agentctl's packages in GODEBUG=inittrace=1's output:\n%s", stderr.String())
 	}
 }
