@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/agentctl/agentctl/mcpserver/kb"
 	"github.com/spf13/cobra"
@@ -45,4 +47,37 @@ func openKB(dir, stateDir string, opts kb.Options) (*kb.Base, error) {
 		return nil, &exitError{code: ExitNotFound, err: fmt.Errorf("%w; pass the folder of Markdown files an instance mounts", err)}
 	}
 	return base, nil
+}
+
+// addMaxFlag adds --max BYTES to a kb command: the largest concept it
+// indexes and searches, as the mount option max= says it for a mount of
+// the folder (--kb NAME=DIR,max=BYTES, max_bytes in [[kbs]]). An index
+// records the limit it was brought up to date with, and a mount with a
+// larger one does not take it as fresh; so a prebuilt index needs the max=
+// of the mounts it is built for.
+func addMaxFlag(cmd *cobra.Command, target *int64, verb string) {
+	cmd.Flags().Var(&maxBytesValue{target}, "max", fmt.Sprintf("%s concepts up to BYTES, as the mount option max= (give the max= of the folder's mounts; default %d)", verb, kb.DefaultMaxBytes))
+}
+
+// maxBytesValue is the value of --max: 0 until given.
+type maxBytesValue struct{ n *int64 }
+
+func (v *maxBytesValue) String() string {
+	if v.n == nil || *v.n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(*v.n, 10)
+}
+
+func (v *maxBytesValue) Type() string { return "BYTES" }
+
+// Set parses BYTES with the mount option's own parser, so that --max and
+// max= never take different values.
+func (v *maxBytesValue) Set(s string) error {
+	m, err := parseKBFlag("kb=.,max=" + s)
+	if err != nil || strings.Contains(s, ",") {
+		return errors.New("give a positive number of bytes, as the mount option max= takes")
+	}
+	*v.n = m.MaxBytes
+	return nil
 }

@@ -17,8 +17,9 @@ type KBIndexOptions struct {
 	IO       *IOStreams
 	StateDir func() string
 
-	Dir    string
-	Output string
+	Dir      string
+	MaxBytes int64 // --max; 0: the default
+	Output   string
 }
 
 // NewCmdKBIndex is `agentctl kb index DIR`; runF replaces [kbIndexRun] in tests.
@@ -33,10 +34,16 @@ instance and process that mounts DIR uses this index; building it ahead of time
 (in a CI image, say) makes their first search fast. A progress bar is shown when
 stderr is a terminal.
 
+An index records the largest concept size it indexed (--max, as the mount
+option max=); a mount with a larger max= does not take it as up to date and
+brings it up to date on its first search. So give kb index the max= of the
+folder's mounts (the largest, when they differ).
+
 Processes update an index one at a time: while another process is building or
 updating it, kb index waits for it (and says so on stderr after a moment).`,
 		Example: `  agentctl kb index ~/notes
-  agentctl kb index ./docs -o json`,
+  agentctl kb index ./docs -o json
+  agentctl kb index --max 4194304 ./handbook   # for --kb handbook=./handbook,max=4194304`,
 		Args: exactArgs(1, "a knowledge-base folder"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(opts.Output); err != nil {
@@ -49,12 +56,13 @@ updating it, kb index waits for it (and says so on stderr after a moment).`,
 			return kbIndexRun(cmd.Context(), opts)
 		},
 	}
+	addMaxFlag(cmd, &opts.MaxBytes, "index")
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }
 
 func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
-	base, err := openKB(opts.Dir, opts.StateDir(), kb.Options{})
+	base, err := openKB(opts.Dir, opts.StateDir(), kb.Options{MaxBytes: opts.MaxBytes})
 	if err != nil {
 		return err
 	}
@@ -81,6 +89,7 @@ func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
 		{"concepts", strconv.Itoa(st.Concepts)},
 		{"read", strconv.Itoa(st.Read)},
 		{"removed", strconv.Itoa(st.Removed)},
+		{"max_bytes", strconv.FormatInt(st.MaxBytes, 10)},
 		{"index", st.Path},
 	})
 }

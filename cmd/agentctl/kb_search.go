@@ -18,10 +18,11 @@ type KBSearchOptions struct {
 	// RefreshInterval: see [Config.KBRefreshInterval].
 	RefreshInterval func() (time.Duration, error)
 
-	Dir    string
-	Query  string
-	Limit  int
-	Output string
+	Dir      string
+	Query    string
+	Limit    int
+	MaxBytes int64 // --max; 0: the default
+	Output   string
 }
 
 // NewCmdKBSearch is `agentctl kb search DIR QUERY`; runF replaces [kbSearchRun] in tests.
@@ -34,9 +35,11 @@ func NewCmdKBSearch(f *Factory, runF func(context.Context, *KBSearchOptions) err
 		Long: `Search the knowledge-base folder DIR for QUERY (the words after DIR), ranked as
 the concept_search tool ranks them, through the same shared index. The index is
 built first if there is none, and brought up to date first if no process has done
-so within kb_refresh_interval (see 'agentctl kb index').`,
+so within kb_refresh_interval (see 'agentctl kb index'), or did with a smaller
+--max (the mount option max=) than this search's.`,
 		Example: `  agentctl kb search ~/notes deploy rollback
-  agentctl kb search ./docs "rate limits" --limit 3 -o json | jq -r '.results[].id'`,
+  agentctl kb search ./docs "rate limits" --limit 3 -o json | jq -r '.results[].id'
+  agentctl kb search --max 4194304 ./handbook onboarding   # as --kb handbook=./handbook,max=4194304`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return usageErrorf("%s needs a knowledge-base folder and a query (got %s)", cmd.CommandPath(), countArgs(len(args)))
@@ -58,6 +61,7 @@ so within kb_refresh_interval (see 'agentctl kb index').`,
 		},
 	}
 	cmd.Flags().IntVar(&opts.Limit, "limit", 10, "how many results at most (1 to 50)")
+	addMaxFlag(cmd, &opts.MaxBytes, "search")
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -67,7 +71,7 @@ func kbSearchRun(ctx context.Context, opts *KBSearchOptions) error {
 	if err != nil {
 		return err
 	}
-	base, err := openKB(opts.Dir, opts.StateDir(), kb.Options{RefreshInterval: every})
+	base, err := openKB(opts.Dir, opts.StateDir(), kb.Options{RefreshInterval: every, MaxBytes: opts.MaxBytes})
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,8 @@ type IndexStats struct {
 	// dropped from the index because their file is gone.
 	Read    int `json:"read"`
 	Removed int `json:"removed"`
+	// MaxBytes is the limit it indexed concepts up to ([Options.MaxBytes]).
+	MaxBytes int64 `json:"max_bytes"`
 }
 
 // IndexOptions are what [Base.Index] reports as it goes; either may be nil.
@@ -106,7 +108,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 	if err != nil {
 		return IndexStats{}, err
 	}
-	stats := IndexStats{Path: ix.path}
+	stats := IndexStats{Path: ix.path, MaxBytes: kb.opts.MaxBytes}
 	fresh := func() (bool, error) {
 		ok, _, err := kb.freshness(ctx, ix, maxAge)
 		return ok, err
