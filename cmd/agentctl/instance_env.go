@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentctl/agentctl/agents"
@@ -67,7 +68,7 @@ func instanceEnvRun(ctx context.Context, opts *InstanceEnvOptions) error {
 		plans := map[string]*launch.Plan{}
 		var firstErr error
 		for _, m := range []launch.Mode{launch.Headless, launch.Interactive} {
-			p, err := planRun(st, r, opts.Definition, opts.Executable, launch.Options{Mode: m, Prompt: promptMark})
+			p, err := planRun(st, r, opts.Definition, opts.Executable, launch.Options{Mode: m, Prompt: promptMark, Preview: true})
 			if err != nil {
 				if firstErr == nil {
 					firstErr = err
@@ -78,6 +79,17 @@ func instanceEnvRun(ctx context.Context, opts *InstanceEnvOptions) error {
 		}
 		if len(plans) == 0 {
 			return firstErr
+		}
+		var said []string
+		for _, m := range []launch.Mode{launch.Headless, launch.Interactive} {
+			if p := plans[string(m)]; p != nil {
+				for _, w := range p.Warnings {
+					if !slices.Contains(said, w) {
+						said = append(said, w)
+						opts.IO.Narrate("%s", w)
+					}
+				}
+			}
 		}
 		if opts.Output == formatJSON {
 			for _, p := range plans {

@@ -145,7 +145,7 @@ func instanceRunRun(ctx context.Context, opts *InstanceRunOptions) error {
 		if opts.hasPrompt {
 			mode = launch.Headless
 		}
-		plan, err := planRun(st, r, opts.Definition, opts.Executable, launch.Options{Mode: mode, Prompt: opts.Prompt, ClientArgs: opts.ClientArgs})
+		plan, err := planRun(st, r, opts.Definition, opts.Executable, launch.Options{Mode: mode, Prompt: opts.Prompt, ClientArgs: opts.ClientArgs, Preview: opts.DryRun})
 		if err != nil {
 			return err
 		}

@@ -62,6 +62,10 @@ type Options struct {
 	// Warning, when set, is what the run should say first (a tool timeout
 	// the client started this way cannot be told).
 	Warning string
+	// Preview builds the plan of a run that will not start (--dry-run,
+	// `instance env`): what would refuse the run (the client's workspace
+	// file not connected yet) is a warning instead.
+	Preview bool
 }
 
 // Plan is one run of a client: what [Plan.Run] starts, and what `--dry-run`
@@ -113,9 +117,14 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 	case o.Mode == Headless && len(r.Headless) == 0:
 		return nil, &NotRunnableError{def.ID, "this client has no headless form agentctl can drive (" + r.NoHeadless + "); run it without --prompt, from a terminal"}
 	}
+	var warnings []string
 	if r.WorkspaceConfig && o.WorkspaceConfigured != nil {
 		if path, ok := o.WorkspaceConfigured(); !ok {
-			return nil, &NotRunnableError{def.ID, fmt.Sprintf("this client reads MCP servers only from %s; put the instance's entry there first with `agentctl instance connect %s`", path, rec.ID)}
+			msg := fmt.Sprintf("this client reads MCP servers only from %s; put the instance's entry there first with `agentctl instance connect %s`", path, rec.ID)
+			if !o.Preview {
+				return nil, &NotRunnableError{def.ID, msg}
+			}
+			warnings = append(warnings, "warning: "+def.ID+": "+msg+"; until then a run is refused")
 		}
 	}
 	if rec.Transport.Kind == instance.TransportHTTP && usesPlaceholder(r, "{command_line}") {
@@ -151,8 +160,9 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 		p.Log = filepath.Join(rec.Dir, instance.RunLogFile)
 	}
 	if o.Warning != "" {
-		p.Warnings = append(p.Warnings, o.Warning)
+		warnings = append(warnings, o.Warning)
 	}
+	p.Warnings = warnings
 	p.Args = append(p.Args, expand(r.ConfigArgs)...)
 	if o.Mode == Headless {
 		p.Args = append(p.Args, expand(r.Headless)...)
