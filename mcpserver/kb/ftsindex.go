@@ -85,18 +85,18 @@ type ftsIndex struct {
 // openIndex opens (creating it when missing) the index database at path.
 func openIndex(ctx context.Context, path string) (*ftsIndex, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("search index folder: %w", err)
+		return nil, indexFault(path, fmt.Errorf("create its folder: %w", err))
 	}
 	dsn := "file:" + path +
 		"?_pragma=busy_timeout(30000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open search index %s: %w", path, err)
+		return nil, indexFault(path, err)
 	}
 	ix := &ftsIndex{db: db, path: path}
 	if err := ix.init(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open search index %s: %w; remove it (and its -wal and -shm files) and the next search rebuilds it", path, err)
+		return nil, indexFault(path, err)
 	}
 	for _, f := range []string{path, path + "-wal", path + "-shm"} {
 		_ = os.Chmod(f, 0o600) // it holds the words of the concepts; SQLite creates by the umask

@@ -5,8 +5,10 @@ package kb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -59,4 +61,29 @@ func inode(fi fs.FileInfo) int64 {
 		return int64(st.Ino)
 	}
 	return 0
+}
+
+// isReadOnlyFS reports whether err says the file system is read-only.
+func isReadOnlyFS(err error) bool { return errors.Is(err, syscall.EROFS) }
+
+// writeProblem says why this process cannot write the index database at
+// path (or create it), as far as access(2) tells.
+func writeProblem(path string) string {
+	const wOK = 2 // W_OK
+	dir := filepath.Dir(path)
+	if err := syscall.Access(dir, wOK); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if isReadOnlyFS(err) {
+			return "it is on a read-only file system"
+		}
+		return fmt.Sprintf("this user (uid %d) may not write to its folder %s", os.Getuid(), dir)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		if err := syscall.Access(f, wOK); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if isReadOnlyFS(err) {
+				return "it is on a read-only file system"
+			}
+			return fmt.Sprintf("this user (uid %d) may not write to %s", os.Getuid(), f)
+		}
+	}
+	return "its permissions or its file system do not allow it"
 }

@@ -123,7 +123,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 	defer kb.mu.Unlock()
 	unlock, err := lockFile(ctx, ix.path+".lock", o.Waiting)
 	if err != nil {
-		return stats, fmt.Errorf("knowledge base %q: lock search index %s: %w", kb.name, ix.path, err)
+		return stats, kb.indexError(ix, fmt.Errorf("lock %s: %w", ix.path+".lock", err))
 	}
 	defer unlock()
 	if ok, err := fresh(); ok || err != nil {
@@ -138,7 +138,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 	stats.Concepts = len(files)
 	rows, err := ix.rows(ctx)
 	if err != nil {
-		return stats, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
+		return stats, kb.indexError(ix, err)
 	}
 	var changed []file
 	for _, f := range files {
@@ -185,7 +185,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 		return stats, kb.indexError(ix, err)
 	}
 	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes); err != nil {
-		return stats, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
+		return stats, kb.indexError(ix, err)
 	}
 	kb.lastRefresh.Store(start.UnixNano())
 	return stats, nil
@@ -204,7 +204,7 @@ func (kb *Base) freshness(ctx context.Context, ix *ftsIndex, maxAge time.Duratio
 	}
 	at, upTo, err := ix.reconciledAt(ctx)
 	if err != nil {
-		return false, false, fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
+		return false, false, kb.indexError(ix, err)
 	}
 	// A reconcile with a smaller MaxBytes left larger files out.
 	if !at.IsZero() && maxAge > 0 && now.Sub(at) < maxAge && upTo >= kb.opts.MaxBytes {
@@ -394,7 +394,7 @@ func (kb *Base) indexError(ix *ftsIndex, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("knowledge base %q: search index %s: %w", kb.name, ix.path, err)
+	return fmt.Errorf("knowledge base %q: %w", kb.name, indexFault(ix.path, err))
 }
 
 // activeWindow is how long after a search the background refresher keeps
