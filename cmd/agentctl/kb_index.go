@@ -34,6 +34,9 @@ instance and process that mounts DIR uses this index; building it ahead of time
 (in a CI image, say) makes their first search fast. A progress bar is shown when
 stderr is a terminal.
 
+kb index also checks the index database (PRAGMA quick_check) and builds a damaged
+one again from the folder; a search that finds it damaged does the same.
+
 An index records the largest concept size it indexed (--max, as the mount
 option max=); a mount with a larger max= does not take it as up to date and
 brings it up to date on its first search. So give kb index the max= of the
@@ -81,6 +84,9 @@ func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
 	bar.finish()
 	if err != nil {
 		return err
+	}
+	if st.Damaged != "" {
+		opts.IO.Narrate("The search index %s was damaged (%s); it was built again from the folder.", st.Path, st.Damaged)
 	}
 	if opts.Output == formatJSON {
 		return opts.IO.PrintJSON(st)

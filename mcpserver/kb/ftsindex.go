@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -68,6 +69,10 @@ func IndexPath(indexDir, dir string) (string, error) {
 type ftsIndex struct {
 	db   *sql.DB
 	path string
+	// file is the database file as opened: a damaged index that SQLite
+	// does not take for a database is replaced by a new file (see
+	// resetIndex), which [Base.index] notices.
+	file os.FileInfo
 	// private is a temporary folder holding the index of a base opened
 	// without [Options.IndexDir]; Close removes it.
 	private string
@@ -87,9 +92,7 @@ func openIndex(ctx context.Context, path string) (*ftsIndex, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, indexFault(path, fmt.Errorf("create its folder: %w", err))
 	}
-	dsn := "file:" + path +
-		"?_pragma=busy_timeout(30000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open("sqlite", indexDSN(path))
 	if err != nil {
 		return nil, indexFault(path, err)
 	}
@@ -101,7 +104,13 @@ func openIndex(ctx context.Context, path string) (*ftsIndex, error) {
 	for _, f := range []string{path, path + "-wal", path + "-shm"} {
 		_ = os.Chmod(f, 0o600) // it holds the words of the concepts; SQLite creates by the umask
 	}
+	ix.file, _ = os.Stat(path)
 	return ix, nil
+}
+
+// indexDSN is the data source name of the index database at path.
+func indexDSN(path string) string {
+	return "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 }
 
 // init turns WAL on and creates the schema, or recreates it when its version
@@ -136,19 +145,39 @@ func (ix *ftsIndex) init(ctx context.Context) error {
 	if v == indexSchemaVersion {
 		return nil
 	}
-	for _, q := range indexSchema {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("create schema: %w", err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", indexSchemaVersion)); err != nil {
+	if err := createSchema(ctx, tx); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
+// createSchema creates the index's tables within tx, dropping any there
+// were, and sets its schema version.
+func createSchema(ctx context.Context, tx *sql.Tx) error {
+	for _, q := range indexSchema {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+	}
+	_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", indexSchemaVersion))
+	return err
+}
+
 func isBusy(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+}
+
+// replaced reports whether the file at the index's path is not the one it
+// opened (another process replaced a damaged one).
+func (ix *ftsIndex) replaced() bool {
+	if ix.file == nil || ix.private != "" {
+		return false
+	}
+	fi, err := os.Stat(ix.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return err == nil && !os.SameFile(fi, ix.file)
 }
 
 func (ix *ftsIndex) close() error {

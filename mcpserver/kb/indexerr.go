@@ -13,6 +13,8 @@ import (
 // say something about the index file itself.
 const (
 	sqlitePerm     = 3
+	sqliteBusy     = 5
+	sqliteLocked   = 6
 	sqliteReadOnly = 8
 	sqliteCorrupt  = 11 // also FTS5's SQLITE_CORRUPT_VTAB
 	sqliteCantOpen = 14
@@ -31,6 +33,9 @@ func sqliteCode(err error) int {
 // isDamaged reports whether err says the index file is damaged: corrupt
 // pages, or a file that is not a database (any more).
 func isDamaged(err error) bool {
+	if _, ok := errors.AsType[*damagedError](err); ok {
+		return true
+	}
 	c := sqliteCode(err)
 	return c == sqliteCorrupt || c == sqliteNotADB
 }

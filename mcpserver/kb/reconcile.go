@@ -18,7 +18,14 @@ func (kb *Base) index(ctx context.Context) (*ftsIndex, error) {
 		return nil, kb.usable(ctx)
 	}
 	if kb.ix != nil {
-		return kb.ix, nil
+		if !kb.ix.replaced() {
+			return kb.ix, nil
+		}
+		// Another process replaced a damaged index: its connections
+		// here have the old file open. (Searches of this process using
+		// them fail.)
+		kb.ix.db.Close()
+		kb.ix = nil
 	}
 	path, private := kb.indexPath, ""
 	if path == "" {
@@ -52,6 +59,9 @@ type IndexStats struct {
 	Removed int `json:"removed"`
 	// MaxBytes is the limit it indexed concepts up to ([Options.MaxBytes]).
 	MaxBytes int64 `json:"max_bytes"`
+	// Damaged, when not empty, says what was wrong with the index, which
+	// was damaged and so was built again from the folder.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // IndexOptions are what [Base.Index] reports as it goes; either may be nil.
@@ -63,7 +73,24 @@ type IndexOptions struct {
 	// another process reconciling the same index, which it goes on waiting
 	// for (until ctx is done).
 	Waiting func()
+
+	// check is what reconcile checks of the index before it walks (see
+	// checkIndex).
+	check checkLevel
 }
+
+// checkLevel is how much reconcile checks that the index is not damaged.
+type checkLevel int
+
+const (
+	checkNone checkLevel = iota
+	// checkQuick runs PRAGMA quick_check (every page of the database).
+	checkQuick
+	// checkDamaged is for an index found damaged: PRAGMA quick_check, and
+	// FTS5's integrity-check if it finds nothing, to know whether another
+	// process has rebuilt it since.
+	checkDamaged
+)
 
 // lockNotice is how long a reconcile waits for another process's before
 // [IndexOptions.Waiting] is called.
@@ -73,11 +100,14 @@ const lockNotice = 500 * time.Millisecond
 // however recently that was done, and reports what it did. Searches do
 // this themselves when needed (see [Base.Search]); Index is for building an
 // index ahead of time. Another process reconciling the same index is waited
-// for, until ctx is done.
+// for, until ctx is done. Index also checks the index database's pages
+// (PRAGMA quick_check) and builds a damaged one again from the folder
+// ([IndexStats.Damaged] says so).
 func (kb *Base) Index(ctx context.Context, o IndexOptions) (IndexStats, error) {
 	if err := kb.usable(ctx); err != nil {
 		return IndexStats{}, err
 	}
+	o.check = checkQuick
 	return kb.reconcile(ctx, 0, o)
 }
 
@@ -103,42 +133,85 @@ func (kb *Base) Refresh(ctx context.Context) error {
 // files, each checking that the file is still what was read: a process
 // killed half-way leaves an index whose every row is true of its file, and
 // the next reconcile does the rest.
+//
+// A damaged index (SQLite finds corrupt pages, or a file that is not a
+// database), found so on the way or by o's check, is reset to an empty one
+// and built again from the folder: it holds nothing the folder does not.
+// That happens under the flock, after checking that another process has
+// not done it meanwhile (see checkIndex).
 func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOptions) (IndexStats, error) {
+	stats := IndexStats{Path: kb.indexPath, MaxBytes: kb.opts.MaxBytes}
 	ix, err := kb.index(ctx)
-	if err != nil {
-		return IndexStats{}, err
+	damaged := isDamaged(err)
+	if err != nil && !damaged {
+		return stats, err
 	}
-	stats := IndexStats{Path: ix.path, MaxBytes: kb.opts.MaxBytes}
+	if ix != nil {
+		stats.Path = ix.path
+	}
 	fresh := func() (bool, error) {
 		ok, _, err := kb.freshness(ctx, ix, maxAge)
+		if isDamaged(err) {
+			damaged = true
+			return false, nil
+		}
 		return ok, err
 	}
-	if ok, err := fresh(); ok || err != nil {
-		return stats, err
+	if !damaged && o.check == checkNone {
+		if ok, err := fresh(); ok || err != nil {
+			return stats, err
+		}
 	}
 	// One reconcile at a time in this process, and across processes (the
 	// flock): a second process's first search waits for the first's build
 	// instead of doing it again.
 	kb.mu.Lock()
 	defer kb.mu.Unlock()
-	unlock, err := lockFile(ctx, ix.path+".lock", o.Waiting)
-	if err != nil {
-		return stats, kb.indexError(ix, fmt.Errorf("lock %s: %w", ix.path+".lock", err))
-	}
-	defer unlock()
-	if ok, err := fresh(); ok || err != nil {
+	if stats.Path == "" { // a private index that could not be created
 		return stats, err
 	}
+	unlock, err := lockFile(ctx, stats.Path+".lock", o.Waiting)
+	if err != nil {
+		return stats, fmt.Errorf("knowledge base %q: %w", kb.name, indexFault(stats.Path, fmt.Errorf("lock %s: %w", stats.Path+".lock", err)))
+	}
+	defer unlock()
+	if !damaged && o.check == checkNone {
+		if ok, err := fresh(); ok || err != nil {
+			return stats, err
+		}
+	}
+	check := o.check
+	if damaged {
+		check = checkDamaged
+	}
+	if check != checkNone {
+		if ix, err = kb.checkIndex(ctx, check == checkDamaged, &stats); err != nil {
+			return stats, err
+		}
+	}
+	err = kb.walkAndApply(ctx, ix, o, &stats)
+	if isDamaged(err) && stats.Damaged == "" {
+		// Found damaged on the way: reset, and once more from the start.
+		if ix, err = kb.checkIndex(ctx, true, &stats); err != nil {
+			return stats, err
+		}
+		err = kb.walkAndApply(ctx, ix, o, &stats)
+	}
+	return stats, err
+}
+
+// walkAndApply is the work of reconcile, with kb.mu and the flock held.
+func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, stats *IndexStats) error {
 	start := kb.now()
 	kb.walks.Add(1)
 	files, err := kb.scan(ctx, "")
 	if err != nil {
-		return stats, err
+		return err
 	}
-	stats.Concepts = len(files)
+	stats.Concepts, stats.Read, stats.Removed = len(files), 0, 0
 	rows, err := ix.rows(ctx)
 	if err != nil {
-		return stats, kb.indexError(ix, err)
+		return kb.indexError(ix, err)
 	}
 	var changed []file
 	for _, f := range files {
@@ -153,7 +226,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 	stats.Read = len(changed)
 	stats.Removed = len(rows)
 	if err := kb.applyRemovals(ctx, ix, rows); err != nil {
-		return stats, err
+		return err
 	}
 	// After many changes (a build), FTS5's segments are merged into one,
 	// so searches read one b-tree per term rather than one per batch. Its
@@ -162,7 +235,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 	bulk := len(changed) >= kb.bulkAfter
 	if bulk {
 		if err := ix.setAutomerge(ctx, 0); err != nil {
-			return stats, kb.indexError(ix, err)
+			return kb.indexError(ix, err)
 		}
 	}
 	batch := reconcileBatch
@@ -173,22 +246,22 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 		if bulk { // else left off until the next reconcile
 			_ = ix.restoreAutomerge(context.WithoutCancel(ctx))
 		}
-		return stats, err
+		return err
 	}
 	if bulk {
 		if _, err := ix.db.ExecContext(ctx, `INSERT INTO fts (fts) VALUES ('optimize')`); err != nil {
-			return stats, kb.indexError(ix, err)
+			return kb.indexError(ix, err)
 		}
 	}
 	// Also when a process killed in a bulk reconcile left it off.
 	if err := ix.restoreAutomerge(ctx); err != nil {
-		return stats, kb.indexError(ix, err)
+		return kb.indexError(ix, err)
 	}
 	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes); err != nil {
-		return stats, kb.indexError(ix, err)
+		return kb.indexError(ix, err)
 	}
 	kb.lastRefresh.Store(start.UnixNano())
-	return stats, nil
+	return nil
 }
 
 // freshness reports whether a complete reconcile (by this process or any

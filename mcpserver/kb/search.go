@@ -2,6 +2,7 @@ package kb
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -49,6 +50,10 @@ type SearchOutput struct {
 // agentctl are searchable within about RefreshInterval (plus one walk)
 // while searches come; a hit whose file changed since it was indexed is
 // indexed again before the search answers (see below).
+//
+// A damaged index (SQLite finds corrupt pages, or a file that is not a
+// database) is built again from the folder, under the flock, before the
+// search is run again (see [Base.Index]).
 func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutput, error) {
 	out := SearchOutput{Results: []SearchResult{}}
 	if err := kb.usable(ctx); err != nil {
@@ -62,6 +67,23 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 	}
 	limit = min(limit, MaxSearchLimit)
 	kb.lastSearch.Store(kb.now().UnixNano())
+	res, err := kb.search(ctx, query, limit)
+	if !isDamaged(err) {
+		return res, err
+	}
+	if _, rerr := kb.reconcile(ctx, 0, IndexOptions{check: checkDamaged}); rerr != nil {
+		return out, kb.closedOr(ctx, rerr)
+	}
+	res, err = kb.search(ctx, query, limit)
+	if isDamaged(err) {
+		return out, fmt.Errorf("%w; it was built again from the folder and is damaged still: check the disk, or remove the index and its -wal and -shm files", err)
+	}
+	return res, err
+}
+
+// search is [Base.Search] once.
+func (kb *Base) search(ctx context.Context, query string, limit int) (SearchOutput, error) {
+	out := SearchOutput{Results: []SearchResult{}}
 	ix, err := kb.index(ctx)
 	if err != nil {
 		return out, err
@@ -76,6 +98,9 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 	if !built {
 		if _, err := kb.reconcile(ctx, kb.opts.RefreshInterval, IndexOptions{}); err != nil {
 			return out, kb.closedOr(ctx, err)
+		}
+		if ix, err = kb.index(ctx); err != nil { // a damaged one was replaced
+			return out, err
 		}
 	}
 	kb.bgOnce.Do(func() { kb.bgDone.Go(kb.backgroundRefresh) })
