@@ -34,6 +34,10 @@ instance and process that mounts DIR uses this index; building it ahead of time
 (in a CI image, say) makes their first search fast. A progress bar is shown when
 stderr is a terminal.
 
+Concepts larger than --max, and files and folders this user may not read, are not
+indexed: kb index counts them (too_large, unreadable) and names the first few on
+stderr.
+
 kb index also checks the index database (PRAGMA quick_check) and builds a damaged
 one again from the folder; a search that finds it damaged does the same.
 
@@ -88,6 +92,14 @@ func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
 	if st.Damaged != "" {
 		opts.IO.Narrate("The search index %s was damaged (%s); it was built again from the folder.", st.Path, st.Damaged)
 	}
+	if st.TooLarge > 0 {
+		opts.IO.Narrate("Warning: %s larger than %d bytes (--max, the mount option max=) not indexed, so searches do not find them: %s.",
+			countOf(st.TooLarge, "concept is", "concepts are"), st.MaxBytes, namedPaths(st.TooLargePaths, st.TooLarge))
+	}
+	if st.Unreadable > 0 {
+		opts.IO.Narrate("Warning: %s this user may not read (their permissions), so not indexed: %s.",
+			countOf(st.Unreadable, "file or folder", "files or folders"), namedPaths(st.UnreadablePaths, st.Unreadable))
+	}
 	if opts.Output == formatJSON {
 		return opts.IO.PrintJSON(st)
 	}
@@ -96,8 +108,27 @@ func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
 		{"read", strconv.Itoa(st.Read)},
 		{"removed", strconv.Itoa(st.Removed)},
 		{"max_bytes", strconv.FormatInt(st.MaxBytes, 10)},
+		{"too_large", strconv.Itoa(st.TooLarge)},
+		{"unreadable", strconv.Itoa(st.Unreadable)},
 		{"index", st.Path},
 	})
+}
+
+// countOf is "1 concept is" or "3 concepts are".
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// namedPaths lists paths, the first of n, saying how many more there are.
+func namedPaths(paths []string, n int) string {
+	s := strings.Join(paths, ", ")
+	if more := n - len(paths); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }
 
 // progressBar draws "label [=====     ] done/total" on one terminal line,

@@ -104,6 +104,10 @@ type Base struct {
 	// folder (tests read both).
 	refreshRound func()
 	walks        atomic.Int64
+	// open is root.Open, for the files and folders a walk and a read
+	// open; tests replace it to make some unreadable (as root they all
+	// can be read).
+	open func(name string) (*os.File, error)
 
 	// indexPath is the index database; "" for a private one.
 	indexPath string
@@ -166,6 +170,7 @@ func Open(name, dir string, opts Options) (*Base, error) {
 	}
 	kb := &Base{name: name, dir: dir, opts: opts, root: root, indexPath: indexPath, staleTempAge: defaultStaleTempAge, bulkAfter: optimizeAfter,
 		now: time.Now, after: time.After}
+	kb.open = root.Open
 	kb.bgCtx, kb.bgCancel = context.WithCancel(context.Background())
 	kb.kick = make(chan struct{}, 1)
 	return kb, nil

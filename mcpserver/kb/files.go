@@ -82,7 +82,7 @@ func (kb *Base) List(ctx context.Context, prefix, cursor string, limit int) (Lis
 		}
 		after = string(b)
 	}
-	files, err := kb.scan(ctx, prefixDir(prefix))
+	files, _, err := kb.scan(ctx, prefixDir(prefix))
 	if err != nil {
 		return out, err
 	}
@@ -174,7 +174,7 @@ func (kb *Base) readConcept(cid string) ([]byte, fs.FileInfo, error) {
 	if err := kb.checkConceptFile(cid, fi); err != nil {
 		return nil, nil, err
 	}
-	f, err := kb.root.Open(rel)
+	f, err := kb.open(rel)
 	if err != nil {
 		return nil, nil, kb.pathError(cid, err)
 	}

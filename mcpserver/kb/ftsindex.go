@@ -28,7 +28,9 @@ const indexSchemaVersion = 1
 
 // indexSchema: files has a row per concept seen, with what its file was
 // when it was indexed; fts has the text of those with indexed = 1, under the
-// same rowid. fts is contentless (it keeps the index, not the text), so the
+// same rowid. (files.unreadable came after version 1: init adds it to an
+// index without it, rather than rebuilding; older binaries, which name the
+// columns they write, leave it 0.) fts is contentless (it keeps the index, not the text), so the
 // database stays a fraction of the corpus. meta holds "reconciled": when
 // the last complete reconcile started and the MaxBytes it indexed up to.
 var indexSchema = []string{
@@ -41,8 +43,9 @@ var indexSchema = []string{
 		size     INTEGER NOT NULL,
 		mtime_ns INTEGER NOT NULL, -- -1: modified as it was read; read again
 		inode    INTEGER NOT NULL,
-		indexed  INTEGER NOT NULL, -- 0: over the MaxBytes of the process that saw it
-		title    TEXT NOT NULL
+		indexed  INTEGER NOT NULL, -- 0: over the MaxBytes of the process that saw it, or unreadable
+		title    TEXT NOT NULL,
+		unreadable INTEGER NOT NULL DEFAULT 0 -- 1: could not be read (permissions)
 	)`,
 	`CREATE VIRTUAL TABLE fts USING fts5(title, body, content='', contentless_delete=1, tokenize='porter unicode61')`,
 	`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`,
@@ -132,7 +135,7 @@ func (ix *ftsIndex) init(ctx context.Context) error {
 		return err
 	}
 	if v == indexSchemaVersion {
-		return nil
+		return ix.addColumns(ctx)
 	}
 	tx, err := ix.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one creator at a time
 	if err != nil {
@@ -146,6 +149,33 @@ func (ix *ftsIndex) init(ctx context.Context) error {
 		return nil
 	}
 	if err := createSchema(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// addColumns adds to an index of this version the columns that came
+// after it was made: files.unreadable.
+func (ix *ftsIndex) addColumns(ctx context.Context) error {
+	has := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) (bool, error) {
+		var n int
+		err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('files') WHERE name = 'unreadable'`).Scan(&n)
+		return n > 0, err
+	}
+	if ok, err := has(ix.db); ok || err != nil {
+		return err
+	}
+	tx, err := ix.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one at a time
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if ok, err := has(tx); ok || err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE files ADD COLUMN unreadable INTEGER NOT NULL DEFAULT 0`); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -243,15 +273,15 @@ func (ix *ftsIndex) restoreAutomerge(ctx context.Context) error {
 
 // row is what files holds of a concept.
 type row struct {
-	doc                int64
-	size, mtime, inode int64
-	indexed            bool
-	title              string
+	doc                 int64
+	size, mtime, inode  int64
+	indexed, unreadable bool
+	title               string
 }
 
 // rows loads the files table, by id.
 func (ix *ftsIndex) rows(ctx context.Context) (map[string]row, error) {
-	rs, err := ix.db.QueryContext(ctx, `SELECT doc, id, size, mtime_ns, inode, indexed FROM files`)
+	rs, err := ix.db.QueryContext(ctx, `SELECT doc, id, size, mtime_ns, inode, indexed, unreadable FROM files`)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +290,7 @@ func (ix *ftsIndex) rows(ctx context.Context) (map[string]row, error) {
 	for rs.Next() {
 		var id string
 		var r row
-		if err := rs.Scan(&r.doc, &id, &r.size, &r.mtime, &r.inode, &r.indexed); err != nil {
+		if err := rs.Scan(&r.doc, &id, &r.size, &r.mtime, &r.inode, &r.indexed, &r.unreadable); err != nil {
 			return nil, err
 		}
 		out[id] = r
@@ -338,15 +368,15 @@ func (w *writeTx) queryRow(ctx context.Context, q string, args ...any) *sql.Row 
 
 // put replaces the row (and the text) of the concept id within tx; existed
 // false says there is none to remove. body is nil for a concept that is not
-// indexed (too large for this process).
+// indexed (too large for this process, or unreadable).
 func put(ctx context.Context, tx *writeTx, id string, r row, body []byte, existed bool) error {
 	if existed {
 		if err := remove(ctx, tx, id); err != nil {
 			return err
 		}
 	}
-	res, err := tx.exec(ctx, `INSERT INTO files (id, size, mtime_ns, inode, indexed, title) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, r.size, r.mtime, r.inode, r.indexed, r.title)
+	res, err := tx.exec(ctx, `INSERT INTO files (id, size, mtime_ns, inode, indexed, title, unreadable) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		id, r.size, r.mtime, r.inode, r.indexed, r.title, r.unreadable)
 	if err != nil {
 		return err
 	}

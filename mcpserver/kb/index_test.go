@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -372,5 +373,125 @@ func TestIndexLockWait(t *testing.T) {
 	st, err := kb.Index(context.Background(), IndexOptions{Waiting: func() { t.Error("Waiting called for a free lock") }})
 	if err != nil || st.Read != 1 {
 		t.Fatalf("%+v, %v", st, err)
+	}
+}
+
+// denyOpen makes the given paths of the folder unreadable to kb: by their
+// permissions, or as root (who can read them anyway) by kb's open. It
+// returns a function that gives them back.
+func denyOpen(t *testing.T, kb *Base, dir string, rels ...string) (restore func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		for _, rel := range rels {
+			if err := os.Chmod(filepath.Join(dir, rel), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		restore = func() {
+			for _, rel := range rels {
+				mode := os.FileMode(0o644)
+				if fi, err := os.Lstat(filepath.Join(dir, rel)); err == nil && fi.IsDir() {
+					mode = 0o755
+				}
+				os.Chmod(filepath.Join(dir, rel), mode)
+			}
+		}
+		t.Cleanup(restore)
+		return restore
+	}
+	var mu sync.Mutex
+	denied := map[string]bool{}
+	for _, rel := range rels {
+		denied[rel] = true
+	}
+	open := kb.open
+	kb.open = func(name string) (*os.File, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if denied[name] {
+			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EACCES}
+		}
+		return open(name)
+	}
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		clear(denied)
+	}
+}
+
+// TestIndexReportsSkipped: Index counts and names what it did not index,
+// concepts over MaxBytes and files and folders it could not read; an
+// unreadable file whose size, modification time and inode stay the same is
+// not read again (and so not counted as read) on every reconcile, and is
+// read once it can be.
+func TestIndexReportsSkipped(t *testing.T) {
+	kb, dir := openTest(t, "docs", map[string]string{
+		"a.md":        "alpha",
+		"big.md":      strings.Repeat("elephant ", 20),
+		"secret.md":   "# Secret\nwombat",
+		"locked/x.md": "hidden",
+	}, Options{IndexDir: t.TempDir(), MaxBytes: 100})
+	ageFiles(t, dir)
+	restore := denyOpen(t, kb, dir, "secret.md", "locked")
+	ctx := context.Background()
+	st, err := kb.Index(ctx, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Concepts != 3 || st.Read != 3 || st.TooLarge != 1 || !slices.Equal(st.TooLargePaths, []string{"big.md"}) ||
+		st.Unreadable != 2 || !slices.Equal(st.UnreadablePaths, []string{"locked/", "secret.md"}) {
+		t.Fatalf("first index: %+v", st)
+	}
+	st, err = kb.Index(ctx, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Read != 0 || st.TooLarge != 1 || st.Unreadable != 2 || !slices.Equal(st.UnreadablePaths, []string{"locked/", "secret.md"}) {
+		t.Fatalf("second index, nothing changed: %+v; want nothing read and the same counts", st)
+	}
+	if ids := searchIDs(t, kb, "wombat", 5); len(ids) != 0 {
+		t.Fatal(ids)
+	}
+	// Its permissions given back (which changes no size, modification time
+	// or inode), it is read.
+	restore()
+	st, err = kb.Index(ctx, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Read != 2 || st.Unreadable != 0 || st.Concepts != 4 { // secret.md and locked/x.md
+		t.Fatalf("index after the permissions were given back: %+v", st)
+	}
+	if ids := searchIDs(t, kb, "wombat", 5); !slices.Equal(ids, []string{"secret"}) {
+		t.Fatal(ids)
+	}
+}
+
+// TestIndexAddsColumns: an index of this version made before
+// files.unreadable existed (by an older agentctl) gets the column when
+// opened, and keeps what it holds: no rebuild.
+func TestIndexAddsColumns(t *testing.T) {
+	indexDir := t.TempDir()
+	a, dir := openTest(t, "docs", map[string]string{"a.md": "alpha"}, Options{IndexDir: indexDir})
+	ageFiles(t, dir)
+	if _, err := a.Index(context.Background(), IndexOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ix.db.Exec(`ALTER TABLE files DROP COLUMN unreadable`); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b, err := Open("docs", dir, Options{IndexDir: indexDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	st, err := b.Index(context.Background(), IndexOptions{})
+	if err != nil || st.Read != 0 || st.Damaged != "" {
+		t.Fatalf("index of the older index: %+v, %v; want nothing read", st, err)
+	}
+	if ids := searchIDs(t, b, "alpha", 5); !slices.Equal(ids, []string{"a"}) {
+		t.Fatal(ids)
 	}
 }

@@ -2,10 +2,12 @@ package kb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -62,6 +64,25 @@ type IndexStats struct {
 	// Damaged, when not empty, says what was wrong with the index, which
 	// was damaged and so was built again from the folder.
 	Damaged string `json:"damaged,omitempty"`
+	// TooLarge is how many concepts are larger than MaxBytes, and
+	// Unreadable how many concept files and folders could not be read
+	// (permissions): neither is indexed, so searches do not find them.
+	// TooLargePaths and UnreadablePaths name the first few of each
+	// (maxNamedPaths, sorted; paths relative to the folder, a folder with a
+	// trailing "/").
+	TooLarge        int      `json:"too_large"`
+	Unreadable      int      `json:"unreadable"`
+	TooLargePaths   []string `json:"too_large_paths,omitempty"`
+	UnreadablePaths []string `json:"unreadable_paths,omitempty"`
+}
+
+// maxNamedPaths is how many paths of each kind [IndexStats] names.
+const maxNamedPaths = 5
+
+// firstPaths returns the first maxNamedPaths of paths, sorted.
+func firstPaths(paths []string) []string {
+	slices.Sort(paths)
+	return slices.Clip(paths[:min(len(paths), maxNamedPaths)])
 }
 
 // IndexOptions are what [Base.Index] reports as it goes; either may be nil.
@@ -204,7 +225,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, stats *IndexStats) error {
 	start := kb.now()
 	kb.walks.Add(1)
-	files, err := kb.scan(ctx, "")
+	files, unreadable, err := kb.scan(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -214,11 +235,26 @@ func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, 
 		return kb.indexError(ix, err)
 	}
 	var changed []file
+	var tooLarge []string
 	for _, f := range files {
 		r, ok := rows[f.id]
 		delete(rows, f.id)
-		if ok && r.size == f.size && r.mtime == f.mtime && r.inode == f.inode && (r.indexed || f.size > kb.opts.MaxBytes) {
-			continue
+		over := f.size > kb.opts.MaxBytes
+		if over {
+			tooLarge = append(tooLarge, f.id+".md")
+		}
+		if ok && r.size == f.size && r.mtime == f.mtime && r.inode == f.inode {
+			switch {
+			case r.indexed, over:
+				continue
+			case r.unreadable && !kb.canOpen(f.id):
+				// Unchanged and still unreadable: a failed open, not a
+				// read and a transaction. (Its permissions, or this
+				// user's groups, may change without its size,
+				// modification time or inode doing so: so it is tried.)
+				unreadable = append(unreadable, f.id+".md")
+				continue
+			}
 		}
 		f.known = ok
 		changed = append(changed, f)
@@ -242,7 +278,11 @@ func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, 
 	if bulk {
 		batch = bulkBatch
 	}
-	if err := kb.applyChanges(ctx, ix, changed, batch, o.Progress); err != nil {
+	denied, err := kb.applyChanges(ctx, ix, changed, batch, o.Progress)
+	unreadable = append(unreadable, denied...)
+	stats.TooLarge, stats.TooLargePaths = len(tooLarge), firstPaths(tooLarge)
+	stats.Unreadable, stats.UnreadablePaths = len(unreadable), firstPaths(unreadable)
+	if err != nil {
 		if bulk { // else left off until the next reconcile
 			_ = ix.restoreAutomerge(context.WithoutCancel(ctx))
 		}
@@ -341,13 +381,14 @@ type indexed struct {
 
 // applyChanges reads the changed files in parallel and applies them in
 // transactions of up to size files and batchBytes of text, as they come,
-// so the texts read never pile up.
-func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, size int, progress func(done, total int)) error {
+// so the texts read never pile up. It returns the paths of the files it
+// could not read (permissions).
+func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, size int, progress func(done, total int)) (unreadable []string, _ error) {
 	if progress != nil {
 		progress(0, len(changed))
 	}
 	if len(changed) == 0 {
-		return nil
+		return nil, nil
 	}
 	results := make(chan indexed, reconcileBatch)
 	var readErr error
@@ -376,6 +417,9 @@ func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, 
 		}
 	}
 	for r := range results {
+		if r.row.unreadable {
+			unreadable = append(unreadable, r.id+".md")
+		}
 		batch, held = append(batch, r), held+len(r.body)
 		if len(batch) >= size || held >= batchBytes {
 			flush()
@@ -383,18 +427,22 @@ func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, 
 	}
 	flush()
 	if readErr != nil {
-		return readErr
+		return unreadable, readErr
 	}
-	return applyErr
+	return unreadable, applyErr
 }
 
-// readForIndex reads one changed file (unless it is over MaxBytes).
+// readForIndex reads one changed file (unless it is over MaxBytes). One it
+// may not read gets a row that says so, with what the walk found of it.
 func (kb *Base) readForIndex(f file) indexed {
 	if f.size > kb.opts.MaxBytes {
 		return indexed{id: f.id, known: f.known, row: row{size: f.size, mtime: f.mtime, inode: f.inode}}
 	}
 	now := time.Now()
 	data, fi, err := kb.readConcept(f.id)
+	if errors.Is(err, fs.ErrPermission) && f.mtime != 0 { // f from a walk (not a search's stale hit)
+		return indexed{id: f.id, known: f.known, row: row{size: f.size, mtime: f.mtime, inode: f.inode, unreadable: true}}
+	}
 	if err != nil {
 		return indexed{id: f.id, known: f.known, gone: true}
 	}
@@ -527,4 +575,16 @@ func indexMtime(fi fs.FileInfo, readAt time.Time) int64 {
 		return -1
 	}
 	return fi.ModTime().UnixNano()
+}
+
+// canOpen reports whether the concept id's file can be opened now (or is
+// not there any more): whether a reconcile should read a file it found
+// unreadable before.
+func (kb *Base) canOpen(id string) bool {
+	f, err := kb.open(id + ".md")
+	if err != nil {
+		return !errors.Is(err, fs.ErrPermission)
+	}
+	f.Close()
+	return true
 }

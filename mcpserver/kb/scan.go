@@ -26,20 +26,23 @@ type file struct {
 // returns its concepts sorted by id. Hidden entries and files other than
 // *.md are skipped; so are symbolic links to folders (no cycles) and links
 // that leave the root. Temporary files of writes older than staleTempAge are
-// removed on the way unless the mount is read-only.
-func (kb *Base) scan(ctx context.Context, dir string) ([]file, error) {
+// removed on the way unless the mount is read-only. unreadable lists, in
+// no order, the folders (with a trailing "/") and concept files below dir
+// that the walk could not read or stat (permissions): not part of the
+// knowledge base while so.
+func (kb *Base) scan(ctx context.Context, dir string) (files []file, unreadable []string, err error) {
 	if dir != "" {
 		// Start below the root only through real, visible folders, as a
 		// full walk would.
 		if !isConceptID(dir) {
-			return nil, nil
+			return nil, nil, nil
 		}
 		p := ""
 		for c := range strings.SplitSeq(dir, "/") {
 			p = path.Join(p, c)
 			fi, err := kb.root.Lstat(p)
 			if err != nil || !fi.IsDir() {
-				return nil, nil
+				return nil, nil, nil
 			}
 		}
 	}
@@ -50,7 +53,6 @@ func (kb *Base) scan(ctx context.Context, dir string) ([]file, error) {
 		cond    = sync.NewCond(&mu)
 		queue   = []string{dir}
 		pending = 1 // directories queued or being read
-		files   []file
 		walkErr error
 	)
 	now := time.Now()
@@ -68,9 +70,10 @@ func (kb *Base) scan(ctx context.Context, dir string) ([]file, error) {
 			d := queue[len(queue)-1]
 			queue = queue[:len(queue)-1]
 			mu.Unlock()
-			subdirs, found, err := kb.scanDir(ctx, d, now)
+			subdirs, found, denied, err := kb.scanDir(ctx, d, now)
 			mu.Lock()
 			files = append(files, found...)
+			unreadable = append(unreadable, denied...)
 			queue = append(queue, subdirs...)
 			pending += len(subdirs) - 1
 			if err != nil && walkErr == nil {
@@ -85,34 +88,41 @@ func (kb *Base) scan(ctx context.Context, dir string) ([]file, error) {
 	}
 	wg.Wait()
 	if walkErr != nil {
-		return nil, walkErr
+		return nil, nil, walkErr
 	}
 	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.id, b.id) })
-	return files, nil
+	return files, unreadable, nil
 }
 
-// scanDir reads one folder of a walk: its visible subfolders and concepts.
-func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs []string, files []file, err error) {
+// scanDir reads one folder of a walk: its visible subfolders and concepts,
+// and what it could not read (see scan).
+func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs []string, files []file, unreadable []string, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	name := dir
 	if name == "" {
 		name = "."
 	}
-	d, err := kb.root.Open(name)
+	d, err := kb.open(name)
 	if err != nil {
-		if dir != "" && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)) {
-			return nil, nil, nil // vanished or unreadable: not part of the knowledge base
+		switch {
+		case dir != "" && errors.Is(err, fs.ErrNotExist):
+			return nil, nil, nil, nil // vanished
+		case dir != "" && errors.Is(err, fs.ErrPermission):
+			return nil, nil, []string{dir + "/"}, nil // not part of the knowledge base while so
 		}
-		return nil, nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
+		return nil, nil, nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
 	}
 	// Entries of a directory opened in a Root carry their information, read
 	// with fstatat relative to the directory.
 	ents, err := d.ReadDir(-1)
 	d.Close()
-	if err != nil && !(dir != "" && errors.Is(err, fs.ErrPermission)) {
-		return nil, nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
+	if err != nil {
+		if !(dir != "" && errors.Is(err, fs.ErrPermission)) {
+			return nil, nil, nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
+		}
+		unreadable = append(unreadable, dir+"/")
 	}
 	for _, e := range ents {
 		n := e.Name()
@@ -136,15 +146,18 @@ func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs
 			fi, err := e.Info()
 			if t&fs.ModeSymlink != 0 {
 				fi, err = kb.root.Stat(rel) // follows links inside the root only
-				if err != nil || !fi.Mode().IsRegular() {
+				if err != nil && !errors.Is(err, fs.ErrPermission) || err == nil && !fi.Mode().IsRegular() {
 					continue
 				}
 			}
 			if err != nil {
+				if errors.Is(err, fs.ErrPermission) {
+					unreadable = append(unreadable, rel)
+				}
 				continue
 			}
 			files = append(files, file{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi)})
 		}
 	}
-	return subdirs, files, nil
+	return subdirs, files, unreadable, nil
 }
