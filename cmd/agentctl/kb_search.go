@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -32,14 +33,28 @@ func NewCmdKBSearch(f *Factory, runF func(context.Context, *KBSearchOptions) err
 	cmd := &cobra.Command{
 		Use:   "search DIR QUERY...",
 		Short: "Search a knowledge base as its instances' concept_search does",
-		Long: `Search the knowledge-base folder DIR for QUERY (the words after DIR), ranked as
+		Long: fmt.Sprintf(`Search the knowledge-base folder DIR for QUERY (the words after DIR), ranked as
 the concept_search tool ranks them, through the same shared index. The index is
 built first if there is none, and brought up to date first if no process has done
 so within kb_refresh_interval (see 'agentctl kb index'), or did with a smaller
---max (the mount option max=) than this search's.`,
+--max (the mount option max=) than this search's.
+
+QUERY is words, and nothing else. A word is a run of letters and digits (case and
+accents do not matter; longer than 64 bytes, it is left out). A concept matches if
+it has any of the words, in its title or its text, stemmed (deploying finds
+deploy); it ranks higher the more of them, and the rarer, it has, and a word in
+its title counts 3 times. There are no operators: quotes, *, ^, :, parentheses
+and AND, OR, NOT and NEAR are plain text ("NOT" is the word "not"). A query of
+more than %d different words is searched for its %d rarest: words no concept has
+are left out first, as they change nothing; the others left out are named on
+stderr (in the JSON, "ignored"). A query of more than %d different words, or of
+no words at all, is refused.
+
+A query word that starts with "-" is taken for a flag: put -- before the query.`, kb.MaxQueryTerms, kb.MaxQueryTerms, kb.MaxQueryWords),
 		Example: `  agentctl kb search ~/notes deploy rollback
   agentctl kb search ./docs "rate limits" --limit 3 -o json | jq -r '.results[].id'
-  agentctl kb search --max 4194304 ./handbook onboarding   # as --kb handbook=./handbook,max=4194304`,
+  agentctl kb search --max 4194304 ./handbook onboarding   # as --kb handbook=./handbook,max=4194304
+  agentctl kb search ./docs -- -race flag`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return usageErrorf("%s needs a knowledge-base folder and a query (got %s)", cmd.CommandPath(), countArgs(len(args)))
@@ -87,6 +102,10 @@ func kbSearchRun(ctx context.Context, opts *KBSearchOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if len(out.Ignored) > 0 && opts.Output != formatJSON {
+		opts.IO.Narrate("Note: the query has more than %d different words; searched for the %d rarest, not for: %s.",
+			kb.MaxQueryTerms, kb.MaxQueryTerms, strings.Join(out.Ignored, ", "))
 	}
 	if opts.Output == formatJSON {
 		return opts.IO.PrintJSON(out)

@@ -1,7 +1,6 @@
 package kb
 
 import (
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -10,7 +9,12 @@ import (
 const (
 	// maxTokenBytes: longer tokens (hashes, base64) are not searched for.
 	maxTokenBytes = 64
-	maxQueryTerms = 32
+	// MaxQueryTerms is how many of a query's different words a search
+	// looks for at most: the rarest (see [Base.Search]).
+	MaxQueryTerms = 64
+	// MaxQueryWords is how many different words a query may have; a
+	// longer one is refused.
+	MaxQueryWords = 256
 )
 
 // indexedText splits a concept into what the index holds: its title (front
@@ -77,13 +81,18 @@ func tokens(text, buf []byte, fn func(tok []byte, start, end int)) []byte {
 	return buf
 }
 
-// queryTerms returns the distinct tokens of a query.
-func queryTerms(query string) []string {
-	var terms []string
+// queryTerms returns the distinct tokens of a query, in order, and whether
+// there were more than MaxQueryWords (then the first MaxQueryWords+1).
+func queryTerms(query string) (terms []string, tooMany bool) {
+	seen := map[string]bool{}
 	tokens([]byte(query), nil, func(tok []byte, _, _ int) {
-		if len(terms) < maxQueryTerms && !slices.Contains(terms, string(tok)) {
+		if len(terms) <= MaxQueryWords && !seen[string(tok)] {
+			seen[string(tok)] = true
 			terms = append(terms, string(tok))
 		}
 	})
-	return terms
+	if len(terms) > MaxQueryWords {
+		return terms, true
+	}
+	return terms, false
 }

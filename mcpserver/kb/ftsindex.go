@@ -615,6 +615,42 @@ func matchAny(terms []string) string {
 	return strings.Join(quoted, " OR ")
 }
 
+// rarest returns the n terms (in query order) that fewest concepts have,
+// leaving out those none has, and the others that some concept has.
+// Counts stop at half the concepts (see termStats): terms at least that
+// common are kept in query order.
+func (ix *ftsIndex) rarest(ctx context.Context, terms []string, n int) (kept, ignored []string, err error) {
+	tx, err := ix.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tx.Rollback()
+	_, counts, err := termStats(ctx, tx, terms)
+	if err != nil || counts == nil {
+		return nil, nil, err // no concept is indexed
+	}
+	var order []int // terms some concept has, rarest first
+	for i, c := range counts {
+		if c > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(counts[a], counts[b]) })
+	keep := make([]bool, len(terms))
+	for _, i := range order[:min(n, len(order))] {
+		keep[i] = true
+	}
+	for i, t := range terms {
+		switch {
+		case keep[i]:
+			kept = append(kept, t)
+		case counts[i] > 0:
+			ignored = append(ignored, t)
+		}
+	}
+	return kept, ignored, nil
+}
+
 // termStats returns the number of indexed concepts, N, and how many have
 // each of terms, counting up to half of N (what makes a term common: its
 // BM25 IDF, log((N-n+0.5)/(n+0.5)), is not positive, and FTS5 uses 1e-6).

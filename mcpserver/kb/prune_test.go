@@ -61,7 +61,7 @@ func TestSearchPruneSameAnswer(t *testing.T) {
 			}
 			terms = append(terms, vocab[r])
 		}
-		terms = queryTerms(strings.Join(terms, " "))
+		terms, _ = queryTerms(strings.Join(terms, " "))
 		ix.noPrune = false
 		got, err := ix.search(ctx, terms, k, DefaultMaxBytes)
 		if err != nil {

@@ -25,6 +25,10 @@ type SearchResult struct {
 // SearchOutput is the result of [Base.Search] and concept_search.
 type SearchOutput struct {
 	Results []SearchResult `json:"results" jsonschema:"The best matches, best first; empty when nothing matches."`
+	// Ignored lists the words of the query that were not searched for
+	// although some concept has them: a search looks for at most
+	// MaxQueryTerms of a query's words, the rarest.
+	Ignored []string `json:"ignored,omitempty" jsonschema:"Words of the query that were not searched for although concepts have them: a search looks for at most the 64 rarest of its words (those in fewest concepts). Absent when every word was searched for."`
 }
 
 // Search ranks the concepts for query and returns the best limit (default
@@ -51,6 +55,16 @@ type SearchOutput struct {
 // while searches come; a hit whose file changed since it was indexed is
 // indexed again before the search answers (see below).
 //
+// The query is words and nothing else: its tokens, runs of letters, digits
+// and marks (up to 64 bytes), lower-cased. There are no operators: quotes,
+// "*", "^", ":", parentheses and AND, OR, NOT or NEAR are plain text (the
+// words "and", "or", "not", "near"), so every query is valid. A query with
+// no words is refused, as an empty one is; so is one of more than
+// MaxQueryWords different words. Of more than MaxQueryTerms, the
+// MaxQueryTerms rarest (in fewest concepts) are searched for: words no
+// concept has are left out first, as they change nothing, and
+// [SearchOutput.Ignored] lists the others left out.
+//
 // A damaged index (SQLite finds corrupt pages, or a file that is not a
 // database) is built again from the folder, under the flock, before the
 // search is run again (see [Base.Index]).
@@ -62,27 +76,34 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 	if strings.TrimSpace(query) == "" {
 		return out, errorf(ErrInvalidRequest, "query is empty; search knowledge base %q with a few distinctive keywords", kb.name)
 	}
+	terms, tooMany := queryTerms(query)
+	switch {
+	case len(terms) == 0:
+		return out, errorf(ErrInvalidRequest, "query %q has no words to search for (a word is letters or digits; quotes, operators and other signs are ignored); search knowledge base %q with a few distinctive keywords", query, kb.name)
+	case tooMany:
+		return out, errorf(ErrInvalidRequest, "query has more than %d different words; search knowledge base %q with a few distinctive keywords (at most the %d rarest words of a query are searched for)", MaxQueryWords, kb.name, MaxQueryTerms)
+	}
 	if limit <= 0 {
 		limit = searchDefault
 	}
 	limit = min(limit, MaxSearchLimit)
 	kb.lastSearch.Store(kb.now().UnixNano())
-	res, err := kb.search(ctx, query, limit)
+	res, err := kb.search(ctx, terms, limit)
 	if !isDamaged(err) {
 		return res, err
 	}
 	if _, rerr := kb.reconcile(ctx, 0, IndexOptions{check: checkDamaged}); rerr != nil {
 		return out, kb.closedOr(ctx, rerr)
 	}
-	res, err = kb.search(ctx, query, limit)
+	res, err = kb.search(ctx, terms, limit)
 	if isDamaged(err) {
 		return out, fmt.Errorf("%w; it was built again from the folder and is damaged still: check the disk, or remove the index and its -wal and -shm files", err)
 	}
 	return res, err
 }
 
-// search is [Base.Search] once.
-func (kb *Base) search(ctx context.Context, query string, limit int) (SearchOutput, error) {
+// search is [Base.Search] once, for the query's terms.
+func (kb *Base) search(ctx context.Context, terms []string, limit int) (SearchOutput, error) {
 	out := SearchOutput{Results: []SearchResult{}}
 	ix, err := kb.index(ctx)
 	if err != nil {
@@ -110,9 +131,15 @@ func (kb *Base) search(ctx context.Context, query string, limit int) (SearchOutp
 		default: // one is pending already
 		}
 	}
-	terms := queryTerms(query)
-	if len(terms) == 0 {
-		return out, nil
+	if len(terms) > MaxQueryTerms {
+		kept, ignored, err := ix.rarest(ctx, terms, MaxQueryTerms)
+		if err != nil {
+			return out, kb.closedOr(ctx, kb.indexError(ix, err))
+		}
+		if len(kept) == 0 {
+			return out, nil // no concept has any of them
+		}
+		terms, out.Ignored = kept, ignored
 	}
 	// A hit whose file is no longer what was indexed (an edit the
 	// reconcile has not seen yet, a process killed between a write's
