@@ -4,32 +4,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver/kb"
 	"github.com/spf13/cobra"
 )
 
 // GCOptions are the inputs of `agentctl gc`.
 type GCOptions struct {
-	IO    *IOStreams
-	Store storeOpener
+	IO       *IOStreams
+	Store    storeOpener
+	StateDir func() string
 
 	Output string
 }
 
 // NewCmdGC is `agentctl gc`; runF replaces [gcRun] in tests.
 func NewCmdGC(f *Factory, runF func(context.Context, *GCOptions) error) *cobra.Command {
-	opts := &GCOptions{IO: f.IOStreams, Store: f.Store}
+	opts := &GCOptions{IO: f.IOStreams, Store: f.Store, StateDir: func() string { return f.Config.StateDir() }}
 	cmd := &cobra.Command{
 		Use:   "gc",
-		Short: "Remove what interrupted creates and deletes left behind",
+		Short: "Remove what interrupted creates and deletes left behind, and indexes of folders that are gone",
 		Long: `Remove what interrupted creates and deletes left behind in the state
 directory: staging and deleting directories, and instance directories that
 no record names. Only leftovers older than an hour are removed, so a create
 running at the same moment is never touched.
 
-instance create does this itself at most once an hour; gc does it now, for
-CI images and cron jobs. It prints each path it removed.`,
+gc also removes the search indexes (kb/*.db, with their -wal, -shm and lock
+files) of knowledge-base folders that no longer exist, once no process has
+written them for an hour and none holds their lock. An index records its
+folder when it is brought up to date; one that does not yet (made by an older
+agentctl) is kept.
+
+instance create does the first part itself at most once an hour; gc does it
+now, for CI images and cron jobs. It prints each path it removed.`,
 		Example: `  agentctl gc
   agentctl gc -o json | jq length`,
 		Args: noArgs,
@@ -47,6 +56,10 @@ CI images and cron jobs. It prints each path it removed.`,
 	return cmd
 }
 
+// staleIndexAge is how long a search index whose folder is gone must have
+// gone unwritten before gc removes it, as for the other leftovers.
+const staleIndexAge = time.Hour
+
 func gcRun(ctx context.Context, opts *GCOptions) error {
 	removed := []string{}
 	err := withStore(ctx, opts.Store, func(st *instance.Store) error {
@@ -57,16 +70,21 @@ func gcRun(ctx context.Context, opts *GCOptions) error {
 	if _, ok := errors.AsType[*noStateError](err); err != nil && !ok {
 		return err
 	}
+	indexes, indexErr := kb.RemoveStaleIndexes(ctx, kbIndexDir(opts.StateDir()), staleIndexAge)
+	removed = append(removed, indexes...)
+	if indexErr != nil { // what was removed is printed all the same
+		indexErr = fmt.Errorf("search indexes of knowledge bases: %w", indexErr)
+	}
 	if opts.Output == formatJSON {
-		return opts.IO.PrintJSON(removed)
+		return errors.Join(opts.IO.PrintJSON(removed), indexErr)
 	}
 	for _, p := range removed {
 		if _, err := fmt.Fprintln(opts.IO.Out, p); err != nil {
 			return err
 		}
 	}
-	if len(removed) == 0 {
+	if len(removed) == 0 && indexErr == nil {
 		opts.IO.Narrate("Nothing to remove.")
 	}
-	return nil
+	return indexErr
 }

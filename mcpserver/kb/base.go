@@ -109,8 +109,10 @@ type Base struct {
 	// can be read).
 	open func(name string) (*os.File, error)
 
-	// indexPath is the index database; "" for a private one.
+	// indexPath is the index database; "" for a private one. realDir is
+	// the folder's real path, which the index records.
 	indexPath string
+	realDir   string
 
 	// mu makes this process's reconciles one at a time (a flock does so
 	// across processes).
@@ -158,17 +160,19 @@ func Open(name, dir string, opts Options) (*Base, error) {
 	if opts.RefreshInterval <= 0 {
 		opts.RefreshInterval = defaultRefreshInterval
 	}
+	realDir, err := realPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge base %q: %w", name, err)
+	}
 	var indexPath string
 	if opts.IndexDir != "" {
-		if indexPath, err = IndexPath(opts.IndexDir, dir); err != nil {
-			return nil, fmt.Errorf("knowledge base %q: %w", name, err)
-		}
+		indexPath = indexPathOf(opts.IndexDir, realDir)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge base %q: %w", name, err)
 	}
-	kb := &Base{name: name, dir: dir, opts: opts, root: root, indexPath: indexPath, staleTempAge: defaultStaleTempAge, bulkAfter: optimizeAfter,
+	kb := &Base{name: name, dir: dir, opts: opts, root: root, indexPath: indexPath, realDir: realDir, staleTempAge: defaultStaleTempAge, bulkAfter: optimizeAfter,
 		now: time.Now, after: time.After}
 	kb.open = root.Open
 	kb.bgCtx, kb.bgCancel = context.WithCancel(context.Background())

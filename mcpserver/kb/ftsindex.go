@@ -56,16 +56,26 @@ var indexSchema = []string{
 // folder's real path (its first 128 bits, in hex), so every process that mounts the folder, under any
 // name or through any link, shares it.
 func IndexPath(indexDir, dir string) (string, error) {
+	real, err := realPath(dir)
+	if err != nil {
+		return "", err
+	}
+	return indexPathOf(indexDir, real), nil
+}
+
+// indexPathOf is [IndexPath] of a folder's real path.
+func indexPathOf(indexDir, real string) string {
+	sum := sha256.Sum256([]byte(real))
+	return filepath.Join(indexDir, hex.EncodeToString(sum[:16])+".db")
+}
+
+// realPath is the absolute path of dir with every link resolved.
+func realPath(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(real))
-	return filepath.Join(indexDir, hex.EncodeToString(sum[:16])+".db"), nil
+	return filepath.EvalSymlinks(abs)
 }
 
 // ftsIndex is an open index database.
@@ -240,12 +250,18 @@ func (ix *ftsIndex) reconciledAt(ctx context.Context) (time.Time, int64, error) 
 
 // setReconciledAt records a complete reconcile that started at t and
 // indexed concepts up to maxBytes, unless one that started later is
-// recorded.
-func (ix *ftsIndex) setReconciledAt(ctx context.Context, t time.Time, maxBytes int64) error {
+// recorded, and the real path of the folder it is the index of (for
+// [RemoveStaleIndexes]).
+func (ix *ftsIndex) setReconciledAt(ctx context.Context, t time.Time, maxBytes int64, folder string) error {
 	_, err := ix.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('reconciled', ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value
 		WHERE CAST(excluded.value AS INTEGER) > CAST(value AS INTEGER)`,
 		fmt.Sprintf("%d %d", t.UnixNano(), maxBytes))
+	if err != nil || folder == "" {
+		return err
+	}
+	_, err = ix.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('folder', ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE value <> excluded.value`, folder)
 	return err
 }
 

@@ -297,7 +297,7 @@ func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, 
 	if err := ix.restoreAutomerge(ctx); err != nil {
 		return kb.indexError(ix, err)
 	}
-	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes); err != nil {
+	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes, kb.realDir); err != nil {
 		return kb.indexError(ix, err)
 	}
 	kb.lastRefresh.Store(start.UnixNano())
