@@ -79,7 +79,11 @@ func (kb *Base) Search(ctx context.Context, query string, limit int) (SearchOutp
 	terms, tooMany := queryTerms(query)
 	switch {
 	case len(terms) == 0:
-		return out, errorf(ErrInvalidRequest, "query %q has no words to search for (a word is letters or digits; quotes, operators and other signs are ignored); search knowledge base %q with a few distinctive keywords", query, kb.name)
+		q := "query"
+		if len(query) <= 40 {
+			q = fmt.Sprintf("query %q", query)
+		}
+		return out, errorf(ErrInvalidRequest, "%s has no words to search for (a word is letters or digits; quotes, operators and other signs are ignored); search knowledge base %q with a few distinctive keywords", q, kb.name)
 	case tooMany:
 		return out, errorf(ErrInvalidRequest, "query has more than %d different words; search knowledge base %q with a few distinctive keywords (at most the %d rarest words of a query are searched for)", MaxQueryWords, kb.name, MaxQueryTerms)
 	}
