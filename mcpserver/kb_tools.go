@@ -32,7 +32,7 @@ type ConceptReadInput struct {
 
 // ConceptSearchInput is the input of concept_search.
 type ConceptSearchInput struct {
-	Query string `json:"query" jsonschema:"A few distinctive keywords (not a question)."`
+	Query string `json:"query" jsonschema:"A few distinctive keywords (not a question): a concept matching any of them is found, stemmed (deploy finds deploying); quotes, *, AND, OR, NOT and NEAR are plain words, not operators. Of more than 64 different words the 64 rarest are searched for (ignored lists the others)."`
 	Limit int    `json:"limit,omitempty" jsonschema:"How many results to return at most (1 to 50, default 10)."`
 }
 

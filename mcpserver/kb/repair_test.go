@@ -95,7 +95,7 @@ func TestIndexRebuildsDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kb.Close()
-	st, err := kb.Index(context.Background(), IndexOptions{})
+	st, err := kb.Index(context.Background(), IndexOptions{Check: true})
 	if err != nil {
 		t.Fatal(err)
 	}
