@@ -106,11 +106,12 @@ type Option func(*Store)
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
 // walCheckpointPages is the WAL's size, in pages, at which a commit
-// checkpoints it into the database (SQLite's default is 1,000). Each
+// checkpoints it into the database (SQLite's default is 1,000), and past
+// which a CLI command's Close truncates it (see [Store.trimWAL]). Each
 // process's first read rebuilds the WAL's index from the WAL when no other
 // process has it open (2-3 µs a page here), and a CLI command is such a
 // process: a short WAL keeps that small, at the cost of a checkpoint every
-// few dozen commands (see [ClosedByExit]).
+// dozen or so write commands (see [ClosedByExit]).
 const walCheckpointPages = 100
 
 // ClosedByExit makes [Store.Close] leave the database open for the
@@ -119,9 +120,9 @@ const walCheckpointPages = 100
 // SQLite checkpoint the WAL into the database and delete it: two fsyncs on
 // every command, and the next command's first write recreates the WAL and
 // syncs its header again. Left to the exit, committed transactions stay in
-// the WAL, as after a killed process, and the automatic checkpoint of a
-// later commit (at [walCheckpointPages]) folds them in. A backup must then copy the
-// -wal file with the database (or use sqlite3's .backup).
+// the WAL, as after a killed process, until a Close finds it past
+// [walCheckpointPages] and folds it in. A backup must then copy the -wal
+// file with the database (or use sqlite3's .backup).
 func ClosedByExit() Option { return func(s *Store) { s.exiting = true } }
 
 // Open opens (creating if needed) the store in dir and migrates its schema.
@@ -265,12 +266,47 @@ func isBusy(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
 }
 
-// Close closes the database; with [ClosedByExit] it does nothing.
+// Close closes the database. With [ClosedByExit] it leaves it open, but
+// folds a WAL grown past [walCheckpointPages] into the database first (see
+// trimWAL).
 func (s *Store) Close() error {
 	if s.exiting {
+		s.trimWAL()
 		return nil
 	}
 	return s.db.Close()
+}
+
+// walFrameBytes is the size of one WAL frame: a page (SQLite's default
+// 4,096 bytes, which the store keeps) and its 24-byte header.
+const walFrameBytes = 4096 + 24
+
+// trimWAL checkpoints the WAL into the database and truncates it, when it
+// holds more than [walCheckpointPages] frames, unless another process is
+// using the database at that moment (it does not wait: the next command
+// will). A process that exits without closing the database leaves its
+// commits in the WAL; the next process to open it rebuilds the WAL's index
+// from the whole file, which also forgets what was checkpointed (it lives
+// in that index), so no later writer restarts the WAL from its start. Left
+// so, the WAL grew by every write command, and every command's first read
+// and every automatic checkpoint cost more as it did.
+func (s *Store) trimWAL() {
+	fi, err := os.Stat(filepath.Join(s.dir, DBFile+"-wal"))
+	if err != nil || fi.Size() <= 32+walCheckpointPages*walFrameBytes {
+		return
+	}
+	ctx := context.Background()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		return
+	}
+	defer conn.ExecContext(ctx, "PRAGMA busy_timeout = 30000")
+	var busy, frames, done int
+	_ = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done)
 }
 
 // Dir is the absolute state directory.
