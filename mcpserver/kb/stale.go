@@ -7,12 +7,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
+	"strings"
 	"time"
 )
 
-// indexName is the file name of an index database (see [IndexPath]).
-var indexName = regexp.MustCompile(`^[0-9a-f]{32}\.db$`)
+// isIndexName reports whether name is the file name of an index database
+// (see [IndexPath]): 32 lower-case hex digits and ".db". (Not a regular
+// expression: one compiled at package init costs every command's start.)
+func isIndexName(name string) bool {
+	hex, ok := strings.CutSuffix(name, ".db")
+	return ok && len(hex) == 32 && strings.Trim(hex, "0123456789abcdef") == ""
+}
 
 // RemoveStaleIndexes removes the search indexes under indexDir whose
 // folder no longer exists, with their -wal, -shm and lock files, and
@@ -36,7 +41,7 @@ func RemoveStaleIndexes(ctx context.Context, indexDir string, minAge time.Durati
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		if !e.Type().IsRegular() || !indexName.MatchString(e.Name()) {
+		if !e.Type().IsRegular() || !isIndexName(e.Name()) {
 			continue
 		}
 		path := filepath.Join(indexDir, e.Name())

@@ -89,3 +89,20 @@ func TestRemoveStaleIndexes(t *testing.T) {
 		t.Errorf("no index folder: %v, %v", removed, err)
 	}
 }
+
+func TestIsIndexName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"0123456789abcdef0123456789abcdef.db":      true,
+		"0123456789abcdef0123456789abcdef.db-wal":  false,
+		"0123456789abcdef0123456789abcdef.db.lock": false,
+		"0123456789ABCDEF0123456789abcdef.db":      false,
+		"0123456789abcdef0123456789abcde.db":       false,
+		"0123456789abcdef0123456789abcdefa.db":     false,
+		"0123456789abcdeg0123456789abcdef.db":      false,
+		".db":                                      false,
+	} {
+		if got := isIndexName(name); got != want {
+			t.Errorf("isIndexName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
