@@ -342,35 +342,34 @@ func yamlList(list []string) string {
 // [agents.MCPConfig.ToolTimeoutMax] is below [ToolTimeoutFor] question), or
 // "" when it can. [Store.CreateInstance] then writes the client's maximum.
 func ToolTimeoutWarning(def *agents.Definition, question time.Duration) string {
-	limit := time.Duration(def.MCP.ToolTimeoutMax)
-	need := ToolTimeoutFor(question)
-	if limit <= 0 || need <= limit {
-		return ""
-	}
-	if limit <= ToolTimeoutMargin {
-		return fmt.Sprintf("warning: %s lets a tool call run at most %s, less than the %s an answer needs to travel: ask_user_question cannot wait for an answer with this client",
-			def.ID, limit, ToolTimeoutMargin)
-	}
-	return fmt.Sprintf("warning: %s lets a tool call run at most %s, but ask_user_question may wait %s (question timeout %s plus %s for the answer to travel): "+
-		"an answer after %s would be cut off; lower --question-timeout to %s or less",
-		def.ID, limit, need, question, ToolTimeoutMargin, limit-ToolTimeoutMargin, limit-ToolTimeoutMargin)
+	return timeoutWarning(def.ID, time.Duration(def.MCP.ToolTimeoutMax), question,
+		"lower --question-timeout to %[1]s or less")
 }
 
 // RunToolTimeoutWarning is what `instance run` says when the client its
 // recipe starts cannot be told how long a tool call may take, and lets one
 // take less than a question may wait ([agents.Run.ToolTimeout]), or "".
 func RunToolTimeoutWarning(def *agents.Definition, question time.Duration) string {
-	limit := time.Duration(def.Run.ToolTimeout)
+	return timeoutWarning(def.ID+", as `instance run` starts it (it cannot be told otherwise),", time.Duration(def.Run.ToolTimeout), question,
+		"create the instance with --question-timeout %[1]s or less, or start %[2]s yourself with the server from the instance's configuration, which sets a longer timeout")
+}
+
+// timeoutWarning says that client lets a tool call run at most limit, less
+// than a question of this timeout may wait, and what to do (fix, given the
+// longest question timeout that fits and the agent id); "" when it fits.
+func timeoutWarning(client string, limit, question time.Duration, fix string) string {
 	need := ToolTimeoutFor(question)
 	if limit <= 0 || need <= limit {
 		return ""
 	}
 	if limit <= ToolTimeoutMargin {
-		return fmt.Sprintf("warning: %s, as `instance run` starts it, lets a tool call run at most %s: ask_user_question cannot wait for an answer", def.ID, limit)
+		return fmt.Sprintf("warning: %s lets a tool call run at most %s, less than the %s an answer needs to travel: ask_user_question cannot wait for an answer with this client",
+			client, limit, ToolTimeoutMargin)
 	}
-	return fmt.Sprintf("warning: %s, as `instance run` starts it, lets a tool call run at most %s (it cannot be told otherwise), but ask_user_question may wait %s: "+
-		"an answer after %s would be cut off; create the instance with --question-timeout %s or less, or start %s yourself with the server from the instance's configuration, which sets a longer timeout",
-		def.ID, limit, need, limit-ToolTimeoutMargin, limit-ToolTimeoutMargin, def.ID)
+	fits := limit - ToolTimeoutMargin
+	id, _, _ := strings.Cut(client, ",")
+	return fmt.Sprintf("warning: %s lets a tool call run at most %s, but ask_user_question may wait %s (question timeout %s plus %s for the answer to travel): "+
+		"an answer after %s would be cut off; %s", client, limit, need, question, ToolTimeoutMargin, fits, fmt.Sprintf(fix, fits, id))
 }
 
 // ClientToolTimeout is the tool-call timeout written for def's client:

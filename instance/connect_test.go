@@ -152,6 +152,27 @@ func TestConnectNewFileAndLastEntry(t *testing.T) {
 	}
 }
 
+// clientFile makes an instance of agent with body as the client's file at
+// rel (under the workspace, or for Codex under a home directory, in user
+// scope) and returns it, the file's path and the options that reach it.
+func clientFile(t *testing.T, st *instance.Store, agent, rel, body string) (*instance.Record, string, instance.ConnectOptions) {
+	t.Helper()
+	ws, home := t.TempDir(), t.TempDir()
+	rec := create(t, st, agent, func(o *instance.CreateOptions) { o.Workspace = ws })
+	scope, root := instance.ScopeWorkspace, ws
+	if agent == "codex" {
+		scope, root = instance.ScopeUser, home
+	}
+	path := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rec, path, instance.ConnectOptions{Scope: scope, Getenv: connectEnv(home)}
+}
+
 // TestConnectRefusesUnparsable: a file that does not parse, or has
 // comments, is refused naming the file and line, and left unchanged.
 func TestConnectRefusesUnparsable(t *testing.T) {
@@ -165,17 +186,9 @@ func TestConnectRefusesUnparsable(t *testing.T) {
 		{"cursor", ".cursor/mcp.json", "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"command\": \"y\"}}}", `the member "command" comes twice`},
 	} {
 		t.Run(c.agent, func(t *testing.T) {
-			ws, home := t.TempDir(), t.TempDir()
-			rec := create(t, st, c.agent, func(o *instance.CreateOptions) { o.Workspace = ws })
-			scope, root := instance.ScopeWorkspace, ws
-			if c.agent == "codex" {
-				scope, root = instance.ScopeUser, home
-			}
-			path := filepath.Join(root, c.rel)
-			os.MkdirAll(filepath.Dir(path), 0o755)
-			os.WriteFile(path, []byte(c.body), 0o644)
+			rec, path, o := clientFile(t, st, c.agent, c.rel, c.body)
 			for _, op := range []func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error){instance.Connect, instance.Disconnect} {
-				_, err := op(rec, instance.ConnectOptions{Scope: scope, Getenv: connectEnv(home)})
+				_, err := op(rec, o)
 				if err == nil || !strings.Contains(err.Error(), path+" does not parse") || !strings.Contains(err.Error(), c.want) ||
 					!strings.Contains(err.Error(), "nothing was changed") || !errors.Is(err, instance.ErrInvalid) {
 					t.Errorf("err = %v, want it to name %s, %q and say nothing was changed", err, path, c.want)
@@ -313,16 +326,8 @@ func TestConnectRefusesWrongShape(t *testing.T) {
 		{"codex", "codex-home/config.toml", "mcp_servers = 3\n", "mcp_servers is not a table"},
 	} {
 		t.Run(c.agent, func(t *testing.T) {
-			ws, home := t.TempDir(), t.TempDir()
-			rec := create(t, st, c.agent, func(o *instance.CreateOptions) { o.Workspace = ws })
-			scope, root := instance.ScopeWorkspace, ws
-			if c.agent == "codex" {
-				scope, root = instance.ScopeUser, home
-			}
-			path := filepath.Join(root, c.rel)
-			os.MkdirAll(filepath.Dir(path), 0o755)
-			os.WriteFile(path, []byte(c.body), 0o644)
-			_, err := instance.Connect(rec, instance.ConnectOptions{Scope: scope, Getenv: connectEnv(home)})
+			rec, path, o := clientFile(t, st, c.agent, c.rel, c.body)
+			_, err := instance.Connect(rec, o)
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing was changed") || !errors.Is(err, instance.ErrInvalid) {
 				t.Errorf("err = %v, want invalid input saying %q and that nothing was changed", err, c.want)
 			}

@@ -233,6 +233,35 @@ func TestInstanceRunStatusFromModel(t *testing.T) {
 	}
 }
 
+// startWaitingRun starts `instance run ID` of a fake client that waits
+// for a signal, and returns once the client says it waits: the run, the
+// rest of its stdout, and its stderr as it comes.
+func startWaitingRun(ctx context.Context, t *testing.T, e *rcEnv, path, id string) (*exec.Cmd, io.Reader, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, e.bin, "instance", "run", id, "--prompt", "wait")
+	cmd.Env = append(e.cliEnv(), "PATH="+path, "FAKECLIENT_WAIT=signal")
+	cmd.Dir = e.work
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errb := &lockedBuffer{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	var out []string
+	for lines.Scan() {
+		out = append(out, lines.Text())
+		if lines.Text() == "fakeclient: waiting" {
+			return cmd, stdout, errb
+		}
+	}
+	t.Fatalf("the client never waited; output %q, stderr %s", out, errb.String())
+	return nil, nil, nil
+}
+
 // TestInstanceRunSignal: SIGINT sent to `instance run` reaches the client,
 // which exits 130; run exits 130 too, the instance is "failed" (interrupted),
 // a second run is refused while the first is under way, and `instance logs
@@ -244,29 +273,7 @@ func TestInstanceRunSignal(t *testing.T) {
 	e := newRCEnv(t)
 	rec := e.create(ctx, "--agent", "claude-code")
 	path := fakeClientOnPath(t, "claude")
-	cmd := exec.CommandContext(ctx, e.bin, "instance", "run", rec.ID, "--prompt", "wait")
-	cmd.Env = append(e.cliEnv(), "PATH="+path, "FAKECLIENT_WAIT=signal")
-	cmd.Dir = e.work
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errb lockedBuffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	var out []string
-	for lines.Scan() {
-		out = append(out, lines.Text())
-		if lines.Text() == "fakeclient: waiting" {
-			break
-		}
-	}
-	if !slices.Contains(out, "fakeclient: waiting") {
-		t.Fatalf("the client never waited; output %q, stderr %s", out, errb.String())
-	}
+	cmd, stdout, errb := startWaitingRun(ctx, t, e, path, rec.ID)
 
 	second, _ := e.runWithFake(ctx, path, nil, "instance", "run", rec.ID, "--prompt", "again")
 	if second.code != 4 || !strings.Contains(second.stderr, "is already being run") {
@@ -292,7 +299,7 @@ func TestInstanceRunSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	rest, _ := io.ReadAll(stdout)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("run ended with %v, want exit 130; stderr %s", err, errb.String())
@@ -330,21 +337,7 @@ func TestInstanceRunKilled(t *testing.T) {
 	e := newRCEnv(t)
 	rec := e.create(ctx, "--agent", "claude-code")
 	path := fakeClientOnPath(t, "claude")
-	cmd := exec.CommandContext(ctx, e.bin, "instance", "run", rec.ID, "--prompt", "wait")
-	cmd.Env = append(e.cliEnv(), "PATH="+path, "FAKECLIENT_WAIT=signal")
-	cmd.Dir = e.work
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errb lockedBuffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() && lines.Text() != "fakeclient: waiting" {
-	}
+	cmd, stdout, errb := startWaitingRun(ctx, t, e, path, rec.ID)
 	// The start is recorded as the client starts: wait for its pid.
 	var pid int
 	for pid == 0 {
@@ -464,7 +457,7 @@ func TestInstanceRunGooseToolTimeout(t *testing.T) {
 	long := e.create(ctx, "--agent", "goose") // the default 10m question timeout
 	short := e.create(ctx, "--agent", "goose", "--question-timeout", "4m")
 	res := e.run(ctx, "instance", "run", long.ID, "-p", "x", "--dry-run")
-	want := "warning: goose, as `instance run` starts it, lets a tool call run at most 5m0s"
+	want := "warning: goose, as `instance run` starts it (it cannot be told otherwise), lets a tool call run at most 5m0s"
 	if res.code != 0 || !strings.Contains(res.stderr, want) || !strings.Contains(res.stderr, "--question-timeout 4m0s or less") {
 		t.Errorf("dry run with a 10m question timeout: want the warning\n%s", res)
 	}
