@@ -58,7 +58,11 @@ func TestStdioConnSkipsBadLines(t *testing.T) {
 	var stderr syncBuffer
 	p := NewPool([]mount.Resolved{server("up", "sh")}, &reconciles{}, Options{Stderr: &stderr, MaxLine: 256})
 	s := p.Servers()[0]
-	cmd := exec.Command("sh", "-c", `cat >/dev/null & printf '%s' "$1"; wait`, "sh", out)
+	// The server prints its lines, then reads its stdin until the test
+	// closes it. (A `cat &` would read /dev/null: sh gives a background
+	// job that stdin, and the shell, done, closed the pipe's last reader
+	// before the test's writes, which then failed with EPIPE.)
+	cmd := exec.Command("sh", "-c", `printf '%s' "$1"; exec cat >/dev/null`, "sh", out)
 	conn, err := (&commandTransport{server: s, cmd: cmd}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
