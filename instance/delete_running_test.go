@@ -98,24 +98,6 @@ func TestDeleteRefusesARunningInstance(t *testing.T) {
 	}
 }
 
-// TestForceDeletesARunningInstance: --force deletes an instance whose run
-// holds the lock, as it does one an endpoint serves.
-func TestForceDeletesARunningInstance(t *testing.T) {
-	st := openStore(t)
-	ctx := context.Background()
-	rec := create(t, st, "opencode", nil)
-	holdRunLock(t, rec, "31337")
-	if _, err := st.DeleteInstance(ctx, rec.ID, instance.DeleteOptions{Force: true}); err != nil {
-		t.Fatalf("a forced delete: %v", err)
-	}
-	if _, err := st.Get(ctx, rec.ID); !errors.Is(err, instance.ErrNotFound) {
-		t.Fatalf("record left: %v", err)
-	}
-	if _, err := os.Stat(rec.Dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("directory left: %v", err)
-	}
-}
-
 // TestRunLockAfterADelete: a run that waited for the run lock while a
 // delete held it (the delete holds it while it removes the directory) gets
 // a lock on a removed file, and must say the instance was deleted rather

@@ -112,23 +112,35 @@ func TestDeleteRefusesAServedInstance(t *testing.T) {
 	}
 }
 
-func TestForceDeletesAServedInstance(t *testing.T) {
-	st := openStore(t)
+// TestForceDeletesAnInstanceInUse: --force deletes an instance an endpoint
+// serves, or whose client a run is running.
+func TestForceDeletesAnInstanceInUse(t *testing.T) {
 	ctx := context.Background()
-	rec := create(t, st, "claude-code", nil)
-	release, err := st.ServeLock(ctx, rec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	if _, err := st.DeleteInstance(ctx, rec.ID, instance.DeleteOptions{Force: true}); err != nil {
-		t.Fatalf("a forced delete: %v", err)
-	}
-	if _, err := st.Get(ctx, rec.ID); !errors.Is(err, instance.ErrNotFound) {
-		t.Fatalf("record left: %v", err)
-	}
-	if _, err := os.Stat(rec.Dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("directory left: %v", err)
+	st := openStore(t)
+	for name, hold := range map[string]func(*testing.T, *instance.Record) func(){
+		"served": func(t *testing.T, rec *instance.Record) func() {
+			release, err := st.ServeLock(ctx, rec.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return release
+		},
+		// As a run holds it (see delete_running_test.go).
+		"run": func(t *testing.T, rec *instance.Record) func() { return holdRunLock(t, rec, "31337") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := create(t, st, "claude-code", nil)
+			defer hold(t, rec)()
+			if _, err := st.DeleteInstance(ctx, rec.ID, instance.DeleteOptions{Force: true}); err != nil {
+				t.Fatalf("a forced delete: %v", err)
+			}
+			if _, err := st.Get(ctx, rec.ID); !errors.Is(err, instance.ErrNotFound) {
+				t.Fatalf("record left: %v", err)
+			}
+			if _, err := os.Stat(rec.Dir); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("directory left: %v", err)
+			}
+		})
 	}
 }
 
