@@ -41,7 +41,7 @@ stderr.
 
 A damaged index database (a disk error, a copy cut short) is built again from the
 folder where kb index or a search meets the damage. --check also reads every page
-of the index first (PRAGMA quick_check: about 200 ms at 10,000 concepts), to find
+of the index first (PRAGMA quick_check: about 0.3 s at 10,000 concepts), to find
 damage no search has met yet; in a CI image's build, say.
 
 An index records the largest concept size it indexed (--max, as the mount

@@ -95,7 +95,7 @@ type IndexOptions struct {
 	// for (until ctx is done).
 	Waiting func()
 	// Check also reads every page of the index database (PRAGMA
-	// quick_check, about 200 ms at 10,000 concepts) before the walk, and
+	// quick_check, about 0.3 s at 10,000 concepts) before the walk, and
 	// builds a damaged index again from the folder. Without it damage is
 	// found where a reconcile or a search meets it, which does the same.
 	Check bool
