@@ -52,8 +52,11 @@ func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	msg := fmt.Sprintf("the run of %s (pid %d, started %s) ended without agentctl recording how: the agentctl that ran it was stopped by force "+
-		"(SIGKILL, the OOM killer, a CI runner's hard stop); the client's exit code is unknown, its output is in %s",
-		run.Program, run.PID, run.StartedAt.Format(time.RFC3339), RunLogFile)
+		"(SIGKILL, the OOM killer, a CI runner's hard stop); the client's exit code is unknown",
+		run.Program, run.PID, run.StartedAt.Format(time.RFC3339))
+	if run.Mode == "headless" { // an interactive run's output was the terminal's
+		msg += ", its output is in " + RunLogFile
+	}
 	return s.EndRun(ctx, id, seq, *run, Event{Tool: RunTool, Status: runFailed, Message: msg})
 }
 
