@@ -53,7 +53,7 @@ func TestEndLostRun(t *testing.T) {
 		if err != nil || !ended {
 			t.Fatalf("EndLostRun = %v, %v; want true", ended, err)
 		}
-		if e := last(t, rec.ID); e.Status != "failed" || e.Tool != instance.RunTool || !strings.Contains(e.Message, "ended without agentctl recording how") {
+		if e := last(t, rec.ID); e.Status != "failed" || e.Tool != instance.RunTool || !strings.Contains(e.Message, "ended without agentctl recording how") || !strings.Contains(e.Message, "its output is in run.log") {
 			t.Errorf("last event %+v", e)
 		}
 		if again, err := st.EndLostRun(ctx, rec.ID); err != nil || again {
