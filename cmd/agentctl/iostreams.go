@@ -288,13 +288,20 @@ func (s *IOStreams) PrintJSONLine(v any) error {
 
 // jsonArrayWriter writes a JSON array one element at a time, in the layout
 // [IOStreams.PrintJSON] gives a whole slice, so that a long listing is
-// never held in memory.
+// never held in memory: the elements are gathered up to
+// [jsonArrayFlushSize] bytes and written together, which bounds the memory
+// and saves a listing of 50 records 49 writes to its pipe (and as many
+// wake-ups of the reader).
 type jsonArrayWriter struct {
 	w   io.Writer
 	buf bytes.Buffer
 	enc *json.Encoder
 	n   int
 }
+
+// jsonArrayFlushSize is how much of an array [jsonArrayWriter] holds
+// before writing it out.
+const jsonArrayFlushSize = 32 << 10
 
 func newJSONArrayWriter(w io.Writer) *jsonArrayWriter {
 	a := &jsonArrayWriter{w: w}
@@ -306,27 +313,37 @@ func newJSONArrayWriter(w io.Writer) *jsonArrayWriter {
 
 // Write adds v to the array.
 func (a *jsonArrayWriter) Write(v any) error {
-	a.buf.Reset()
+	mark := a.buf.Len()
 	if a.n == 0 {
 		a.buf.WriteString("[\n  ")
 	} else {
 		a.buf.WriteString(",\n  ")
 	}
 	if err := a.enc.Encode(v); err != nil {
+		a.buf.Truncate(mark) // nothing of a value that does not encode
 		return err
 	}
 	a.buf.Truncate(a.buf.Len() - 1) // the encoder's newline
 	a.n++
+	if a.buf.Len() < jsonArrayFlushSize {
+		return nil
+	}
+	return a.flush()
+}
+
+func (a *jsonArrayWriter) flush() error {
 	_, err := a.w.Write(a.buf.Bytes())
+	a.buf.Reset()
 	return err
 }
 
-// Close ends the array ("[]" when nothing was written).
+// Close ends the array ("[]" when nothing was written) and writes what
+// is held.
 func (a *jsonArrayWriter) Close() error {
-	end := "\n]\n"
 	if a.n == 0 {
-		end = "[]\n"
+		a.buf.WriteString("[]\n")
+	} else {
+		a.buf.WriteString("\n]\n")
 	}
-	_, err := io.WriteString(a.w, end)
-	return err
+	return a.flush()
 }
