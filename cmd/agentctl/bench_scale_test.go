@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,25 @@ func BenchmarkStoreScale(b *testing.B) {
 	list := []string{"instance", "list", "-o", "json", "--limit", "50"}
 	b.Run("list_10000_vs_version", func(b *testing.B) {
 		pairedProcesses(b, "version", func() time.Duration { return timeProcess(b, bin, large, "version") },
+			"list", func() time.Duration { return timeProcess(b, bin, large, list...) })
+	})
+	// The floor of that listing (testdata/minimallist): opening the state
+	// database with the same driver and reading the same 50 rows, in a
+	// program that links only the go-sdk and the driver. Against version,
+	// it is what SQLite alone costs a listing; the listing against it is
+	// what agentctl adds (decoding, redacting and printing the records).
+	floor := filepath.Join(b.TempDir(), "minimallist")
+	_, file, _, _ := runtime.Caller(0)
+	if out, err := goBuild(context.Background(), floor, filepath.Join(filepath.Dir(file), "..", ".."), "./testdata/minimallist", staticBuild...).CombinedOutput(); err != nil {
+		b.Fatalf("build minimallist: %v\n%s", err, out)
+	}
+	db := filepath.Join(largeState, "state.db")
+	b.Run("list_floor_vs_version", func(b *testing.B) {
+		pairedProcesses(b, "version", func() time.Duration { return timeProcess(b, bin, large, "version") },
+			"floor", func() time.Duration { return timeProcess(b, floor, large, db) })
+	})
+	b.Run("list_10000_vs_floor", func(b *testing.B) {
+		pairedProcesses(b, "floor", func() time.Duration { return timeProcess(b, floor, large, db) },
 			"list", func() time.Duration { return timeProcess(b, bin, large, list...) })
 	})
 	create := func(env []string) func() time.Duration {
