@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -58,11 +57,7 @@ func BenchmarkStoreScale(b *testing.B) {
 	// program that links only the go-sdk and the driver. Against version,
 	// it is what SQLite alone costs a listing; the listing against it is
 	// what agentctl adds (decoding, redacting and printing the records).
-	floor := filepath.Join(b.TempDir(), "minimallist")
-	_, file, _, _ := runtime.Caller(0)
-	if out, err := goBuild(context.Background(), floor, filepath.Join(filepath.Dir(file), "..", ".."), "./testdata/minimallist", staticBuild...).CombinedOutput(); err != nil {
-		b.Fatalf("build minimallist: %v\n%s", err, out)
-	}
+	floor := buildTestdata(b, "minimallist")
 	db := filepath.Join(largeState, "state.db")
 	b.Run("list_floor_vs_version", func(b *testing.B) {
 		pairedProcesses(b, "version", func() time.Duration { return timeProcess(b, bin, large, "version") },

@@ -2,13 +2,11 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -101,16 +99,8 @@ func pairedProcesses(b *testing.B, baseName string, base func() time.Duration, s
 func BenchmarkProcess(b *testing.B) {
 	bin := realBinary(b)
 	env, _ := benchEnv(b)
-	minimal := filepath.Join(b.TempDir(), "minimal")
-	_, file, _, _ := runtime.Caller(0)
-	minimalSQLite := filepath.Join(b.TempDir(), "minimalsqlite")
-	for _, p := range []struct{ path, pkg string }{{minimal, "./testdata/minimal"}, {minimalSQLite, "./testdata/minimalsqlite"}} {
-		// Built as agentctl is (static): the same start-up path on both sides.
-		build := goBuild(context.Background(), p.path, filepath.Join(filepath.Dir(file), "..", ".."), p.pkg, staticBuild...)
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("build %s: %v\n%s", p.pkg, err, out)
-		}
-	}
+	// Built as agentctl is (static): the same start-up path on both sides.
+	minimal, minimalSQLite := buildTestdata(b, "minimal"), buildTestdata(b, "minimalsqlite")
 	b.Run("floor_minimal_gosdk", func(b *testing.B) { runProcess(b, minimal, env) })
 	b.Run("baseline_version", func(b *testing.B) { runProcess(b, bin, env, "version") })
 	b.Run("agents_list", func(b *testing.B) { runProcess(b, bin, env, "agents", "list") })

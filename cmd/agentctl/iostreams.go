@@ -290,8 +290,7 @@ func (s *IOStreams) PrintJSONLine(v any) error {
 // [IOStreams.PrintJSON] gives a whole slice, so that a long listing is
 // never held in memory: the elements are gathered up to
 // [jsonArrayFlushSize] bytes and written together, which bounds the memory
-// and saves a listing of 50 records 49 writes to its pipe (and as many
-// wake-ups of the reader).
+// and saves a listing of 50 records 49 of its 51 writes.
 type jsonArrayWriter struct {
 	w   io.Writer
 	buf bytes.Buffer
