@@ -8,19 +8,25 @@ import (
 	"time"
 )
 
-// runFailed is the final status [Store.EndLostRun] records (the
-// report_progress tool's "failed", which mcpserver defines).
-const runFailed = "failed"
+// The final statuses of the report_progress tool (which mcpserver
+// defines): [Store.EndLostRun] records runFailed, and lets either stand
+// when the model reported it during the run.
+const (
+	runDone   = "done"
+	runFailed = "failed"
+)
 
 // EndLostRun records the end of a run of instance id that ended without its
 // agentctl recording it: that agentctl was stopped by force (SIGKILL, the
-// OOM killer, a CI runner's hard stop, a power cut) and its last word is the
-// run's "running". That is so when the instance's latest event is the
-// run's "running", its last_run has no end, no process holds the run lock
-// and the client's pid is not alive (where agentctl is killed, the client
-// is sent SIGTERM on Linux; elsewhere it may run on, and the status stays
-// "running" while it does). It then adds a "failed" event saying so, which
-// `instance wait` and `list` see, and reports true. Where run locks are not
+// OOM killer, a CI runner's hard stop, a power cut). That is so when the
+// instance's latest run event is the run's start ("running"), its last_run
+// has no end, no process holds the run lock and the client's pid is not
+// alive (where agentctl is killed, the client is sent SIGTERM on Linux;
+// elsewhere it may run on, and the status stays "running" while it does).
+// It then sets last_run's end and adds a "failed" event saying what
+// happened, which `instance wait` and `list` see, and reports true; as at a
+// run's normal end, a final status the model reported during the run
+// stands, and only last_run is ended (false). Where run locks are not
 // tracked (Windows) it does nothing.
 func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 	if !serveLocking || !isID(id) {
@@ -38,8 +44,8 @@ func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 		return false, nil // a run started meanwhile, or the instance is gone
 	}
 	defer release()
-	// Looked at again with the lock held: a run may have started and
-	// ended since.
+	// Looked at again with the lock held: the run may have been ended,
+	// or another started, since.
 	if again, lost, err := s.lostRunEvent(ctx, id); err != nil || !lost || again != seq {
 		return false, err
 	}
@@ -57,20 +63,24 @@ func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 	if run.Mode == "headless" { // an interactive run's output was the terminal's
 		msg += ", its output is in " + RunLogFile
 	}
-	return s.EndRun(ctx, id, seq, *run, Event{Tool: RunTool, Status: runFailed, Message: msg})
+	ended := s.stamp()
+	run.EndedAt = &ended // when it was found to have ended: the best known
+	return s.EndRun(ctx, id, seq, *run, Event{Tool: RunTool, Status: runFailed, Message: msg}, runDone, runFailed)
 }
 
-// lostRunEvent is the sequence number of instance id's latest event, and
-// whether it is a run's "running".
+// lostRunEvent is the sequence number of instance id's latest run event
+// (the tool [RunTool]: a run's start or end), and whether it is a start,
+// which only the run's end follows: the model's report_progress events in
+// between do not end it.
 func (s *Store) lostRunEvent(ctx context.Context, id string) (int64, bool, error) {
 	var seq int64
-	var tool, status string
-	err := s.db.QueryRowContext(ctx, `SELECT seq, tool, status FROM events WHERE instance_id = ? ORDER BY seq DESC LIMIT 1`, id).Scan(&seq, &tool, &status)
+	var status string
+	err := s.db.QueryRowContext(ctx, `SELECT seq, status FROM events WHERE instance_id = ? AND tool = ? ORDER BY seq DESC LIMIT 1`, id, RunTool).Scan(&seq, &status)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, s.dbError(err)
 	}
-	return seq, tool == RunTool && status == "running", nil
+	return seq, status == "running", nil
 }

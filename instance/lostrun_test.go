@@ -56,6 +56,9 @@ func TestEndLostRun(t *testing.T) {
 		if e := last(t, rec.ID); e.Status != "failed" || e.Tool != instance.RunTool || !strings.Contains(e.Message, "ended without agentctl recording how") || !strings.Contains(e.Message, "its output is in run.log") {
 			t.Errorf("last event %+v", e)
 		}
+		if r, err := st.Get(ctx, rec.ID); err != nil || r.LastRun == nil || r.LastRun.EndedAt == nil || r.LastRun.EndedAt.Before(r.LastRun.StartedAt) {
+			t.Errorf("last_run after EndLostRun: %+v, %v; want an end after its start", r.LastRun, err)
+		}
 		if again, err := st.EndLostRun(ctx, rec.ID); err != nil || again {
 			t.Errorf("a second EndLostRun = %v, %v; want false", again, err)
 		}
@@ -90,13 +93,35 @@ func TestEndLostRun(t *testing.T) {
 			t.Errorf("EndLostRun after a recorded end = %v, %v; want false", ended, err)
 		}
 	})
-	t.Run("the model spoke last", func(t *testing.T) {
+	t.Run("the model reported progress since", func(t *testing.T) {
+		// report_progress during the run (running, blocked on a question)
+		// does not end it: the run is still lost.
 		rec := start(t, deadPID(t))
-		if _, err := st.AddEvent(ctx, instance.Event{InstanceID: rec.ID, Tool: "report_progress", Status: "running", Message: "working"}); err != nil {
+		for _, status := range []string{"running", "blocked"} {
+			if _, err := st.AddEvent(ctx, instance.Event{InstanceID: rec.ID, Tool: "report_progress", Status: status, Message: "working"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ended, err := st.EndLostRun(ctx, rec.ID); err != nil || !ended {
+			t.Fatalf("EndLostRun after the model's progress = %v, %v; want true", ended, err)
+		}
+		if e := last(t, rec.ID); e.Status != "failed" || e.Tool != instance.RunTool {
+			t.Errorf("last event %+v, want the run's failed", e)
+		}
+	})
+	t.Run("the model's final word stands", func(t *testing.T) {
+		rec := start(t, deadPID(t))
+		if _, err := st.AddEvent(ctx, instance.Event{InstanceID: rec.ID, Tool: "report_progress", Status: "done", Message: "finished"}); err != nil {
 			t.Fatal(err)
 		}
 		if ended, err := st.EndLostRun(ctx, rec.ID); err != nil || ended {
-			t.Errorf("EndLostRun after the model's report = %v, %v; want false", ended, err)
+			t.Errorf("EndLostRun after the model's done = %v, %v; want false (no event added)", ended, err)
+		}
+		if e := last(t, rec.ID); e.Status != "done" || e.Tool != "report_progress" {
+			t.Errorf("last event %+v, want the model's done", e)
+		}
+		if r, err := st.Get(ctx, rec.ID); err != nil || r.LastRun == nil || r.LastRun.EndedAt == nil {
+			t.Errorf("last_run after the model's done: %+v, %v; want it ended", r.LastRun, err)
 		}
 	})
 	t.Run("zombie", func(t *testing.T) {
