@@ -495,3 +495,26 @@ func TestIndexAddsColumns(t *testing.T) {
 		t.Fatal(ids)
 	}
 }
+
+// TestUnreadableAtTheEpoch: an unreadable file whose modification time is
+// the epoch (archives unpacked with --mtime=0, SOURCE_DATE_EPOCH=0 builds)
+// is reported unreadable and not read again, as any other: a zero mtime is
+// not taken for a search's stale hit, which knows none.
+func TestUnreadableAtTheEpoch(t *testing.T) {
+	kb, dir := openTest(t, "docs", map[string]string{"a.md": "alpha", "old.md": "# Old\nwombat"}, Options{IndexDir: t.TempDir()})
+	ageFiles(t, dir)
+	if err := os.Chtimes(filepath.Join(dir, "old.md"), time.Unix(0, 0), time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	denyOpen(t, kb, dir, "old.md")
+	ctx := context.Background()
+	for i, wantRead := range []int{2, 0} { // a.md and the attempt at old.md, then nothing
+		st, err := kb.Index(ctx, IndexOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Read != wantRead || st.Unreadable != 1 || !slices.Equal(st.UnreadablePaths, []string{"old.md"}) {
+			t.Fatalf("index %d: %+v; want %d read and old.md unreadable", i+1, st, wantRead)
+		}
+	}
+}

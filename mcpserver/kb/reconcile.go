@@ -447,7 +447,7 @@ func (kb *Base) readForIndex(f file) indexed {
 	}
 	now := time.Now()
 	data, fi, err := kb.readConcept(f.id)
-	if errors.Is(err, fs.ErrPermission) && f.mtime != 0 { // f from a walk (not a search's stale hit)
+	if errors.Is(err, fs.ErrPermission) && f.statted { // not a search's stale hit, which knows no size or mtime
 		return indexed{id: f.id, known: f.known, row: row{size: f.size, mtime: f.mtime, inode: f.inode, unreadable: true}}
 	}
 	if err != nil {
@@ -485,7 +485,7 @@ func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) e
 	for _, r := range batch {
 		fi, err := kb.root.Stat(r.id + ".md")
 		if err == nil && !r.gone && r.row.indexed && r.row.mtime == -1 {
-			r = kb.readForIndex(file{id: r.id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi), known: r.known})
+			r = kb.readForIndex(file{id: r.id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi), known: r.known, statted: true})
 		}
 		switch {
 		case err != nil || !fi.Mode().IsRegular():

@@ -59,10 +59,7 @@ func (kb *Base) checkIndex(ctx context.Context, deep bool, stats *IndexStats) (*
 	}
 	fresh, err := resetIndex(ctx, path, ix)
 	if err != nil {
-		if kb.ix != nil && kb.ix != fresh {
-			kb.ix.db.Close()
-		}
-		kb.ix = nil
+		kb.ix = nil // it was ix or nil, and resetIndex closed ix
 		return nil, fmt.Errorf("knowledge base %q: search index %s is damaged (%s), and resetting it failed: %w; "+
 			"stop the agentctl processes that use it, remove it and its -wal and -shm files, and run agentctl kb index on the folder",
 			kb.name, path, stats.Damaged, err)
@@ -147,7 +144,15 @@ func (ix *ftsIndex) check(ctx context.Context, deep bool) (damage, err error) {
 // in between pairs a new database with an old log; a process with the old
 // file open finds it damaged too, and comes here, where it finds the new
 // one sound.
-func resetIndex(ctx context.Context, path string, ix *ftsIndex) (*ftsIndex, error) {
+//
+// ix is resetIndex's to close: on an error it is closed, and on success
+// it is the index returned or closed.
+func resetIndex(ctx context.Context, path string, ix *ftsIndex) (fresh *ftsIndex, err error) {
+	defer func() {
+		if err != nil && ix != nil {
+			ix.db.Close() // idempotent, as sql.DB.Close is
+		}
+	}()
 	db := (*sql.DB)(nil)
 	if ix != nil {
 		db = ix.db
@@ -159,7 +164,10 @@ func resetIndex(ctx context.Context, path string, ix *ftsIndex) (*ftsIndex, erro
 		err := restoreEmpty(ctx, db, filepath.Dir(path))
 		if err == nil {
 			if ix != nil {
-				return ix, ix.init(ctx)
+				if err := ix.init(ctx); err != nil {
+					return nil, err
+				}
+				return ix, nil
 			}
 			return openIndex(ctx, path)
 		}

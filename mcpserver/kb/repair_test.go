@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -194,5 +195,26 @@ func TestReplacedIndexReopened(t *testing.T) {
 	}
 	if ids := searchIDs(t, other, "quokka", 5); !slices.Equal(ids, []string{"new"}) {
 		t.Fatalf("the other base's search after the index was replaced: %v, want [new]", ids)
+	}
+}
+
+// TestResetIndexClosesOnError: a reset that fails for a reason other than
+// damage (here a cancelled context) closes the index it was given, which
+// its caller then forgets: nothing is left open on every search that meets
+// an index it cannot reset.
+func TestResetIndexClosesOnError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	ix, err := openIndex(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.db.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if fresh, err := resetIndex(ctx, path, ix); err == nil || fresh != nil {
+		t.Fatalf("resetIndex with a cancelled context = %v, %v; want nil and an error", fresh, err)
+	}
+	if err := ix.db.Ping(); err == nil || !strings.Contains(err.Error(), "database is closed") {
+		t.Errorf("the index after a failed reset: Ping = %v; want it closed", err)
 	}
 }

@@ -20,6 +20,9 @@ type file struct {
 	mtime int64
 	inode int64
 	known bool // reconcile: the index has a row for it
+	// statted: size, mtime and inode are the file's, from a walk or a
+	// stat; a search's stale hit knows only the id.
+	statted bool
 }
 
 // scan walks the folder dir (relative, "" for the whole knowledge base) and
@@ -156,7 +159,7 @@ func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs
 				}
 				continue
 			}
-			files = append(files, file{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi)})
+			files = append(files, file{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi), statted: true})
 		}
 	}
 	return subdirs, files, unreadable, nil
