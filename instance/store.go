@@ -125,6 +125,15 @@ const walCheckpointPages = 100
 // file with the database (or use sqlite3's .backup).
 func ClosedByExit() Option { return func(s *Store) { s.exiting = true } }
 
+// dsnParams are the connection settings of the state database: wait up to
+// 30 s for another process's lock, enforce foreign keys, sync at
+// checkpoints only (WAL), checkpoint every [walCheckpointPages], and take
+// the write lock at BEGIN.
+func dsnParams() string {
+	return fmt.Sprintf("?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"+
+		"&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", walCheckpointPages)
+}
+
 // Open opens (creating if needed) the store in dir and migrates its schema.
 func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if dir == "" {
@@ -142,9 +151,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := checkNotEmptied(dbPath, filepath.Join(abs, "instances")); err != nil {
 		return nil, err
 	}
-	dsn := "file:" + dbPath + fmt.Sprintf(
-		"?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", walCheckpointPages)
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open("sqlite", "file:"+dbPath+dsnParams())
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", dbPath, err)
 	}

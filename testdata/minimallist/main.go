@@ -1,10 +1,14 @@
 // Command minimallist is the floor of `agentctl instance list -o json
 // --limit 50` (BenchmarkStoreScale in cmd/agentctl): testdata/minimalsqlite
-// that also opens a state database as agentctl's store does (the same
-// driver, connection pragmas and schema-version check), runs the listing's
-// query for the 50 most recent instances and writes their stored records
-// as a JSON array in one write. What agentctl adds to it is the command
-// line, and decoding, redacting and printing the records.
+// that also opens a state database with the settings agentctl's store
+// opens it with, refuses one whose schema version is not the store's, runs
+// the listing's query for the 50 most recent instances and writes their
+// stored records as a JSON array in one write. What agentctl adds to it is
+// its command line and settings, the store's checks around the open (the
+// state folder made, an emptied database refused, a WAL trimmed at exit),
+// and decoding, redacting and printing the records.
+// TestMinimalListIsTheStores (in instance) pins the three constants below
+// to the store's.
 //
 //	minimallist STATE_DIR/state.db
 package main
@@ -18,6 +22,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "modernc.org/sqlite"
 )
+
+// dsnParams are instance.Open's connection settings.
+const dsnParams = "?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)" +
+	"&_pragma=wal_autocheckpoint(100)&_txlock=immediate"
+
+// schemaVersion is the store's number of migrations.
+const schemaVersion = 4
 
 // query is the one instance.Store.Records runs for ListOptions{Limit: 50}.
 const query = `SELECT * FROM (SELECT i.id, i.record, i.status, ` +
@@ -34,14 +45,16 @@ func main() {
 }
 
 func list(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)"+
-		"&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(100)&_txlock=immediate")
+	db, err := sql.Open("sqlite", "file:"+path+dsnParams)
 	if err != nil {
 		return err
 	}
 	var v int
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return err
+	}
+	if v != schemaVersion {
+		return fmt.Errorf("%s has schema version %d, not %d", path, v, schemaVersion)
 	}
 	rows, err := db.QueryContext(ctx, query, 50)
 	if err != nil {
@@ -50,8 +63,7 @@ func list(ctx context.Context, path string) error {
 	defer rows.Close()
 	out := []byte("[")
 	for n := 0; rows.Next(); n++ {
-		var id, raw string
-		var status sql.NullString
+		var id, raw, status string
 		var open int
 		if err := rows.Scan(&id, &raw, &status, &open); err != nil {
 			return err
