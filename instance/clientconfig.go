@@ -342,7 +342,7 @@ func yamlList(list []string) string {
 // [agents.MCPConfig.ToolTimeoutMax] is below [ToolTimeoutFor] question), or
 // "" when it can. [Store.CreateInstance] then writes the client's maximum.
 func ToolTimeoutWarning(def *agents.Definition, question time.Duration) string {
-	return timeoutWarning(def.ID, time.Duration(def.MCP.ToolTimeoutMax), question,
+	return timeoutWarning(def.ID, "", time.Duration(def.MCP.ToolTimeoutMax), question,
 		"lower --question-timeout to %[1]s or less")
 }
 
@@ -350,14 +350,16 @@ func ToolTimeoutWarning(def *agents.Definition, question time.Duration) string {
 // recipe starts cannot be told how long a tool call may take, and lets one
 // take less than a question may wait ([agents.Run.ToolTimeout]), or "".
 func RunToolTimeoutWarning(def *agents.Definition, question time.Duration) string {
-	return timeoutWarning(def.ID+", as `instance run` starts it (it cannot be told otherwise),", time.Duration(def.Run.ToolTimeout), question,
+	return timeoutWarning(def.ID, ", as `instance run` starts it (it cannot be told otherwise),", time.Duration(def.Run.ToolTimeout), question,
 		"create the instance with --question-timeout %[1]s or less, or start %[2]s yourself with the server from the instance's configuration, which sets a longer timeout")
 }
 
-// timeoutWarning says that client lets a tool call run at most limit, less
-// than a question of this timeout may wait, and what to do (fix, given the
-// longest question timeout that fits and the agent id); "" when it fits.
-func timeoutWarning(client string, limit, question time.Duration, fix string) string {
+// timeoutWarning says that agent id's client (with how it is started, if
+// that matters) lets a tool call run at most limit, less than a question of
+// this timeout may wait, and what to do (fix, given the longest question
+// timeout that fits and id); "" when it fits.
+func timeoutWarning(id, how string, limit, question time.Duration, fix string) string {
+	client := id + how
 	need := ToolTimeoutFor(question)
 	if limit <= 0 || need <= limit {
 		return ""
@@ -367,7 +369,6 @@ func timeoutWarning(client string, limit, question time.Duration, fix string) st
 			client, limit, ToolTimeoutMargin)
 	}
 	fits := limit - ToolTimeoutMargin
-	id, _, _ := strings.Cut(client, ",")
 	return fmt.Sprintf("warning: %s lets a tool call run at most %s, but ask_user_question may wait %s (question timeout %s plus %s for the answer to travel): "+
 		"an answer after %s would be cut off; %s", client, limit, need, question, ToolTimeoutMargin, fits, fmt.Sprintf(fix, fits, id))
 }

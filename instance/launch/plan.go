@@ -110,8 +110,9 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 	r := def.Run
 	switch {
 	case r.Unsupported != "":
-		// It may name the instance as {instance}.
-		return nil, &NotRunnableError{def.ID, "agentctl cannot start this client: " + strings.ReplaceAll(r.Unsupported, "{instance}", rec.ID)}
+		// It may name the instance as {instance}, expanded as a recipe's
+		// arguments are.
+		return nil, &NotRunnableError{def.ID, "agentctl cannot start this client: " + agents.ExpandRun(r.Unsupported, map[string]string{"instance": rec.ID})}
 	case len(r.Headless) == 0 && r.NoHeadless == "" && len(r.Interactive) == 0 && len(r.ConfigArgs) == 0 && len(r.ConfigEnv) == 0:
 		return nil, &NotRunnableError{def.ID, fmt.Sprintf("the definition (%s) has no [run] recipe; add one, as in `agentctl agents show claude-code -o json`", def.Source)}
 	case o.Mode == Headless && len(r.Headless) == 0:
