@@ -3,23 +3,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"os"
+	"errors"
+	"io"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
-	"time"
 )
-
-// stubWaitingClient is an opencode that runs until $STUB_DIR/release exists.
-const stubWaitingClient = `#!/bin/sh
-while [ ! -e "$STUB_DIR/release" ]; do sleep 0.05; done
-echo released
-`
 
 // TestDeleteWhileRunning is the bug where `instance delete` (no --force)
 // removed an instance whose client `instance run` was running, the client
@@ -32,58 +24,23 @@ func TestDeleteWhileRunning(t *testing.T) {
 	defer cancel()
 	e := newRCEnv(t)
 	rec := e.create(ctx, "--agent", "opencode")
-
-	stub := t.TempDir()
-	if err := os.WriteFile(filepath.Join(stub, "opencode"), []byte(stubWaitingClient), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	release := func() {
-		if err := os.WriteFile(filepath.Join(stub, "release"), nil, 0o644); err != nil {
-			t.Error(err)
+	run, stdout, errb := startWaitingRun(ctx, t, e, fakeClientOnPath(t, "opencode"), rec.ID)
+	// On a failure before the run is ended below, end it (before cancel
+	// kills it) so that it records its end and its client goes too.
+	defer func() {
+		if run.ProcessState == nil {
+			_ = run.Process.Signal(syscall.SIGINT)
+			_, _ = io.Copy(io.Discard, stdout)
+			_ = run.Wait()
 		}
-	}
-	run := exec.CommandContext(ctx, e.bin, "instance", "run", rec.ID, "--prompt", "hold on")
-	run.Env = append(e.cliEnv(), "PATH="+stub+string(os.PathListSeparator)+os.Getenv("PATH"), "STUB_DIR="+stub)
-	run.Dir = e.work
-	var runOut bytes.Buffer
-	run.Stdout, run.Stderr = &runOut, &runOut
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		release()
-		_ = run.Wait()
-	})
-
-	// Once the run has recorded its start, its client's pid is known.
-	var shown struct {
-		LastRun *struct {
-			PID     int     `json:"pid"`
-			EndedAt *string `json:"ended_at"`
-		} `json:"last_run"`
-	}
-	for {
-		out := e.mustRun(ctx, "instance", "show", rec.ID, "-o", "json")
-		if err := json.Unmarshal([]byte(out), &shown); err != nil {
-			t.Fatalf("instance show -o json: %v\n%s", err, out)
-		}
-		if shown.LastRun != nil && shown.LastRun.PID > 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the run never recorded its start\n%s", runOut.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if shown.LastRun.EndedAt != nil {
-		t.Fatalf("the run ended before the delete:\n%s", runOut.String())
-	}
+	}()
+	pid := waitRunStart(ctx, t, e, rec.ID, errb)
 
 	res := e.run(ctx, "instance", "delete", rec.ID)
 	if res.code != ExitInvalid {
 		t.Fatalf("delete during a run: want exit %d\n%s", ExitInvalid, res)
 	}
-	for _, want := range []string{"a run is in progress", "opencode headless, pid " + strconv.Itoa(shown.LastRun.PID),
+	for _, want := range []string{"a run is in progress", "opencode headless, pid " + strconv.Itoa(pid),
 		"agentctl pid " + strconv.Itoa(run.Process.Pid), "instance logs " + rec.ID + " --follow", "--force"} {
 		if !strings.Contains(res.stderr, want) {
 			t.Errorf("the refusal does not say %q\n%s", want, res)
@@ -93,9 +50,14 @@ func TestDeleteWhileRunning(t *testing.T) {
 		t.Fatalf("the refused delete deleted the instance:\n%s", res)
 	}
 
-	release()
-	if err := run.Wait(); err != nil {
-		t.Fatalf("instance run: %v\n%s", err, runOut.String())
+	// The run ends on SIGINT, as its client does: exit 130.
+	if err := run.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(stdout)
+	var ee *exec.ExitError
+	if err := run.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("instance run ended with %v, want exit 130; stdout %q, stderr %s", err, rest, errb.String())
 	}
 	if res := e.run(ctx, "instance", "delete", rec.ID); res.code != 0 {
 		t.Fatalf("delete after the run:\n%s", res)

@@ -262,6 +262,37 @@ func startWaitingRun(ctx context.Context, t *testing.T, e *rcEnv, path, id strin
 	return nil, nil, nil
 }
 
+// waitRunStart polls `instance show` until the run of instance id under
+// way has recorded its start (recorded as the client starts, so possibly
+// after the client's first output), and returns the client's pid; it fails
+// the test if the run's end is recorded already, or on ctx's end, with the
+// run's stderr.
+func waitRunStart(ctx context.Context, t *testing.T, e *rcEnv, id string, stderr *lockedBuffer) int {
+	t.Helper()
+	for {
+		var shown struct {
+			LastRun *struct {
+				PID     int     `json:"pid"`
+				EndedAt *string `json:"ended_at"`
+			} `json:"last_run"`
+		}
+		out := e.mustRun(ctx, "instance", "show", id, "-o", "json")
+		if err := json.Unmarshal([]byte(out), &shown); err != nil {
+			t.Fatalf("instance show -o json: %v\n%s", err, out)
+		}
+		if r := shown.LastRun; r != nil && r.PID > 0 {
+			if r.EndedAt != nil {
+				t.Fatalf("the run (client pid %d) has ended already, at %s; stderr %s", r.PID, *r.EndedAt, stderr.String())
+			}
+			return r.PID
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the run's start was never recorded; stderr %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestInstanceRunSignal: SIGINT sent to `instance run` reaches the client,
 // which exits 130; run exits 130 too, the instance is "failed" (interrupted),
 // a second run is refused while the first is under way, and `instance logs
@@ -338,25 +369,7 @@ func TestInstanceRunKilled(t *testing.T) {
 	rec := e.create(ctx, "--agent", "claude-code")
 	path := fakeClientOnPath(t, "claude")
 	cmd, stdout, errb := startWaitingRun(ctx, t, e, path, rec.ID)
-	// The start is recorded as the client starts: wait for its pid.
-	var pid int
-	for pid == 0 {
-		var shown struct {
-			LastRun *struct {
-				PID int `json:"pid"`
-			} `json:"last_run"`
-		}
-		if err := json.Unmarshal([]byte(e.mustRun(ctx, "instance", "show", rec.ID, "-o", "json")), &shown); err != nil {
-			t.Fatal(err)
-		}
-		if shown.LastRun != nil {
-			pid = shown.LastRun.PID
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the run's start was never recorded; stderr %s", errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pid := waitRunStart(ctx, t, e, rec.ID, errb)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
