@@ -249,16 +249,18 @@ func (ix *ftsIndex) reconciledAt(ctx context.Context) (time.Time, int64, error) 
 // indexed concepts up to maxBytes, unless one that started later is
 // recorded, and the real path of the folder it is the index of (for
 // [RemoveStaleIndexes]).
+//
+// One statement, so one write transaction: the reconciled time only moves
+// forward, and the folder is written only when it changed.
 func (ix *ftsIndex) setReconciledAt(ctx context.Context, t time.Time, maxBytes int64, folder string) error {
-	_, err := ix.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('reconciled', ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value
-		WHERE CAST(excluded.value AS INTEGER) > CAST(value AS INTEGER)`,
-		fmt.Sprintf("%d %d", t.UnixNano(), maxBytes))
-	if err != nil || folder == "" {
-		return err
+	rows, args := `('reconciled', ?)`, []any{fmt.Sprintf("%d %d", t.UnixNano(), maxBytes)}
+	if folder != "" {
+		rows, args = rows+`, ('folder', ?)`, append(args, folder)
 	}
-	_, err = ix.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('folder', ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE value <> excluded.value`, folder)
+	_, err := ix.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES `+rows+`
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value
+		WHERE CASE key WHEN 'reconciled' THEN CAST(excluded.value AS INTEGER) > CAST(value AS INTEGER)
+			ELSE value <> excluded.value END`, args...)
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"syscall"
 
 	"modernc.org/sqlite"
 )
@@ -69,3 +70,6 @@ func indexFault(path string, err error) error {
 	}
 	return fmt.Errorf("search index %s: %w", path, err)
 }
+
+// isReadOnlyFS reports whether err says the file system is read-only.
+func isReadOnlyFS(err error) bool { return errors.Is(err, syscall.EROFS) }

@@ -4,9 +4,7 @@ package kb
 
 import (
 	"context"
-	"errors"
 	"io/fs"
-	"syscall"
 )
 
 // lockFile does not lock where flock is missing: two processes may then
@@ -19,9 +17,6 @@ func lockFile(ctx context.Context, _ string, _ func()) (unlock func(), err error
 // inode is 0 where the system does not say; size and modification time
 // still tell changes apart.
 func inode(fs.FileInfo) int64 { return 0 }
-
-// isReadOnlyFS reports whether err says the file system is read-only.
-func isReadOnlyFS(err error) bool { return errors.Is(err, syscall.EROFS) }
 
 // writeProblem says why this process cannot write the index database at
 // path; this system does not tell.

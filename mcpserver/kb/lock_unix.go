@@ -63,9 +63,6 @@ func inode(fi fs.FileInfo) int64 {
 	return 0
 }
 
-// isReadOnlyFS reports whether err says the file system is read-only.
-func isReadOnlyFS(err error) bool { return errors.Is(err, syscall.EROFS) }
-
 // writeProblem says why this process cannot write the index database at
 // path (or create it), as far as access(2) tells.
 func writeProblem(path string) string {

@@ -178,12 +178,22 @@ func resetIndex(ctx context.Context, path string, ix *ftsIndex) (fresh *ftsIndex
 	if ix != nil {
 		ix.db.Close()
 	}
-	for _, f := range []string{path + "-wal", path + "-shm", path} {
-		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
+	if err := removeIndexFiles(path); err != nil {
+		return nil, err
 	}
 	return openIndex(ctx, path)
+}
+
+// removeIndexFiles removes the index database at path with its -wal and
+// -shm files, those first: a process opening the index in between finds a
+// database without a log, never a log without its database.
+func removeIndexFiles(path string) error {
+	for _, f := range []string{path + "-wal", path + "-shm", path} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // restoreEmpty copies an empty index, made in a temporary folder, over the

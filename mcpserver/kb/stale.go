@@ -78,13 +78,11 @@ func staleIndex(ctx context.Context, path string, minAge time.Duration) (bool, e
 	if !unusedFor(path, minAge) || !folderGone(folder) {
 		return false, nil
 	}
-	// The -wal and -shm files first: a process opening the index in
-	// between finds a database without a log, never a log without its
-	// database.
-	for _, f := range []string{path + "-wal", path + "-shm", path, path + ".lock"} {
-		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return f != path+".lock", err
-		}
+	if err := removeIndexFiles(path); err != nil {
+		return false, err
+	}
+	if err := os.Remove(path + ".lock"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, err
 	}
 	return true, nil
 }
