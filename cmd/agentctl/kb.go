@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/agentctl/agentctl/mcpserver/kb"
 	"github.com/spf13/cobra"
@@ -71,13 +70,13 @@ func (v *maxBytesValue) String() string {
 
 func (v *maxBytesValue) Type() string { return "BYTES" }
 
-// Set parses BYTES with the mount option's own parser, so that --max and
-// max= never take different values.
+// Set parses BYTES as the mount option max= does, so that --max and max=
+// never take different values.
 func (v *maxBytesValue) Set(s string) error {
-	m, err := parseKBFlag("kb=.,max=" + s)
-	if err != nil || strings.Contains(s, ",") {
+	n, ok := parseMaxBytes(s)
+	if !ok {
 		return errors.New("give a positive number of bytes, as the mount option max= takes")
 	}
-	*v.n = m.MaxBytes
+	*v.n = n
 	return nil
 }

@@ -78,15 +78,15 @@ func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
 		return err
 	}
 	defer base.Close()
-	io := kb.IndexOptions{Check: opts.Check, Waiting: func() {
+	iopts := kb.IndexOptions{Check: opts.Check, Waiting: func() {
 		opts.IO.Narrate("Waiting for another process that is building or updating the search index of %s (%s); Ctrl-C stops waiting.", opts.Dir, base.IndexFile())
 	}}
 	var bar *progressBar
 	if opts.IO.stderrTTY {
 		bar = &progressBar{w: opts.IO.ErrOut, label: "indexing " + opts.Dir}
-		io.Progress = bar.update
+		iopts.Progress = bar.update
 	}
-	st, err := base.Index(ctx, io)
+	st, err := base.Index(ctx, iopts)
 	// The bar's line ends before anything else is written: on a terminal
 	// stdout and stderr share it.
 	bar.finish()

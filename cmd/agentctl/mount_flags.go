@@ -120,8 +120,8 @@ func parseKBFlag(s string) (mount.Mount, error) {
 				kb.ReadOnly = b
 			}
 		case "max", "max_bytes":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
+			n, ok := parseMaxBytes(v)
+			if !ok {
 				return mount.Mount{}, usageErrorf("invalid --kb %q: max must be a positive number of bytes", s)
 			}
 			kb.MaxBytes = n
@@ -130,6 +130,13 @@ func parseKBFlag(s string) (mount.Mount, error) {
 		}
 	}
 	return kb, nil
+}
+
+// parseMaxBytes reads a knowledge base's largest concept to index: a
+// positive number of bytes (--kb's max= and kb index's --max).
+func parseMaxBytes(v string) (int64, bool) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && n > 0
 }
 
 // parseMCPFlag parses --mcp NAME=COMMAND [ARGS...] or --mcp NAME=URL.
