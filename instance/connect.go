@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
+	"unicode"
 
 	"github.com/BurntSushi/toml"
 )
@@ -388,39 +388,11 @@ type removeFile struct{}
 
 func notOurs(path, key, id, verb string, old any) error {
 	whose := "it starts something else"
-	if other := instanceOf(old); other != "" {
+	if other := entryInstance(old); other != "" {
 		whose = "it starts instance " + other
 	}
 	return invalidf("%s: the entry %s is not instance %s's (%s); nothing was changed. "+
 		"Give this instance another --server-name, or pass --force to %s it anyway", path, key, id, whose, verb)
-}
-
-// instanceRE finds the instance an entry starts: `mcp serve --instance ID`
-// in its arguments, or /instances/ID/ in its URL.
-var instanceRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`"--instance",\s*"([0-9a-z]{26})"|--instance[ =]([0-9a-z]{26})\b|/instances/([0-9a-z]{26})/`)
-})
-
-// instanceOf is the id of the agentctl instance entry v starts, or "".
-func instanceOf(v any) string {
-	var text string
-	switch t := v.(type) {
-	case string:
-		text = t
-	default:
-		b, err := encodeOrderedJSON(v, "")
-		if err != nil {
-			b, _ = json.Marshal(v)
-		}
-		text = string(b)
-	}
-	m := instanceRE().FindStringSubmatch(text)
-	for _, g := range m[min(len(m), 1):] {
-		if g != "" {
-			return g
-		}
-	}
-	return ""
 }
 
 func joinKey(key, server string) string {
@@ -431,60 +403,104 @@ func joinKey(key, server string) string {
 }
 
 // startsInstance reports whether an entry (or a block file's text) starts
-// `agentctl mcp serve --instance id`: some list in it holds "mcp", "serve",
-// "--instance", id in a row; or reaches it over HTTP: a URL in it holds
-// the id (the default URL's path is /instances/ID/mcp).
+// instance id, as [entryInstance] finds it.
 func startsInstance(v any, id string) bool {
-	want := []string{"mcp", "serve", "--instance", id}
+	return entryInstance(v) == id
+}
+
+// entryInstance is the agentctl instance an entry (or a block file's text)
+// starts, or "": the argument of --instance (or --instance=ID) after "mcp",
+// "serve" in a list of arguments, whatever other flags come between (the
+// last, as the command line takes it; none after a "--"); or the instance
+// id in an http(s) URL (the default URL's path is /instances/ID/mcp). A
+// string is read as words, so that a block file's `args: ["mcp", ...]` and
+// a shell command's text are lists too. Lists come before what they hold,
+// and members in order (a map's by sorted key); the first found wins.
+func entryInstance(v any) string {
 	switch t := v.(type) {
 	case string:
-		return strings.Contains(t, `"mcp", "serve", "--instance", "`+id+`"`) || isURLOf(t, id)
+		if id := argsInstance(strings.FieldsFunc(t, func(r rune) bool {
+			return unicode.IsSpace(r) || strings.ContainsRune(`,[]"'`, r)
+		})); id != "" {
+			return id
+		}
+		return urlInstance(t)
+	case []string:
+		return argsInstance(t)
 	case []any:
-		var ss []string
-		for _, e := range t {
-			s, _ := e.(string)
-			ss = append(ss, s)
+		ss := make([]string, len(t))
+		for i, e := range t {
+			ss[i], _ = e.(string)
 		}
-		for i := range ss {
-			if len(ss)-i >= len(want) && slices.Equal(ss[i:i+len(want)], want) {
-				return true
-			}
+		if id := argsInstance(ss); id != "" {
+			return id
 		}
 		for _, e := range t {
-			if startsInstance(e, id) {
-				return true
+			if id := entryInstance(e); id != "" {
+				return id
 			}
 		}
 	case *jsonObject:
 		for _, k := range t.keys {
-			if startsInstance(t.vals[k], id) {
-				return true
+			if id := entryInstance(t.vals[k]); id != "" {
+				return id
 			}
 		}
 	case map[string]any:
-		for _, e := range t {
-			if startsInstance(e, id) {
-				return true
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			if id := entryInstance(t[k]); id != "" {
+				return id
 			}
 		}
 	}
-	return false
+	return ""
 }
 
-// isURLOf reports whether s holds an http(s) URL that names instance id.
-func isURLOf(s, id string) bool {
-	for _, scheme := range []string{"http://", "https://"} {
-		if i := strings.Index(s, scheme); i >= 0 {
-			rest := s[i:]
-			if end := strings.IndexAny(rest, "\" \n"); end >= 0 {
-				rest = rest[:end]
-			}
-			if strings.Contains(rest, id) {
-				return true
-			}
+// argsInstance is the value of --instance in the arguments after the first
+// "mcp", "serve" in args, or "".
+func argsInstance(args []string) string {
+	i := 0
+	for ; i+1 < len(args) && (args[i] != "mcp" || args[i+1] != "serve"); i++ {
+	}
+	id := ""
+	for i += 2; i < len(args) && args[i] != "--"; i++ {
+		switch a := args[i]; {
+		case a == "--instance" && i+1 < len(args):
+			i++
+			id = args[i]
+		case strings.HasPrefix(a, "--instance="):
+			id = strings.TrimPrefix(a, "--instance=")
 		}
 	}
-	return false
+	return id
+}
+
+// urlInstance is the instance id in an http(s) URL in s (up to a quote,
+// space or newline): the first word of it, letters and digits between
+// other characters, that is an instance id; or "".
+func urlInstance(s string) string {
+	for rest := s; ; {
+		i := strings.Index(rest, "http://")
+		if j := strings.Index(rest, "https://"); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i:]
+		u := rest
+		if end := strings.IndexAny(u, "\" \n"); end >= 0 {
+			u = u[:end]
+		}
+		for _, w := range strings.FieldsFunc(u, func(r rune) bool {
+			return (r < '0' || r > '9') && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z')
+		}) {
+			if isID(w) {
+				return w
+			}
+		}
+		rest = rest[len("http"):]
+	}
 }
 
 // sameValue compares two entries as JSON.

@@ -361,3 +361,58 @@ func TestConnectKeepsBOM(t *testing.T) {
 		t.Errorf("after disconnect:\n%q", data)
 	}
 }
+
+// TestConnectEntryWithFlagsBefore: an entry whose arguments put other
+// flags between `mcp serve` and --instance (or write --instance=ID, or run
+// it from a shell's command text, or reach it at a URL of its own) starts
+// the instance it names: its own instance's entry is replaced and removed
+// without Force, and Connected says so; another instance's is refused
+// naming that instance. (The check and the message once read entries
+// apart, and refused an instance's own entry as "instance ID's".)
+func TestConnectEntryWithFlagsBefore(t *testing.T) {
+	st := openStore(t)
+	other := create(t, st, "cursor", nil)
+	for _, c := range []struct{ name, agent, rel, body string }{
+		{"state-dir", "cursor", ".cursor/mcp.json", `{"mcpServers": {"agentctl": {"command": "/x/agentctl", "args": ["mcp", "serve", "--state-dir", "/d", "--instance", "ID"]}}}`},
+		{"equals", "cursor", ".cursor/mcp.json", `{"mcpServers": {"agentctl": {"command": "/x/agentctl", "args": ["mcp", "serve", "--log-level", "debug", "--instance=ID"]}}}`},
+		{"shell", "cursor", ".cursor/mcp.json", `{"mcpServers": {"agentctl": {"command": "sh", "args": ["-c", "exec /x/agentctl mcp serve --state-dir /d --instance ID"]}}}`},
+		{"url", "cursor", ".cursor/mcp.json", `{"mcpServers": {"agentctl": {"url": "http://127.0.0.1:9000/mcp?instance=ID"}}}`},
+		{"toml", "codex", "codex-home/config.toml", "[mcp_servers.agentctl]\ncommand = \"/x/agentctl\"\nargs = [\"mcp\", \"serve\", \"--state-dir\", \"/d\", \"--instance\", \"ID\"]\n"},
+		{"block", "continue", ".continue/mcpServers/agentctl.yaml", "name: agentctl\nmcpServers:\n  - name: \"agentctl\"\n    command: \"/x/agentctl\"\n    args: [\"mcp\", \"serve\", \"--state-dir\", \"/d\", \"--instance\", \"ID\"]\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, op := range []struct {
+				name string
+				fn   func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error)
+				want string
+			}{{"connect", instance.Connect, "replaced"}, {"disconnect", instance.Disconnect, "removed"}} {
+				rec, path, o := clientFile(t, st, c.agent, c.rel, "")
+				mine := strings.ReplaceAll(c.body, "ID", rec.ID)
+				if err := os.WriteFile(path, []byte(mine), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := instance.Connected(rec, o); !ok {
+					t.Errorf("Connected: false for an entry that starts the instance")
+				}
+				if res, err := op.fn(rec, o); err != nil || res.Action != op.want {
+					t.Errorf("%s its own entry: %+v, %v; want %s", op.name, res, err, op.want)
+				}
+
+				theirs := strings.ReplaceAll(c.body, "ID", other.ID)
+				if err := os.WriteFile(path, []byte(theirs), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := instance.Connected(rec, o); ok {
+					t.Errorf("Connected: true for another instance's entry")
+				}
+				_, err := op.fn(rec, o)
+				if err == nil || !strings.Contains(err.Error(), "is not instance "+rec.ID+"'s (it starts instance "+other.ID+")") {
+					t.Errorf("%s another instance's entry: %v", op.name, err)
+				}
+				if data, _ := os.ReadFile(path); string(data) != theirs {
+					t.Errorf("%s changed another instance's entry:\n%s", op.name, data)
+				}
+			}
+		})
+	}
+}
