@@ -107,7 +107,7 @@ func TestIndexUnwritable(t *testing.T) {
 			if dirMode&0o200 != 0 {
 				// Opening the index gives its owner write access back
 				// (chmod 0600) once it has opened it read-only; what it
-				// says then is not known beforehand.
+				// says then is not known beforehand, and is not checked.
 				c.problem = ""
 			}
 		}
@@ -118,7 +118,11 @@ func TestIndexUnwritable(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := search()
-		for _, want := range []string{"search index " + path + " cannot be written", c.problem, "give this user write access to them, or use a state directory it can write to"} {
+		wants := []string{"search index " + path + " cannot be written", "give this user write access to them, or use a state directory it can write to"}
+		if c.problem != "" {
+			wants = append(wants, c.problem)
+		}
+		for _, want := range wants {
 			if !strings.Contains(got, want) {
 				t.Errorf("%s: the error %q does not say %q", c.name, got, want)
 			}
