@@ -51,29 +51,21 @@ func (s *Store) RunLock(id string) (release func(), err error) {
 		return nil, invalidf("%q is not an instance id; resolve a reference with Get first", id)
 	}
 	path := s.lockPath(id, runLockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if errors.Is(err, os.ErrNotExist) {
+	f, pid, err := s.openRunLock(id, true, false)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("instance %s: its directory %s is missing; delete the instance and create it again", id, filepath.Dir(path))
-	}
-	if err != nil {
+	case errors.Is(err, errLocked):
+		msg := fmt.Sprintf("instance %s is already being run", id)
+		if pid > 0 {
+			msg += " (agentctl pid " + strconv.Itoa(pid) + ")"
+		}
+		return nil, &InvalidError{Msg: msg + "; follow it to its end with `agentctl instance logs " + id + " --follow`, or create another instance"}
+	case err != nil:
 		return nil, err
 	}
 	if !serveLocking {
 		return func() { f.Close() }, nil
-	}
-	err = lockRun(f)
-	switch {
-	case errors.Is(err, errLocked):
-		pid, _ := os.ReadFile(path)
-		f.Close()
-		msg := fmt.Sprintf("instance %s is already being run", id)
-		if p := strings.TrimSpace(string(pid)); p != "" {
-			msg += " (agentctl pid " + p + ")"
-		}
-		return nil, &InvalidError{Msg: msg + "; follow it to its end with `agentctl instance logs " + id + " --follow`, or create another instance"}
-	case err != nil:
-		f.Close()
-		return nil, err
 	}
 	// A delete that held the lock while we waited has removed the file
 	// with the directory: the lock is on a file nobody else sees.
@@ -107,6 +99,43 @@ func lockRun(f *os.File) error {
 	return err
 }
 
+// openRunLock opens instance id's run lock file (creating it if create)
+// and takes the lock exclusively without waiting for a run: trying once
+// when look (a look at whether a run holds it), else for a moment
+// ([lockRun]). It returns the file locked, for the caller to close to let
+// go (where locks are not tracked, just open). When a run holds the lock
+// it returns errLocked and heldBy, the pid of the run's agentctl as the
+// file names it (0 if it names none). An error opening the file is
+// returned as it is: os.ErrNotExist for a missing directory (or, unless
+// create, a missing file).
+func (s *Store) openRunLock(id string, create, look bool) (f *os.File, heldBy int, err error) {
+	path := s.lockPath(id, runLockFile)
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE
+	}
+	if f, err = os.OpenFile(path, flag, 0o600); err != nil {
+		return nil, 0, err
+	}
+	if !serveLocking {
+		return f, 0, nil
+	}
+	if look {
+		err = lockFile(f, true, false)
+	} else {
+		err = lockRun(f)
+	}
+	if err != nil {
+		if errors.Is(err, errLocked) {
+			b, _ := os.ReadFile(path)
+			heldBy, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		f.Close()
+		return nil, heldBy, err
+	}
+	return f, 0, nil
+}
+
 // probeRun reports whether an `instance run` of instance id is under way
 // (see [Store.RunLock]), and the pid of its agentctl, as the lock file
 // names it (0 if it does not). Unless running, it returns holding the run
@@ -118,22 +147,13 @@ func (s *Store) probeRun(id string) (unlock func(), running bool, pid int, err e
 	if !serveLocking {
 		return nothing, false, 0, nil
 	}
-	path := s.lockPath(id, runLockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if errors.Is(err, os.ErrNotExist) {
+	f, pid, err := s.openRunLock(id, true, false)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nothing, false, 0, nil
-	}
-	if err != nil {
-		return nil, false, 0, err
-	}
-	switch err := lockRun(f); {
 	case errors.Is(err, errLocked):
-		b, _ := os.ReadFile(path)
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		f.Close()
 		return nothing, true, pid, nil
 	case err != nil:
-		f.Close()
 		return nil, false, 0, err
 	}
 	return func() { f.Close() }, false, 0, nil
@@ -201,20 +221,16 @@ func (s *Store) Running(id string) (bool, error) {
 	if !serveLocking {
 		return false, nil
 	}
-	f, err := os.OpenFile(s.lockPath(id, runLockFile), os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	f, _, err := s.openRunLock(id, false, true)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	switch err := lockFile(f, true, false); {
 	case errors.Is(err, errLocked):
 		return true, nil
 	case err != nil:
 		return false, err
 	}
+	f.Close()
 	return false, nil
 }
 
