@@ -54,7 +54,7 @@ func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	run := r.LastRun
-	if run == nil || run.EndedAt != nil || run.PID > 0 && processAlive(run.PID) {
+	if run == nil || run.EndedAt != nil || run.PID > 0 && processAlive(run.PID, run.StartedAt) {
 		return false, nil
 	}
 	msg := fmt.Sprintf("the run of %s (pid %d, started %s) ended without agentctl recording how: the agentctl that ran it was stopped by force "+

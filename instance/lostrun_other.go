@@ -2,5 +2,7 @@
 
 package instance
 
+import "time"
+
 // processAlive is not looked at where run locks are not tracked.
-func processAlive(int) bool { return true }
+func processAlive(int, time.Time) bool { return true }

@@ -124,6 +124,26 @@ func TestEndLostRun(t *testing.T) {
 			t.Errorf("last_run after the model's done: %+v, %v; want it ended", r.LastRun, err)
 		}
 	})
+	t.Run("pid reused", func(t *testing.T) {
+		// The client's pid now names a process that started long after
+		// the run: another one, so the client is gone.
+		if _, err := os.Stat("/proc/self/stat"); err != nil {
+			t.Skip("no /proc: a process's start time is not known here")
+		}
+		other := exec.Command("sleep", "60")
+		if err := other.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { other.Process.Kill(); other.Wait() }()
+		rec := create(t, st, "auggie", func(o *instance.CreateOptions) { o.Workspace = t.TempDir() })
+		run := instance.Run{Program: "auggie", Mode: "headless", PID: other.Process.Pid, StartedAt: time.Now().UTC().Add(-time.Hour)}
+		if _, err := st.StartRun(ctx, rec.ID, run, instance.Event{Tool: instance.RunTool, Status: "running", Message: "started"}); err != nil {
+			t.Fatal(err)
+		}
+		if ended, err := st.EndLostRun(ctx, rec.ID); err != nil || !ended {
+			t.Errorf("EndLostRun with the pid reused by a later process = %v, %v; want true", ended, err)
+		}
+	})
 	t.Run("zombie", func(t *testing.T) {
 		// A child not waited for is a zombie once it exits: gone, though
 		// signal 0 still finds it.
