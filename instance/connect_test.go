@@ -302,14 +302,8 @@ func TestConnectFollowsSymlink(t *testing.T) {
 // TestDisconnectEmptyFile: an empty file holds no entry; nothing to remove.
 func TestDisconnectEmptyFile(t *testing.T) {
 	st := openStore(t)
-	home := t.TempDir()
-	rec := create(t, st, "codex", nil)
-	for _, f := range []string{"codex-home/config.toml"} {
-		path := filepath.Join(home, f)
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		os.WriteFile(path, nil, 0o644)
-	}
-	res, err := instance.Disconnect(rec, instance.ConnectOptions{Scope: instance.ScopeUser, Getenv: connectEnv(home)})
+	rec, _, o := clientFile(t, st, "codex", "codex-home/config.toml", "")
+	res, err := instance.Disconnect(rec, o)
 	if err != nil || res.Action != "absent" {
 		t.Fatalf("disconnect from an empty config.toml: %+v, %v", res, err)
 	}
@@ -342,19 +336,15 @@ func TestConnectRefusesWrongShape(t *testing.T) {
 // some Windows editors write it) is read past it, and written back with it.
 func TestConnectKeepsBOM(t *testing.T) {
 	st := openStore(t)
-	ws := t.TempDir()
-	rec := create(t, st, "cursor", func(o *instance.CreateOptions) { o.Workspace = ws })
-	path := filepath.Join(ws, ".cursor", "mcp.json")
-	os.MkdirAll(filepath.Dir(path), 0o755)
-	os.WriteFile(path, []byte("\xef\xbb\xbf{\n  \"mcpServers\": {\n    \"mine\": {\"command\": \"x\"}\n  }\n}\n"), 0o644)
-	if _, err := instance.Connect(rec, instance.ConnectOptions{}); err != nil {
+	rec, path, o := clientFile(t, st, "cursor", ".cursor/mcp.json", "\xef\xbb\xbf{\n  \"mcpServers\": {\n    \"mine\": {\"command\": \"x\"}\n  }\n}\n")
+	if _, err := instance.Connect(rec, o); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
 	if !bytes.HasPrefix(data, []byte("\xef\xbb\xbf{")) || !strings.Contains(string(data), `"mine"`) || !strings.Contains(string(data), rec.ID) {
 		t.Errorf("after connect:\n%q", data)
 	}
-	if _, err := instance.Disconnect(rec, instance.ConnectOptions{}); err != nil {
+	if _, err := instance.Disconnect(rec, o); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(path); !bytes.HasPrefix(data, []byte("\xef\xbb\xbf{")) || strings.Contains(string(data), rec.ID) {
