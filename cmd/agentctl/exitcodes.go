@@ -40,8 +40,9 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
   7  problems   'tools lint' found a problem in the tool names a model would see
   127 'instance run': the client's program is not installed
   130 interrupted by SIGINT (143 by SIGTERM); 'mcp serve' exits 0 on either;
-      version, agents list/show and instance list/show, which only read and
-      print, are ended by the signal itself (a shell reports the same 130, 143)
+      version, agents list/show and instance list/show, which read and print,
+      are ended by the signal itself (a shell reports the same 130, 143; a
+      program that waits for them sees the signal)
 
 'instance run' exits with the client's own exit code once the client has started
 (128+N when signal N ended it).

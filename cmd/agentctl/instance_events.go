@@ -114,7 +114,9 @@ func printEvent(io *IOStreams, output string, e *instance.Event) error {
 // lostRuns is the store as `instance wait` and `events` poll it: on the
 // way, at most once a second, it records the end of a run whose agentctl
 // was killed before it could (see [instance.Store.EndLostRun]), so that a
-// wait ends on "failed" rather than on a "running" nothing will end.
+// wait ends on "failed" rather than on a "running" nothing will end. The
+// second is the wall clock's, not the poller's (a test's fake clock does
+// not space the checks).
 type lostRuns struct {
 	*instance.Store
 	last time.Time

@@ -33,12 +33,15 @@ func Main() int {
 	return execute(ctx, f, os.Args[1:])
 }
 
-// quickAnnotation marks a command that only reads and prints, and ends at
-// once (markQuick). For it agentctl does not take SIGINT and SIGTERM over:
+// quickAnnotation marks a command that reads and prints and ends at once
+// (markQuick). For it agentctl does not take SIGINT and SIGTERM over:
 // os/signal's machinery starts two threads and hands each signal's setup
 // between them, about 0.6 ms of a 4 ms start here, and such a command has
-// nothing to finish. A signal ends it as it ends any program, which a shell
-// reports as 128+N, the code agentctl gives itself for the others.
+// nothing a kill could leave half-done (opening the store may migrate it
+// and its Close may checkpoint the WAL, both in SQLite's journal). A signal
+// ends it as it ends any program: a shell reports 128+N, the code agentctl
+// gives itself for the others; a program that waits for it sees the
+// signal itself.
 const quickAnnotation = "agentctl/quick"
 
 // markQuick marks cmd as quick (see quickAnnotation) and returns it.
