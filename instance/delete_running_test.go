@@ -42,6 +42,18 @@ func holdRunLock(t *testing.T, rec *instance.Record, pid string) (release func()
 	return release
 }
 
+// checkKept fails the test unless a refused delete kept rec's record and
+// its files.
+func checkKept(t *testing.T, st *instance.Store, rec *instance.Record) {
+	t.Helper()
+	if _, err := st.Get(context.Background(), rec.ID); err != nil {
+		t.Fatalf("the refused delete removed the record: %v", err)
+	}
+	if _, err := os.Stat(rec.MCPConfigPath); err != nil {
+		t.Fatalf("the refused delete removed the files: %v", err)
+	}
+}
+
 // TestDeleteRefusesARunningInstance is the bug where `instance delete`
 // (without --force) removed an instance whose client `instance run` was
 // running: the run's lock now refuses it, as an endpoint's serve lock
@@ -66,12 +78,7 @@ func TestDeleteRefusesARunningInstance(t *testing.T) {
 				t.Errorf("%q does not say %q", err, w)
 			}
 		}
-		if _, err := st.Get(ctx, rec.ID); err != nil {
-			t.Fatalf("the refused delete removed the record: %v", err)
-		}
-		if _, err := os.Stat(rec.MCPConfigPath); err != nil {
-			t.Fatalf("the refused delete removed the files: %v", err)
-		}
+		checkKept(t, st, rec)
 	}
 	// Before the run has recorded its start, and after: then the client's
 	// pid is in the message too.

@@ -61,12 +61,7 @@ func checkServedRefusal(t *testing.T, st *instance.Store, rec *instance.Record) 
 			t.Errorf("%q does not say %q", err, want)
 		}
 	}
-	if _, err := st.Get(ctx, rec.ID); err != nil {
-		t.Fatalf("the refused delete removed the record: %v", err)
-	}
-	if _, err := os.Stat(rec.MCPConfigPath); err != nil {
-		t.Fatalf("the refused delete removed the files: %v", err)
-	}
+	checkKept(t, st, rec)
 }
 
 func TestDeleteRefusesAServedInstance(t *testing.T) {
