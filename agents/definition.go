@@ -41,10 +41,16 @@ func (n *Namespacing) UnmarshalText(b []byte) error {
 // Definition is one agent definition: a client program and its capabilities.
 // Field names and TOML keys are the schema of DESIGN.md section 3.
 type Definition struct {
-	ID       string   `toml:"id" json:"id"`
-	Name     string   `toml:"name" json:"name"`
-	Command  []string `toml:"command" json:"command"`
-	SeenWith string   `toml:"seen_with" json:"seen_with,omitempty"`
+	ID      string   `toml:"id" json:"id"`
+	Name    string   `toml:"name" json:"name"`
+	Command []string `toml:"command" json:"command"`
+	// SeenWith is the client release the recipe, the naming and the
+	// question policy were last verified with (`make e2e-clients`).
+	SeenWith string `toml:"seen_with" json:"seen_with,omitempty"`
+	// NPMPackage is the npm package the client installs from, where it
+	// does: `tools lint` reads the installed release from its package.json
+	// and warns when it is newer than SeenWith.
+	NPMPackage string `toml:"npm_package" json:"npm_package,omitempty"`
 	// Evidence says where the capability values come from: seen, source or docs.
 	Evidence     string       `toml:"evidence" json:"evidence,omitempty"`
 	MCP          MCPConfig    `toml:"mcp" json:"mcp"`
@@ -107,6 +113,73 @@ type Capabilities struct {
 	// once must. Set it true only on evidence: a client wrongly said to
 	// follow would never see a slow server's tools.
 	ToolsListChanged bool `toml:"tools_list_changed" json:"tools_list_changed"`
+	// Questions says where ask_user_question asks the person, in a
+	// headless run and otherwise (see [Questions]).
+	Questions Questions `toml:"questions" json:"questions"`
+}
+
+// AskVia is where ask_user_question asks the person.
+type AskVia string
+
+// The places a question can be asked.
+const (
+	// AskViaStore keeps the question in agentctl's store, where
+	// `agentctl instance questions` shows it and `instance answer` (or any
+	// other way agentctl offers) answers it, from any process.
+	AskViaStore AskVia = "store"
+	// AskViaClient asks through the client with MCP elicitation, when the
+	// client announces it (otherwise through the store). A decline or
+	// cancel that came faster than a person could have read the question
+	// still falls back to the store.
+	AskViaClient AskVia = "client"
+)
+
+// AskVias lists the valid [AskVia] values.
+var AskVias = []AskVia{AskViaStore, AskViaClient}
+
+// UnmarshalText makes an unknown place a decode error.
+func (a *AskVia) UnmarshalText(b []byte) error {
+	v := AskVia(b)
+	if !slices.Contains(AskVias, v) {
+		return fmt.Errorf("invalid place %q (want store or client)", string(b))
+	}
+	*a = v
+	return nil
+}
+
+// Questions is the question policy: where ask_user_question asks, by kind
+// of run. Elicitation only helps where a person sits at the client: in a
+// headless run there is nobody, and clients that announce elicitation then
+// decline or cancel it at once (Codex within 0.02 s), which would tell the
+// model "declined" although nobody was asked. Hence the defaults.
+type Questions struct {
+	// Headless is where a question goes while an `agentctl instance run`
+	// of the instance runs headless (default store).
+	Headless AskVia `toml:"headless" json:"headless"`
+	// Interactive is where it goes in an interactive run, and when the
+	// client was started some other way (by a person, an editor) and
+	// nothing says it is headless (default client).
+	Interactive AskVia `toml:"interactive" json:"interactive"`
+	// Note says how the client behaves, for people (agents show).
+	Note string `toml:"note" json:"note,omitempty"`
+}
+
+// Default question policy.
+const (
+	DefaultAskHeadless    = AskViaStore
+	DefaultAskInteractive = AskViaClient
+)
+
+// WithDefaults returns q with its empty places filled with the defaults:
+// records made before the policy existed have none.
+func (q Questions) WithDefaults() Questions {
+	if q.Headless == "" {
+		q.Headless = DefaultAskHeadless
+	}
+	if q.Interactive == "" {
+		q.Interactive = DefaultAskInteractive
+	}
+	return q
 }
 
 // ToolNaming describes how a client renders an MCP tool name for its model.
@@ -169,6 +242,7 @@ func (d *Definition) applyDefaults() {
 	if tn.Charset == "" {
 		tn.Charset = DefaultCharset
 	}
+	d.Capabilities.Questions = d.Capabilities.Questions.WithDefaults()
 }
 
 // validate checks a decoded definition; the first problem is returned.

@@ -41,6 +41,10 @@ type CreateOptions struct {
 	Executable string
 	// NoTrust leaves out "trust": true for clients that support it.
 	NoTrust bool
+	// AskVia, when set, overrides the definition's question policy for
+	// every kind of run ([agents.Questions]): the instance's questions
+	// always go to the store, or always to the client when it can ask.
+	AskVia agents.AskVia
 	// ToolPrefixMode is recorded as given (default [mount.PrefixModeMountName]).
 	ToolPrefixMode string
 	// Mounts are the mounts with their prefixes already resolved.
@@ -198,10 +202,18 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 	if tr.Kind == TransportHTTP {
 		tr.URL = expandURL(tr.URL, id)
 	}
+	caps := o.Definition.Capabilities
+	caps.Questions = caps.Questions.WithDefaults()
+	if o.AskVia != "" {
+		if !slices.Contains(agents.AskVias, o.AskVia) {
+			return nil, invalidf("invalid question place %q: use store or client", o.AskVia)
+		}
+		caps.Questions.Headless, caps.Questions.Interactive = o.AskVia, o.AskVia
+	}
 	rec := &Record{
 		ID: id, Name: o.Name, Agent: o.Definition.ID, CreatedAt: now,
 		ServerName:      o.ServerName,
-		Capabilities:    o.Definition.Capabilities,
+		Capabilities:    caps,
 		ConfigFormat:    o.Definition.MCP.ConfigFormat,
 		Workspace:       ws,
 		ToolPrefixMode:  cmp.Or(o.ToolPrefixMode, string(mount.PrefixModeMountName)),

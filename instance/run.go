@@ -335,3 +335,28 @@ func setLastRun(ctx context.Context, tx *sql.Tx, id string, r Run) error {
 func (s *Store) EndpointEntry(r *Record, executable string) ServerEntry {
 	return ServerEntry{Command: executable, Args: []string{"mcp", "serve", "--instance", r.ID, "--state-dir", s.dir}}
 }
+
+// RunMode says how the `agentctl instance run` of instance id under way
+// runs ("headless" or "interactive", the record's last_run mode), or ""
+// when none is: the last run has ended, or nothing holds the run lock (the
+// run was killed; [Store.EndLostRun] ends its record later). The endpoint's
+// ask_user_question asks where the question policy says for that mode.
+func (s *Store) RunMode(ctx context.Context, id string) (string, error) {
+	r, err := s.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if r.LastRun == nil || r.LastRun.EndedAt != nil {
+		return "", nil
+	}
+	if serveLocking {
+		running, err := s.Running(r.ID)
+		if err != nil {
+			return "", err
+		}
+		if !running {
+			return "", nil
+		}
+	}
+	return r.LastRun.Mode, nil
+}

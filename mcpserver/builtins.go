@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -170,10 +171,29 @@ func (e *Endpoint) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest
 	if in.Question == "" {
 		return toolError("question is empty; pass the question to ask in \"question\""), AskOutput{}, nil
 	}
-	if supportsElicitation(req) {
-		return e.askByElicitation(ctx, req, in)
+	if resp, ok := req.Params.InputResponses[askInputKey]; ok {
+		return e.elicited(ctx, req, in, resp)
+	}
+	if e.askPlace(ctx) == agents.AskViaClient && supportsElicitation(req) {
+		return e.elicit(in), AskOutput{}, nil
 	}
 	return e.askThroughStore(ctx, req, in)
+}
+
+// askPlace is where the question policy puts a question now: the
+// headless place while a headless `instance run` of the instance is under
+// way, the interactive place otherwise. A store that cannot say counts as
+// headless: a question kept in the store is never lost.
+func (e *Endpoint) askPlace(ctx context.Context) agents.AskVia {
+	mode, err := e.cfg.Store.RunMode(ctx, e.cfg.Instance.ID)
+	if err != nil {
+		e.log.Warn("cannot tell whether a headless run is under way; the question goes to the store", "err", err)
+		return agents.AskViaStore
+	}
+	if mode == RunHeadless {
+		return e.cfg.Questions.Headless
+	}
+	return e.cfg.Questions.Interactive
 }
 
 func supportsElicitation(req *mcp.CallToolRequest) bool {
@@ -187,46 +207,74 @@ func supportsElicitation(req *mcp.CallToolRequest) bool {
 // askInputKey labels ask_user_question's elicitation in a multi round-trip.
 const askInputKey = "answer"
 
-// askByElicitation asks through the client. It uses the SDK's multi
-// round-trip pattern: the first invocation returns an input request; the
-// client (protocol 2026-07-28) or the SDK's server middleware (older
-// protocols, through elicitation/create) fulfils it and the call comes back
-// with the response.
-func (e *Endpoint) askByElicitation(_ context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {
-	resp, ok := req.Params.InputResponses[askInputKey]
-	if !ok {
-		answer := map[string]any{"type": "string", "title": "Answer"}
-		if len(in.Choices) > 0 {
-			answer["enum"] = in.Choices
-		}
-		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{askInputKey: &mcp.ElicitParams{
+// askedAtPrefix starts the request state of an elicited question: when it
+// was asked, in Unix nanoseconds, so that the answer's round can tell a
+// decline nobody could have made.
+const askedAtPrefix = "asked-at:"
+
+// elicit asks through the client. It uses the SDK's multi round-trip
+// pattern: this first invocation returns an input request; the client
+// (protocol 2026-07-28) or the SDK's server middleware (older protocols,
+// through elicitation/create) fulfils it and the call comes back with the
+// response ([Endpoint.elicited]).
+func (e *Endpoint) elicit(in AskInput) *mcp.CallToolResult {
+	answer := map[string]any{"type": "string", "title": "Answer"}
+	if len(in.Choices) > 0 {
+		answer["enum"] = in.Choices
+	}
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{askInputKey: &mcp.ElicitParams{
 			Message: in.Question,
 			RequestedSchema: map[string]any{
 				"type": "object", "properties": map[string]any{"answer": answer}, "required": []string{"answer"},
 			},
-		}}}, AskOutput{}, nil
+		}},
+		RequestState: askedAtPrefix + strconv.FormatInt(time.Now().UnixNano(), 10),
 	}
+}
+
+// elicited is the second round of an elicited question: the client's
+// answer. A decline or cancel that nobody can have made (a headless run
+// is under way, or it came within [Config.ReadingTime] of the question)
+// sends the question to the store instead: the model is never told that a
+// person declined when nobody was asked.
+func (e *Endpoint) elicited(ctx context.Context, req *mcp.CallToolRequest, in AskInput, resp mcp.InputResponse) (*mcp.CallToolResult, AskOutput, error) {
 	res, ok := resp.(*mcp.ElicitResult)
 	if !ok {
 		return toolError(fmt.Sprintf("the client answered the question with %T, not an elicitation result", resp)), AskOutput{}, nil
 	}
-	out := AskOutput{Status: res.Action}
-	switch res.Action {
-	case "accept":
-		out.Answered, out.Status = true, AskAnswered
+	if res.Action == "accept" {
+		out := AskOutput{Answered: true, Status: AskAnswered}
 		if a, ok := res.Content["answer"].(string); ok {
 			out.Answer = a
 		} else {
 			out.Answer = fmt.Sprint(res.Content["answer"])
 		}
 		return textResult("The person answered: " + out.Answer), out, nil
-	case "decline":
-		out.Status = AskDeclined
-		return textResult("The person declined to answer. Continue with your best judgement."), out, nil
-	default:
-		out.Status = AskCancelled
-		return textResult("The person dismissed the question without answering. Continue with your best judgement."), out, nil
 	}
+	if why := e.nobodyAt(ctx, req.Params.RequestState); why != "" {
+		e.log.Warn("the client "+res.Action+"d the question without a person: it goes to the store",
+			"tool", BuiltinName(BaseAskUserQuestion, e.cfg.ServerName), "why", why)
+		return e.askThroughStore(ctx, req, in)
+	}
+	if res.Action == "decline" {
+		return textResult("The person declined to answer. Continue with your best judgement."), AskOutput{Status: AskDeclined}, nil
+	}
+	return textResult("The person dismissed the question without answering. Continue with your best judgement."), AskOutput{Status: AskCancelled}, nil
+}
+
+// nobodyAt says why nobody at the client can have declined a question
+// asked with request state state, or "" if a person may have.
+func (e *Endpoint) nobodyAt(ctx context.Context, state string) string {
+	if mode, err := e.cfg.Store.RunMode(ctx, e.cfg.Instance.ID); err != nil || mode == RunHeadless {
+		return "a headless run is under way"
+	}
+	if ns, err := strconv.ParseInt(strings.TrimPrefix(state, askedAtPrefix), 10, 64); err == nil && strings.HasPrefix(state, askedAtPrefix) {
+		if took := time.Since(time.Unix(0, ns)); took >= 0 && took < e.cfg.ReadingTime {
+			return fmt.Sprintf("it answered within %s, faster than anyone reads a question", took.Round(time.Millisecond))
+		}
+	}
+	return ""
 }
 
 func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {
@@ -254,7 +302,9 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 		select {
 		case <-ctx.Done():
 			// Leave the question closed so nobody answers into the void.
-			_, _ = e.cfg.Store.CancelQuestion(context.WithoutCancel(ctx), id, qid)
+			if closed, _ := e.cfg.Store.CancelQuestion(context.WithoutCancel(ctx), id, qid); closed {
+				e.unanswered(ctx, qid, in.Question, "the client stopped waiting before anyone answered")
+			}
 			return nil, AskOutput{}, ctx.Err()
 		case <-deadline.C:
 			closed, err := e.cfg.Store.ExpireQuestion(ctx, id, qid)
@@ -265,6 +315,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 				return nil, AskOutput{}, err
 			}
 			if closed {
+				e.unanswered(ctx, qid, in.Question, fmt.Sprintf("no answer came within %s", e.cfg.QuestionTimeout))
 				out := AskOutput{Status: AskExpired, QuestionID: qid}
 				return textResult(fmt.Sprintf("No answer came within %s. Continue with your best judgement, or ask again later.", e.cfg.QuestionTimeout)), out, nil
 			}
@@ -293,6 +344,17 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			out := AskOutput{Answered: true, Answer: answer, Status: AskAnswered, QuestionID: qid}
 			return textResult("The person answered: " + answer), out, nil
 		}
+	}
+}
+
+// unanswered records that question qid ended without an answer, as an
+// event of status [StatusUnanswered]: `instance wait` then does not report a
+// clean end of a run in which the agent went on without its answer.
+func (e *Endpoint) unanswered(ctx context.Context, qid, question, why string) {
+	tool := BuiltinName(BaseAskUserQuestion, e.cfg.ServerName)
+	msg := fmt.Sprintf("question %s got no answer: %s (%q)", qid, why, question)
+	if _, err := e.cfg.Store.RecordProgress(context.WithoutCancel(ctx), e.cfg.Instance.ID, tool, StatusUnanswered, msg, nil); err != nil && !IsInstanceDeleted(err) {
+		e.log.Warn("could not record the unanswered question", "question", qid, "err", err)
 	}
 }
 

@@ -35,7 +35,18 @@ type Store interface {
 	// Exists reports whether the instance is still in the store; get_instance
 	// says so when it was deleted while the endpoint runs.
 	Exists(ctx context.Context, instanceID string) (bool, error)
+	// RunMode says how the instance's `agentctl instance run` under way
+	// runs: [RunHeadless] or [RunInteractive], or "" when none is (the
+	// client was started some other way). ask_user_question asks where
+	// the question policy says for that kind of run.
+	RunMode(ctx context.Context, instanceID string) (string, error)
 }
+
+// The kinds of run [Store.RunMode] reports.
+const (
+	RunHeadless    = "headless"
+	RunInteractive = "interactive"
+)
 
 // Instance describes the instance an endpoint serves, as get_instance shows it.
 type Instance struct {
@@ -66,7 +77,16 @@ type Config struct {
 	// QuestionTimeout bounds ask_user_question's wait for an answer
 	// (default [DefaultQuestionTimeout]).
 	QuestionTimeout time.Duration
-	Store           Store
+	// Questions is where ask_user_question asks, by kind of run (the
+	// record's snapshot of the definition's policy; empty places take
+	// [agents.Questions.WithDefaults]).
+	Questions agents.Questions
+	// ReadingTime is the least time in which a person could have read a
+	// question and declined it: a client's decline or cancel of an
+	// elicitation that comes sooner was nobody's, and the question goes to
+	// the store instead (default [DefaultReadingTime]).
+	ReadingTime time.Duration
+	Store       Store
 	// Logger receives the endpoint's logs (stderr for stdio); nil discards.
 	Logger *slog.Logger
 	// Version is reported as the server's version.
@@ -141,6 +161,11 @@ type Endpoint struct {
 // and the one new instances record (`instance create --question-timeout`).
 const DefaultQuestionTimeout = 10 * time.Minute
 
+// DefaultReadingTime is [Config.ReadingTime]'s default: nobody reads a
+// question and decides to decline it in less than a second, while the
+// clients that decline without a person do so within milliseconds.
+const DefaultReadingTime = time.Second
+
 // New builds the endpoint: the SDK server, the registry with the built-in
 // tools, and the presentation and routing middleware.
 func New(cfg Config) (*Endpoint, error) {
@@ -162,6 +187,10 @@ func New(cfg Config) (*Endpoint, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
+	if cfg.ReadingTime <= 0 {
+		cfg.ReadingTime = DefaultReadingTime
+	}
+	cfg.Questions = cfg.Questions.WithDefaults()
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = 10 * time.Second
 	}

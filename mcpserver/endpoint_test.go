@@ -22,6 +22,7 @@ type fakeStore struct {
 	questions map[string]*fakeQuestion
 	events    []fakeEvent
 	asked     chan string
+	runMode   string // what RunMode reports
 }
 
 type fakeQuestion struct {
@@ -83,6 +84,12 @@ func (s *fakeStore) RecordProgress(_ context.Context, _, tool, status, message s
 // Exists: the fake's instance is never deleted (builtins_deleted_test.go
 // has a store whose instance is).
 func (s *fakeStore) Exists(context.Context, string) (bool, error) { return true, nil }
+
+func (s *fakeStore) RunMode(context.Context, string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runMode, nil
+}
 
 func (s *fakeStore) answer(id, text string) {
 	s.mu.Lock()
@@ -289,6 +296,10 @@ func TestAskUserQuestionTimesOutWithANormalResult(t *testing.T) {
 	}
 }
 
+// TestAskUserQuestionUsesElicitation: where a person may sit at the client
+// (no headless run) and the client can ask, the question is asked through
+// it, and a person's decline or cancel (one that took longer than reading
+// the question does) reaches the model as such.
 func TestAskUserQuestionUsesElicitation(t *testing.T) {
 	for _, tc := range []struct {
 		action, wantStatus string
@@ -308,12 +319,10 @@ func TestAskUserQuestionUsesElicitation(t *testing.T) {
 				}
 				return &mcp.ElicitResult{Action: tc.action}, nil
 			}}
-			_, cs := connect(t, testConfig(agents.NamespacingSuffix, st), opts)
-			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{"question": "Which DB?", "choices": []string{"staging", "prod"}}})
-			if err != nil || res.IsError {
-				t.Fatalf("%v %+v", err, res.Content[0])
-			}
-			out := res.StructuredContent.(map[string]any)
+			cfg := testConfig(agents.NamespacingSuffix, st)
+			cfg.ReadingTime = time.Nanosecond // every answer took a person's time
+			_, cs := connect(t, cfg, opts)
+			out := callAsk(t, cs, "ask_user_question")
 			if out["answered"] != tc.answered || out["status"] != tc.wantStatus {
 				t.Fatalf("got %v", out)
 			}
@@ -323,10 +332,86 @@ func TestAskUserQuestionUsesElicitation(t *testing.T) {
 			if got == nil || got.Message != "Which DB?" {
 				t.Fatalf("elicitation %+v", got)
 			}
-			if len(st.questions) != 0 {
-				t.Fatal("an elicited question must not be stored")
+			if len(st.questions) != 0 || len(st.events) != 0 {
+				t.Fatalf("an elicited question must not be stored: questions %v events %v", st.questions, st.events)
 			}
 		})
+	}
+}
+
+// callAsk calls the ask tool (by its transport name) with the usual
+// question and returns its structured result.
+func callAsk(t *testing.T, cs *mcp.ClientSession, name string) map[string]any {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"question": "Which DB?", "choices": []string{"staging", "prod"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	return res.StructuredContent.(map[string]any)
+}
+
+// answerWhenAsked answers the next question the store is given.
+func answerWhenAsked(st *fakeStore, text string) {
+	go func() { st.answer(<-st.asked, text) }()
+}
+
+// TestAskUserQuestionNobodyAtTheClient: a question is never declined on
+// nobody's behalf. In a headless run it goes to the store without asking
+// the client; where the policy says store it does too; and a decline or
+// cancel faster than reading sends it to the store, where it is answered.
+func TestAskUserQuestionNobodyAtTheClient(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		runMode    string
+		policy     agents.Questions
+		action     string // the client's answer to an elicitation
+		wantElicit bool
+	}{
+		{name: "headless run", runMode: RunHeadless, action: "decline"},
+		{name: "headless run, client policy, instant decline", runMode: RunHeadless, policy: agents.Questions{Headless: agents.AskViaClient}, action: "decline", wantElicit: true},
+		{name: "interactive, store policy", runMode: RunInteractive, policy: agents.Questions{Interactive: agents.AskViaStore}, action: "decline"},
+		{name: "no run, instant decline", action: "decline", wantElicit: true},
+		{name: "no run, instant cancel", action: "cancel", wantElicit: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newFakeStore()
+			st.runMode = tc.runMode
+			elicited := 0
+			opts := &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				elicited++
+				return &mcp.ElicitResult{Action: tc.action}, nil
+			}}
+			cfg := testConfig(agents.NamespacingPrefix, st)
+			cfg.Questions = tc.policy
+			_, cs := connect(t, cfg, opts)
+			answerWhenAsked(st, "prod")
+			out := callAsk(t, cs, "ask_user_question_agentctl")
+			if out["answered"] != true || out["answer"] != "prod" || out["status"] != AskAnswered || out["question_id"] == "" {
+				t.Fatalf("got %v, want the stored question answered", out)
+			}
+			if (elicited > 0) != tc.wantElicit {
+				t.Fatalf("elicited %d times, want elicitation %v", elicited, tc.wantElicit)
+			}
+		})
+	}
+}
+
+// TestAskUserQuestionUnansweredIsAnEvent: a question that ends without an
+// answer leaves an event of status unanswered, naming the question.
+func TestAskUserQuestionUnansweredIsAnEvent(t *testing.T) {
+	st := newFakeStore()
+	cfg := testConfig(agents.NamespacingPrefix, st)
+	cfg.QuestionTimeout = 20 * time.Millisecond
+	_, cs := connect(t, cfg, nil)
+	out := callAsk(t, cs, "ask_user_question_agentctl")
+	if out["status"] != AskExpired {
+		t.Fatalf("got %v", out)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.events) != 1 || st.events[0].status != StatusUnanswered || st.events[0].tool != "ask_user_question_agentctl" ||
+		!strings.Contains(st.events[0].message, "q0") || !strings.Contains(st.events[0].message, "Which DB?") {
+		t.Fatalf("events %+v, want one unanswered event naming q0 and the question", st.events)
 	}
 }
 

@@ -19,6 +19,12 @@ const (
 	StatusFailed  = "failed"
 )
 
+// StatusUnanswered is the status of the event ask_user_question records
+// when a question ends without an answer: it expired, or the client stopped
+// waiting for it. It is not a progress status (report_progress does not
+// take it); `agentctl instance wait` reports a run that had one.
+const StatusUnanswered = "unanswered"
+
 // ProgressStatuses returns the valid progress statuses, in the order the
 // tool's schema lists them.
 func ProgressStatuses() []string {

@@ -87,11 +87,18 @@ func agentsShowRun(opts *AgentsShowOptions) error {
 	tn := d.Capabilities.ToolNames
 	fields := [][2]string{
 		{"id", d.ID}, {"name", d.Name}, {"command", strings.Join(d.Command, " ")},
-		{"source", d.Source}, {"evidence", orDash(d.Evidence)}, {"seen with", orDash(d.SeenWith)},
+		{"source", d.Source}, {"evidence", orDash(d.Evidence)}, {"verified with", orDash(d.SeenWith)},
 		{"config format", d.MCP.ConfigFormat},
 		{"namespacing", string(tn.Namespacing)}, {"template", tn.Template},
 		{"max length", fmt.Sprint(tn.MaxLength)}, {"charset", tn.Charset},
 		{"tools list changed", listChangedText(d.Capabilities.ToolsListChanged)},
+		{"questions", questionsText(d.Capabilities.Questions)},
+	}
+	if n := d.Capabilities.Questions.Note; n != "" {
+		fields = append(fields, [2]string{"questions note", n})
+	}
+	if d.NPMPackage != "" {
+		fields = append(fields, [2]string{"npm package", d.NPMPackage})
 	}
 	if tn.ServerMaxLength > 0 {
 		fields = append(fields, [2]string{"server max length", fmt.Sprint(tn.ServerMaxLength)})
@@ -114,4 +121,16 @@ func listChangedText(follows bool) string {
 		return "followed (the first tools/list answers after first_list_wait; slower servers are announced)"
 	}
 	return "not followed (the first tools/list waits for every external server's first attempt)"
+}
+
+// questionsText says where ask_user_question asks, by kind of run.
+func questionsText(q agents.Questions) string {
+	place := func(a agents.AskVia) string {
+		if a == agents.AskViaClient {
+			return "the client (elicitation, where it can ask)"
+		}
+		return "the store (instance questions / answer)"
+	}
+	q = q.WithDefaults()
+	return "headless: " + place(q.Headless) + "; interactive: " + place(q.Interactive)
 }

@@ -13,15 +13,16 @@ import (
 // Exit codes. They are part of the CLI contract and documented in
 // `agentctl help exit-codes`.
 const (
-	ExitOK       = 0   // success
-	ExitError    = 1   // any other error
-	ExitUsage    = 2   // bad command line: unknown flag, missing argument
-	ExitNotFound = 3   // unknown agent, instance or question
-	ExitInvalid  = 4   // invalid configuration or input, or a conflict
-	ExitTimeout  = 5   // a wait ran out of time
-	ExitFailed   = 6   // the instance reported status failed (instance wait)
-	ExitProblems = 7   // tools lint found problems in the tool names
-	ExitSignal   = 130 // interrupted (SIGINT); 143 for SIGTERM
+	ExitOK         = 0   // success
+	ExitError      = 1   // any other error
+	ExitUsage      = 2   // bad command line: unknown flag, missing argument
+	ExitNotFound   = 3   // unknown agent, instance or question
+	ExitInvalid    = 4   // invalid configuration or input, or a conflict
+	ExitTimeout    = 5   // a wait ran out of time
+	ExitFailed     = 6   // the instance reported status failed (instance wait)
+	ExitProblems   = 7   // tools lint found problems in the tool names
+	ExitUnanswered = 8   // instance wait: done, but a question of the run got no answer
+	ExitSignal     = 130 // interrupted (SIGINT); 143 for SIGTERM
 )
 
 const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI can tell outcomes apart:
@@ -38,6 +39,10 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
   5  timeout    'instance wait' ran out of time before the status was reached
   6  failed     'instance wait' saw the instance report status "failed"
   7  problems   'tools lint' found a problem in the tool names a model would see
+  8  unanswered 'instance wait --status done' saw the run end done, but a question
+                the agent asked in it got no answer (it expired, or the client
+                stopped waiting): nobody was asked, or nobody answered in time;
+                --allow-unanswered accepts that as done
   127 'instance run': the client's program is not installed
   130 interrupted by SIGINT (143 by SIGTERM); 'mcp serve' exits 0 on either;
       version, agents list/show and instance list/show, which read and print,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
@@ -28,6 +29,7 @@ type InstanceCreateOptions struct {
 	ServerName      string
 	QuestionTimeout time.Duration
 	NoTrust         bool
+	AskVia          string
 	PrefixMode      mount.PrefixMode
 	Mounts          []mount.Mount
 	Templates       []provision.TemplateFile
@@ -80,6 +82,14 @@ With --transport http the client does not start the endpoint: it connects to
 being the new instance's id), sending the instance's bearer token as an
 Authorization header; the configuration file holding it is written mode 0600.
 
+Questions (ask_user_question) go where a person can answer them: in a headless run
+('instance run --prompt') to agentctl's store, where 'agentctl instance questions'
+shows them and 'agentctl instance answer' answers; in an interactive run, or a
+client started some other way, to the client itself (MCP elicitation) when it can
+ask. A client's decline or cancel that came faster than anyone could have read the
+question falls back to the store. --ask-via store|client overrides the agent
+definition's policy (see 'agentctl agents show ID') for every kind of run.
+
 Every instance gets a token, made now and stored only as a hash. It is shown once:
 in -o json output ("token"), and for --transport http on stderr. Lost, it can only be
 replaced: agentctl instance token rotate ID.
@@ -124,6 +134,9 @@ works in scripts; -o json prints the whole record and the token.`,
 			if opts.Mounts, err = mounts.mounts(fileMounts); err != nil {
 				return err
 			}
+			if opts.AskVia != "" && !slices.Contains(agents.AskVias, agents.AskVia(opts.AskVia)) {
+				return usageErrorf("invalid --ask-via %q: use store (questions wait for 'agentctl instance answer') or client (MCP elicitation where the client can ask)", opts.AskVia)
+			}
 			if opts.Templates, err = provision.TemplateFiles(instructions, skills); err != nil {
 				return &usageError{msg: err.Error()}
 			}
@@ -140,6 +153,8 @@ works in scripts; -o json prints the whole record and the token.`,
 	addSettingFlag(fl, keyServerName)
 	addSettingFlag(fl, keyQuestionTimeout)
 	fl.BoolVar(&opts.NoTrust, "no-trust", false, `do not mark the server "trust": true for Gemini CLI and Qwen Code (their headless runs then ignore its tools)`)
+	fl.StringVar(&opts.AskVia, "ask-via", "", "where ask_user_question asks in every kind of run: store ('instance answer') or client (MCP elicitation); default: the agent definition's policy")
+	_ = cmd.RegisterFlagCompletionFunc("ask-via", cobra.FixedCompletions([]string{string(agents.AskViaStore), string(agents.AskViaClient)}, cobra.ShellCompDirectiveNoFileComp))
 	mounts.register(fl)
 	addSettingFlag(fl, keyToolPrefixMode)
 	fl.StringVar(&instructions, "instructions", "", "instructions template written as instructions.md; {{tool:NAME}} and {{tool:MOUNT/NAME}} expand to this instance's tool names")
@@ -173,7 +188,7 @@ func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
 	rec, plan, err := provision.Create(ctx, open, provision.CreateOptions{
 		Definition: def, Name: opts.Name, Workspace: opts.Workspace,
 		ServerName: opts.ServerName, QuestionTimeout: opts.QuestionTimeout, Executable: exe, NoTrust: opts.NoTrust,
-		PrefixMode: opts.PrefixMode, Mounts: opts.Mounts, Templates: opts.Templates,
+		AskVia: agents.AskVia(opts.AskVia), PrefixMode: opts.PrefixMode, Mounts: opts.Mounts, Templates: opts.Templates,
 		Transport: instance.Transport{Kind: opts.Transport, URL: opts.URL},
 	})
 	if err != nil {

@@ -485,3 +485,99 @@ func TestInstanceRunGooseToolTimeout(t *testing.T) {
 		t.Errorf("dry run with a 4m question timeout: want no warning\n%s", res)
 	}
 }
+
+// TestInstanceRunHeadlessQuestionReachesAPerson: clients that announce
+// elicitation and decline or cancel it at once in a headless run (Codex,
+// Claude Code, Copilot CLI) get the question kept in the store: it shows
+// in `instance questions`, `instance answer` answers it, the answer
+// reaches the client's call, and the run ends done with `wait` exiting 0.
+func TestInstanceRunHeadlessQuestionReachesAPerson(t *testing.T) {
+	t.Parallel()
+	clients := []struct{ agent, program, elicit string }{
+		{"codex", "codex", "decline"},
+		{"claude-code", "claude", "cancel"},
+		{"copilot-cli", "copilot", "decline"},
+	}
+	path := fakeClientOnPath(t, "codex", "claude", "copilot")
+	for _, c := range clients {
+		t.Run(c.agent, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+			defer cancel()
+			e := newRCEnv(t)
+			rec := e.create(ctx, "--agent", c.agent)
+			env := []string{"FAKECLIENT_ELICIT=" + c.elicit, "FAKECLIENT_CALL=ask_user_question_agentctl",
+				`FAKECLIENT_ARGS={"question":"Which colour?","choices":["red","blue"]}`, "FAKECLIENT_TIMEOUT=2m"}
+			type outcome struct {
+				res rcResult
+				rep *fakeReport
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				res, rep := e.runWithFake(ctx, path, env, "instance", "run", rec.ID, "--prompt", "ask me")
+				done <- outcome{res, rep}
+			}()
+			var q rcQuestion
+			for q.ID == "" {
+				if qs := e.questions(ctx, rec.ID, false); len(qs) == 1 {
+					q = qs[0]
+					break
+				}
+				select {
+				case o := <-done:
+					t.Fatalf("the run ended before the question reached the store\n%s", o.res)
+				case <-ctx.Done():
+					t.Fatal("no open question appeared")
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			if q.Text != "Which colour?" || !slices.Equal(q.Choices, []string{"red", "blue"}) {
+				t.Fatalf("stored question %+v", q)
+			}
+			e.mustRun(ctx, "instance", "answer", rec.ID, "blue")
+			o := <-done
+			if o.res.code != 0 || o.rep == nil || len(o.rep.Servers) != 1 {
+				t.Fatalf("want exit 0 and a report of one server\n%s", o.res)
+			}
+			if s := o.rep.Servers[0]; s.Error != "" || !strings.Contains(s.Result, "The person answered: blue") {
+				t.Fatalf("the ask call: error %q, result %q\n%s", s.Error, s.Result, o.res)
+			}
+			if strings.Contains(o.res.stderr, "fakeclient: elicitation") {
+				t.Errorf("a headless run asked the client, which has nobody to ask:\n%s", o.res.stderr)
+			}
+			if res := e.run(ctx, "instance", "wait", rec.ID, "--status", "done", "--timeout", "30s"); res.code != 0 {
+				t.Fatalf("instance wait: want exit 0\n%s", res)
+			}
+		})
+	}
+}
+
+// TestInstanceRunUnansweredIsNotACleanDone: a headless run whose question
+// nobody answered ends done, but `instance wait --status done` exits 8
+// naming the question, unless --allow-unanswered.
+func TestInstanceRunUnansweredIsNotACleanDone(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	path := fakeClientOnPath(t, "codex")
+	rec := e.create(ctx, "--agent", "codex", "--question-timeout", "1s")
+	env := []string{"FAKECLIENT_ELICIT=decline", "FAKECLIENT_CALL=ask_user_question_agentctl", `FAKECLIENT_ARGS={"question":"Ship it?"}`}
+	res, rep := e.runWithFake(ctx, path, env, "instance", "run", rec.ID, "--prompt", "ask me")
+	if res.code != 0 || rep == nil || len(rep.Servers) != 1 || !strings.Contains(rep.Servers[0].Result, "No answer came") {
+		t.Fatalf("want exit 0 and an expired question\n%s", res)
+	}
+	evs := e.events(ctx, rec.ID)
+	if !slices.ContainsFunc(evs, func(ev rcEvent) bool {
+		return ev.Status == "unanswered" && ev.Tool == "ask_user_question_agentctl" && strings.Contains(ev.Message, "Ship it?")
+	}) {
+		t.Fatalf("events %v lack the unanswered question", evs)
+	}
+	w := e.run(ctx, "instance", "wait", rec.ID, "--status", "done", "--timeout", "30s")
+	if w.code != ExitUnanswered || !strings.Contains(w.stderr, "got no answer") || !strings.Contains(w.stderr, "Ship it?") {
+		t.Fatalf("instance wait: want exit %d naming the question\n%s", ExitUnanswered, w)
+	}
+	if w := e.run(ctx, "instance", "wait", rec.ID, "--status", "done", "--allow-unanswered"); w.code != 0 || !strings.Contains(w.stderr, "got no answer") {
+		t.Fatalf("instance wait --allow-unanswered: want exit 0 with the warning\n%s", w)
+	}
+}

@@ -25,6 +25,9 @@ type InstanceWaitOptions struct {
 	Instance string
 	Status   string
 	Timeout  time.Duration // 0: until interrupted
+	// AllowUnanswered takes a done run whose questions went unanswered
+	// for a clean done (exit 0, with a warning).
+	AllowUnanswered bool
 }
 
 // NewCmdInstanceWait is `agentctl instance wait`; runF replaces
@@ -37,7 +40,12 @@ func NewCmdInstanceWait(f *Factory, runF func(context.Context, *InstanceWaitOpti
 		Short: "Wait until the instance reports a status (for CI)",
 		Long: `Wait until the agent reports the given status with report_progress. Exits 0 when it
 is reached, 6 when the instance reports "failed" first, 5 when --timeout passes
-(see 'agentctl help exit-codes'). Events reported before the wait started count.`,
+(see 'agentctl help exit-codes'). Events reported before the wait started count.
+
+A run that ends done although a question the agent asked in it got no answer
+(it expired, or the client stopped waiting) is not a clean done: wait --status
+done then exits 8 and names the question. --allow-unanswered accepts it (exit 0,
+with the warning).`,
 		Example:           `  agentctl instance wait "$id" --status done --timeout 30m`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
 		ValidArgsFunction: completeInstances(f),
@@ -57,6 +65,7 @@ is reached, 6 when the instance reports "failed" first, 5 when --timeout passes
 	}
 	cmd.Flags().StringVar(&opts.Status, "status", mcpserver.StatusDone, "the status to wait for: "+strings.Join(statuses, ", "))
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "give up after this long (0: wait until interrupted)")
+	cmd.Flags().BoolVar(&opts.AllowUnanswered, "allow-unanswered", false, "exit 0 for a done run in which a question got no answer (still warned about)")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(statuses, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -72,7 +81,14 @@ func instanceWaitRun(ctx context.Context, opts *InstanceWaitOptions) error {
 		}
 		e, err := poller(opts.Poll, st).Wait(ctx, r.ID, opts.Status)
 		var failed *provision.FailedError
+		var unanswered *provision.UnansweredError
 		switch {
+		case errors.As(err, &unanswered) && opts.AllowUnanswered:
+			opts.IO.Narrate("Warning: %v", err)
+			opts.IO.Narrate("Instance %s reached %s: %s", r.ID, opts.Status, e.Message)
+			return nil
+		case errors.As(err, &unanswered):
+			return &exitError{code: ExitUnanswered, err: fmt.Errorf("%w; pass --allow-unanswered to accept that", err)}
 		case err == nil:
 			opts.IO.Narrate("Instance %s reached %s: %s", r.ID, opts.Status, e.Message)
 			return nil

@@ -305,3 +305,26 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// awaitQuestion polls the real binary until instance id has exactly one
+// open question, and returns it; it fails the test if run (the client
+// asking) ends first.
+func (e *rcEnv) awaitQuestion(ctx context.Context, id string, run *tsRun) rcQuestion {
+	e.t.Helper()
+	for {
+		qs := e.questions(ctx, id, false)
+		if len(qs) > 1 {
+			e.t.Fatalf("want at most one open question, got %+v", qs)
+		}
+		if len(qs) == 1 {
+			return qs[0]
+		}
+		select {
+		case <-run.done:
+			e.t.Fatalf("the client finished before a question was open\nstdout:\n%s\nstderr:\n%s", run.stdout.String(), run.stderr.String())
+		case <-ctx.Done():
+			e.t.Fatalf("no open question appeared: %v", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

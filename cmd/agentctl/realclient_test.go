@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 )
 
 // ---------------------------------------------------------------------------
@@ -63,24 +62,7 @@ func TestRealClientAuggieAndClaudeCode(t *testing.T) {
 
 			// Another process answers: poll the real binary until the question
 			// is open, then answer it.
-			var q rcQuestion
-			for {
-				qs := e.questions(ctx, rec.ID, false)
-				if len(qs) > 1 {
-					t.Fatalf("want at most one open question, got %+v", qs)
-				}
-				if len(qs) == 1 {
-					q = qs[0]
-					break
-				}
-				select {
-				case <-run.done:
-					t.Fatalf("the client finished before a question was open\nstdout:\n%s\nstderr:\n%s", run.stdout.String(), run.stderr.String())
-				case <-ctx.Done():
-					t.Fatalf("no open question appeared: %v", ctx.Err())
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
+			q := e.awaitQuestion(ctx, rec.ID, run)
 			if q.Text != "Which database?" || !slices.Equal(q.Choices, []string{"staging", "prod"}) || q.Status != "open" || q.Instance != rec.ID {
 				t.Fatalf("open question = %+v, want \"Which database?\" with choices [staging prod], open, of %s", q, rec.ID)
 			}
@@ -200,17 +182,31 @@ func TestRealClientQuestionTimeout(t *testing.T) {
 	}
 }
 
+// TestRealClientElicitation: the TypeScript SDK client, announcing
+// elicitation, started the way a person starts a client (no headless run
+// recorded). A person's answer, decline or cancel reaches the model; a
+// decline or cancel faster than anyone reads sends the question to the
+// store, where `instance answer` answers it; and an instance whose policy
+// says store never asks the client.
 func TestRealClientElicitation(t *testing.T) {
 	t.Parallel()
+	const person = 1500 // ms: longer than mcpserver.DefaultReadingTime
 	cases := []struct {
 		name        string
+		flags       []string
 		elicitation map[string]any
-		answered    bool
+		delayMs     int
+		elicited    bool
+		stored      bool // the question went to the store (answered there)
 		answer      string
 		status      string
 	}{
-		{"accept", map[string]any{"action": "accept", "content": map[string]any{"answer": "blue"}}, true, "blue", "answered"},
-		{"decline", map[string]any{"action": "decline"}, false, "", "declined"},
+		{"accept", nil, map[string]any{"action": "accept", "content": map[string]any{"answer": "blue"}}, 0, true, false, "blue", "answered"},
+		{"a person declines", nil, map[string]any{"action": "decline"}, person, true, false, "", "declined"},
+		{"a person cancels", nil, map[string]any{"action": "cancel"}, person, true, false, "", "cancelled"},
+		{"instant decline", nil, map[string]any{"action": "decline"}, 0, true, true, "red", "answered"},
+		{"instant cancel", nil, map[string]any{"action": "cancel"}, 0, true, true, "red", "answered"},
+		{"--ask-via store", []string{"--ask-via", "store"}, map[string]any{"action": "decline"}, 0, false, true, "red", "answered"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,29 +214,42 @@ func TestRealClientElicitation(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 			defer cancel()
 			e := newRCEnv(t)
-			// A short question timeout: if the endpoint wrongly fell back to
-			// the store, the call would end "expired", not hang.
-			rec := e.create(ctx, "--agent", "claude-code", "--question-timeout", "2s")
+			// A short question timeout where nothing should be stored: if the
+			// endpoint wrongly fell back to the store, the call would end
+			// "expired", not hang.
+			timeout := "2s"
+			if tc.stored {
+				timeout = "2m"
+			}
+			rec := e.create(ctx, append([]string{"--agent", "claude-code", "--question-timeout", timeout}, tc.flags...)...)
 			plan := clientPlan(t, rec, ".mcp.json",
 				tsStep{Op: "call", Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Favourite colour?", "choices": []string{"red", "blue"}}},
 			)
 			plan.Elicitation = tc.elicitation
+			plan.ElicitationDelayMs = tc.delayMs
 			run := startTS(ctx, t, plan, otherDir(t), e.clientEnv())
+			if tc.stored {
+				q := e.awaitQuestion(ctx, rec.ID, run)
+				if q.Text != "Favourite colour?" {
+					t.Fatalf("stored question %+v", q)
+				}
+				e.mustRun(ctx, "instance", "answer", rec.ID, tc.answer)
+			}
 			out := run.wait()
 
 			var ask askOut
 			structured(t, out.result(t, 0, "call"), &ask)
-			if ask.Answered == nil || *ask.Answered != tc.answered || ask.Answer != tc.answer || ask.Status != tc.status {
-				t.Errorf("ask result = %+v, want answered=%v answer=%q status=%q", ask, tc.answered, tc.answer, tc.status)
+			if ask.Answered == nil || *ask.Answered != (tc.status == "answered") || ask.Answer != tc.answer || ask.Status != tc.status {
+				t.Errorf("ask result = %+v, want answer=%q status=%q", ask, tc.answer, tc.status)
 			}
-			if ask.QuestionID != "" {
-				t.Errorf("ask result has question_id %q; an elicited question is not stored", ask.QuestionID)
+			if (ask.QuestionID != "") != tc.stored {
+				t.Errorf("ask result has question_id %q; want one only when the question was stored", ask.QuestionID)
 			}
-			if !strings.Contains(run.stderr.String(), `"op":"elicitation"`) {
-				t.Errorf("the client was never asked through elicitation; its stderr:\n%s", run.stderr.String())
+			if got := strings.Contains(run.stderr.String(), `"op":"elicitation"`); got != tc.elicited {
+				t.Errorf("asked through elicitation: %v, want %v; the client's stderr:\n%s", got, tc.elicited, run.stderr.String())
 			}
-			if all := e.questions(ctx, rec.ID, true); len(all) != 0 {
-				t.Errorf("questions --all = %+v, want [] (elicitation stores no question)", all)
+			if all := e.questions(ctx, rec.ID, true); (len(all) == 1) != tc.stored || len(all) > 1 {
+				t.Errorf("questions --all = %+v, want a stored question: %v", all, tc.stored)
 			}
 		})
 	}

@@ -52,10 +52,13 @@ type tsPlan struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// Era "2026-07-28" speaks the stateless era (with URL), through the
 	// SDK's v2 client package; empty speaks 2025-11-25.
-	Era         string   `json:"era,omitempty"`
-	Elicitation any      `json:"elicitation"`
-	TimeoutMs   int      `json:"timeoutMs"`
-	Steps       []tsStep `json:"steps"`
+	Era         string `json:"era,omitempty"`
+	Elicitation any    `json:"elicitation"`
+	// ElicitationDelayMs is how long the client's "person" takes to
+	// answer an elicitation.
+	ElicitationDelayMs int      `json:"elicitationDelayMs,omitempty"`
+	TimeoutMs          int      `json:"timeoutMs"`
+	Steps              []tsStep `json:"steps"`
 }
 
 type tsError struct {

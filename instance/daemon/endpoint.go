@@ -35,6 +35,7 @@ func EndpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logge
 		// need not wait for every external server.
 		ToolsListChanged: rec.Capabilities.ToolsListChanged,
 		QuestionTimeout:  time.Duration(rec.QuestionTimeout),
+		Questions:        rec.Capabilities.Questions,
 		Store:            st,
 		Logger:           logger,
 		Version:          version,

@@ -31,6 +31,9 @@ type CreateOptions struct {
 	Executable string
 	// NoTrust leaves out "trust": true for clients that support it.
 	NoTrust bool
+	// AskVia overrides the definition's question policy
+	// ([instance.CreateOptions.AskVia]); empty keeps it.
+	AskVia agents.AskVia
 	// PrefixMode is how mounts without an explicit prefix get one
 	// (default [mount.PrefixModeMountName]).
 	PrefixMode mount.PrefixMode
@@ -95,7 +98,7 @@ func Create(ctx context.Context, open Opener, o CreateOptions) (*instance.Record
 	rec, err := st.CreateInstance(ctx, instance.CreateOptions{
 		Definition: o.Definition, Name: o.Name, Workspace: o.Workspace,
 		ServerName: o.ServerName, QuestionTimeout: o.QuestionTimeout, Executable: o.Executable, NoTrust: o.NoTrust,
-		ToolPrefixMode: string(o.PrefixMode), Mounts: plan.Mounts, Transport: o.Transport,
+		AskVia: o.AskVia, ToolPrefixMode: string(o.PrefixMode), Mounts: plan.Mounts, Transport: o.Transport,
 		Files: func(rec *instance.Record) (map[string][]byte, error) {
 			return RenderFiles(rec, plan, templates)
 		},

@@ -38,6 +38,26 @@ func (e *FailedError) Error() string {
 	return fmt.Sprintf("instance %s reported failed: %s", e.Event.InstanceID, e.Event.Message)
 }
 
+// UnansweredError is what [Poller.Wait] returns when the instance reached
+// status done, but in the same run (since the latest `instance run` start
+// before it, or since the first event) a question ended without an answer:
+// the agent went on without the person it asked, which a pipeline must
+// not take for a clean end.
+type UnansweredError struct {
+	Event      *instance.Event   // the done event
+	Unanswered []*instance.Event // the questions' unanswered events
+}
+
+func (e *UnansweredError) Error() string {
+	n := len(e.Unanswered)
+	msg := fmt.Sprintf("instance %s reported done, but %d question(s) in this run got no answer: %s",
+		e.Event.InstanceID, n, e.Unanswered[n-1].Message)
+	if n > 1 {
+		msg += fmt.Sprintf(" (and %d more; see `agentctl instance events %s`)", n-1, e.Event.InstanceID)
+	}
+	return msg
+}
+
 // Events yields the instance's events, oldest first. Without follow it
 // yields the events stored now and stops. With follow it then polls, pausing
 // between polls, and yields new events as they come, until the caller stops,
@@ -80,16 +100,28 @@ func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) ite
 }
 
 // Wait polls until the instance reports status and returns that event.
-// Events reported before the wait started count. It returns a [*FailedError]
+// Events reported before the wait started count. Reaching done after a
+// question of the same run went unanswered returns the done event with an
+// [*UnansweredError]. It returns a [*FailedError]
 // if the instance reports [mcpserver.StatusFailed] first, an error matching
 // [instance.ErrDeleted] if it is deleted meanwhile, and ctx's error (a deadline is the caller's
 // timeout) if ctx ends first.
 func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance.Event, error) {
+	var unanswered []*instance.Event // in the current run
 	for e, err := range p.Events(ctx, instanceID, true) {
 		if err != nil {
 			return nil, err
 		}
+		switch {
+		case e.Tool == instance.RunTool && e.Status == mcpserver.StatusRunning:
+			unanswered = nil // a new run starts
+		case e.Status == mcpserver.StatusUnanswered:
+			unanswered = append(unanswered, e)
+		}
 		if e.Status == status {
+			if status == mcpserver.StatusDone && len(unanswered) > 0 {
+				return e, &UnansweredError{Event: e, Unanswered: unanswered}
+			}
 			return e, nil
 		}
 		if e.Status == mcpserver.StatusFailed {

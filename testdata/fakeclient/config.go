@@ -178,8 +178,14 @@ func settingsLoader(env, dir string) func(*invocation) ([]*server, error) {
 	}
 }
 
+// loadOpencode reads OpenCode's configuration, or Kilo's: Kilo is a fork
+// that reads KILO_CONFIG (its binary has no OPENCODE_CONFIG).
 func loadOpencode(inv *invocation) ([]*server, error) {
-	path := os.Getenv("OPENCODE_CONFIG")
+	variable := "OPENCODE_CONFIG"
+	if inv.client == "kilo" {
+		variable = "KILO_CONFIG"
+	}
+	path := os.Getenv(variable)
 	if path == "" {
 		path = "opencode.json"
 	}

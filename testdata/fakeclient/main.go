@@ -95,7 +95,7 @@
 //	FAKECLIENT_REPORT   write a JSON report there (see report in session.go):
 //	                    client, args, headless, prompt, cwd, the environment
 //	                    values of AGENTCTL_INSTANCE, CODEX_HOME,
-//	                    MCP_TOOL_TIMEOUT, OPENCODE_CONFIG,
+//	                    MCP_TOOL_TIMEOUT, OPENCODE_CONFIG, KILO_CONFIG,
 //	                    GEMINI_CLI_SYSTEM_SETTINGS_PATH and
 //	                    QWEN_CODE_SYSTEM_SETTINGS_PATH, codex_home (the one
 //	                    used), the configuration files read, and per server
@@ -108,6 +108,9 @@
 //	                    and block until SIGINT or SIGTERM
 //	FAKECLIENT_STDIN    "echo": after the session copy each stdin line to
 //	                    stdout as "fakeclient: stdin=<line>" until EOF
+//	FAKECLIENT_ELICIT   "decline" or "cancel": announce MCP elicitation and
+//	                    answer each at once so (as Codex and Claude Code do
+//	                    headless); "accept:TEXT": accept with answer TEXT
 //	FAKECLIENT_EXIT     the exit code (default 0, or 3 after any failed
 //	                    server start, list or call)
 //	FAKECLIENT_SESSION  "skip": read the configuration, start no server (for

@@ -29,7 +29,7 @@ type report struct {
 }
 
 // reportedEnv are the environment variables the report records.
-var reportedEnv = []string{"AGENTCTL_INSTANCE", "CODEX_HOME", "MCP_TOOL_TIMEOUT", "OPENCODE_CONFIG",
+var reportedEnv = []string{"AGENTCTL_INSTANCE", "CODEX_HOME", "MCP_TOOL_TIMEOUT", "OPENCODE_CONFIG", "KILO_CONFIG",
 	"GEMINI_CLI_SYSTEM_SETTINGS_PATH", "QWEN_CODE_SYSTEM_SETTINGS_PATH"}
 
 func newReport(inv *invocation) *report {
@@ -91,7 +91,7 @@ func runServer(ctx context.Context, inv *invocation, c *client, s *server) error
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stderr = os.Stderr
-	cl := mcp.NewClient(&mcp.Implementation{Name: "fakeclient-" + inv.client, Version: "1"}, nil)
+	cl := mcp.NewClient(&mcp.Implementation{Name: "fakeclient-" + inv.client, Version: "1"}, elicitOptions(os.Getenv("FAKECLIENT_ELICIT")))
 	cs, err := cl.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		return fmt.Errorf("start: %v", err)
@@ -157,4 +157,22 @@ func runServer(ctx context.Context, inv *invocation, c *client, s *server) error
 		return fmt.Errorf("tool error: %s", s.Result)
 	}
 	return nil
+}
+
+// elicitOptions are the client options for FAKECLIENT_ELICIT: empty
+// announces no elicitation; "decline" or "cancel" announces it and answers
+// every elicitation so at once, as Codex and Claude Code do in a headless
+// run with nobody at the terminal; "accept:TEXT" accepts with answer TEXT.
+func elicitOptions(how string) *mcp.ClientOptions {
+	if how == "" {
+		return nil
+	}
+	action, text, _ := strings.Cut(how, ":")
+	return &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		fmt.Fprintf(os.Stderr, "fakeclient: elicitation %s\n", action)
+		if action == "accept" {
+			return &mcp.ElicitResult{Action: action, Content: map[string]any{"answer": text}}, nil
+		}
+		return &mcp.ElicitResult{Action: action}, nil
+	}}
 }

@@ -16,6 +16,7 @@
 //                                        // (the SDK's v2, also pinned) pinned to it
 //     "env": {"K": "V"},                 // merged over process.env
 //     "elicitation": null | {"action": "accept", "content": {...}} | {"action": "decline"},
+//     "elicitationDelayMs": 0,           // how long the "person" takes to answer one
 //     "timeoutMs": 120000,              // per-request timeout
 //     "steps": [
 //       {"op": "list"},
@@ -178,6 +179,8 @@ async function main() {
   if (elicitation !== null && !modern) {
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       logEvent({ op: 'elicitation', message: request.params?.message ?? null });
+      const delay = typeof plan.elicitationDelayMs === 'number' ? plan.elicitationDelayMs : 0;
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
       return elicitation;
     });
   }
