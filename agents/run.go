@@ -60,6 +60,16 @@ type Run struct {
 	// config.yaml says); `instance run` warns when a question may wait
 	// longer. Zero: the recipe passes the timeout the instance needs.
 	ToolTimeout Duration `toml:"tool_timeout" json:"tool_timeout,omitempty"`
+	// RewritesConfig says that the client rewrites the configuration file
+	// it is handed while it runs (Qwen Code, Cline), with a mode of its
+	// own: `instance run` hands it a private per-run copy, removed when
+	// the run ends, so the instance's file (and any token in it) keeps its
+	// mode 0600 and its content.
+	RewritesConfig bool `toml:"rewrites_config" json:"rewrites_config,omitempty"`
+	// KnownIssue, when set, is a known defect of the client that affects
+	// agentctl's runs, naming the upstream issue: `instance run` prints it
+	// as a warning before a headless run starts.
+	KnownIssue string `toml:"known_issue" json:"known_issue,omitempty"`
 }
 
 // RunPlaceholders lists the placeholders a [Run] recipe may use.

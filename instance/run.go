@@ -360,3 +360,42 @@ func (s *Store) RunMode(ctx context.Context, id string) (string, error) {
 	}
 	return r.LastRun.Mode, nil
 }
+
+// runConfigPrefix starts the name of the private directory that holds a
+// run's copy of the instance's MCP configuration ([PrivateRunCopy]).
+const runConfigPrefix = ".run-config-"
+
+// PrivateRunCopy is for clients that rewrite the configuration file they
+// are handed while they run (Qwen Code, Cline), with a mode of their own: it
+// copies r's MCP configuration, under the same relative name, into a new
+// directory of r's that only the user can enter, and returns a copy of r
+// pointing at it and a function that removes the directory. The
+// instance's own file keeps its content and its mode 0600, so the token an
+// HTTP instance's file holds never sits in a file others may read.
+func PrivateRunCopy(r *Record) (*Record, func(), error) {
+	rel, err := filepath.Rel(r.Dir, r.MCPConfigPath)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, nil, fmt.Errorf("instance %s: its configuration %s is not in its directory %s", r.ID, r.MCPConfigPath, r.Dir)
+	}
+	data, err := os.ReadFile(r.MCPConfigPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("instance %s: read its MCP configuration: %w", r.ID, err)
+	}
+	dir, err := os.MkdirTemp(r.Dir, runConfigPrefix)
+	if err != nil {
+		return nil, nil, fmt.Errorf("instance %s: make the run's private configuration directory: %w", r.ID, err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	path := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("instance %s: write the run's copy of its MCP configuration: %w", r.ID, err)
+	}
+	c := *r
+	c.MCPConfigPath = path
+	return &c, cleanup, nil
+}

@@ -145,6 +145,15 @@ func instanceRunRun(ctx context.Context, opts *InstanceRunOptions) error {
 		if opts.hasPrompt {
 			mode = launch.Headless
 		}
+		// A client that rewrites the file it is handed gets a private copy.
+		if def, err := opts.Definition(r.Agent); err == nil && def.Run.RewritesConfig && !opts.DryRun {
+			c, remove, err := instance.PrivateRunCopy(r)
+			if err != nil {
+				return err
+			}
+			defer remove()
+			r = c
+		}
 		plan, err := planRun(st, r, opts.Definition, opts.Executable, launch.Options{Mode: mode, Prompt: opts.Prompt, ClientArgs: opts.ClientArgs, Preview: opts.DryRun})
 		if err != nil {
 			return err

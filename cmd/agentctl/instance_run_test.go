@@ -32,6 +32,7 @@ type fakeReport struct {
 	Cwd       string            `json:"cwd"`
 	Env       map[string]string `json:"env"`
 	CodexHome string            `json:"codex_home"`
+	Configs   []string          `json:"configs"`
 	Servers   []struct {
 		Name    string   `json:"name"`
 		Command string   `json:"command"`
@@ -579,5 +580,48 @@ func TestInstanceRunUnansweredIsNotACleanDone(t *testing.T) {
 	}
 	if w := e.run(ctx, "instance", "wait", rec.ID, "--status", "done", "--allow-unanswered"); w.code != 0 || !strings.Contains(w.stderr, "got no answer") {
 		t.Fatalf("instance wait --allow-unanswered: want exit 0 with the warning\n%s", w)
+	}
+}
+
+// TestInstanceRunPrivateConfigCopy: a client that rewrites the file it is
+// handed (Qwen Code, Cline: mode 0644) gets a per-run copy in a private
+// directory, removed after the run; the instance's own file (which holds
+// an HTTP instance's token) keeps its content and mode 0600. The fake
+// client plays Qwen Code (it has no Cline, whose recipe says the same).
+func TestInstanceRunPrivateConfigCopy(t *testing.T) {
+	t.Parallel()
+	path := fakeClientOnPath(t, "qwen")
+	for _, c := range []struct{ agent, program string }{{"qwen-code", "qwen"}} {
+		t.Run(c.agent, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+			defer cancel()
+			e := newRCEnv(t)
+			rec := e.create(ctx, "--agent", c.agent)
+			before, err := os.ReadFile(rec.MCPConfigPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(rec.MCPConfigPath, 0o600); err != nil { // as an HTTP instance's file is
+				t.Fatal(err)
+			}
+			res, rep := e.runWithFake(ctx, path, []string{"FAKECLIENT_REWRITE=1", "FAKECLIENT_SESSION=skip"}, "instance", "run", rec.ID, "--prompt", "hi")
+			if res.code != 0 || rep == nil {
+				t.Fatalf("want exit 0 and a report\n%s", res)
+			}
+			if !slices.ContainsFunc(rep.Configs, func(p string) bool { return strings.Contains(p, string(filepath.Separator)+".run-config-") }) {
+				t.Errorf("the client read %v, want a per-run copy", rep.Configs)
+			}
+			fi, err := os.Stat(rec.MCPConfigPath)
+			if err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("the instance's file: %v, mode %v; want 0600", err, fi.Mode().Perm())
+			}
+			if after, _ := os.ReadFile(rec.MCPConfigPath); string(after) != string(before) {
+				t.Errorf("the instance's file changed:\n%s", after)
+			}
+			if left, _ := filepath.Glob(filepath.Join(rec.Dir, ".run-config-*")); len(left) != 0 {
+				t.Errorf("the run's copy was left behind: %v", left)
+			}
+		})
 	}
 }

@@ -163,6 +163,9 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 	if o.Warning != "" {
 		warnings = append(warnings, o.Warning)
 	}
+	if r.KnownIssue != "" && o.Mode == Headless {
+		warnings = append(warnings, "warning: known "+def.ID+" issue: "+r.KnownIssue)
+	}
 	p.Warnings = warnings
 	p.Args = append(p.Args, expand(r.ConfigArgs)...)
 	if o.Mode == Headless {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestPlanCatalog(t *testing.T) {
 		{"continue", []string{"--config", cfg, "-p", "say hi", "--auto"}, nil},
 		{"grok", []string{"-p", "say hi"}, nil},
 		{"opencode", []string{"run", "say hi"}, []EnvVar{{"OPENCODE_CONFIG", cfg}}},
-		{"kilo", []string{"run", "say hi"}, []EnvVar{{"OPENCODE_CONFIG", cfg}}},
+		{"kilo", []string{"run", "say hi"}, []EnvVar{{"KILO_CONFIG", cfg}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.agent, func(t *testing.T) {
@@ -183,5 +184,35 @@ func TestPlanPromptLikeAFlag(t *testing.T) {
 	}
 	if last := p.Args[len(p.Args)-1]; last != " - fix the login" {
 		t.Fatalf("prompt argument %q", last)
+	}
+}
+
+// TestPlanKnownIssue: a recipe's known client issue is the headless run's
+// warning (Grok's -p hang); an interactive run, where a person watches,
+// gets none.
+func TestPlanKnownIssue(t *testing.T) {
+	cat, err := agents.Load(agents.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := cat.Lookup("grok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &instance.Record{ID: "01jq0000000000000000000000", Agent: "grok", ServerName: "agentctl", Workspace: "/w",
+		Dir: "/state/instances/01jq0000000000000000000000", MCPConfigPath: "/w/.grok/settings.json", ConfigFormat: "grok"}
+	p, err := New(def, rec, Options{Mode: Headless, Prompt: "hi", Preview: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "known grok issue") && strings.Contains(w, "never exits") }) {
+		t.Fatalf("warnings %q lack grok's known issue", p.Warnings)
+	}
+	p, err = New(def, rec, Options{Mode: Interactive, Preview: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "known grok issue") }) {
+		t.Fatalf("an interactive run warned %q", p.Warnings)
 	}
 }

@@ -68,6 +68,19 @@ func readJSON(inv *invocation, path string, optional bool, v any) (bool, error) 
 	if err := json.Unmarshal(data, v); err != nil {
 		return false, fmt.Errorf("%s: %v", path, err)
 	}
+	if os.Getenv("FAKECLIENT_REWRITE") != "" {
+		// As Qwen Code and Cline do: write the file back, reformatted, with
+		// the mode a new file gets.
+		if err := os.Remove(path); err != nil {
+			return false, err
+		}
+		if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+			return false, err
+		}
+		if err := os.Chmod(path, 0o644); err != nil {
+			return false, err
+		}
+	}
 	return true, nil
 }
 

@@ -111,6 +111,8 @@
 //	FAKECLIENT_ELICIT   "decline" or "cancel": announce MCP elicitation and
 //	                    answer each at once so (as Codex and Claude Code do
 //	                    headless); "accept:TEXT": accept with answer TEXT
+//	FAKECLIENT_REWRITE  non-empty: write each JSON configuration file read
+//	                    back, mode 0644 (as Qwen Code and Cline do)
 //	FAKECLIENT_EXIT     the exit code (default 0, or 3 after any failed
 //	                    server start, list or call)
 //	FAKECLIENT_SESSION  "skip": read the configuration, start no server (for
