@@ -205,7 +205,9 @@ func TestPlanKnownIssue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "known grok issue") && strings.Contains(w, "never exits") }) {
+	if !slices.ContainsFunc(p.Warnings, func(w string) bool {
+		return strings.Contains(w, "known grok issue") && strings.Contains(w, "never exits")
+	}) {
 		t.Fatalf("warnings %q lack grok's known issue", p.Warnings)
 	}
 	p, err = New(def, rec, Options{Mode: Interactive, Preview: true})
