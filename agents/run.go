@@ -60,6 +60,14 @@ type Run struct {
 	// config.yaml says); `instance run` warns when a question may wait
 	// longer. Zero: the recipe passes the timeout the instance needs.
 	ToolTimeout Duration `toml:"tool_timeout" json:"tool_timeout,omitempty"`
+	// ConfigRootOwned says that the client reads the file {config} names
+	// only when it and every directory above it are owned by root and
+	// writable by nobody else (Gemini CLI's system settings since 0.61:
+	// otherwise it skips the file with a warning and runs without the
+	// endpoint). Where that does not hold, `instance run` refuses with the
+	// fix, unless `instance connect` has put the entry where the client
+	// reads it anyway (the workspace's or the user's file).
+	ConfigRootOwned bool `toml:"config_root_owned" json:"config_root_owned,omitempty"`
 	// RewritesConfig says that the client rewrites the configuration file
 	// it is handed while it runs (Qwen Code, Cline), with a mode of its
 	// own: `instance run` hands it a private per-run copy, removed when

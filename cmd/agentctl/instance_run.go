@@ -205,6 +205,7 @@ func planRun(st *instance.Store, r *instance.Record, definition func(string) (*a
 		}
 		return path, ok
 	}
+	o.ConfigRefusal = func() string { return instance.RootOwnedRefusal(r.MCPConfigPath) }
 	p, err := launch.New(def, r, o)
 	var nr *launch.NotRunnableError
 	if errors.As(err, &nr) {

@@ -59,6 +59,10 @@ type Options struct {
 	// workspace already holds the endpoint's entry; asked only for
 	// recipes with WorkspaceConfig.
 	WorkspaceConfigured func() (path string, ok bool)
+	// ConfigRefusal, asked only for recipes with ConfigRootOwned, says why
+	// the client would ignore the instance's file ([instance.RootOwnedRefusal]),
+	// or "" if it would not.
+	ConfigRefusal func() string
 	// Warning, when set, is what the run should say first (a tool timeout
 	// the client started this way cannot be told).
 	Warning string
@@ -126,6 +130,23 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 				return nil, &NotRunnableError{def.ID, msg}
 			}
 			warnings = append(warnings, "warning: "+def.ID+": "+msg+"; until then a run is refused")
+		}
+	}
+	if r.ConfigRootOwned && o.ConfigRefusal != nil {
+		if why := o.ConfigRefusal(); why != "" {
+			connected := false
+			if o.WorkspaceConfigured != nil {
+				_, connected = o.WorkspaceConfigured()
+			}
+			if !connected {
+				msg := fmt.Sprintf("this client ignores the settings file agentctl wrote for it (%s) unless it and every directory above it are owned by root and writable by nobody else, and %s; "+
+					"put the instance's entry where the client reads it with `agentctl instance connect %s` (runs then use that), or keep the state directory (--state-dir, AGENTCTL_STATE_DIR) under such directories",
+					rec.MCPConfigPath, why, rec.ID)
+				if !o.Preview {
+					return nil, &NotRunnableError{def.ID, msg}
+				}
+				warnings = append(warnings, "warning: "+def.ID+": "+msg+"; until then a run is refused")
+			}
 		}
 	}
 	if rec.Transport.Kind == instance.TransportHTTP && usesPlaceholder(r, "{command_line}") {

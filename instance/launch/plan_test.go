@@ -218,3 +218,41 @@ func TestPlanKnownIssue(t *testing.T) {
 		t.Fatalf("an interactive run warned %q", p.Warnings)
 	}
 }
+
+// TestPlanConfigRootOwned: Gemini CLI ignores a settings file that is not
+// root-owned all the way up; a run is refused with the fix then, unless
+// `instance connect` has put the entry where Gemini reads it.
+func TestPlanConfigRootOwned(t *testing.T) {
+	cat, err := agents.Load(agents.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := cat.Lookup("gemini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &instance.Record{ID: "01jq0000000000000000000000", Agent: "gemini", ServerName: "agentctl", Workspace: "/w",
+		Dir: "/tmp/s/instances/01jq0000000000000000000000", MCPConfigPath: "/tmp/s/instances/01jq0000000000000000000000/.gemini/settings.json", ConfigFormat: "gemini"}
+	refused := func() string { return "directory /tmp is writable by group or others (mode -rwxrwxrwx)" }
+	connected := false
+	o := Options{Mode: Headless, Prompt: "hi", ConfigRefusal: refused,
+		WorkspaceConfigured: func() (string, bool) { return "/w/.gemini/settings.json", connected }}
+	_, err = New(def, rec, o)
+	var nr *NotRunnableError
+	if !errors.As(err, &nr) || !strings.Contains(err.Error(), "agentctl instance connect 01jq0000000000000000000000") || !strings.Contains(err.Error(), "/tmp is writable") {
+		t.Fatalf("got %v, want a refusal naming the cause and `instance connect`", err)
+	}
+	o.Preview = true
+	if p, err := New(def, rec, o); err != nil || !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "instance connect") }) {
+		t.Fatalf("a preview: %v %+v, want a warning", err, p)
+	}
+	o.Preview, connected = false, true
+	if _, err := New(def, rec, o); err != nil {
+		t.Fatalf("connected: %v, want the run", err)
+	}
+	connected = false
+	o.ConfigRefusal = func() string { return "" }
+	if _, err := New(def, rec, o); err != nil {
+		t.Fatalf("a root-owned chain: %v, want the run", err)
+	}
+}
