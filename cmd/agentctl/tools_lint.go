@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/exec"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver"
@@ -58,6 +59,10 @@ there is no error, and %d when there is one (or a warning, with --strict); see
   stale-capability  the instance's stored capability is not its agent's any more
 Warnings:
   ambiguous-bare    a bare name that is the unprefixed form of several tools
+  unverified-release  the client installed here (its npm package's version, read
+                    without starting it) is newer than the release its recipe,
+                    naming and question policy were verified with (agents show:
+                    "verified with"); run 'make e2e-clients' against it
 
 Over --agent all, it checks a set of mounts (a new MCP server, say) against every
 client before it ships. -o json prints an array of findings: agent, instance,
@@ -93,6 +98,7 @@ func toolsLintRun(ctx context.Context, opts *ToolsLintOptions) error {
 		return err
 	}
 	found := lintFindings(reports)
+	found = append(found, releaseFindings(opts.Catalog, reports, exec.LookPath)...)
 	errs, warns := 0, 0
 	for _, f := range found {
 		if f.Severity == mcpserver.SeverityError {
@@ -166,4 +172,40 @@ func count(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// findingUnverifiedRelease: the installed client is newer than the release
+// its definition was verified with.
+const findingUnverifiedRelease = "unverified-release"
+
+// releaseFindings warns, once per agent of reports, when the client that
+// lookPath finds is a newer release than its definition was verified with
+// ([agents.InstalledRelease]: read from its npm manifest, never started).
+func releaseFindings(catalog func() (*agents.Catalog, error), reports []toolsReport, lookPath func(string) (string, error)) []lintFinding {
+	cat, err := catalog()
+	if err != nil {
+		return nil
+	}
+	var out []lintFinding
+	seen := map[string]bool{}
+	for _, r := range reports {
+		if seen[r.Agent] {
+			continue
+		}
+		seen[r.Agent] = true
+		def, err := cat.Lookup(r.Agent)
+		if err != nil || def.SeenWith == "" {
+			continue
+		}
+		v, ok := agents.InstalledRelease(def, lookPath)
+		if !ok || !agents.NewerRelease(v, def.SeenWith) {
+			continue
+		}
+		out = append(out, lintFinding{Agent: r.Agent, Finding: mcpserver.Finding{
+			Code: findingUnverifiedRelease, Severity: mcpserver.SeverityWarning, Source: "client " + def.ProgramOrDefault(),
+			Problem: fmt.Sprintf("the installed %s %s is newer than %s, the release its recipe, tool naming and question policy were verified with", def.NPMPackage, v, def.SeenWith),
+			Fix:     "run `make e2e-clients` with it and update seen_with, or install " + def.NPMPackage + "@" + def.SeenWith,
+		}})
+	}
+	return out
 }

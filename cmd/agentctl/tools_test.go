@@ -4,10 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/mcpserver"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/charmbracelet/x/ansi"
@@ -268,5 +274,46 @@ func TestToolsLintAllAgents(t *testing.T) {
 	}
 	if all != 1 || kiro != 1 || other != 0 {
 		t.Fatalf("all %d, kiro %d, other %d in\n%s", all, kiro, other, f.out)
+	}
+}
+
+// TestToolsLintUnverifiedRelease: a client installed from npm in a newer
+// release than its definition was verified with is a warning naming both
+// releases and the fix; the verified release, or none found, is not.
+func TestToolsLintUnverifiedRelease(t *testing.T) {
+	cat, err := agents.Load(agents.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := cat.Lookup("codex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := func(version string) func(string) (string, error) {
+		pkg := filepath.Join(t.TempDir(), "node_modules", "@openai", "codex")
+		if err := os.MkdirAll(filepath.Join(pkg, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pkg, "package.json"), []byte(`{"name":"@openai/codex","version":"`+version+`"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(pkg, "bin", "codex.js")
+		if err := os.WriteFile(bin, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return func(string) (string, error) { return bin, nil }
+	}
+	catalog := func() (*agents.Catalog, error) { return cat, nil }
+	reports := []toolsReport{{Agent: "codex"}, {Agent: "codex"}}
+	got := releaseFindings(catalog, reports, install("999.0.0"))
+	if len(got) != 1 || got[0].Code != findingUnverifiedRelease || got[0].Severity != mcpserver.SeverityWarning ||
+		!strings.Contains(got[0].Problem, "999.0.0") || !strings.Contains(got[0].Problem, def.SeenWith) || !strings.Contains(got[0].Fix, "make e2e-clients") {
+		t.Fatalf("findings %+v, want one unverified-release warning naming 999.0.0 and %s", got, def.SeenWith)
+	}
+	if got := releaseFindings(catalog, reports, install(def.SeenWith)); len(got) != 0 {
+		t.Fatalf("the verified release: %+v, want no finding", got)
+	}
+	if got := releaseFindings(catalog, reports, func(string) (string, error) { return "", exec.ErrNotFound }); len(got) != 0 {
+		t.Fatalf("no client installed: %+v, want no finding", got)
 	}
 }
