@@ -93,7 +93,7 @@ func TestInstanceRunRecipes(t *testing.T) {
 	}{
 		{"auggie", "auggie", 0, false},
 		{"claude-code", "claude", 0, false},
-		{"codex", "codex", 660, false},       // tool_timeout_sec: the 10 min question timeout and a minute
+		{"codex", "codex", 660, false}, // tool_timeout_sec: the 10 min question timeout and a minute
 		// Gemini skips a settings file not owned by root all the way up,
 		// as a temporary directory is: the entry goes into the workspace.
 		{"gemini", "gemini", 660_000, true}, // timeout, in milliseconds
