@@ -40,7 +40,10 @@ func NewCmdInstanceWait(f *Factory, runF func(context.Context, *InstanceWaitOpti
 		Short: "Wait until the instance reports a status (for CI)",
 		Long: `Wait until the agent reports the given status with report_progress. Exits 0 when it
 is reached, 6 when the instance reports "failed" first, 5 when --timeout passes
-(see 'agentctl help exit-codes'). Events reported before the wait started count.
+(see 'agentctl help exit-codes'). Events reported before the wait started count,
+from the start of the latest 'instance run' of the instance (all of them if it was
+never run that way): a done of an earlier run does not answer for the run under
+way, nor for one that failed since.
 
 A run that ends done although a question the agent asked in it got no answer
 (it expired, or the client stopped waiting) is not a clean done: wait --status

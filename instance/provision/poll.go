@@ -65,10 +65,20 @@ func (e *UnansweredError) Error() string {
 // yields a [*instance.NotFoundError] matching [instance.ErrDeleted] last). An error of the store ends it too: it is
 // yielded last, or ctx's error if ctx ended meanwhile.
 func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) iter.Seq2[*instance.Event, error] {
+	return p.events(ctx, instanceID, nil, follow)
+}
+
+// events is [Poller.Events] whose first poll's answer is first, when not
+// nil (the caller has polled once already).
+func (p *Poller) events(ctx context.Context, instanceID string, first []*instance.Event, follow bool) iter.Seq2[*instance.Event, error] {
 	return func(yield func(*instance.Event, error) bool) {
 		var after int64
 		for {
-			evs, err := p.Source.Events(ctx, instanceID, after)
+			evs, err := first, error(nil)
+			if first == nil {
+				evs, err = p.Source.Events(ctx, instanceID, after)
+			}
+			first = nil
 			if err != nil {
 				if ctx.Err() != nil {
 					err = ctx.Err() // a query interrupted by the end of ctx
@@ -100,17 +110,40 @@ func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) ite
 }
 
 // Wait polls until the instance reports status and returns that event.
-// Events reported before the wait started count. Reaching done after a
+// Events reported before the wait started count, from the start of the
+// latest `instance run` recorded when the wait starts (every event, if
+// none was): an earlier run's end does not answer for a later one. Reaching done after a
 // question of the same run went unanswered returns the done event with an
 // [*UnansweredError]. It returns a [*FailedError]
 // if the instance reports [mcpserver.StatusFailed] first, an error matching
 // [instance.ErrDeleted] if it is deleted meanwhile, and ctx's error (a deadline is the caller's
 // timeout) if ctx ends first.
 func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance.Event, error) {
+	first, err := p.Source.Events(ctx, instanceID, 0)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, err
+	}
+	if first == nil {
+		first = []*instance.Event{}
+	}
+	// Only the latest run counts: a done of an earlier run says nothing
+	// of the one under way, nor of one that failed since.
+	var from int64
+	for _, e := range first {
+		if e.Tool == instance.RunTool && e.Status == mcpserver.StatusRunning {
+			from = e.Seq
+		}
+	}
 	var unanswered []*instance.Event // in the current run
-	for e, err := range p.Events(ctx, instanceID, true) {
+	for e, err := range p.events(ctx, instanceID, first, true) {
 		if err != nil {
 			return nil, err
+		}
+		if e.Seq < from {
+			continue
 		}
 		switch {
 		case e.Tool == instance.RunTool && e.Status == mcpserver.StatusRunning:

@@ -218,3 +218,52 @@ func TestWaitOnTheStore(t *testing.T) {
 		}
 	}
 }
+
+func runEv(seq int64, status string) *instance.Event {
+	e := ev(seq, status)
+	e.Tool = instance.RunTool
+	return e
+}
+
+// TestWaitMeansTheLatestRun: an earlier run's done answers nothing for the
+// run under way or a later one; a question the run left unanswered makes
+// its done an [provision.UnansweredError], and a later clean run does not
+// inherit it.
+func TestWaitMeansTheLatestRun(t *testing.T) {
+	unanswered := ev(0, mcpserver.StatusUnanswered)
+	for _, tc := range []struct {
+		name       string
+		batches    [][]*instance.Event
+		wantSeq    int64
+		failed     bool
+		unanswered bool
+	}{
+		{"second run under way", [][]*instance.Event{{runEv(1, "running"), runEv(2, "done"), runEv(3, "running")}, {ev(4, "running")}, {runEv(5, "done")}}, 5, false, false},
+		{"second run failed", [][]*instance.Event{{runEv(1, "running"), runEv(2, "done"), runEv(3, "running"), runEv(4, "failed")}}, 0, true, false},
+		{"unanswered in the run", [][]*instance.Event{{runEv(1, "running"), {Seq: 2, InstanceID: "i1", Tool: "ask_user_question_agentctl", Status: unanswered.Status, Message: "question q1 got no answer"}, runEv(3, "done")}}, 3, false, true},
+		{"unanswered in an earlier run", [][]*instance.Event{{runEv(1, "running"), {Seq: 2, InstanceID: "i1", Status: unanswered.Status}, runEv(3, "done"), runEv(4, "running"), runEv(5, "done")}}, 5, false, false},
+		{"no run recorded", [][]*instance.Event{{ev(1, "running")}, {ev(2, "done")}}, 2, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &fakeEvents{batches: tc.batches, existsPolls: 100}
+			p := &provision.Poller{Source: src, After: (&ticks{}).after}
+			e, err := p.Wait(context.Background(), "i1", mcpserver.StatusDone)
+			var failed *provision.FailedError
+			var un *provision.UnansweredError
+			switch {
+			case tc.failed:
+				if !errors.As(err, &failed) {
+					t.Fatalf("got %v %v, want failed", e, err)
+				}
+			case tc.unanswered:
+				if !errors.As(err, &un) || e == nil || e.Seq != tc.wantSeq || len(un.Unanswered) != 1 || un.Error() == "" {
+					t.Fatalf("got %v %v, want done %d with an unanswered question", e, err, tc.wantSeq)
+				}
+			default:
+				if err != nil || e == nil || e.Seq != tc.wantSeq {
+					t.Fatalf("got %v %v, want done %d", e, err, tc.wantSeq)
+				}
+			}
+		})
+	}
+}
