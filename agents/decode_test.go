@@ -106,7 +106,7 @@ func TestCatalogHasRequiredAgents(t *testing.T) {
 	}{
 		"auggie":         {NamespacingSuffix, "{tool}_{server}"},
 		"claude-code":    {NamespacingPrefix, "mcp__{server}__{tool}"},
-		"codex":          {NamespacingPrefix, "mcp__{server}__{tool}"},
+		"codex":          {NamespacingPrefix, "mcp__{server}/{tool}"},
 		"gemini":         {NamespacingPrefix, "mcp_{server}_{tool}"},
 		"qwen-code":      {NamespacingPrefix, "mcp__{server}__{tool}"},
 		"opencode":       {NamespacingPrefix, "{server}_{tool}"},

@@ -193,6 +193,12 @@ type ToolNaming struct {
 	Charset string `toml:"charset" json:"charset"`
 	// ServerMaxLength, when positive, is where the client cuts the server part.
 	ServerMaxLength int `toml:"server_max_length" json:"server_max_length,omitempty"`
+	// PartSeparator, when set, splits the template into the parts the
+	// client sends its model separately, shown joined by it: Codex puts a
+	// server's tools into a namespace "mcp__{server}" holding functions
+	// "{tool}" (shown "mcp__{server}/{tool}"). Charset and MaxLength then
+	// apply to each part on its own.
+	PartSeparator string `toml:"part_separator" json:"part_separator,omitempty"`
 	// CombinedMaxLength, when positive, is the longest server name plus
 	// tool name (transport name) the client keeps: it drops a tool over it
 	// without telling anyone (Cursor: 60).
@@ -269,6 +275,9 @@ func (d *Definition) validate() *fieldError {
 	if err := validateTemplate(tn.Template); err != nil {
 		return &fieldError{"capabilities.tool_names.template", err.Error()}
 	}
+	if sep := tn.PartSeparator; sep != "" && strings.Count(tn.Template, sep) != 1 {
+		return &fieldError{"capabilities.tool_names.part_separator", fmt.Sprintf("%q must appear exactly once in the template %q", sep, tn.Template)}
+	}
 	if tn.MaxLength < 1 {
 		return &fieldError{"capabilities.tool_names.max_length", fmt.Sprintf("%d is not a positive length", tn.MaxLength)}
 	}
@@ -302,6 +311,13 @@ func validateBuiltinNames(tn ToolNaming) *fieldError {
 			transport = base
 		}
 		r := RenderModelName(tn, DefaultServerName, transport)
+		if tn.PartSeparator != "" {
+			if len(r.Problems) > 0 {
+				return &fieldError{"capabilities.tool_names.template", fmt.Sprintf(
+					"the built-in tool name %q (rendered from template %q for server %q) is %s", r.Name, tn.Template, DefaultServerName, strings.Join(r.Problems, ", "))}
+			}
+			continue
+		}
 		if !charsetRegexp(tn.Charset).MatchString(r.Name) {
 			return &fieldError{"capabilities.tool_names.charset", fmt.Sprintf(
 				"%s does not accept the built-in tool name %q (rendered from template %q for server %q); allow letters, digits and '_' in it",

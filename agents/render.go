@@ -23,7 +23,27 @@ type Rendered struct {
 // character the charset does not allow becomes '_'). A name that is still
 // outside the charset or longer than the client's limit is returned with a
 // problem rather than cut, since clients differ in what they do with it.
+//
+// With a [ToolNaming.PartSeparator], each part of the template is rendered
+// and checked on its own, and the parts are joined by the separator.
 func RenderModelName(n ToolNaming, server, transport string) Rendered {
+	if sep := n.PartSeparator; sep != "" {
+		if head, tail, ok := strings.Cut(n.Template, sep); ok {
+			var r Rendered
+			var names []string
+			for _, part := range []string{head, tail} {
+				pn := n
+				pn.Template, pn.PartSeparator = part, ""
+				pr := RenderModelName(pn, server, transport)
+				names = append(names, pr.Name)
+				for _, p := range pr.Problems {
+					r.Problems = append(r.Problems, fmt.Sprintf("part %q: %s", pr.Name, p))
+				}
+			}
+			r.Name = strings.Join(names, sep)
+			return r
+		}
+	}
 	name := ApplyTemplate(n, server, transport)
 	var r Rendered
 	re := charsetRegexp(n.Charset)

@@ -2,6 +2,7 @@ package agents_test
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/agentctl/agentctl/agents"
 )
@@ -35,4 +36,19 @@ func ExampleRenderModelName_tooLong() {
 	// Output:
 	// report_progress_agentctl
 	// [24 characters, over the client's limit of 20]
+}
+
+// Codex shows a namespace and a function: each part is checked alone.
+func ExampleRenderModelName_parts() {
+	codex := agents.ToolNaming{Namespacing: agents.NamespacingPrefix, Template: "mcp__{server}/{tool}", PartSeparator: "/", MaxLength: 64, Charset: agents.DefaultCharset}
+	fmt.Println(agents.RenderModelName(codex, "agentctl", "ask_user_question_agentctl").Name)
+	long := strings.Repeat("t", 60)
+	r := agents.RenderModelName(codex, "agentctl", long) // 13 + 1 + 60 characters: each part fits
+	fmt.Println(len(r.Name), r.Problems)
+	r = agents.RenderModelName(codex, "agentctl", long+"_more")
+	fmt.Println(r.Problems)
+	// Output:
+	// mcp__agentctl/ask_user_question_agentctl
+	// 74 []
+	// [part "tttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt_more": 65 characters, over the client's limit of 64]
 }

@@ -48,7 +48,8 @@ type ToolRow struct {
 	PlannedTool
 	// Kind is builtin, kb or mcp.
 	Kind Kind `json:"kind"`
-	// Length is the model-visible name's length in characters; MaxLength
+	// Length is the model-visible name's length in characters (its
+	// longest part's, for a client that sends the parts separately); MaxLength
 	// is the client's limit.
 	Length    int `json:"length"`
 	MaxLength int `json:"max_length"`
@@ -211,10 +212,24 @@ func nameEntries(entries []Entry, names NameSet, server string, naming agents.To
 		out[i] = ToolRow{
 			PlannedTool: PlannedTool{Canonical: e.Name, Transport: tn, ModelVisible: r.Name, Source: e.Source,
 				Mount: e.Mount, Base: e.Base, PrefixOrigin: origins[e.Mount]},
-			Kind: e.Kind, Length: utf8.RuneCountInString(r.Name), MaxLength: maxLen, Status: StatusServed,
+			Kind: e.Kind, Length: modelNameLength(naming, r.Name), MaxLength: maxLen, Status: StatusServed,
 		}
 	}
 	return out
+}
+
+// modelNameLength is the length of a model-visible name that the client's
+// max_length applies to: the whole name, or its longest part where the
+// client sends the parts separately ([agents.ToolNaming.PartSeparator]).
+func modelNameLength(naming agents.ToolNaming, name string) int {
+	if naming.PartSeparator == "" {
+		return utf8.RuneCountInString(name)
+	}
+	longest := 0
+	for _, p := range strings.Split(name, naming.PartSeparator) {
+		longest = max(longest, utf8.RuneCountInString(p))
+	}
+	return longest
 }
 
 func (r *ToolRow) withhold(f Finding) {

@@ -161,6 +161,18 @@ func tooLong(server string, naming agents.ToolNaming, r *ToolRow) (Finding, bool
 
 func outsideCharset(server string, naming agents.ToolNaming, r *ToolRow) (Finding, bool) {
 	raw := agents.ApplyTemplate(naming, server, r.Transport)
+	if sep := naming.PartSeparator; sep != "" {
+		// The client sends the parts separately: the charset applies to
+		// each, not to the separator it shows them joined by.
+		ok := true
+		for _, p := range strings.Split(raw, sep) {
+			ok = ok && agents.MatchesCharset(naming.Charset, p)
+		}
+		if ok {
+			return Finding{}, false
+		}
+		raw = strings.ReplaceAll(raw, sep, "")
+	}
 	if agents.MatchesCharset(naming.Charset, raw) {
 		return Finding{}, false
 	}

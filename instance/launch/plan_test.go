@@ -52,7 +52,7 @@ func TestPlanCatalog(t *testing.T) {
 		{"qwen-code", []string{"-p", "say hi"}, []EnvVar{{"QWEN_CODE_SYSTEM_SETTINGS_PATH", cfg}}},
 		{"copilot-cli", []string{"--additional-mcp-config", "@" + cfg, "-p", "say hi", "--allow-all-tools"}, nil},
 		{"droid", []string{"exec", "say hi"}, nil},
-		{"continue", []string{"--config", cfg, "-p", "say hi", "--auto"}, nil},
+		{"continue", []string{"--mcp", cfg, "-p", "say hi", "--auto"}, nil},
 		{"grok", []string{"-p", "say hi"}, nil},
 		{"opencode", []string{"run", "say hi"}, []EnvVar{{"OPENCODE_CONFIG", cfg}}},
 		{"kilo", []string{"run", "say hi"}, []EnvVar{{"KILO_CONFIG", cfg}}},

@@ -85,7 +85,7 @@ var clients = map[string]*client{
 		{"--additional-mcp-config", valueFlag}, model,
 	}},
 	"cn": {headless: "-p", load: loadContinue, allow: allowContinue, flags: []flag{
-		{"-p,--print", switchFlag}, {"--config", valueFlag}, {"--auto", switchFlag}, model,
+		{"-p,--print", switchFlag}, {"--config", valueFlag}, {"--mcp", valueFlag}, {"--auto", switchFlag}, model,
 	}},
 	"droid": {sub: "exec", load: jsonLoader(".factory/mcp.json"), flags: []flag{
 		{"-m,--model", valueFlag}, {"--auto", valueFlag}, {"--skip-permissions-unsafe", switchFlag},

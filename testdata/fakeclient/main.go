@@ -58,8 +58,11 @@
 //	    tools}}}; type must be "local" or "stdio" and tools must hold "*" or
 //	    the tool's name. In a -p run calls are denied unless --allow-all-tools
 //	    or --allow-tool S (or S(T)).
-//	cn --config FILE --auto -p PROMPT
-//	    FILE is YAML; only the shape agentctl writes is read (see yaml.go):
+//	cn [--config FILE] [--mcp FILE]... --auto -p PROMPT
+//	    --mcp adds a block file's servers to the configuration, as cn
+//	    does (agentctl passes its file so, keeping the user's own
+//	    config.yaml and its models). Each FILE is YAML; only the shape
+//	    agentctl writes is read (see yaml.go):
 //	    top-level "key: value" lines and "mcpServers:" followed by items
 //	    "  - name: X" with "command: X" and "args: [..]" (scalars plain or
 //	    JSON-quoted, lists and maps in JSON flow form). In a -p run calls are

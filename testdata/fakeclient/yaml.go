@@ -8,7 +8,8 @@ import (
 	"strings"
 )
 
-// loadContinue reads the Continue CLI's --config file. The module has no
+// loadContinue reads the Continue CLI's --config file and each --mcp block
+// file, as cn merges them into one configuration. The module has no
 // YAML library, so this reads only the shape agentctl writes:
 //
 //	name: agentctl            # top-level "key: value" lines, ignored
@@ -21,11 +22,25 @@ import (
 // Scalars are plain or JSON-quoted; lists and maps are in JSON flow form.
 // Anything else is an error naming the line.
 func loadContinue(inv *invocation) ([]*server, error) {
-	paths := inv.flags["--config"]
-	if len(paths) == 0 {
-		return nil, nil
+	var paths []string
+	if c := inv.flags["--config"]; len(c) > 0 {
+		paths = append(paths, c[len(c)-1])
 	}
-	path := paths[len(paths)-1]
+	// Each --mcp FILE adds its block's servers to the configuration.
+	paths = append(paths, inv.flags["--mcp"]...)
+	var out []*server
+	for _, path := range paths {
+		servers, err := loadContinueFile(inv, path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, servers...)
+	}
+	return out, nil
+}
+
+// loadContinueFile reads one Continue configuration or block file.
+func loadContinueFile(inv *invocation, path string) ([]*server, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
