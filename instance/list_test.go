@@ -106,7 +106,7 @@ func TestRecordsOpenQuestions(t *testing.T) {
 	}
 	ask(a.ID)
 	ask(a.ID)
-	if _, err := st.Answer(ctx, a.ID, ask(a.ID).ID, "yes"); err != nil {
+	if _, err := st.Answer(ctx, a.ID, ask(a.ID).ID, "yes", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.ExpireQuestion(ctx, b.ID, ask(b.ID).ID); err != nil {

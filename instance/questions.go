@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -78,8 +81,11 @@ func (s *Store) Questions(ctx context.Context, instanceID string, all bool) ([]*
 }
 
 // Answer answers an open question. With an empty questionID the instance must
-// have exactly one open question, which is answered.
-func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer string) (*Question, error) {
+// have exactly one open question, which is answered. A question asked with
+// choices takes one of them (matched regardless of case, and stored as the
+// choice is written); anything else is refused naming the choices, unless
+// other is set (free text, which the agent is then told as given).
+func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer string, other bool) (*Question, error) {
 	if questionID == "" {
 		open, err := s.Questions(ctx, instanceID, false)
 		if err != nil {
@@ -104,6 +110,18 @@ func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer strin
 	}
 	if q.Status != QuestionOpen {
 		return nil, &InvalidError{Msg: fmt.Sprintf("question %s is %s, not open; it cannot be answered any more", q.ID, q.Status)}
+	}
+	if len(q.Choices) > 0 && !other {
+		choice, ok := matchChoice(q.Choices, answer)
+		if !ok {
+			quoted := make([]string, len(q.Choices))
+			for i, c := range q.Choices {
+				quoted[i] = strconv.Quote(c)
+			}
+			return nil, &InvalidError{Msg: fmt.Sprintf("question %s (%q) takes one of its choices: %s; %q is none of them (pass --other to send it as free text)",
+				q.ID, q.Text, strings.Join(quoted, ", "), answer)}
+		}
+		answer = choice
 	}
 	now := s.stamp()
 	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = ?, answer = ?, answered_at = ? WHERE id = ? AND status = ?`,
@@ -235,4 +253,22 @@ func (s *Store) RecordProgress(ctx context.Context, instanceID, tool, status, me
 		return 0, err
 	}
 	return e.Seq, nil
+}
+
+// matchChoice finds answer among choices: exactly, else regardless of case
+// and surrounding space when that picks one choice.
+func matchChoice(choices []string, answer string) (string, bool) {
+	if slices.Contains(choices, answer) {
+		return answer, true
+	}
+	var found []string
+	for _, c := range choices {
+		if strings.EqualFold(strings.TrimSpace(c), strings.TrimSpace(answer)) {
+			found = append(found, c)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return "", false
 }

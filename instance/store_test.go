@@ -310,26 +310,26 @@ func TestQuestionsAndEvents(t *testing.T) {
 	st := openStore(t)
 	rec := create(t, st, "auggie", nil)
 	ctx := context.Background()
-	if _, err := st.Answer(ctx, rec.ID, "", "x"); !errors.Is(err, instance.ErrNotFound) {
+	if _, err := st.Answer(ctx, rec.ID, "", "x", false); !errors.Is(err, instance.ErrNotFound) {
 		t.Fatalf("answer with nothing open: %v", err)
 	}
 	q1, _ := st.AddQuestion(ctx, rec.ID, "one?", []string{"a", "b"})
 	if _, ok, _ := st.PollAnswer(ctx, rec.ID, q1.ID); ok {
 		t.Fatal("answered before an answer")
 	}
-	got, err := st.Answer(ctx, rec.ID, "", "a")
+	got, err := st.Answer(ctx, rec.ID, "", "a", false)
 	if err != nil || got.ID != q1.ID {
 		t.Fatalf("%v %v", got, err)
 	}
 	if ans, ok, _ := st.PollAnswer(ctx, rec.ID, q1.ID); !ok || ans != "a" {
 		t.Fatalf("poll %q %v", ans, ok)
 	}
-	if _, err := st.Answer(ctx, rec.ID, q1.ID, "b"); !errors.Is(err, instance.ErrInvalid) {
+	if _, err := st.Answer(ctx, rec.ID, q1.ID, "b", false); !errors.Is(err, instance.ErrInvalid) {
 		t.Fatalf("answering twice: %v", err)
 	}
 	q2, _ := st.AddQuestion(ctx, rec.ID, "two?", nil)
 	q3, _ := st.AddQuestion(ctx, rec.ID, "three?", nil)
-	if _, err := st.Answer(ctx, rec.ID, "", "x"); !errors.Is(err, instance.ErrConflict) {
+	if _, err := st.Answer(ctx, rec.ID, "", "x", false); !errors.Is(err, instance.ErrConflict) {
 		t.Fatalf("two open questions need an id: %v", err)
 	}
 	if closed, _ := st.ExpireQuestion(ctx, rec.ID, q2.ID); !closed {
@@ -338,7 +338,7 @@ func TestQuestionsAndEvents(t *testing.T) {
 	if q, _ := st.Question(ctx, rec.ID, q2.ID); q.Status != instance.QuestionExpired {
 		t.Fatalf("expired question is %q", q.Status)
 	}
-	if _, err := st.Answer(ctx, rec.ID, q2.ID, "late"); !errors.Is(err, instance.ErrInvalid) {
+	if _, err := st.Answer(ctx, rec.ID, q2.ID, "late", false); !errors.Is(err, instance.ErrInvalid) {
 		t.Fatalf("answering an expired question: %v", err)
 	}
 	open, _ := st.Questions(ctx, rec.ID, false)
@@ -459,5 +459,30 @@ func TestWALStaysShort(t *testing.T) {
 	const frame = 4096 + 24
 	if pages := fi.Size() / frame; pages > 150 {
 		t.Fatalf("the WAL grew to %d pages over 600 commits; the automatic checkpoint should keep it near 100", pages)
+	}
+}
+
+// TestAnswerTakesAChoice: a question asked with choices takes one of them
+// (any case, stored as the choice is written); another answer is refused
+// naming the choices, and other sends it as free text.
+func TestAnswerTakesAChoice(t *testing.T) {
+	st := openStore(t)
+	rec := create(t, st, "auggie", nil)
+	ctx := context.Background()
+	q, _ := st.AddQuestion(ctx, rec.ID, "Which colour?", []string{"Red", "blue"})
+	_, err := st.Answer(ctx, rec.ID, q.ID, "green", false)
+	if !errors.Is(err, instance.ErrInvalid) || !strings.Contains(err.Error(), `"Red", "blue"`) || !strings.Contains(err.Error(), "--other") {
+		t.Fatalf("an answer outside the choices: %v, want a refusal naming them and --other", err)
+	}
+	if got, err := st.Answer(ctx, rec.ID, q.ID, " red ", false); err != nil || got.Answer != "Red" {
+		t.Fatalf("a choice in another case: %+v %v, want Red", got, err)
+	}
+	q2, _ := st.AddQuestion(ctx, rec.ID, "Which colour now?", []string{"red", "blue"})
+	if got, err := st.Answer(ctx, rec.ID, q2.ID, "green", true); err != nil || got.Answer != "green" {
+		t.Fatalf("free text with other: %+v %v", got, err)
+	}
+	q3, _ := st.AddQuestion(ctx, rec.ID, "Anything?", nil)
+	if got, err := st.Answer(ctx, rec.ID, q3.ID, "whatever", false); err != nil || got.Answer != "whatever" {
+		t.Fatalf("a question without choices takes any answer: %+v %v", got, err)
 	}
 }

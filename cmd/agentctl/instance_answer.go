@@ -16,7 +16,9 @@ type InstanceAnswerOptions struct {
 	Instance string
 	Question string // "": the instance's one open question
 	Text     string
-	Output   string
+	// Other sends Text as free text to a question asked with choices.
+	Other  bool
+	Output string
 }
 
 // NewCmdInstanceAnswer is `agentctl instance answer`; runF replaces
@@ -26,12 +28,17 @@ func NewCmdInstanceAnswer(f *Factory, runF func(context.Context, *InstanceAnswer
 	cmd := &cobra.Command{
 		Use:   "answer INSTANCE [QUESTION-ID] TEXT",
 		Short: "Answer a question that ask_user_question is waiting on",
-		Long: `Answer a question that the agent asked with ask_user_question while its client did not
-support MCP elicitation. Without QUESTION-ID the instance must have exactly one open
-question. The waiting tool call returns the answer at once.`,
+		Long: `Answer a question that the agent asked with ask_user_question and that agentctl keeps
+(every question of a headless run; see 'agentctl instance create --help'). Without
+QUESTION-ID the instance must have exactly one open question. The waiting tool call
+returns the answer at once.
+
+A question asked with choices takes one of them (any case); another answer is
+refused with the choices listed, and --other sends it anyway as free text.`,
 		Example: `  agentctl instance questions fix-login
   agentctl instance answer fix-login "Use the staging database"
-  agentctl instance answer fix-login 01jq3z... "yes"`,
+  agentctl instance answer fix-login 01jq3z... "yes"
+  agentctl instance answer fix-login --other "neither: use a fresh database"`,
 		Args:              rangeArgs(2, 3, "an instance, an optional question id, and the answer text"),
 		ValidArgsFunction: completeInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,13 +55,14 @@ question. The waiting tool call returns the answer at once.`,
 			return instanceAnswerRun(cmd.Context(), opts)
 		},
 	}
+	cmd.Flags().BoolVar(&opts.Other, "other", false, "send TEXT even if it is none of the question's choices (free text)")
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }
 
 func instanceAnswerRun(ctx context.Context, opts *InstanceAnswerOptions) error {
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
-		q, err := st.Answer(ctx, r.ID, opts.Question, opts.Text)
+		q, err := st.Answer(ctx, r.ID, opts.Question, opts.Text, opts.Other)
 		if err != nil {
 			return err
 		}
