@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"iter"
 	"strings"
@@ -141,4 +142,19 @@ func (s *Store) List(ctx context.Context) ([]*Record, []*CorruptRecordError, err
 		}
 	}
 	return out, broken, nil
+}
+
+// Listing is instance r as [Store.Records] would list it: the record with
+// its latest progress status and its number of open questions, read in one
+// query (what `instance show -o json` prints, so that show and list agree).
+func (s *Store) Listing(ctx context.Context, r *Record) (*Listed, error) {
+	l := &Listed{Record: r}
+	err := s.db.QueryRowContext(ctx, "SELECT "+latestStatus+", "+openQuestions+" FROM instances i WHERE i.id = ?", r.ID).Scan(&l.Status, &l.OpenQuestions)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, deletedError(r.ID)
+	}
+	if err != nil {
+		return nil, s.dbError(err)
+	}
+	return l, nil
 }

@@ -537,6 +537,16 @@ func TestInstanceRunHeadlessQuestionReachesAPerson(t *testing.T) {
 			if q.Text != "Which colour?" || !slices.Equal(q.Choices, []string{"red", "blue"}) {
 				t.Fatalf("stored question %+v", q)
 			}
+			// show -o json has what list has: the status and the open questions.
+			var shown struct {
+				Status        string       `json:"status"`
+				OpenQuestions *int         `json:"open_questions"`
+				LastRun       *instanceRun `json:"last_run"`
+			}
+			if err := json.Unmarshal([]byte(e.mustRun(ctx, "instance", "show", rec.ID, "-o", "json")), &shown); err != nil ||
+				shown.Status != "running" || shown.OpenQuestions == nil || *shown.OpenQuestions != 1 || shown.LastRun == nil || shown.LastRun.Mode != "headless" {
+				t.Errorf("instance show -o json while asking: %+v (%v), want status running, 1 open question, a headless last_run", shown, err)
+			}
 			e.mustRun(ctx, "instance", "answer", rec.ID, "blue")
 			o := <-done
 			if o.res.code != 0 || o.rep == nil || len(o.rep.Servers) != 1 {
@@ -626,4 +636,9 @@ func TestInstanceRunPrivateConfigCopy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// instanceRun is the part of a record's last_run the tests read.
+type instanceRun struct {
+	Mode string `json:"mode"`
 }

@@ -28,7 +28,7 @@ func NewCmdInstanceShow(f *Factory, runF func(context.Context, *InstanceShowOpti
 	cmd := &cobra.Command{
 		Use:               "show INSTANCE",
 		Short:             "Show an instance record",
-		Long:              "Show an instance record. The JSON (-o json) is a contract: fields are added, never renamed.",
+		Long:              "Show an instance record, with its latest status, its open questions and its last run. The JSON (-o json) is a contract: fields are added, never renamed; it has the fields of 'instance list -o json' (status, open_questions).",
 		Example:           `  agentctl instance show fix-login -o json | jq .capabilities.tool_names`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
 		ValidArgsFunction: completeInstances(f),
@@ -48,9 +48,14 @@ func NewCmdInstanceShow(f *Factory, runF func(context.Context, *InstanceShowOpti
 }
 
 func instanceShowRun(ctx context.Context, opts *InstanceShowOptions) error {
-	return withInstance(ctx, opts.Store, opts.Instance, func(_ *instance.Store, r *instance.Record) error {
+	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		l, err := st.Listing(ctx, r)
+		if err != nil {
+			return err
+		}
 		if opts.Output == formatJSON {
-			return opts.IO.PrintJSON(r.Redacted())
+			l.Record = r.Redacted()
+			return opts.IO.PrintJSON(l)
 		}
 		tn := r.Capabilities.ToolNames
 		ex := exampleName(tn, r.ServerName)
@@ -62,6 +67,8 @@ func instanceShowRun(ctx context.Context, opts *InstanceShowOptions) error {
 			{"workspace", r.Workspace}, {"transport", strings.TrimSpace(r.Transport.Kind + " " + r.Transport.URL)},
 			{"question timeout", time.Duration(r.QuestionTimeout).String()},
 			{"directory", r.Dir}, {"mcp config", r.MCPConfigPath},
+			{"status", orDash(l.Status)}, {"open questions", fmt.Sprint(l.OpenQuestions)},
+			{"last run", describeRun(r.LastRun)},
 			{"example", fmt.Sprintf("%s is sent as %s; the model sees %s", ex.Canonical, ex.Transport, ex.ModelSees)},
 		}
 		fields = append(fields, [2]string{"tool prefix mode", r.ToolPrefixMode})
@@ -89,6 +96,23 @@ func describeMount(m mount.Resolved) string {
 	desc := fmt.Sprintf("%s %s  %s  prefix %s (%s)", m.Kind, m.Name, src, orDash(m.EffectivePrefix), m.PrefixOrigin)
 	if m.ReadOnly {
 		desc += "  read-only"
+	}
+	return desc
+}
+
+// describeRun is a run's one-line description.
+func describeRun(run *instance.Run) string {
+	if run == nil {
+		return "-"
+	}
+	desc := fmt.Sprintf("%s %s, started %s", run.Program, run.Mode, run.StartedAt.Format(time.RFC3339))
+	switch {
+	case run.EndedAt == nil:
+		desc += ", running"
+	case run.ExitCode != nil:
+		desc += fmt.Sprintf(", ended %s with exit code %d", run.EndedAt.Format(time.RFC3339), *run.ExitCode)
+	default:
+		desc += ", ended " + run.EndedAt.Format(time.RFC3339)
 	}
 	return desc
 }
