@@ -29,7 +29,7 @@ const rcTimeout = 3 * time.Minute
 // rcEnv is a fresh, isolated world for the real binary: its own state
 // directory, HOME and XDG directories, and a workspace to run in.
 type rcEnv struct {
-	t      *testing.T
+	t      testing.TB
 	bin    string
 	root   string
 	state  string // AGENTCTL_STATE_DIR of the CLI commands
@@ -38,7 +38,7 @@ type rcEnv struct {
 	work   string // the working directory and --workspace of the commands
 }
 
-func newRCEnv(t *testing.T) *rcEnv {
+func newRCEnv(t testing.TB) *rcEnv {
 	t.Helper()
 	root := t.TempDir()
 	e := &rcEnv{t: t, bin: realBinary(t), root: root}

@@ -43,7 +43,7 @@ func tokenOf(url string) string {
 
 // daemonRun is a running `agentctl serve`.
 type daemonRun struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	addr   string
 	stderr *lockedBuffer

@@ -155,90 +155,91 @@ func loadRound(ctx context.Context, sessions []*mcp.ClientSession, ids []string)
 	return lat, time.Since(start), problems
 }
 
-// TestServeLoad: 16 instances, 64 concurrent clients (half stateful
-// 2025-11-25 sessions, half stateless 2026-07-28), 200 tools/call each,
-// through one `agentctl serve`. Every answer must come and be the one
-// asked for. The figures (latency, calls per second, the daemon's RSS) are
-// logged; they are measured, not asserted, but for memory, which must not
-// grow by more than 10% over the rounds after the measured one (a leak
-// would).
-//
-//	go test -run TestServeLoad -v ./cmd/agentctl
-func TestServeLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the load test is not short")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
-	defer cancel()
-	e := newRCEnv(t)
-	ids := make([]string, loadInstances)
+// loadSetup creates loadInstances instances with a knowledge base each,
+// starts one `agentctl serve` for them and connects clients sessions to
+// it (half stateful 2025-11-25 sessions, half stateless 2026-07-28).
+func loadSetup(ctx context.Context, tb testing.TB, clients int) (daemon *exec.Cmd, sessions []*mcp.ClientSession, ids []string) {
+	e := newRCEnv(tb)
+	ids = make([]string, loadInstances)
 	for k := range loadInstances {
-		rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--kb", "docs="+kbFolder(t, fmt.Sprintf("kb-%d", k)))
+		rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--kb", "docs="+kbFolder(tb, fmt.Sprintf("kb-%d", k)))
 		ids[k] = rec.ID
 	}
-	cmd, addr := serveProc(t, e.bin, e.cliEnv(), "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
-	sessions := make([]*mcp.ClientSession, loadClients)
+	cmd, addr := serveProc(tb, e.bin, e.cliEnv(), "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
+	sessions = make([]*mcp.ClientSession, clients)
 	for i := range sessions {
 		version := "2025-11-25"
 		if i%2 == 1 {
 			version = "" // the go-sdk's latest: 2026-07-28, stateless
 		}
-		sessions[i] = connectHTTP(ctx, t, "http://"+addr+"/instances/"+ids[i%loadInstances]+"/mcp", version)
+		sessions[i] = connectHTTP(ctx, tb, "http://"+addr+"/instances/"+ids[i%loadInstances]+"/mcp", version)
 	}
-	// The first round warms up (endpoints built, pools and buffers at
-	// their working size); the second is measured.
-	_, _, problems := loadRound(ctx, sessions, ids)
-	for _, p := range problems[:min(len(problems), 10)] {
-		t.Error("warm-up: " + p)
+	return cmd, sessions, ids
+}
+
+// TestServeLoad: 16 instances, 32 concurrent clients (half stateful
+// 2025-11-25 sessions, half stateless 2026-07-28), loadCalls tools/call
+// each, through one `agentctl serve`: every call is answered, with the
+// answer asked for, and the daemon is still up after. It asserts nothing
+// about speed or memory, which depend on the machine and its load: its
+// bound is a backstop that only a hang reaches. The figures are
+// BenchmarkServeLoad's.
+func TestServeLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the load test is not short")
 	}
-	before := vmRSS(t, cmd.Process.Pid)
-	lat, took, problems := loadRound(ctx, sessions, ids)
-	after := vmRSS(t, cmd.Process.Pid)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // a hang, not a slow machine
+	defer cancel()
+	cmd, sessions, ids := loadSetup(ctx, t, loadClients/2)
+	lat, _, problems := loadRound(ctx, sessions, ids)
 	for _, p := range problems[:min(len(problems), 10)] {
 		t.Error(p)
 	}
 	if len(problems) > 0 {
 		t.Errorf("%d of %d calls failed or answered wrongly", len(problems), len(lat))
 	}
-	if len(lat) != loadClients*loadCalls {
-		t.Errorf("%d answers, want %d", len(lat), loadClients*loadCalls)
+	if want := len(sessions) * loadCalls; len(lat) != want {
+		t.Errorf("%d answers, want %d", len(lat), want)
 	}
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the daemon is gone after the load: %v", err)
+	}
+}
+
+// BenchmarkServeLoad: TestServeLoad's load at full size (64 clients) and
+// its figures: calls/s, p50 and p99 latency of a round, and how much the
+// daemon's RSS grows over three more identical rounds after the measured
+// one (a leak grows with every round; one warm-up round does not always
+// bring the heap to its working size, so the base is the reading after
+// the measured round).
+//
+//	go test -run '^$' -bench ServeLoad -benchtime 1x -count 3 ./cmd/agentctl
+func BenchmarkServeLoad(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	cmd, sessions, ids := loadSetup(ctx, b, loadClients)
+	loadRound(ctx, sessions, ids) // warm-up: endpoints built, pools at size
+	b.ResetTimer()
+	var lat []time.Duration
+	var took time.Duration
+	for range b.N {
+		l, t, problems := loadRound(ctx, sessions, ids)
+		if len(problems) > 0 {
+			b.Fatalf("%d calls failed: %s", len(problems), problems[0])
+		}
+		lat, took = append(lat, l...), took+t
+	}
+	b.StopTimer()
 	slices.Sort(lat)
-	growth := float64(after-before) / float64(before) * 100
-	load, _ := os.ReadFile("/proc/loadavg")
-	t.Logf("%d calls by %d clients on %d instances in %v: %.0f calls/s, p50 %v, p99 %v; daemon VmRSS %d KiB before, %d KiB after (%+.1f%%); GOMAXPROCS %d, loadavg %s",
-		len(lat), loadClients, loadInstances, took.Round(time.Millisecond), float64(len(lat))/took.Seconds(),
-		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), before, after, growth,
-		runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
-	// The leak check starts from the reading after the measured round, not
-	// the one before it: one warm-up round does not always bring the heap
-	// and the runtime's retained pages to their working size (in CI a
-	// second round once still added 17%, and the next ones none). RSS also
-	// follows the garbage collector's timing and the machine's load, not
-	// only what is live (with other tests running, one reading was 11% up
-	// and the next ones not), so a reading over 10% is not a leak by
-	// itself: three more identical rounds are. A leak grows with every
-	// round: readings that rise round after round to over 10%, or that all
-	// stay over 25%, fail; a collection that had not run yet brings a later
-	// reading back down.
-	base := after
-	var rounds []float64
-	for extra := 0; extra < 3; extra++ {
-		if _, _, problems := loadRound(ctx, sessions, ids); len(problems) > 0 {
-			t.Errorf("an extra round: %s", problems[0])
-		}
-		again := vmRSS(t, cmd.Process.Pid)
-		g := float64(again-base) / float64(base) * 100
-		t.Logf("after another identical round: %d KiB (%+.1f%% over the measured round's %d KiB)", again, g, base)
-		rounds = append(rounds, g)
-		if extra == 0 && g <= 10 {
-			break
-		}
+	b.ReportMetric(float64(len(lat))/took.Seconds(), "calls/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-p50")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "ms-p99")
+	base := vmRSS(b, cmd.Process.Pid)
+	for range 3 {
+		loadRound(ctx, sessions, ids)
 	}
-	rising := len(rounds) == 3 && rounds[0] < rounds[1] && rounds[1] < rounds[2] && rounds[2] > 10
-	if rising || slices.Min(rounds) > 25 {
-		t.Errorf("the daemon's RSS grew over the measured round's (%d KiB) by %.1f%% in the identical rounds after it: a leak?", base, rounds)
-	}
+	b.ReportMetric(float64(vmRSS(b, cmd.Process.Pid)-base)/float64(base)*100, "%rss-growth")
+	b.ReportMetric(float64(base)/1024, "MiB-rss")
 }
 
 // BenchmarkServeHTTPCall times one tools/call (a knowledge-base read)
