@@ -58,8 +58,10 @@
 //	                  "upstream error CODE" and data {"detail":"kept"}
 //	hang              answers only when the call is cancelled: logs
 //	                  "hang cancelled" to stderr and returns the context error
-//	numbers           structured {"big":12345678901234567890,"huge":1e400,
-//	                  "tenth":0.1,"sum":0.30000000000000004}, written as is
+//	numbers {meta}    structured {"big":12345678901234567890,"huge":1e400,
+//	                  "tenth":0.1,"sum":0.30000000000000004}, written as is;
+//	                  with "meta": true also a _meta member (a result the
+//	                  fast lane cannot relay as written)
 //	pid               its process id, as text
 package main
 
@@ -374,9 +376,14 @@ func addMisbehaving(s *mcp.Server, out *cutter) {
 			return nil, ctx.Err()
 		})
 	s.AddTool(&mcp.Tool{Name: "numbers", Description: "Structured numbers a float64 cannot hold.", InputSchema: emptyObject},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			res := textResult("numbers")
 			res.StructuredContent = json.RawMessage(`{"big":12345678901234567890,"huge":1e400,"tenth":0.1,"sum":0.30000000000000004}`)
+			var args struct{ Meta bool }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			if args.Meta {
+				res.Meta = mcp.Meta{"note": "kept"}
+			}
 			return res, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "pid", Description: "The server's process id.", InputSchema: emptyObject},

@@ -29,9 +29,35 @@ func sdkResult(result []byte) (out []byte, err error) {
 	if plainResult(result) {
 		return result, nil
 	}
+	// structuredContent goes on as the server wrote it, as on the SDK path
+	// (proxy's answer reader keeps it aside): go-sdk would decode its
+	// numbers through a float64 (12345678901234567890) or refuse them
+	// (1e400). The rest is decoded without it.
+	var sc json.RawMessage
+	rest := []byte{'{'}
+	object := jsonscan.EachMember(result, func(k, v []byte) bool {
+		if jsonscan.KeyIs(k, "structuredContent") {
+			if string(v) != "null" {
+				sc = v
+			}
+			return true
+		}
+		if len(rest) > 1 {
+			rest = append(rest, ',')
+		}
+		rest = append(append(append(rest, k...), ':'), v...)
+		return true
+	})
+	rest = append(rest, '}')
+	if !object { // not an object: go-sdk's error, as on the SDK path
+		rest, sc = result, nil
+	}
 	var r mcp.CallToolResult
-	if err := json.Unmarshal(result, &r); err != nil {
+	if err := json.Unmarshal(rest, &r); err != nil {
 		return nil, err
+	}
+	if sc != nil {
+		r.StructuredContent = sc
 	}
 	return json.Marshal(&r)
 }
@@ -39,9 +65,8 @@ func sdkResult(result []byte) (out []byte, err error) {
 // plainResult reports whether go-sdk would write result back the same, by
 // value: an object of content (text items only, each with a type and a
 // text), structuredContent and isError true, all in valid UTF-8 and with
-// plain keys. Numbers in structuredContent are not looked at: the SDK
-// path reads them through a float64 (see the known differences in
-// docs/ARCHITECTURE.md).
+// plain keys. Numbers in structuredContent are not looked at: both paths
+// pass structuredContent on as written.
 func plainResult(result []byte) bool {
 	if !utf8.Valid(result) {
 		return false
