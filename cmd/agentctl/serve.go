@@ -69,9 +69,10 @@ GET /health (no token) says it is up, its version and how many instances it
 serves; GET /instances/ID/health (with the token) the instance's server name,
 naming capability, mounts with their effective prefixes, and external servers.
 
-It listens on loopback unless given --allow-remote; a Host header that is not
-the listen address or localhost is refused (403), as is a browser's
-cross-origin request. On SIGTERM or SIGINT it stops accepting, lets calls in
+It listens on loopback unless given --allow-remote; a Host or Origin that is
+not the listen address, or localhost, 127.0.0.1 or [::1] (any case) with the
+listen port, or an --allow-host name, is refused (403), as is a browser's
+cross-site request; a request body is cut after 30 s. On SIGTERM or SIGINT it stops accepting, lets calls in
 flight finish for up to --grace, answers the rest with an error (a waiting
 question is cancelled), stops the external servers and exits 0.`,
 		Example: `  agentctl serve

@@ -59,6 +59,10 @@ type Options struct {
 	Only string
 	// MaxBodyBytes caps a request's body (0: 4 MiB).
 	MaxBodyBytes int64
+	// BodyTimeout bounds reading a request's body, on every route: a
+	// client that sends it slowly has its connection closed then (0:
+	// [httpserve.DefaultBodyTimeout]).
+	BodyTimeout time.Duration
 	// IdleStop stops an instance's endpoint, and its external servers, once
 	// it has had no session and no request for this long (0:
 	// [DefaultIdleStop]; negative: never).
@@ -122,7 +126,8 @@ func New(o Options) *Daemon {
 	mux.HandleFunc("GET /health", d.health)
 	mux.HandleFunc("/instances/{id}/mcp", d.serveMCP)
 	mux.HandleFunc("GET /instances/{id}/health", d.instanceHealth)
-	d.guard = httpserve.Guard(mux, httpserve.GuardOptions{Listen: o.Listen, AllowedHosts: o.AllowedHosts, MaxBodyBytes: o.MaxBodyBytes})
+	d.guard = httpserve.Guard(mux, httpserve.GuardOptions{Listen: o.Listen, AllowedHosts: o.AllowedHosts,
+		MaxBodyBytes: o.MaxBodyBytes, BodyTimeout: o.BodyTimeout})
 	return d
 }
 

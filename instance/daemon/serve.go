@@ -101,6 +101,7 @@ func (d *Daemon) build(ctx context.Context, id string) (*served, *httpserve.Hand
 	}
 	h := httpserve.NewHandler(s.ep.Server(), httpserve.Options{
 		MaxBodyBytes: d.o.MaxBodyBytes,
+		BodyTimeout:  d.o.BodyTimeout,
 		// A question expires (and says so) before its request times out.
 		RequestTimeout: qt + time.Minute,
 		SessionTimeout: d.o.SessionTimeout,

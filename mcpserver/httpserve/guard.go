@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -14,86 +16,275 @@ import (
 // GuardOptions configure [Guard].
 type GuardOptions struct {
 	// Listen is the address the server listens on (host:port). A request's
-	// Host must name it, or localhost / a loopback address, or (when Listen
-	// is an unspecified address such as 0.0.0.0) any IP address: never a
-	// DNS name the server was not told about, which is what a DNS
-	// rebinding attack sends.
+	// Host, and its Origin if it has one, must name it (see [HostAllowed]):
+	// never a DNS name the server was not told about, which is what a DNS
+	// rebinding attack sends, nor a page of another origin. When its port
+	// is 0 or missing, the port the request came in on is used.
 	Listen string
-	// AllowedHosts are more names a request's Host may give (with or
-	// without a port): the names remote clients reach the server by.
+	// AllowedHosts are more names a request's Host or Origin may give: the
+	// names remote clients reach the server by. A name without a port is
+	// allowed with any port; one with a port, with that port only.
 	AllowedHosts []string
 	// MaxBodyBytes refuses a request whose Content-Length says its body is
 	// larger, with 413, before reading it (the [Handler] also stops reading
 	// a body at the cap, whatever it announced). 0 means
 	// [DefaultMaxBodyBytes].
 	MaxBodyBytes int64
+	// BodyTimeout bounds reading a request's body, from the moment Guard
+	// sees the request (a [Handler] behind it restarts the count with its
+	// own [Options.BodyTimeout] when it gets the request, so the time
+	// spent building an endpoint is not taken from the body): a client
+	// that sends its body slowly (or never ends it) has its connection
+	// closed then, on every route, whether or not the route reads the
+	// body. The deadline is lifted once the body has been read to its
+	// end, so a long call or event stream is not cut. 0 means
+	// [DefaultBodyTimeout].
+	BodyTimeout time.Duration
 }
 
-// Guard wraps next with the checks every request passes first: the Host
-// (DNS-rebinding protection, 403), cross-origin requests from browsers
-// ([http.NewCrossOriginProtection], 403), and the body's announced size
-// (413).
+// Guard wraps next with the checks every request passes first, whatever
+// its route: the Host (DNS-rebinding protection, 403) and the Origin (a
+// browser page of another origin, 403), both by [HostAllowed]; the body's
+// announced size (413); and the body's read deadline
+// ([GuardOptions.BodyTimeout]).
 func Guard(next http.Handler, o GuardOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	listenHost, _, err := net.SplitHostPort(o.Listen)
-	if err != nil {
-		listenHost = o.Listen
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
 	}
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "Forbidden: cross-origin request refused (a browser page of another origin may not call this server)", http.StatusForbidden)
-	}))
-	inner := cop.Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !HostAllowed(r.Host, listenHost, o.AllowedHosts) {
-			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not this server's address (DNS-rebinding protection); use %s or localhost", r.Host, o.Listen), http.StatusForbidden)
+		// First, so that a body the route never reads is bounded too:
+		// net/http reads (discards) what is left of it after the answer.
+		armBodyDeadline(w, r, o.BodyTimeout)
+		listen := listenAddr(o.Listen, r)
+		if !HostAllowed(r.Host, listen, o.AllowedHosts) {
+			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not this server's address (DNS-rebinding protection); use %s", r.Host, hostHint(listen)), http.StatusForbidden)
+			return
+		}
+		if ok, why := originAllowed(r, listen, o.AllowedHosts); !ok {
+			http.Error(w, "Forbidden: cross-origin request refused ("+why+"): a browser page of another origin may not call this server", http.StatusForbidden)
 			return
 		}
 		if r.ContentLength > o.MaxBodyBytes {
 			http.Error(w, fmt.Sprintf("request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 			return
 		}
-		inner.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
 }
 
-// HostAllowed reports whether a request's Host header may reach a server
-// listening on listenHost (see [GuardOptions.Listen]).
-func HostAllowed(hostHeader, listenHost string, allowed []string) bool {
-	host, _, err := net.SplitHostPort(hostHeader)
-	if err != nil {
-		host = hostHeader
+// listenAddr is the listen address the Host and Origin rules use: listen,
+// or the address the request came in on when listen has no port (or port
+// 0).
+func listenAddr(listen string, r *http.Request) string {
+	if _, port, ok := splitHostPort(listen, 0); ok && port != 0 {
+		return listen
 	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if host == "" {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return listen
+	}
+	_, lport, err := net.SplitHostPort(local.String())
+	if err != nil {
+		return listen
+	}
+	host, _, ok := splitHostPort(listen, 0)
+	if !ok {
+		host = ""
+	}
+	return net.JoinHostPort(host, lport)
+}
+
+func hostHint(listen string) string {
+	host, port, ok := splitHostPort(listen, 0)
+	if !ok || port == 0 {
+		return "localhost, 127.0.0.1 or [::1] with the listen port"
+	}
+	p := strconv.Itoa(port)
+	hint := "localhost:" + p + ", 127.0.0.1:" + p + " or [::1]:" + p
+	switch ip, err := netip.ParseAddr(host); {
+	case host == "" || err == nil && ip.IsUnspecified():
+		hint = "an IP address of this machine with port " + p + ", " + hint
+	case err != nil || !ip.IsLoopback():
+		hint = listen + ", " + hint
+	}
+	return hint
+}
+
+// HostAllowed is the one rule of which hosts a request may name, in its
+// Host header and in its Origin (see [OriginAllowed]), on a server
+// listening on listen (host:port). hostport is host[:port]; without a
+// port it means port 80. It is allowed when
+//
+//   - its port is listen's port and its host is a loopback form,
+//     localhost, 127.0.0.1 or [::1] (any case), or listen's host itself,
+//     or, when listen's host is unspecified (0.0.0.0, ::, empty), any IP
+//     literal;
+//   - or it is one of allowed (a name without a port: with any port).
+//
+// Nothing else: not another loopback address (127.0.0.2), another
+// spelling (localhost., an IPv4-mapped ::ffff:127.0.0.1, a zone), another
+// port, nor a DNS name the server was not told about.
+func HostAllowed(hostport, listen string, allowed []string) bool {
+	host, port, ok := splitHostPort(hostport, 80)
+	if !ok || host == "" {
 		return false
 	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	if ip != nil && ip.IsLoopback() {
-		return true
-	}
-	lh := strings.Trim(listenHost, "[]")
-	if strings.EqualFold(host, lh) {
-		return true
-	}
-	if lip := net.ParseIP(lh); ip != nil && (lh == "" || (lip != nil && lip.IsUnspecified())) {
-		return true
-	}
 	for _, a := range allowed {
-		ah, _, err := net.SplitHostPort(a)
-		if err != nil {
-			ah = a
-		}
-		if strings.EqualFold(host, strings.Trim(ah, "[]")) {
+		ah, ap, ok := splitHostPort(a, 0)
+		if ok && ah != "" && asciiEqualFold(host, ah) && (ap == 0 || ap == port) {
 			return true
 		}
 	}
-	return false
+	lhost, lport, ok := splitHostPort(listen, 0)
+	if !ok || lport == 0 || port != lport {
+		return false
+	}
+	if asciiEqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		// A name: only the listen address itself, spelt as given.
+		return lhost != "" && asciiEqualFold(host, lhost)
+	}
+	if ip.Zone() != "" {
+		return false
+	}
+	if ip == netip.IPv6Loopback() || ip == netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
+		return true
+	}
+	if lhost == "" {
+		return true // listening on every address: any IP literal
+	}
+	lip, err := netip.ParseAddr(lhost)
+	if err != nil {
+		return false
+	}
+	return lip.IsUnspecified() || ip == lip
+}
+
+// OriginAllowed reports whether a request's Origin header names this
+// server (see [HostAllowed]): http or https, and a host and port the
+// Host header could give (an origin without a port has its scheme's).
+// "null" and every other scheme are refused.
+func OriginAllowed(origin, listen string, allowed []string) bool {
+	scheme, rest, ok := strings.Cut(origin, "://")
+	if !ok {
+		return false
+	}
+	defPort := ""
+	switch strings.ToLower(scheme) {
+	case "http":
+		defPort = "80"
+	case "https":
+		defPort = "443"
+	default:
+		return false
+	}
+	if rest == "" || strings.ContainsAny(rest, "/?#@ \t") {
+		return false
+	}
+	host, port, ok := splitHostPort(rest, 0)
+	if !ok || host == "" {
+		return false
+	}
+	if port == 0 {
+		return HostAllowed(net.JoinHostPort(host, defPort), listen, allowed)
+	}
+	return HostAllowed(rest, listen, allowed)
+}
+
+// originAllowed is the Origin check of [Guard]: a request with an Origin
+// must name this server ([OriginAllowed]); one without may not say (by
+// Sec-Fetch-Site) that a browser sent it from another site.
+func originAllowed(r *http.Request, listen string, allowed []string) (bool, string) {
+	origins := r.Header.Values("Origin")
+	switch len(origins) {
+	case 0:
+		switch site := r.Header.Get("Sec-Fetch-Site"); site {
+		case "", "same-origin", "none":
+			return true, ""
+		default:
+			return false, "Sec-Fetch-Site: " + site
+		}
+	case 1:
+		if OriginAllowed(origins[0], listen, allowed) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("Origin %q is not this server's", origins[0])
+	default:
+		return false, "more than one Origin"
+	}
+}
+
+// splitHostPort splits host[:port] (an IPv6 host in brackets) into its
+// host, without brackets, and port; defPort when there is none (or it is
+// empty). ok is false when it is malformed or the port is not a decimal
+// number up to 65535.
+func splitHostPort(s string, defPort int) (host string, port int, ok bool) {
+	h, p, err := net.SplitHostPort(s)
+	if err != nil {
+		switch {
+		case strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]"):
+			h = s[1 : len(s)-1]
+		case strings.ContainsAny(s, ":[]"):
+			return "", 0, false
+		default:
+			h = s
+		}
+		p = ""
+	}
+	// An IPv6 address is in brackets, and only an IPv6 address is.
+	if strings.HasPrefix(s, "[") != strings.Contains(h, ":") {
+		return "", 0, false
+	}
+	if strings.ContainsAny(h, "[] /") {
+		return "", 0, false
+	}
+	if p == "" {
+		return h, defPort, true
+	}
+	if len(p) > 5 {
+		return "", 0, false
+	}
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return "", 0, false
+		}
+	}
+	n, _ := strconv.Atoi(p)
+	if n > 65535 {
+		return "", 0, false
+	}
+	return h, n, true
+}
+
+// asciiEqualFold is strings.EqualFold for ASCII only: a host with another
+// character is never equal to a name (strings.EqualFold would find
+// "localhoſt" equal to "localhost").
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x >= 0x80 || y >= 0x80 {
+			return false
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // TokenChecker checks an instance's bearer token. The instance store
@@ -177,7 +368,9 @@ type ServerOptions struct {
 // no ReadTimeout nor WriteTimeout: a session's event stream and a call
 // waiting for a person's answer live long on purpose; each request is
 // bounded by [Options.RequestTimeout] instead, and a body is read under
-// the cap of [Options.MaxBodyBytes].
+// the cap of [Options.MaxBodyBytes] and, behind [Guard], before
+// [GuardOptions.BodyTimeout] (a read deadline lifted once the body is
+// read).
 func NewServer(h http.Handler, o ServerOptions) *http.Server {
 	if o.ReadHeaderTimeout <= 0 {
 		o.ReadHeaderTimeout = 10 * time.Second

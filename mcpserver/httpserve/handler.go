@@ -23,11 +23,14 @@
 package httpserve
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -69,6 +72,9 @@ type Options struct {
 	RequestTimeout time.Duration
 	// BodyTimeout bounds reading a request's body (a client that sends
 	// its body slowly, or never ends it); 0 means [DefaultBodyTimeout].
+	// [Guard] arms this deadline first, for every route
+	// ([GuardOptions.BodyTimeout]); this one is for a Handler served
+	// without it.
 	BodyTimeout time.Duration
 	// SessionTimeout closes a stateful session that made no request for
 	// this long (0: never).
@@ -85,6 +91,7 @@ type Handler struct {
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
 	timeout   time.Duration
+	maxBody   int64
 	// bodyTimeout bounds reading a request's body.
 	bodyTimeout time.Duration
 
@@ -103,7 +110,8 @@ type Handler struct {
 
 // NewHandler returns the handler of server. It installs a receiving
 // middleware on server (the per-request timeout and [Handler.Interrupt]),
-// so give each server to one Handler.
+// so give each server to one Handler. It checks neither Host nor Origin:
+// serve it behind [Guard].
 func NewHandler(server *mcp.Server, o Options) *Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
@@ -114,17 +122,20 @@ func NewHandler(server *mcp.Server, o Options) *Handler {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	h := &Handler{server: server, timeout: o.RequestTimeout, bodyTimeout: o.BodyTimeout, idle: make(chan struct{})}
+	h := &Handler{server: server, timeout: o.RequestTimeout, maxBody: o.MaxBodyBytes, bodyTimeout: o.BodyTimeout, idle: make(chan struct{})}
 	h.closing, h.close = context.WithCancelCause(context.Background())
 	h.touch()
 	get := func(*http.Request) *mcp.Server { return server }
-	// Host and origin checks are Guard's, for every URL of the server; the
-	// SDK's own DNS-rebinding check only covers a loopback listener.
+	// Host and origin checks are Guard's, one rule for every URL of the
+	// server; the SDK's own DNS-rebinding check (a loopback listener only,
+	// and "localhost" in lower case only) would disagree with it.
 	h.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: o.MaxBodyBytes, SessionTimeout: o.SessionTimeout, Logger: o.Logger,
+		DisableLocalhostProtection: true,
 	})
 	h.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: o.Logger,
+		DisableLocalhostProtection: true,
 		// The POST is the whole request: a client that hangs up cancels it.
 		PropagateRequestCancellation: true,
 	})
@@ -150,15 +161,101 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		h.posts.Add(1)
 		defer h.done(&h.posts)
-		if r.Body != nil {
-			r.Body = readBefore(w, r.Body, time.Now().Add(h.bodyTimeout))
-		}
 	}
+	// Guard arms it first; this is for a Handler served without Guard.
+	armBodyDeadline(w, r, h.bodyTimeout)
 	if IsStateless(r) {
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
+	if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" && h.refuseWithoutSession(w, r) {
+		return
+	}
 	h.stateful.ServeHTTP(w, r)
+}
+
+const sessionIDHeader = "Mcp-Session-Id"
+
+// refuseWithoutSession answers a POST of the session era (protocol
+// 2025-11-25 and earlier) that has no Mcp-Session-Id and is not an
+// initialize with HTTP 400 and a JSON-RPC error (-32600, invalid request),
+// as the streamable HTTP transport says a server that keeps sessions
+// should; go-sdk would make the request a new, uninitialized session and
+// answer 200 with an error of code 0. It returns false, with r's body
+// still to read, for every other request: an initialize, a body that is
+// not JSON-RPC (go-sdk says why), a request carrying the stateless era's
+// _meta protocol version or a server/discover (go-sdk answers those with
+// the versions it supports).
+func (h *Handler) refuseWithoutSession(w http.ResponseWriter, r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return false
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false // go-sdk answers 415
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "Bad Request: the request body could not be read: "+err.Error(), http.StatusBadRequest)
+		}
+		return true
+	}
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var raws []json.RawMessage
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		if json.Unmarshal(b, &raws) != nil {
+			return false
+		}
+	} else {
+		raws = []json.RawMessage{body}
+	}
+	var id jsonrpc.ID
+	for _, raw := range raws {
+		msg, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return false
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			continue
+		}
+		if req.Method == "initialize" || req.Method == "server/discover" || hasMetaProtocolVersion(req.Params) {
+			return false
+		}
+		if !id.IsValid() && req.IsCall() {
+			id = req.ID
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code: jsonrpc.CodeInvalidRequest,
+		Message: "Bad Request: no Mcp-Session-Id header: protocol 2025-11-25 and earlier is served in sessions; " +
+			"send initialize first, then the Mcp-Session-Id it answers with on every request " +
+			"(or send Mcp-Protocol-Version: " + StatelessVersion + " to be served without a session)",
+	}})
+	if err != nil {
+		http.Error(w, "Bad Request: no Mcp-Session-Id header (initialize first)", http.StatusBadRequest)
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(data)
+	return true
+}
+
+// hasMetaProtocolVersion reports whether a request's params carry the
+// stateless era's _meta protocol version.
+func hasMetaProtocolVersion(params json.RawMessage) bool {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	_, ok := p.Meta["io.modelcontextprotocol/protocolVersion"]
+	return ok
 }
 
 func (h *Handler) touch() { h.last.Store(time.Now().UnixNano()) }
@@ -276,37 +373,63 @@ func (e errRequestTimeout) Error() string {
 	return fmt.Sprintf("the request took longer than %s and was stopped (the server's request timeout)", e.d)
 }
 
-// readBefore makes reading body fail after deadline, and lifts the
-// deadline once the body has been read: the connection's read deadline
-// must not outlive the body, or net/http's background read would cancel a
-// long call (an ask_user_question) when it passes.
-func readBefore(w http.ResponseWriter, body io.ReadCloser, deadline time.Time) io.ReadCloser {
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(deadline) != nil {
-		return body
+// armBodyDeadline makes reading r's body fail once d has passed (and
+// net/http close the connection). When Guard armed it already and the
+// body is still unread, the deadline is moved to d from now: the time the
+// request waited for its route (an endpoint being built) is not taken
+// from the body. A request without a body (a GET stream) is left alone.
+func armBodyDeadline(w http.ResponseWriter, r *http.Request, d time.Duration) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
 	}
-	return &deadlineBody{ReadCloser: body, rc: rc}
+	if b, ok := r.Body.(*deadlineBody); ok {
+		b.mu.Lock()
+		if !b.done && !b.started {
+			_ = b.rc.SetReadDeadline(time.Now().Add(d))
+		}
+		b.mu.Unlock()
+		return
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(d)) != nil {
+		return
+	}
+	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 }
 
+// deadlineBody lifts the connection's read deadline once the body has
+// been read to its end: the deadline must not outlive the body, or
+// net/http's background read (which watches for the client hanging up)
+// would cancel a long call (an ask_user_question) or event stream when it
+// passes (net/http clears it too when it starts that read; this does not
+// depend on it). It keeps the deadline when the body fails (the deadline passed,
+// the cap was hit) or is closed before its end: what net/http then reads
+// of the rest of the body, to reuse the connection, is bounded by it too,
+// and the connection is closed when it passes.
 type deadlineBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
+	rc *http.ResponseController
+	mu sync.Mutex
+	// done: the deadline was lifted (or must stay: the body failed).
 	done bool
+	// started: the body is being read.
+	started bool
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	b.started = true
+	b.mu.Unlock()
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.done {
-		b.done = true
-		_ = b.rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		b.mu.Lock()
+		if !b.done {
+			b.done = true
+			if errors.Is(err, io.EOF) {
+				_ = b.rc.SetReadDeadline(time.Time{})
+			}
+		}
+		b.mu.Unlock()
 	}
 	return n, err
-}
-
-func (b *deadlineBody) Close() error {
-	if !b.done {
-		b.done = true
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return b.ReadCloser.Close()
 }

@@ -171,24 +171,93 @@ func TestHostAllowed(t *testing.T) {
 		host, listen string
 		want         bool
 	}{
-		{"127.0.0.1:7821", "127.0.0.1", true},
-		{"localhost:7821", "127.0.0.1", true},
-		{"[::1]:7821", "127.0.0.1", true},
-		{"evil.example:7821", "127.0.0.1", false},
-		{"192.168.1.5:7821", "192.168.1.5", true},
-		{"evil.example", "192.168.1.5", false},
-		{"10.0.0.9:7821", "192.168.1.5", false},
-		{"10.0.0.9:7821", "0.0.0.0", true},
-		{"evil.example:7821", "0.0.0.0", false},
-		{"build.example:7821", "0.0.0.0", false},
-		{"", "127.0.0.1", false},
+		{"127.0.0.1:7821", "127.0.0.1:7821", true},
+		{"localhost:7821", "127.0.0.1:7821", true},
+		{"LocalHost:7821", "127.0.0.1:7821", true},
+		{"[::1]:7821", "127.0.0.1:7821", true},
+		{"[0:0:0:0:0:0:0:1]:7821", "127.0.0.1:7821", true},
+		{"localhost:7821", "[::1]:7821", true},
+		{"127.0.0.1:7821", "[::1]:7821", true},
+		{"127.0.0.2:7821", "127.0.0.1:7821", false},
+		{"[::ffff:127.0.0.1]:7821", "127.0.0.1:7821", false},
+		{"[::1%lo]:7821", "127.0.0.1:7821", false},
+		{"localhost.:7821", "127.0.0.1:7821", false},
+		{"localhost:7822", "127.0.0.1:7821", false},
+		{"127.0.0.1:7822", "127.0.0.1:7821", false},
+		{"localhost", "127.0.0.1:7821", false},
+		{"localhost", "127.0.0.1:80", true},
+		{"localhost:", "127.0.0.1:80", true},
+		{"localhost:+7821", "127.0.0.1:7821", false},
+		{"localhost:07821", "127.0.0.1:7821", true},
+		{"[localhost]:7821", "127.0.0.1:7821", false},
+		{"::1", "127.0.0.1:80", false},
+		{"localhoſt:7821", "127.0.0.1:7821", false},
+		{"evil.example:7821", "127.0.0.1:7821", false},
+		{"192.168.1.5:7821", "192.168.1.5:7821", true},
+		{"localhost:7821", "192.168.1.5:7821", true},
+		{"evil.example", "192.168.1.5:7821", false},
+		{"10.0.0.9:7821", "192.168.1.5:7821", false},
+		{"192.168.1.5:80", "192.168.1.5:7821", false},
+		{"10.0.0.9:7821", "0.0.0.0:7821", true},
+		{"[fe80::1]:7821", "[::]:7821", true},
+		{"10.0.0.9:7821", ":7821", true},
+		{"10.0.0.9:7822", "0.0.0.0:7821", false},
+		{"evil.example:7821", "0.0.0.0:7821", false},
+		{"build.example:7821", "0.0.0.0:7821", false},
+		{"", "127.0.0.1:7821", false},
+		{"localhost:7821", "127.0.0.1:0", false},
 	} {
 		if got := httpserve.HostAllowed(c.host, c.listen, nil); got != c.want {
 			t.Errorf("HostAllowed(%q, %q) = %v, want %v", c.host, c.listen, got, c.want)
 		}
 	}
-	if !httpserve.HostAllowed("build.example:7821", "0.0.0.0", []string{"build.example"}) {
-		t.Error("an allowed host was refused")
+	allowed := []string{"build.example", "Proxy.Example:8443"}
+	for host, want := range map[string]bool{
+		"build.example:7821": true, "BUILD.example": true, "build.example:9": true,
+		"proxy.example:8443": true, "proxy.example:7821": false, "proxy.example": false,
+		"other.example:7821": false,
+	} {
+		if got := httpserve.HostAllowed(host, "0.0.0.0:7821", allowed); got != want {
+			t.Errorf("HostAllowed(%q, 0.0.0.0:7821, %q) = %v, want %v", host, allowed, got, want)
+		}
+	}
+}
+
+func TestOriginAllowed(t *testing.T) {
+	for origin, want := range map[string]bool{
+		"http://localhost:7821":         true,
+		"http://LOCALHOST:7821":         true,
+		"HTTP://localhost:7821":         true,
+		"http://127.0.0.1:7821":         true,
+		"http://[::1]:7821":             true,
+		"https://localhost:7821":        true,
+		"http://localhost:7822":         false,
+		"http://localhost:3000":         false,
+		"http://localhost":              false,
+		"http://127.0.0.2:7821":         false,
+		"http://evil.example:7821":      false,
+		"http://localhost:7821/":        false,
+		"http://user@localhost:7821":    false,
+		"null":                          false,
+		"file://":                       false,
+		"vscode-file://vscode-app":      false,
+		"chrome-extension://abc":        false,
+		"localhost:7821":                false,
+		"http://localhost.:7821":        false,
+		"http://localhost:7821.example": false,
+	} {
+		if got := httpserve.OriginAllowed(origin, "127.0.0.1:7821", nil); got != want {
+			t.Errorf("OriginAllowed(%q) = %v, want %v", origin, got, want)
+		}
+	}
+	if !httpserve.OriginAllowed("https://build.example", "0.0.0.0:7821", []string{"build.example"}) {
+		t.Error("an allowed host's origin was refused")
+	}
+	if !httpserve.OriginAllowed("http://localhost", "127.0.0.1:80", nil) {
+		t.Error("http://localhost was refused on port 80")
+	}
+	if httpserve.OriginAllowed("https://localhost", "127.0.0.1:80", nil) {
+		t.Error("https://localhost (port 443) was allowed on port 80")
 	}
 }
 

@@ -1,0 +1,241 @@
+package httpserve_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/mcpserver/httpserve"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// serveGuarded serves s's Handler at /mcp behind Guard (with g; its Listen
+// is the test server's), with /noread, a route that answers 401 without
+// reading the body, beside it.
+func serveGuarded(t *testing.T, s *mcp.Server, o httpserve.Options, g httpserve.GuardOptions) (*httpserve.Handler, *httptest.Server) {
+	t.Helper()
+	h := httpserve.NewHandler(s, o)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.HandleFunc("/noread", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+	})
+	ts := httptest.NewServer(nil)
+	g.Listen = ts.Listener.Addr().String()
+	ts.Config.Handler = httpserve.Guard(mux, g)
+	t.Cleanup(ts.Close)
+	return h, ts
+}
+
+// SlowBody sends a request on a raw connection whose body (announced as
+// 100000 bytes) comes one byte every 50ms, and reports whether the server
+// closed the connection within bound (what it answered before, if
+// anything, is returned).
+func SlowBody(t *testing.T, addr, path, host, headers string, bound time.Duration) (answer string, closed bool) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n%s\r\n{", path, host, headers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := conn.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(bound))
+	b, err := io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return string(b), false
+	}
+	return string(b), true // EOF or reset: closed
+}
+
+// A body sent one byte at a time is cut at the body timeout, on every
+// route: one that reads it (the MCP handler, both eras), one that answers
+// without reading it (net/http then reads the rest to reuse the
+// connection), and a request the Guard refuses.
+func TestSlowBodyIsCut(t *testing.T) {
+	bt := 200 * time.Millisecond
+	_, ts := serveGuarded(t, newServer(), httpserve.Options{BodyTimeout: bt}, httpserve.GuardOptions{BodyTimeout: bt})
+	addr := ts.Listener.Addr().String()
+	for _, c := range []struct{ name, path, host, headers string }{
+		{"MCP, session era", "/mcp", addr, ""},
+		{"MCP, stateless era", "/mcp", addr, "Mcp-Protocol-Version: 2026-07-28\r\n"},
+		{"MCP, in a session", "/mcp", addr, "Mcp-Session-Id: nope\r\n"},
+		{"a route that does not read the body", "/noread", addr, ""},
+		{"an unknown route", "/nothing", addr, ""},
+		{"a refused Host", "/mcp", "evil.example", ""},
+		{"a refused Origin", "/mcp", addr, "Origin: http://evil.example\r\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if answer, closed := SlowBody(t, addr, c.path, c.host, c.headers, 15*time.Second); !closed {
+				t.Errorf("the connection is still open 15s after a body timeout of 200ms (answered %q)", answer)
+			}
+		})
+	}
+}
+
+// The body deadline is lifted once the body is read: a call longer than
+// the body timeout is answered, in both eras, and a session's GET stream
+// still delivers notifications after it.
+func TestLongCallOutlivesTheBodyTimeout(t *testing.T) {
+	s := newServer()
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-time.After(600 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
+	})
+	bt := 100 * time.Millisecond
+	_, ts := serveGuarded(t, s, httpserve.Options{BodyTimeout: bt}, httpserve.GuardOptions{BodyTimeout: bt})
+	old, oldChanged := connect(t, ts.URL+"/mcp", "2025-11-25")
+	stateless, _ := connect(t, ts.URL+"/mcp", "")
+	for _, cs := range []*mcp.ClientSession{old, stateless} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sleep"})
+		if err != nil || res.IsError {
+			t.Fatalf("a call of 600ms with a body timeout of 100ms: %v %+v", err, res)
+		}
+	}
+	s.AddTool(&mcp.Tool{Name: "later", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	select {
+	case <-oldChanged:
+	case <-time.After(time.Minute): // a backstop only
+		t.Error("the session's stream delivered no tools/list_changed after the body timeout")
+	}
+}
+
+// The Host and the Origin follow one rule, on every route: every loopback
+// form of the listen address with its port, and nothing else.
+func TestGuardHostAndOriginForms(t *testing.T) {
+	_, ts := serveGuarded(t, newServer(), httpserve.Options{}, httpserve.GuardOptions{})
+	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+	good := []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "LocalHost:" + port, "[::1]:" + port}
+	bad := []string{"127.0.0.2:" + port, "localhost:1", "localhost", "localhost.:" + port, "[::ffff:127.0.0.1]:" + port, "evil.example:" + port, "0.0.0.0:" + port}
+	send := func(path, host, origin string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(initBody))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, path := range []string{"/mcp", "/noread", "/nothing"} {
+		for _, h := range good {
+			if code := send(path, h, ""); code == http.StatusForbidden {
+				t.Errorf("%s, Host %s: 403", path, h)
+			}
+			for _, o := range good {
+				if code := send(path, h, "http://"+o); code == http.StatusForbidden {
+					t.Errorf("%s, Host %s, Origin http://%s: 403", path, h, o)
+				}
+			}
+			for _, o := range bad {
+				if code := send(path, h, "http://"+o); code != http.StatusForbidden {
+					t.Errorf("%s, Host %s, Origin http://%s: %d, want 403", path, h, o, code)
+				}
+			}
+		}
+		for _, h := range bad {
+			if code := send(path, h, ""); code != http.StatusForbidden {
+				t.Errorf("%s, Host %s: %d, want 403", path, h, code)
+			}
+		}
+	}
+	// A browser's request without an Origin that says it is cross-site.
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/noread", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-site GET: %v %v, want 403", res, err)
+	} else {
+		res.Body.Close()
+	}
+}
+
+// A session-era request without Mcp-Session-Id that is not an initialize
+// is 400 with a JSON-RPC error (invalid request), not a 200 of code 0.
+func TestSessionEraRequestWithoutSession(t *testing.T) {
+	_, ts := serveGuarded(t, newServer(), httpserve.Options{}, httpserve.GuardOptions{})
+	for _, c := range []struct {
+		name, body string
+		id         any
+	}{
+		{"tools/call", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, float64(7)},
+		{"tools/list", `{"jsonrpc":"2.0","id":"a","method":"tools/list"}`, "a"},
+		{"ping", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, float64(1)},
+		{"a notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil},
+	} {
+		for _, version := range []string{"2025-11-25", "2025-06-18", ""} {
+			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if version != "" {
+				req.Header.Set("Mcp-Protocol-Version", version)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			var msg struct {
+				JSONRPC string `json:"jsonrpc"`
+				ID      any    `json:"id"`
+				Error   *struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if res.StatusCode != http.StatusBadRequest || json.Unmarshal(b, &msg) != nil || msg.Error == nil ||
+				msg.Error.Code != -32600 || msg.ID != c.id || msg.JSONRPC != "2.0" || !strings.Contains(msg.Error.Message, "Mcp-Session-Id") {
+				t.Errorf("%s (%q) without a session: %d %s; want 400 and a JSON-RPC error -32600 of id %v", c.name, version, res.StatusCode, b, c.id)
+			}
+		}
+	}
+	// An initialize without a session still opens one.
+	if res := post(t, ts.URL+"/mcp", initBody, nil); res.StatusCode != http.StatusOK || res.Header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("initialize: %d, session %q", res.StatusCode, res.Header.Get("Mcp-Session-Id"))
+	}
+	// A body that is not JSON-RPC is still go-sdk's to refuse.
+	if res := post(t, ts.URL+"/mcp", `{"nope"`, nil); res.StatusCode != http.StatusBadRequest {
+		t.Errorf("a malformed body: %d, want 400", res.StatusCode)
+	}
+}
