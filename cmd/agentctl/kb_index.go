@@ -29,8 +29,12 @@ func NewCmdKBIndex(f *Factory, runF func(context.Context, *KBIndexOptions) error
 	cmd := &cobra.Command{
 		Use:   "index DIR",
 		Short: "Build or bring up to date a knowledge base's search index",
-		Long: `Build the search index of the knowledge-base folder DIR, or bring it up to date:
-only files whose size, modification time or inode changed are read again. Every
+		Long: `Build the search index of the knowledge-base folder DIR, or make sure it is up to
+date: every file is read again and compared with what is indexed (a content hash), so
+an edit that kept a file's size and times (cp -p, rsync -t) is found too; only the
+files that changed are indexed again. Anything in the index's place that is not a
+usable index (a folder, another file, a damaged database) is moved or copied aside,
+named on stderr, and the index is rebuilt. Every
 instance and process that mounts DIR uses this index; building it ahead of time
 (in a CI image, say) makes their first search fast. A progress bar is shown when
 stderr is a terminal.

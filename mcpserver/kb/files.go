@@ -120,7 +120,7 @@ func (kb *Base) List(ctx context.Context, prefix, cursor string, limit int) (Lis
 	var missing []int
 	for i, f := range page {
 		out.Concepts[i].ID = f.id
-		if r, ok := known[f.id]; ok && r.size == f.size && r.mtime == f.mtime {
+		if r, ok := known[f.id]; ok && r.sameStat(f) {
 			out.Concepts[i].Title = r.title
 			continue
 		}
@@ -350,7 +350,8 @@ func (kb *Base) renameAndIndex(ctx context.Context, tmp, cid, content string) er
 	}
 	data := []byte(content)
 	title, body := indexedText(data)
-	r := row{size: fi.Size(), mtime: indexMtime(fi, time.Now()), inode: inode(fi), indexed: true, title: title}
+	now := time.Now()
+	r := row{size: fi.Size(), mtime: indexMtime(fi, now), inode: inode(fi), ctime: indexCtime(fi, now), hash: contentHash(data), indexed: true, title: title}
 	if err := put(context.WithoutCancel(ctx), newWriteTx(tx), cid, r, body, true); err != nil {
 		return nil // the file is written; the next reconcile indexes it
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -25,9 +26,10 @@ const indexSchemaVersion = 1
 
 // indexSchema: files has a row per concept seen, with what its file was
 // when it was indexed; fts has the text of those with indexed = 1, under the
-// same rowid. (files.unreadable came after version 1: init adds it to an
-// index without it, rather than rebuilding; older binaries, which name the
-// columns they write, leave it 0.) fts is contentless (it keeps the index, not the text), so the
+// same rowid. (files.unreadable, ctime_ns and hash came after version 1:
+// init adds them to an index without them, rather than rebuilding; older
+// binaries, which name the columns they write, leave them 0, so a row an
+// older binary wrote is read again: its ctime is not the file's.) fts is contentless (it keeps the index, not the text), so the
 // database stays a fraction of the corpus. meta holds "reconciled": when
 // the last complete reconcile started and the MaxBytes it indexed up to.
 var indexSchema = []string{
@@ -42,7 +44,9 @@ var indexSchema = []string{
 		inode    INTEGER NOT NULL,
 		indexed  INTEGER NOT NULL, -- 0: over the MaxBytes of the process that saw it, or unreadable
 		title    TEXT NOT NULL,
-		unreadable INTEGER NOT NULL DEFAULT 0 -- 1: could not be read (permissions)
+		unreadable INTEGER NOT NULL DEFAULT 0, -- 1: could not be read (permissions)
+		ctime_ns INTEGER NOT NULL DEFAULT 0, -- status change time; -1: changed as it was read; 0: unknown
+		hash     INTEGER NOT NULL DEFAULT 0 -- of the content indexed (contentHash); 0: unknown
 	)`,
 	`CREATE VIRTUAL TABLE fts USING fts5(title, body, content='', contentless_delete=1, tokenize='porter unicode61')`,
 	`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`,
@@ -102,6 +106,9 @@ func openIndex(ctx context.Context, path string) (*ftsIndex, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, indexFault(path, fmt.Errorf("create its folder: %w", err))
 	}
+	if err := notAFile(path); err != nil {
+		return nil, indexFault(path, err)
+	}
 	db, err := sql.Open("sqlite", indexDSN(path))
 	if err != nil {
 		return nil, indexFault(path, err)
@@ -126,6 +133,11 @@ func indexDSN(path string) string {
 // init turns WAL on and creates the schema, or recreates it when its version
 // is not this one's; safe against other processes doing the same.
 func (ix *ftsIndex) init(ctx context.Context) error {
+	// What the file holds, before anything is written to it: a database
+	// that is not a search index is not made one.
+	if err := ix.checkSchema(ctx); err != nil {
+		return err
+	}
 	var mode string
 	for i := 0; ; i++ {
 		err := ix.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
@@ -161,17 +173,25 @@ func (ix *ftsIndex) init(ctx context.Context) error {
 	return tx.Commit()
 }
 
+// addedColumns are the columns of files that came after version 1, in the
+// order they came, with their definitions.
+var addedColumns = [][2]string{
+	{"unreadable", "INTEGER NOT NULL DEFAULT 0"},
+	{"ctime_ns", "INTEGER NOT NULL DEFAULT 0"},
+	{"hash", "INTEGER NOT NULL DEFAULT 0"},
+}
+
 // addColumns adds to an index of this version the columns that came
-// after it was made: files.unreadable.
+// after it was made (addedColumns).
 func (ix *ftsIndex) addColumns(ctx context.Context) error {
-	has := func(q interface {
+	missing := func(q interface {
 		QueryRowContext(context.Context, string, ...any) *sql.Row
-	}) (bool, error) {
+	}) (int, error) {
 		var n int
-		err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('files') WHERE name = 'unreadable'`).Scan(&n)
-		return n > 0, err
+		err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('files') WHERE name IN ('unreadable', 'ctime_ns', 'hash')`).Scan(&n)
+		return len(addedColumns) - n, err
 	}
-	if ok, err := has(ix.db); ok || err != nil {
+	if n, err := missing(ix.db); n == 0 || err != nil {
 		return err
 	}
 	tx, err := ix.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one at a time
@@ -179,13 +199,69 @@ func (ix *ftsIndex) addColumns(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	if ok, err := has(tx); ok || err != nil {
+	if n, err := missing(tx); n == 0 || err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE files ADD COLUMN unreadable INTEGER NOT NULL DEFAULT 0`); err != nil {
-		return err
+	for _, c := range addedColumns {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('files') WHERE name = ?`, c[0]).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE files ADD COLUMN `+c[0]+` `+c[1]); err != nil {
+			return err
+		}
 	}
 	return tx.Commit()
+}
+
+// checkSchema returns a damagedError (so that the database is moved aside
+// and an index built in its place: see resetIndex) if the database holds
+// something that is not a search index of this package: a table, index,
+// view or trigger of its own, or, at this schema version, not all of the
+// index's tables. (An index of another version is recreated by init.) A
+// new, empty database passes.
+func (ix *ftsIndex) checkSchema(ctx context.Context) error {
+	rs, err := ix.db.QueryContext(ctx, `SELECT name FROM sqlite_schema`)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	var foreign []string
+	ours := map[string]bool{}
+	for rs.Next() {
+		var name string
+		if err := rs.Scan(&name); err != nil {
+			return err
+		}
+		switch {
+		case name == "files", name == "fts", name == "meta":
+			ours[name] = true
+		case strings.HasPrefix(name, "fts_"), strings.HasPrefix(name, "sqlite_"):
+		default:
+			foreign = append(foreign, name)
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	if len(foreign) > 0 {
+		slices.Sort(foreign)
+		return &damagedError{fmt.Sprintf("a SQLite database of another schema, not a search index (it has %s)", strings.Join(foreign[:min(len(foreign), 5)], ", "))}
+	}
+	if len(ours) == 0 {
+		return nil // new
+	}
+	var v int
+	if err := ix.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v == indexSchemaVersion && len(ours) < 3 {
+		return &damagedError{"a SQLite database of another schema, not a search index (tables files, fts and meta are not all there)"}
+	}
+	return nil
 }
 
 // createSchema creates the index's tables within tx, dropping any there
@@ -288,15 +364,39 @@ func (ix *ftsIndex) restoreAutomerge(ctx context.Context) error {
 
 // row is what files holds of a concept.
 type row struct {
-	doc                 int64
-	size, mtime, inode  int64
+	doc                       int64
+	size, mtime, inode, ctime int64
+	// hash is contentHash of the text indexed; 0 if unknown.
+	hash                int64
 	indexed, unreadable bool
 	title               string
 }
 
+// sameStat reports whether r records what f's stat says: size,
+// modification time, inode and status change time (-1 in r: changed as it
+// was read, so read again).
+func (r row) sameStat(f file) bool {
+	return r.size == f.size && r.mtime == f.mtime && r.inode == f.inode && r.ctime == f.ctime
+}
+
+// racy reports whether r's file was changed as it was read (see racyWindow):
+// a stat cannot tell a later change from it.
+func (r row) racy() bool { return r.mtime == -1 || r.ctime == -1 }
+
+// contentHash is what files.hash holds of a concept's content: the first
+// 64 bits of its SHA-256, never 0 (which says unknown).
+func contentHash(data []byte) int64 {
+	sum := sha256.Sum256(data)
+	h := int64(binary.LittleEndian.Uint64(sum[:8]))
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
 // rows loads the files table, by id.
 func (ix *ftsIndex) rows(ctx context.Context) (map[string]row, error) {
-	rs, err := ix.db.QueryContext(ctx, `SELECT doc, id, size, mtime_ns, inode, indexed, unreadable FROM files`)
+	rs, err := ix.db.QueryContext(ctx, `SELECT doc, id, size, mtime_ns, inode, ctime_ns, hash, indexed, unreadable FROM files`)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +405,7 @@ func (ix *ftsIndex) rows(ctx context.Context) (map[string]row, error) {
 	for rs.Next() {
 		var id string
 		var r row
-		if err := rs.Scan(&r.doc, &id, &r.size, &r.mtime, &r.inode, &r.indexed, &r.unreadable); err != nil {
+		if err := rs.Scan(&r.doc, &id, &r.size, &r.mtime, &r.inode, &r.ctime, &r.hash, &r.indexed, &r.unreadable); err != nil {
 			return nil, err
 		}
 		out[id] = r
@@ -323,7 +423,7 @@ func (ix *ftsIndex) titles(ctx context.Context, ids []string) (map[string]row, e
 	for i, id := range ids {
 		args[i] = id
 	}
-	q := `SELECT id, size, mtime_ns, title FROM files WHERE id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
+	q := `SELECT id, size, mtime_ns, inode, ctime_ns, title FROM files WHERE id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
 	rs, err := ix.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -332,7 +432,7 @@ func (ix *ftsIndex) titles(ctx context.Context, ids []string) (map[string]row, e
 	for rs.Next() {
 		var id string
 		var r row
-		if err := rs.Scan(&id, &r.size, &r.mtime, &r.title); err != nil {
+		if err := rs.Scan(&id, &r.size, &r.mtime, &r.inode, &r.ctime, &r.title); err != nil {
 			return nil, err
 		}
 		out[id] = r
@@ -390,8 +490,8 @@ func put(ctx context.Context, tx *writeTx, id string, r row, body []byte, existe
 			return err
 		}
 	}
-	res, err := tx.exec(ctx, `INSERT INTO files (id, size, mtime_ns, inode, indexed, title, unreadable) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		id, r.size, r.mtime, r.inode, r.indexed, r.title, r.unreadable)
+	res, err := tx.exec(ctx, `INSERT INTO files (id, size, mtime_ns, inode, ctime_ns, hash, indexed, title, unreadable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, r.size, r.mtime, r.inode, r.ctime, r.hash, r.indexed, r.title, r.unreadable)
 	if err != nil {
 		return err
 	}
@@ -404,6 +504,24 @@ func put(ctx context.Context, tx *writeTx, id string, r row, body []byte, existe
 	}
 	_, err = tx.exec(ctx, `INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)`, doc, r.title, body)
 	return err
+}
+
+// restat records, within tx, the stat of the file of the concept id whose
+// content r.hash says is the one indexed, and reports whether it did: not
+// when the row indexes other content (or content unknown), or is gone. A
+// file whose only change is its times (touch, chmod, a copy of the same
+// content) is so not indexed again.
+func restat(ctx context.Context, tx *writeTx, id string, r row) (bool, error) {
+	if r.hash == 0 || !r.indexed {
+		return false, nil
+	}
+	res, err := tx.exec(ctx, `UPDATE files SET size = ?, mtime_ns = ?, inode = ?, ctime_ns = ?, unreadable = 0
+		WHERE id = ? AND indexed AND hash = ? AND title = ?`, r.size, r.mtime, r.inode, r.ctime, id, r.hash, r.title)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // remove deletes the concept id from the index within tx.

@@ -339,7 +339,7 @@ func (ix *ftsIndex) lookup(ctx context.Context, tx *sql.Tx, docs []int64, scores
 	for _, d := range docs {
 		args = append(args, d)
 	}
-	rs, err := tx.QueryContext(ctx, `SELECT doc, id, title, size, mtime_ns, inode FROM files WHERE size <= ? AND doc IN (?`+strings.Repeat(",?", len(docs)-1)+`)`, args...)
+	rs, err := tx.QueryContext(ctx, `SELECT doc, id, title, size, mtime_ns, inode, ctime_ns FROM files WHERE size <= ? AND doc IN (?`+strings.Repeat(",?", len(docs)-1)+`)`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +348,7 @@ func (ix *ftsIndex) lookup(ctx context.Context, tx *sql.Tx, docs []int64, scores
 	for rs.Next() {
 		var doc int64
 		var h hit
-		if err := rs.Scan(&doc, &h.id, &h.title, &h.size, &h.mtime, &h.inode); err != nil {
+		if err := rs.Scan(&doc, &h.id, &h.title, &h.size, &h.mtime, &h.inode, &h.ctime); err != nil {
 			return nil, err
 		}
 		h.score = scores[doc]
@@ -362,4 +362,5 @@ type hit struct {
 	id, title          string
 	score              float64
 	size, mtime, inode int64
+	ctime              int64 // -1: changed as it was read, not compared
 }

@@ -55,8 +55,10 @@ type IndexStats struct {
 	Path string `json:"path"`
 	// Concepts is how many concepts the folder holds.
 	Concepts int `json:"concepts"`
-	// Read is how many were read and (re)indexed; Removed, how many were
-	// dropped from the index because their file is gone.
+	// Read is how many were read and (re)indexed (new, or their content
+	// changed); Removed, how many were dropped from the index because their
+	// file is gone. (Files read only to compare their content with the
+	// index's, and found the same, are not counted.)
 	Read    int `json:"read"`
 	Removed int `json:"removed"`
 	// MaxBytes is the limit it indexed concepts up to ([Options.MaxBytes]).
@@ -103,6 +105,9 @@ type IndexOptions struct {
 	// check is what reconcile checks of the index before it walks (see
 	// checkIndex).
 	check checkLevel
+	// verify makes reconcile read every file it may index and compare its
+	// content with what the index holds of it, whatever its stat says.
+	verify bool
 }
 
 // checkLevel is how much reconcile checks that the index is not damaged.
@@ -125,10 +130,14 @@ const lockNotice = 500 * time.Millisecond
 // Index builds the search index, or brings it up to date with the folder
 // however recently that was done, and reports what it did. Searches do
 // this themselves when needed (see [Base.Search]); Index is for building an
-// index ahead of time. Another process reconciling the same index is waited
-// for, until ctx is done. A damaged index database (met on the way, or
-// found by [IndexOptions.Check]) is built again from the folder
-// ([IndexStats.Damaged] says so).
+// index ahead of time, and for making sure it is right: it reads every
+// concept it indexes and compares its content with what the index holds
+// (a hash), so it also repairs what no stat shows. Another process
+// reconciling the same index is waited for, until ctx is done. A damaged
+// index database (met on the way, or found by [IndexOptions.Check]), or
+// anything else in its place that is not a usable index, is moved aside
+// and built again from the folder ([IndexStats.Damaged] says so, and where
+// it went).
 func (kb *Base) Index(ctx context.Context, o IndexOptions) (IndexStats, error) {
 	if err := kb.usable(ctx); err != nil {
 		return IndexStats{}, err
@@ -136,6 +145,7 @@ func (kb *Base) Index(ctx context.Context, o IndexOptions) (IndexStats, error) {
 	if o.Check {
 		o.check = checkQuick
 	}
+	o.verify = true
 	return kb.reconcile(ctx, 0, o)
 }
 
@@ -156,8 +166,10 @@ func (kb *Base) Refresh(ctx context.Context) error {
 // reconcile brings the index up to date with the folder, unless a complete
 // reconcile (by this process or any other sharing the index) started less
 // than maxAge ago. It walks the folder (stat only), compares each file's
-// size, modification time and inode with the files table, and reads only
-// what changed. Changes are applied in transactions of reconcileBatch
+// size, modification time, inode and status change time with the files
+// table, and reads only what changed (with o.verify, every file); a file
+// read whose content is what the index holds (its hash) is not indexed
+// again, only its stat recorded. Changes are applied in transactions of reconcileBatch
 // files, each checking that the file is still what was read: a process
 // killed half-way leaves an index whose every row is true of its file, and
 // the next reconcile does the rest.
@@ -243,6 +255,7 @@ func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, 
 	}
 	var changed []file
 	var tooLarge []string
+	statChanged := 0 // of changed, those whose stat changed (not only verified)
 	for _, f := range files {
 		r, ok := rows[f.id]
 		delete(rows, f.id)
@@ -250,9 +263,14 @@ func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, 
 		if over {
 			tooLarge = append(tooLarge, f.id+".md")
 		}
-		if ok && r.size == f.size && r.mtime == f.mtime && r.inode == f.inode {
+		if ok && r.sameStat(f) {
 			switch {
-			case r.indexed, over:
+			case over, r.indexed && !o.verify:
+				continue
+			case r.indexed:
+				// Read and compared (o.verify).
+				f.known, f.prev = true, r
+				changed = append(changed, f)
 				continue
 			case r.unreadable && !kb.canOpen(f.id):
 				// Unchanged and still unreadable: a failed open, not a
@@ -263,10 +281,10 @@ func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, 
 				continue
 			}
 		}
-		f.known = ok
+		f.known, f.prev = ok, r
 		changed = append(changed, f)
+		statChanged++
 	}
-	stats.Read = len(changed)
 	stats.Removed = len(rows)
 	if err := kb.applyRemovals(ctx, ix, rows); err != nil {
 		return err
@@ -275,7 +293,7 @@ func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, 
 	// so searches read one b-tree per term rather than one per batch. Its
 	// merging of segments as batches commit (automerge) would be work done
 	// twice: it is off meanwhile.
-	bulk := len(changed) >= kb.bulkAfter
+	bulk := statChanged >= kb.bulkAfter
 	if bulk {
 		if err := ix.setAutomerge(ctx, 0); err != nil {
 			return kb.indexError(ix, err)
@@ -285,7 +303,8 @@ func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, 
 	if bulk {
 		batch = bulkBatch
 	}
-	denied, err := kb.applyChanges(ctx, ix, changed, batch, o.Progress)
+	denied, same, err := kb.applyChanges(ctx, ix, changed, batch, o.Progress)
+	stats.Read = len(changed) - same
 	unreadable = append(unreadable, denied...)
 	stats.TooLarge, stats.TooLargePaths = len(tooLarge), firstPaths(tooLarge)
 	stats.Unreadable, stats.UnreadablePaths = len(unreadable), firstPaths(unreadable)
@@ -384,18 +403,28 @@ type indexed struct {
 	body  []byte
 	gone  bool
 	known bool // the index had a row for it
+	prev  row  // that row, as the walk found it
+}
+
+// unchanged reports whether r, read, is what the index's row (as the walk
+// found it) holds already: same content, same stat, not racy.
+func (r indexed) unchanged() bool {
+	p, n := r.prev, r.row
+	return r.known && !r.gone && n.indexed && p.indexed && !n.racy() && n.hash != 0 &&
+		p.hash == n.hash && p.title == n.title && p.size == n.size && p.mtime == n.mtime && p.inode == n.inode && p.ctime == n.ctime
 }
 
 // applyChanges reads the changed files in parallel and applies them in
 // transactions of up to size files and batchBytes of text, as they come,
 // so the texts read never pile up. It returns the paths of the files it
-// could not read (permissions).
-func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, size int, progress func(done, total int)) (unreadable []string, _ error) {
+// could not read (permissions), and how many it found as the index holds
+// them (their content the same), which it did not index again.
+func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, size int, progress func(done, total int)) (unreadable []string, same int, _ error) {
 	if progress != nil {
 		progress(0, len(changed))
 	}
 	if len(changed) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	results := make(chan indexed, reconcileBatch)
 	var readErr error
@@ -414,7 +443,9 @@ func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, 
 			if kb.beforeApply != nil {
 				kb.beforeApply()
 			}
-			applyErr = kb.applyBatch(ctx, ix, batch)
+			var n int
+			n, applyErr = kb.applyBatch(ctx, ix, batch)
+			same += n
 		}
 		done += len(batch)
 		clear(batch) // drop the texts
@@ -427,6 +458,15 @@ func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, 
 		if r.row.unreadable {
 			unreadable = append(unreadable, r.id+".md")
 		}
+		if r.unchanged() {
+			// Read to compare (kb index): as indexed, nothing to write.
+			same++
+			done++
+			if progress != nil && done%64 == 0 && applyErr == nil {
+				progress(done, len(changed))
+			}
+			continue
+		}
 		batch, held = append(batch, r), held+len(r.body)
 		if len(batch) >= size || held >= batchBytes {
 			flush()
@@ -434,27 +474,28 @@ func (kb *Base) applyChanges(ctx context.Context, ix *ftsIndex, changed []file, 
 	}
 	flush()
 	if readErr != nil {
-		return unreadable, readErr
+		return unreadable, same, readErr
 	}
-	return unreadable, applyErr
+	return unreadable, same, applyErr
 }
 
 // readForIndex reads one changed file (unless it is over MaxBytes). One it
 // may not read gets a row that says so, with what the walk found of it.
 func (kb *Base) readForIndex(f file) indexed {
 	if f.size > kb.opts.MaxBytes {
-		return indexed{id: f.id, known: f.known, row: row{size: f.size, mtime: f.mtime, inode: f.inode}}
+		return indexed{id: f.id, known: f.known, prev: f.prev, row: row{size: f.size, mtime: f.mtime, inode: f.inode, ctime: f.ctime}}
 	}
 	now := time.Now()
 	data, fi, err := kb.readConcept(f.id)
 	if errors.Is(err, fs.ErrPermission) && f.statted { // not a search's stale hit, which knows no size or mtime
-		return indexed{id: f.id, known: f.known, row: row{size: f.size, mtime: f.mtime, inode: f.inode, unreadable: true}}
+		return indexed{id: f.id, known: f.known, prev: f.prev, row: row{size: f.size, mtime: f.mtime, inode: f.inode, ctime: f.ctime, unreadable: true}}
 	}
 	if err != nil {
-		return indexed{id: f.id, known: f.known, gone: true}
+		return indexed{id: f.id, known: f.known, prev: f.prev, gone: true}
 	}
 	title, body := indexedText(data)
-	return indexed{id: f.id, known: f.known, body: body, row: row{size: fi.Size(), mtime: indexMtime(fi, now), inode: inode(fi), indexed: true, title: title}}
+	return indexed{id: f.id, known: f.known, prev: f.prev, body: body, row: row{size: fi.Size(), mtime: indexMtime(fi, now), inode: inode(fi),
+		ctime: indexCtime(fi, now), hash: contentHash(data), indexed: true, title: title}}
 }
 
 // applyBatch stores a batch of read files in one transaction, each only if
@@ -462,17 +503,21 @@ func (kb *Base) readForIndex(f file) indexed {
 // renames, then updates the index in its own transaction) is never
 // overwritten by an older read.
 //
-// A file read within racyWindow of its modification (row mtime -1) can
-// only be compared by size and inode, and a file that replaced it since may
-// have both: two writes later, the second write's file can be renamed onto
-// the inode the first one's rename freed. So it is read again inside the
-// transaction: no write through agentctl renames while the transaction
-// holds the index's write lock, so what it reads is what the file holds
-// when the row is committed.
-func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) error {
+// A file read within racyWindow of its modification or status change (row
+// mtime or ctime -1) can only be compared by size and inode (and the other
+// time), and a file that replaced it since may have both: two writes later,
+// the second write's file can be renamed onto the inode the first one's
+// rename freed. So it is read again inside the transaction: no write
+// through agentctl renames while the transaction holds the index's write
+// lock, so what it reads is what the file holds when the row is committed.
+//
+// A file whose content is the one its row indexes (the hash; a touch, a
+// chmod, a copy of the same text, or a verifying read) only has its stat
+// recorded (see restat); applyBatch returns how many.
+func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) (same int, _ error) {
 	btx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
-		return kb.indexError(ix, err)
+		return 0, kb.indexError(ix, err)
 	}
 	defer btx.Rollback()
 	tx := newWriteTx(btx)
@@ -484,8 +529,8 @@ func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) e
 	at := map[string]int{} // index in puts by id
 	for _, r := range batch {
 		fi, err := kb.root.Stat(r.id + ".md")
-		if err == nil && !r.gone && r.row.indexed && r.row.mtime == -1 {
-			r = kb.readForIndex(file{id: r.id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi), known: r.known, statted: true})
+		if err == nil && !r.gone && r.row.indexed && r.row.racy() {
+			r = kb.readForIndex(file{id: r.id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi), ctime: ctime(fi), known: r.known, prev: r.prev, statted: true})
 		}
 		switch {
 		case err != nil || !fi.Mode().IsRegular():
@@ -493,9 +538,20 @@ func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) e
 		case r.gone:
 			gone = append(gone, r.id) // unreadable now: the next reconcile reads it
 		case fi.Size() != r.row.size || inode(fi) != r.row.inode ||
-			r.row.mtime != -1 && fi.ModTime().UnixNano() != r.row.mtime:
+			r.row.mtime != -1 && fi.ModTime().UnixNano() != r.row.mtime ||
+			r.row.ctime != -1 && ctime(fi) != r.row.ctime:
 			continue // changed since read: the next reconcile reads it
 		default:
+			if r.known {
+				ok, err := restat(ctx, tx, r.id, r.row)
+				if err != nil {
+					return 0, kb.indexError(ix, err)
+				}
+				if ok {
+					same++
+					continue
+				}
+			}
 			// Its row, if any: also one another process may have added
 			// since our walk.
 			gone = append(gone, r.id)
@@ -508,14 +564,17 @@ func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) e
 		}
 	}
 	if err := removeAll(ctx, tx, gone); err != nil {
-		return kb.indexError(ix, err)
+		return 0, kb.indexError(ix, err)
 	}
 	for _, r := range puts {
 		if err := put(ctx, tx, r.id, r.row, r.body, false); err != nil {
-			return kb.indexError(ix, err)
+			return 0, kb.indexError(ix, err)
 		}
 	}
-	return kb.indexError(ix, tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return 0, kb.indexError(ix, err)
+	}
+	return same, nil
 }
 
 func (kb *Base) indexError(ix *ftsIndex, err error) error {
@@ -582,6 +641,19 @@ func indexMtime(fi fs.FileInfo, readAt time.Time) int64 {
 		return -1
 	}
 	return fi.ModTime().UnixNano()
+}
+
+// indexCtime is the ctime to record of a file read at readAt: -1 if its
+// status changed within racyWindow of the read (a change as it was read,
+// with its size and modification time restored, would not show), so that
+// the next reconcile reads it again; it is indexed again only if its
+// content changed (the hash).
+func indexCtime(fi fs.FileInfo, readAt time.Time) int64 {
+	c := ctime(fi)
+	if c != 0 && readAt.UnixNano()-c < int64(racyWindow) {
+		return -1
+	}
+	return c
 }
 
 // canOpen reports whether the concept id's file can be opened now (or is

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,9 +18,11 @@ import (
 // checkIndex makes sure the index is not damaged, with kb.mu and the flock
 // held, and returns the index to use: PRAGMA quick_check, and with deep
 // FTS5's integrity-check when that finds nothing (FTS5's own records can be
-// damaged in pages SQLite finds sound). A damaged index is reset to an empty
-// one (see resetIndex) and stats.Damaged says what was wrong; the caller
-// then builds it from the folder. Checking under the flock, after any other
+// damaged in pages SQLite finds sound). A damaged index, or anything else
+// in its place that is not a usable index (a folder, a file that is not a
+// database, a database of another schema), is moved aside and an empty
+// index made in its place (see resetIndex); stats.Damaged says what was
+// wrong and where it went, and the caller then builds it from the folder. Checking under the flock, after any other
 // process's repair, a process never resets an index another has already
 // rebuilt.
 func (kb *Base) checkIndex(ctx context.Context, deep bool, stats *IndexStats) (*ftsIndex, error) {
@@ -57,12 +60,15 @@ func (kb *Base) checkIndex(ctx context.Context, deep bool, stats *IndexStats) (*
 	if kb.ix != nil {
 		private = kb.ix.private
 	}
-	fresh, err := resetIndex(ctx, path, ix)
+	fresh, aside, err := resetIndexFor(ctx, path, ix, damage)
 	if err != nil {
 		kb.ix = nil // it was ix or nil, and resetIndex closed ix
-		return nil, fmt.Errorf("knowledge base %q: search index %s is damaged (%s), and resetting it failed: %w; "+
-			"stop the agentctl processes that use it, remove it and its -wal and -shm files, and run agentctl kb index on the folder",
+		return nil, fmt.Errorf("knowledge base %q: search index %s is not usable (%s), and moving it aside to build it again failed: %w; "+
+			"stop the agentctl processes that use it, move it and its -wal and -shm files away, and run agentctl kb index on the folder",
 			kb.name, path, stats.Damaged, err)
+	}
+	if aside != "" {
+		stats.Damaged += "; " + aside
 	}
 	fresh.private = private
 	if kb.ix != nil && kb.ix != fresh {
@@ -73,16 +79,39 @@ func (kb *Base) checkIndex(ctx context.Context, deep bool, stats *IndexStats) (*
 	return fresh, nil
 }
 
-// damageText is what SQLite said of a damaged index, without our wrapping.
+// damageText is what SQLite (or our check) said of a damaged index, without
+// our wrapping.
 func damageText(err error) string {
+	if e, ok := errors.AsType[*damagedError](err); ok {
+		return e.Error()
+	}
 	if e, ok := errors.AsType[*sqlite.Error](err); ok {
 		return e.Error()
 	}
 	return err.Error()
 }
 
-// damagedError is the error of a check that found the index damaged.
+// damagedError is the error of a check that found the index damaged, or
+// something in its place that is not an index.
 type damagedError struct{ msg string }
+
+// notAFile returns a damagedError if the index database's path, or its
+// -wal or -shm file's, holds something other than a file (a folder, say),
+// which SQLite cannot open.
+func notAFile(path string) error {
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(f)
+		if err != nil || fi.Mode().IsRegular() {
+			continue
+		}
+		what := "not a regular file"
+		if fi.IsDir() {
+			what = "a folder"
+		}
+		return &damagedError{fmt.Sprintf("%s is %s, not a database file", f, what)}
+	}
+	return nil
+}
 
 func (e *damagedError) Error() string { return e.msg }
 
@@ -132,8 +161,24 @@ func (ix *ftsIndex) check(ctx context.Context, deep bool) (damage, err error) {
 	return nil, nil
 }
 
-// resetIndex makes the damaged index database at path an empty index, and
-// returns it open; ix is it open already, or nil.
+// resetIndex is resetIndexFor, when what is wrong is not known.
+func resetIndex(ctx context.Context, path string, ix *ftsIndex) (*ftsIndex, error) {
+	fresh, _, err := resetIndexFor(ctx, path, ix, nil)
+	return fresh, err
+}
+
+// resetIndexFor makes the damaged index database at path (damage says what
+// is wrong with it) an empty index, and returns it open; ix is it open
+// already, or nil. What was there is not deleted but kept beside it, under
+// a name with the suffix ".aside-<time>" (see asideName); aside says so,
+// naming it.
+//
+// Something SQLite cannot open (a folder) or does not take for a
+// database is renamed aside, with its -wal and -shm files (those first: a
+// process opening the index in between finds a database without a log,
+// never a log without its database), and a new database created. A
+// database (damaged, or of another schema) is copied aside, with its -wal
+// file, and then emptied in place:
 //
 // Through SQLite when it can: the online backup API copies an empty index
 // over it, within SQLite's locking and its write-ahead log, so every other
@@ -145,12 +190,50 @@ func (ix *ftsIndex) check(ctx context.Context, deep bool) (damage, err error) {
 // file open finds it damaged too, and comes here, where it finds the new
 // one sound.
 //
-// ix is resetIndex's to close: on an error it is closed, and on success
+// (Renaming a database other processes have open would not do: the last
+// connection of such a process to close deletes the -wal file by its name,
+// which by then is the new index's.)
+//
+// ix is resetIndexFor's to close: on an error it is closed, and on success
 // it is the index returned or closed.
-func resetIndex(ctx context.Context, path string, ix *ftsIndex) (fresh *ftsIndex, err error) {
+func resetIndexFor(ctx context.Context, path string, ix *ftsIndex, damage error) (fresh *ftsIndex, aside string, err error) {
 	defer func() {
 		if err != nil && ix != nil {
 			ix.db.Close() // idempotent, as sql.DB.Close is
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	if notAFile(path) != nil || sqliteCode(damage) == sqliteNotADB {
+		if ix != nil {
+			ix.db.Close()
+		}
+		to, err := moveAside(path)
+		if err != nil {
+			return nil, "", err
+		}
+		fresh, err = openIndex(ctx, path)
+		return fresh, "moved aside to " + to, err
+	}
+	to, err := copyAside(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if to != "" {
+		aside = "moved aside (copied) to " + to
+	}
+	fresh, err = resetDatabase(ctx, path, ix)
+	return fresh, aside, err
+}
+
+// resetDatabase empties the index database at path in place (see
+// resetIndexFor); ix is it open already, or nil, and is resetDatabase's
+// to close (see resetIndexFor).
+func resetDatabase(ctx context.Context, path string, ix *ftsIndex) (fresh *ftsIndex, err error) {
+	defer func() {
+		if err != nil && ix != nil {
+			ix.db.Close()
 		}
 	}()
 	db := (*sql.DB)(nil)
@@ -182,6 +265,78 @@ func resetIndex(ctx context.Context, path string, ix *ftsIndex) (fresh *ftsIndex
 		return nil, err
 	}
 	return openIndex(ctx, path)
+}
+
+// asideName is a name, beside path and not taken, for what was at path
+// (an index found unusable): path with the suffix ".aside-" and the time
+// (UTC), and "-2", "-3", ... if taken.
+func asideName(path string) string {
+	base := path + ".aside-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+	name := base
+	for i := 2; ; i++ {
+		taken := false
+		for _, f := range []string{name, name + "-wal", name + "-shm"} {
+			if _, err := os.Lstat(f); !errors.Is(err, fs.ErrNotExist) {
+				taken = true
+			}
+		}
+		if !taken {
+			return name
+		}
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+// moveAside renames what is at path, and its -wal and -shm files (those
+// first), to asideName(path) (with "-wal" and "-shm"), and returns that
+// name.
+func moveAside(path string) (string, error) {
+	to := asideName(path)
+	for _, suffix := range []string{"-wal", "-shm", ""} {
+		if err := os.Rename(path+suffix, to+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("move %s aside: %w", path+suffix, err)
+		}
+	}
+	return to, nil
+}
+
+// copyAside copies the database file at path, and its -wal file if there
+// is one, to asideName(path) (with "-wal"), and returns that name ("" if
+// there is no database file); on an error it leaves no copy.
+func copyAside(path string) (string, error) {
+	to := asideName(path)
+	for _, suffix := range []string{"", "-wal"} {
+		err := copyNewFile(path+suffix, to+suffix)
+		if suffix == "" && errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			os.Remove(to)
+			os.Remove(to + "-wal")
+			return "", fmt.Errorf("copy %s aside to %s: %w", path+suffix, to+suffix, err)
+		}
+	}
+	return to, nil
+}
+
+// copyNewFile copies the file from to the new file to (mode 0600: an index
+// holds the words of the concepts).
+func copyNewFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(to)
+		return err
+	}
+	return out.Close()
 }
 
 // removeIndexFiles removes the index database at path with its -wal and

@@ -19,10 +19,13 @@ type file struct {
 	size  int64
 	mtime int64
 	inode int64
+	ctime int64
 	known bool // reconcile: the index has a row for it
-	// statted: size, mtime and inode are the file's, from a walk or a
-	// stat; a search's stale hit knows only the id.
+	// statted: size, mtime, inode and ctime are the file's, from a walk or
+	// a stat; a search's stale hit knows only the id.
 	statted bool
+	// prev is the index's row for it, when known.
+	prev row
 }
 
 // scan walks the folder dir (relative, "" for the whole knowledge base) and
@@ -159,7 +162,7 @@ func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs
 				}
 				continue
 			}
-			files = append(files, file{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi), statted: true})
+			files = append(files, file{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi), ctime: ctime(fi), statted: true})
 		}
 	}
 	return subdirs, files, unreadable, nil

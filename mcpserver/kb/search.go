@@ -43,7 +43,8 @@ type SearchOutput struct {
 // mounting the folder. Writes through [Base.Write] update it in the same
 // step as the file. Edits made outside agentctl are picked up by a
 // reconcile: a stat walk (no reads) that re-reads only files whose size,
-// modification time or inode changed. The first search of an index that no
+// modification time, inode or status change time changed, and indexes them
+// again if their content did (a hash). The first search of an index that no
 // reconcile has completed builds it first. Later, a search finding that no
 // process has completed a reconcile within RefreshInterval starts one in
 // the background and answers from the index as it is; while searches come
@@ -178,7 +179,8 @@ func (kb *Base) searchResults(ctx context.Context, hits []hit, terms []string) (
 			state[i] = 2 // gone or unreadable: the index must say so
 			return
 		}
-		if fi.Size() != h.size || inode(fi) != h.inode || h.mtime != -1 && fi.ModTime().UnixNano() != h.mtime {
+		if fi.Size() != h.size || inode(fi) != h.inode || h.mtime != -1 && fi.ModTime().UnixNano() != h.mtime ||
+			h.ctime != -1 && ctime(fi) != h.ctime {
 			state[i] = 2
 			return
 		}
@@ -205,7 +207,8 @@ func (kb *Base) reindex(ctx context.Context, ix *ftsIndex, files []file) error {
 	for i, f := range files {
 		batch[i] = kb.readForIndex(f)
 	}
-	return kb.applyBatch(ctx, ix, batch)
+	_, err := kb.applyBatch(ctx, ix, batch)
+	return err
 }
 
 // closedOr returns the error of a closed base, if it was closed meanwhile,
