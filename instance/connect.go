@@ -2,6 +2,8 @@ package instance
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,6 +138,9 @@ type ConnectResult struct {
 	// Backup is the copy of the file as it was before agentctl first
 	// changed it, when there is one.
 	Backup string `json:"backup,omitempty"`
+	// Previous is the copy of the file as it was before this change
+	// (FILE.agentctl-bak.1; older ones are rotated to .2 ... .5).
+	Previous string `json:"previous,omitempty"`
 }
 
 // ConnectPath is the file `instance connect` edits for rec in scope.
@@ -237,12 +242,14 @@ func memberObject(doc any, key string) (*jsonObject, bool) {
 
 // Connect writes rec's server entry, under rec's server name, into the
 // file its client reads by default in o.Scope ([ConnectPath]), keeping every
-// other entry and key of that file: JSON keeps its key order and
-// indentation; Codex's TOML is decoded and encoded again, which keeps every
-// value but drops comments (the backup keeps them). The file is written
-// atomically with its mode; before agentctl first changes it, a copy is
-// kept as FILE.agentctl-bak. A file that does not parse is refused and left
-// as it is. Connecting again changes nothing.
+// other byte of that file: in JSON only the entry's own bytes are written
+// (the rest keeps its formatting, its numbers as written, its escapes and
+// even invalid UTF-8); in Codex's TOML only the entry's tables. The file is
+// edited under a lock and replaced atomically with its mode, and only if
+// no one changed it meanwhile ([editConfig]); before each change a copy is
+// kept as FILE.agentctl-bak.1 (rotated up to .5), and before the first one
+// as FILE.agentctl-bak. A file that does not parse is refused and left as it
+// is. Connecting again changes nothing.
 func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	f, path, err := resolveConnect(rec, o)
 	if err != nil {
@@ -253,66 +260,125 @@ func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 		return nil, err
 	}
 	res := &ConnectResult{Path: path, Key: joinKey(f.Key, rec.ServerName)}
-	return res, editConfig(path, f.Kind, func(doc any) (any, error) {
+	err = editConfig(path, res, func(data []byte, exists bool) (*fileEdit, error) {
+		res.Action = ""
 		switch f.Kind {
 		case "block":
-			old, _ := doc.([]byte)
 			switch {
-			case old == nil:
+			case !exists:
 				res.Action = "added"
-			case bytes.Equal(old, entry.([]byte)):
+			case bytes.Equal(data, entry.([]byte)):
 				res.Action = "unchanged"
 				return nil, nil
-			case !o.Force && !startsInstance(string(old), rec.ID):
-				return nil, notOurs(path, res.Key, rec.ID, "replace", string(old))
+			case !o.Force && !startsInstance(string(data), rec.ID):
+				return nil, notOurs(path, res.Key, rec.ID, "replace", string(data))
 			default:
 				res.Action = "replaced"
 			}
-			return entry, nil
+			return &fileEdit{next: entry.([]byte)}, nil
 		case "toml":
-			top, _ := doc.(map[string]any)
-			if top == nil {
-				top = map[string]any{}
+			doc := map[string]any{}
+			if len(bytes.TrimSpace(bytes.TrimPrefix(data, utf8BOM))) > 0 {
+				d, err := decodeTOML(path, data)
+				if err != nil {
+					return nil, err
+				}
+				doc = d
 			}
-			servers, ok := top[f.Key].(map[string]any)
-			if !ok && top[f.Key] != nil {
+			servers, ok := doc[f.Key].(map[string]any)
+			if !ok && doc[f.Key] != nil {
 				return nil, invalidf("%s: %s is not a table, which is where the client looks for its servers; nothing was changed: make it a table ([%s.NAME] sections), or move the file away", path, f.Key, f.Key)
-			}
-			if servers == nil {
-				servers = map[string]any{}
-				top[f.Key] = servers
 			}
 			old, exists := servers[rec.ServerName]
 			if err := decide(res, exists, old, entry, o.Force, rec.ID, path); err != nil || res.Action == "unchanged" {
 				return nil, err
 			}
-			servers[rec.ServerName] = entry
-			return top, nil
-		default:
-			top, ok := doc.(*jsonObject)
-			if doc == nil {
-				top, ok = newJSONObject(), true
-			}
-			if !ok {
-				return nil, invalidf("%s is not a JSON object, which is what the client reads; nothing was changed: fix the file, or move it away", path)
-			}
-			sv, _ := top.get(f.Key)
-			servers, ok := sv.(*jsonObject)
-			if !ok && sv != nil {
-				return nil, invalidf("%s: %q is not an object of servers by name, which is where the client looks for them; nothing was changed: fix the file, or move it away", path, f.Key)
-			}
-			if servers == nil {
-				servers = newJSONObject()
-				top.set(f.Key, servers)
-			}
-			old, exists := servers.get(rec.ServerName)
-			if err := decide(res, exists, old, entry, o.Force, rec.ID, path); err != nil || res.Action == "unchanged" {
+			next, err := editTOML(path, data, doc, f.Key, rec.ServerName, entry)
+			if err != nil {
 				return nil, err
 			}
-			servers.set(rec.ServerName, entry)
-			return top, nil
+			return &fileEdit{next: next}, nil
+		default:
+			return connectJSON(path, data, f.Key, rec, entry, o.Force, res)
 		}
-	}, res)
+	})
+	if err != nil {
+		return res, err
+	}
+	if res.Action != "" {
+		recordConnected(rec, path, entry)
+	}
+	return res, nil
+}
+
+// connectJSON adds or replaces rec's entry in a JSON file, changing only
+// the entry's bytes (or, where there were none, the servers object's).
+func connectJSON(path string, data []byte, key string, rec *Record, entry any, force bool, res *ConnectResult) (*fileEdit, error) {
+	bom := bytes.HasPrefix(data, utf8BOM)
+	body := bytes.TrimPrefix(data, utf8BOM)
+	name := rec.ServerName
+	withBOM := func(b []byte) *fileEdit {
+		if bom { // as the file had it
+			b = append(append([]byte{}, utf8BOM...), b...)
+		}
+		return &fileEdit{next: b}
+	}
+	unit := jsonIndent(body)
+	if len(bytes.TrimSpace(body)) == 0 {
+		servers, top := newJSONObject(), newJSONObject()
+		servers.set(name, entry)
+		top.set(key, servers)
+		next, err := encodeOrderedJSON(top, unit)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w; nothing was changed", path, err)
+		}
+		res.Action = "added"
+		return withBOM(next), nil
+	}
+	root, err := scanJSON(body)
+	if err != nil {
+		return nil, unreadable(path, err.Error())
+	}
+	if root.kind != '{' {
+		return nil, invalidf("%s is not a JSON object, which is what the client reads; nothing was changed: fix the file, or move it away", path)
+	}
+	var next []byte
+	_, sv := root.member(key)
+	switch {
+	case sv == nil:
+		servers := newJSONObject()
+		servers.set(name, entry)
+		next, err = jsonInsert(body, root, key, servers, unit)
+		res.Action = "added"
+	case sv.val.kind != '{':
+		return nil, invalidf("%s: %q is not an object of servers by name, which is where the client looks for them; nothing was changed: fix the file, or move it away", path, key)
+	default:
+		_, m := sv.val.member(name)
+		if m == nil {
+			next, err = jsonInsert(body, sv.val, name, entry, unit)
+			res.Action = "added"
+			break
+		}
+		old, derr := decodeJSON(body[m.val.start:m.val.end])
+		if derr != nil {
+			return nil, unreadable(path, derr.Error())
+		}
+		if err := decide(res, true, old, entry, force, rec.ID, path); err != nil || res.Action == "unchanged" {
+			return nil, err
+		}
+		ind, _ := lineIndent(body, m.keyStart)
+		var val []byte
+		if val, err = encodeAt(entry, ind, unit); err == nil {
+			next = splice(body, m.val.start, m.val.end, lineEnds(body, val))
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w; nothing was changed", path, err)
+	}
+	if err := checkJSONEdit(path, body, next, key, name, entry); err != nil {
+		return nil, err
+	}
+	return withBOM(next), nil
 }
 
 // decide sets res.Action for an entry that exists (or not) as old, to be
@@ -331,11 +397,14 @@ func decide(res *ConnectResult, exists bool, old, entry any, force bool, id, pat
 	return nil
 }
 
-// Disconnect removes exactly rec's entry from the file [Connect] writes,
-// leaving every other entry (and an empty map when it was the last). An
-// entry under rec's server name that does not start this instance is
-// refused unless o.Force. An absent entry or file is no error
-// (Action "absent").
+// Disconnect removes rec's entry from the file [Connect] writes, changing
+// nothing else in it (an empty map is left when it was the last; a
+// Continue block file is removed). Only an entry that is still what
+// agentctl wrote (what connect wrote there, or what the instance would
+// write now) is removed: an entry under rec's server name that starts
+// something else, or that was changed since (by hand), is refused and left
+// unless o.Force, which removes it anyway (a backup is kept, as for every
+// change). An absent entry or file is no error (Action "absent").
 func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	f, path, err := resolveConnect(rec, o)
 	if err != nil {
@@ -345,46 +414,168 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return res, nil
 	}
-	return res, editConfig(path, f.Kind, func(doc any) (any, error) {
-		var old any
-		var remove func()
+	name := rec.ServerName
+	err = editConfig(path, res, func(data []byte, exists bool) (*fileEdit, error) {
+		res.Action = "absent"
+		if !exists {
+			return nil, nil
+		}
 		switch f.Kind {
 		case "block":
-			old = string(doc.([]byte))
-			remove = func() {}
+			if err := removable(rec, path, res.Key, string(data), o.Force); err != nil {
+				return nil, err
+			}
+			res.Action = "removed"
+			return &fileEdit{remove: true}, nil
 		case "toml":
-			top, _ := doc.(map[string]any)
-			servers, _ := top[f.Key].(map[string]any)
-			v, ok := servers[rec.ServerName]
+			if len(bytes.TrimSpace(bytes.TrimPrefix(data, utf8BOM))) == 0 {
+				return nil, nil
+			}
+			doc, err := decodeTOML(path, data)
+			if err != nil {
+				return nil, err
+			}
+			servers, _ := doc[f.Key].(map[string]any)
+			old, ok := servers[name]
 			if !ok {
 				return nil, nil
 			}
-			old, remove = v, func() { delete(servers, rec.ServerName) }
+			if err := removable(rec, path, res.Key, old, o.Force); err != nil {
+				return nil, err
+			}
+			next, err := editTOML(path, data, doc, f.Key, name, nil)
+			if err != nil {
+				return nil, err
+			}
+			res.Action = "removed"
+			return &fileEdit{next: next}, nil
 		default:
-			servers, ok := memberObject(doc, f.Key)
-			if !ok {
+			body := bytes.TrimPrefix(data, utf8BOM)
+			if len(bytes.TrimSpace(body)) == 0 {
 				return nil, nil
 			}
-			v, ok := servers.get(rec.ServerName)
-			if !ok {
+			root, err := scanJSON(body)
+			if err != nil {
+				return nil, unreadable(path, err.Error())
+			}
+			_, sv := root.member(f.Key)
+			if sv == nil || sv.val.kind != '{' {
 				return nil, nil
 			}
-			old, remove = v, func() { servers.remove(rec.ServerName) }
+			i, m := sv.val.member(name)
+			if m == nil {
+				return nil, nil
+			}
+			old, err := decodeJSON(body[m.val.start:m.val.end])
+			if err != nil {
+				return nil, unreadable(path, err.Error())
+			}
+			if err := removable(rec, path, res.Key, old, o.Force); err != nil {
+				return nil, err
+			}
+			next := jsonRemove(body, sv.val, i)
+			if err := checkJSONEdit(path, body, next, f.Key, name, nil); err != nil {
+				return nil, err
+			}
+			res.Action = "removed"
+			return &fileEdit{next: append(data[:len(data)-len(body):len(data)-len(body)], next...)}, nil
 		}
-		if !o.Force && !startsInstance(old, rec.ID) {
-			return nil, notOurs(path, res.Key, rec.ID, "remove", old)
-		}
-		remove()
-		res.Action = "removed"
-		if f.Kind == "block" {
-			return removeFile{}, nil
-		}
-		return doc, nil
-	}, res)
+	})
+	if err == nil && res.Action == "removed" {
+		forgetConnected(rec, path)
+	}
+	return res, err
 }
 
-// removeFile, returned by an edit, removes the file.
-type removeFile struct{}
+// removable says whether disconnect may remove old, the entry under rec's
+// server name: one that starts another instance or something else, or
+// that is no longer what agentctl wrote, only with force.
+func removable(rec *Record, path, key string, old any, force bool) error {
+	if force {
+		return nil
+	}
+	if !startsInstance(old, rec.ID) {
+		return notOurs(path, key, rec.ID, "remove", old)
+	}
+	if wroteIt(rec, path, old) {
+		return nil
+	}
+	return invalidf("%s: the entry %s was changed since agentctl connected it (it is neither what connect wrote nor what instance %s would write now); nothing was changed. "+
+		"Remove it yourself, or pass --force to remove it anyway (the file is kept first as %s.1)", path, key, rec.ID, path+BackupSuffix)
+}
+
+// wroteIt reports whether old is what agentctl connected into path for
+// rec, or what it would connect now.
+func wroteIt(rec *Record, path string, old any) bool {
+	if now, err := InstanceEntry(rec); err == nil && canonical(now) == canonical(old) {
+		return true
+	}
+	if rec.Dir == "" {
+		return false
+	}
+	data, err := os.ReadFile(connectedRecordPath(rec, path))
+	if err != nil {
+		return false
+	}
+	var r connectedRecord
+	return json.Unmarshal(data, &r) == nil && r.Path == path && r.Entry == entryHash(old)
+}
+
+// connectedRecord is what connect wrote into a client's file (a hash of
+// it: an HTTP entry holds the instance's token), kept in the instance's
+// directory so that disconnect knows the entry as agentctl wrote it after
+// the instance's own changed (a rotated token).
+type connectedRecord struct {
+	Path  string `json:"path"`
+	Entry string `json:"entry_sha256"`
+}
+
+func entryHash(v any) string {
+	sum := sha256.Sum256([]byte(canonical(v)))
+	return hex.EncodeToString(sum[:])
+}
+
+func connectedRecordPath(rec *Record, path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return filepath.Join(rec.Dir, "connected-"+hex.EncodeToString(sum[:8])+".json")
+}
+
+// recordConnected keeps what connect wrote into path; it is only an aid to
+// disconnect, so failing to keep it is no error.
+func recordConnected(rec *Record, path string, entry any) {
+	if rec.Dir == "" {
+		return
+	}
+	if _, err := os.Stat(rec.Dir); err != nil {
+		return
+	}
+	data, err := json.Marshal(connectedRecord{Path: path, Entry: entryHash(entry)})
+	if err == nil {
+		_ = writeAtomic(connectedRecordPath(rec, path), data, 0o600)
+	}
+}
+
+func forgetConnected(rec *Record, path string) {
+	if rec.Dir != "" {
+		_ = os.Remove(connectedRecordPath(rec, path))
+	}
+}
+
+// canonical is an entry (or a block file's text) in one form for
+// comparison: member order and numbers as written kept.
+func canonical(v any) string {
+	switch t := v.(type) {
+	case []byte:
+		return "text:" + string(t)
+	case string:
+		return "text:" + t
+	}
+	if b, err := encodeOrderedJSON(v, ""); err == nil {
+		return string(b)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
 
 func notOurs(path, key, id, verb string, old any) error {
 	whose := "it starts something else"
@@ -557,12 +748,15 @@ func Connected(rec *Record, o ConnectOptions) (string, bool) {
 		servers, _ := m[f.Key].(map[string]any)
 		entry = servers[rec.ServerName]
 	default:
-		doc, err := parseOrderedJSON(data)
+		body := bytes.TrimPrefix(data, utf8BOM)
+		root, err := scanJSON(body)
 		if err != nil {
 			return path, false
 		}
-		if servers, ok := memberObject(doc, f.Key); ok {
-			entry, _ = servers.get(rec.ServerName)
+		if _, sv := root.member(f.Key); sv != nil && sv.val.kind == '{' {
+			if _, m := sv.val.member(rec.ServerName); m != nil {
+				entry, _ = decodeJSON(body[m.val.start:m.val.end])
+			}
 		}
 	}
 	return path, entry != nil && startsInstance(entry, rec.ID)

@@ -91,6 +91,9 @@ func TestConnectDisconnectGolden(t *testing.T) {
 			if bak, _ := os.ReadFile(path + instance.BackupSuffix); !bytes.Equal(bak, before) {
 				t.Errorf("backup differs from the file before:\n%s", bak)
 			}
+			if prev, _ := os.ReadFile(path + instance.BackupSuffix + ".1"); res.Previous != path+instance.BackupSuffix+".1" || !bytes.Equal(prev, before) {
+				t.Errorf("per-change backup %q holds\n%s\nwant the file before", res.Previous, prev)
+			}
 			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
 				t.Errorf("mode %v, want the file's own 0640", fi.Mode().Perm())
 			}
@@ -121,8 +124,16 @@ func TestConnectDisconnectGolden(t *testing.T) {
 			}
 			gone, _ := os.ReadFile(path)
 			golden(t, "connect/"+c.name+".disconnected", gone)
+			if !bytes.Equal(gone, before) {
+				t.Errorf("connect and disconnect did not give the file back byte for byte:\n%s", gone)
+			}
 			if bak, _ := os.ReadFile(path + instance.BackupSuffix); !bytes.Equal(bak, before) {
 				t.Errorf("the backup of the first version was overwritten:\n%s", bak)
+			}
+			prev1, _ := os.ReadFile(path + instance.BackupSuffix + ".1")
+			prev2, _ := os.ReadFile(path + instance.BackupSuffix + ".2")
+			if !bytes.Equal(prev1, after) || !bytes.Equal(prev2, before) {
+				t.Errorf("per-change backups: .1\n%s\n.2\n%s\nwant the connected file, then the one before", prev1, prev2)
 			}
 			res, err = instance.Disconnect(rec, o)
 			if err != nil || res.Action != "absent" {
@@ -355,8 +366,9 @@ func TestConnectKeepsBOM(t *testing.T) {
 // TestConnectEntryWithFlagsBefore: an entry whose arguments put other
 // flags between `mcp serve` and --instance (or write --instance=ID, or run
 // it from a shell's command text, or reach it at a URL of its own) starts
-// the instance it names: its own instance's entry is replaced and removed
-// without Force, and Connected says so; another instance's is refused
+// the instance it names: its own instance's entry is replaced without
+// Force (and, not being what connect wrote, removed only with Force), and
+// Connected says so; another instance's is refused
 // naming that instance. (The check and the message once read entries
 // apart, and refused an instance's own entry as "instance ID's".)
 func TestConnectEntryWithFlagsBefore(t *testing.T) {
@@ -384,9 +396,22 @@ func TestConnectEntryWithFlagsBefore(t *testing.T) {
 				if _, ok := instance.Connected(rec, o); !ok {
 					t.Errorf("Connected: false for an entry that starts the instance")
 				}
+				if op.name == "disconnect" {
+					// Written by hand, not by connect: disconnect leaves it
+					// unless forced.
+					_, err := op.fn(rec, o)
+					if err == nil || !strings.Contains(err.Error(), "was changed since agentctl connected it") || !errors.Is(err, instance.ErrInvalid) {
+						t.Errorf("disconnect a hand-written entry: %v; want it refused", err)
+					}
+					if data, _ := os.ReadFile(path); string(data) != mine {
+						t.Errorf("disconnect changed a hand-written entry:\n%s", data)
+					}
+					o.Force = true
+				}
 				if res, err := op.fn(rec, o); err != nil || res.Action != op.want {
 					t.Errorf("%s its own entry: %+v, %v; want %s", op.name, res, err, op.want)
 				}
+				o.Force = false
 
 				theirs := strings.ReplaceAll(c.body, "ID", other.ID)
 				if err := os.WriteFile(path, []byte(theirs), 0o644); err != nil {

@@ -54,18 +54,29 @@ the client started as usual, in the instance's workspace, finds the endpoint:
 
 ` + connectFilesHelp + `
 
-Every other server and setting in a JSON file is kept, in its order, with its
-numbers as written (a UTF-8 byte order mark is kept too). Codex's config.toml is
-read and written again: its values are kept, but not its comments, its order
-(keys and tables come back sorted) or its inline tables. The file is replaced
-atomically with its mode; before agentctl first changes it a copy is kept as
-FILE.agentctl-bak. A file that does not parse, JSON with comments, a member
-name that comes twice in one object, or servers that are not where the client
-reads them, are refused (exit code 4) and the file left as it is. An entry named S that starts something
+Only the entry's own bytes are written: everything else in the file is kept byte
+for byte (its formatting and order, numbers as written such as 1e400, escapes,
+invalid UTF-8, a UTF-8 byte order mark, and in Codex's config.toml its comments
+and tables; a config.toml whose servers cannot take a table of their own, such
+as an inline table, is read and written again as a whole, which keeps its values
+but not its comments).
+The file is edited under an advisory lock (flock on it and on its directory) and
+replaced atomically, with its mode, only if it is still what agentctl read: if
+another program (an editor) changed it meanwhile, the edit is made again on its
+version; a file that keeps changing is refused (exit code 4).
+
+Backups: before each change the file as it was is kept as FILE.agentctl-bak.1,
+older copies rotated to FILE.agentctl-bak.2 ... .5 (the oldest dropped), and
+FILE.agentctl-bak keeps the file as it was before agentctl first changed it.
+
+A file that does not parse, JSON with comments, a member name that comes twice
+in one object, or servers that are not where the client reads them, are refused
+(exit code 4) and the file left as it is. An entry named S that starts something
 else (another instance) is refused unless --force. Connecting again changes
 nothing. Undo it with 'agentctl instance disconnect'.
 
-What was done is printed on stderr; -o json prints {path, key, action, backup}.`,
+What was done is printed on stderr; -o json prints {path, key, action, backup,
+previous} (backup: FILE.agentctl-bak; previous: the copy made before this change).`,
 		Example: `  id=$(agentctl instance create --agent cursor --workspace .)
   agentctl instance connect $id            # adds mcpServers.agentctl to ./.cursor/mcp.json
   agentctl instance connect $id --scope user
@@ -122,6 +133,9 @@ func instanceConnectRun(ctx context.Context, opts *InstanceConnectOptions, op fu
 			opts.IO.Narrate("%s: %s %s.", res.Path, res.Key, res.Action)
 			if res.Backup != "" {
 				opts.IO.Narrate("The file as it was before agentctl first changed it: %s", res.Backup)
+			}
+			if res.Previous != "" {
+				opts.IO.Narrate("The file as it was before this change: %s", res.Previous)
 			}
 		}
 		if r.Transport.Kind == instance.TransportHTTP && (res.Action == "added" || res.Action == "replaced" || res.Action == "unchanged") &&

@@ -1,0 +1,91 @@
+package instance_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/instance"
+)
+
+// TestConnectCompareAndSwap: a program that takes no lock (an editor)
+// writes the file while connect or disconnect edits it: its version is
+// what agentctl edits, whenever it lands.
+func TestConnectCompareAndSwap(t *testing.T) {
+	st := openStore(t)
+	const start = "{\n  \"mcpServers\": {\n    \"mine\": {\"command\": \"x\"}\n  },\n  \"n\": 1\n}\n"
+	for _, c := range []struct {
+		name, stage string
+		write       func(path string, data []byte) error
+	}{
+		// Saved as a new file renamed over the old one, after agentctl
+		// read the file and before its own rename.
+		{"renamed", "edited", func(path string, data []byte) error {
+			if err := os.WriteFile(path+".editor", data, 0o644); err != nil {
+				return err
+			}
+			return os.Rename(path+".editor", path)
+		}},
+		// Written in place, after agentctl's last check, into the file
+		// agentctl is about to replace.
+		{"in place", "checked", func(path string, data []byte) error { return os.WriteFile(path, data, 0o644) }},
+	} {
+		for _, op := range []struct {
+			name string
+			fn   func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error)
+		}{{"connect", instance.Connect}, {"disconnect", instance.Disconnect}} {
+			t.Run(c.name+"/"+op.name, func(t *testing.T) {
+				rec, path, o := clientFile(t, st, "cursor", ".cursor/mcp.json", start)
+				if op.name == "disconnect" {
+					if _, err := instance.Connect(rec, o); err != nil {
+						t.Fatal(err)
+					}
+				}
+				written := false
+				defer instance.SetConnectHookForTest(func(stage, p string) {
+					if stage != c.stage || written {
+						return
+					}
+					written = true
+					data, _ := os.ReadFile(p)
+					data = []byte(strings.Replace(string(data), `"mine"`, `"editor": {"command": "e"},`+"\n    \"mine\"", 1))
+					if err := c.write(p, data); err != nil {
+						t.Error(err)
+					}
+				})()
+				if _, err := op.fn(rec, o); err != nil {
+					t.Fatal(err)
+				}
+				data, _ := os.ReadFile(path)
+				if !written || !strings.Contains(string(data), `"editor": {"command": "e"}`) || !strings.Contains(string(data), `"n": 1`) {
+					t.Errorf("the other program's edit was lost:\n%s", data)
+				}
+				if (op.name == "connect") != strings.Contains(string(data), rec.ID) {
+					t.Errorf("%s did not do its own edit:\n%s", op.name, data)
+				}
+			})
+		}
+	}
+}
+
+// TestConnectKeepsChanging: a file that changes on every attempt is left
+// to the program writing it, with an error saying so (exit code 4).
+func TestConnectKeepsChanging(t *testing.T) {
+	st := openStore(t)
+	rec, path, o := clientFile(t, st, "cursor", ".cursor/mcp.json", `{"mcpServers": {}, "n": 0}`)
+	n := 0
+	defer instance.SetConnectHookForTest(func(stage, p string) {
+		if stage == "edited" {
+			n++
+			_ = os.WriteFile(p, []byte(`{"mcpServers": {}, "n": `+strings.Repeat("1", n)+`}`), 0o644)
+		}
+	})()
+	_, err := instance.Connect(rec, o)
+	if err == nil || !strings.Contains(err.Error(), "kept changing") || !errors.Is(err, instance.ErrConflict) {
+		t.Fatalf("err = %v, want one saying the file kept changing", err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != `{"mcpServers": {}, "n": `+strings.Repeat("1", n)+`}` {
+		t.Errorf("the file is not the other program's last version:\n%s", data)
+	}
+}
