@@ -49,7 +49,7 @@ func kbFreshIndex(t *testing.T, f *testFactory, dir string) kb.IndexStats {
 		t.Fatal(err)
 	}
 	var st kb.IndexStats
-	if err := json.Unmarshal([]byte(f.out.String()), &st); err != nil {
+	if err := json.Unmarshal(f.out.Bytes(), &st); err != nil {
 		t.Fatalf("kb index -o json: %q: %v", f.out.String(), err)
 	}
 	return st
@@ -66,7 +66,7 @@ func kbFreshSearch(t *testing.T, f *testFactory, dir, query string) []string {
 		t.Fatal(err)
 	}
 	var out kb.SearchOutput
-	if err := json.Unmarshal([]byte(f.out.String()), &out); err != nil {
+	if err := json.Unmarshal(f.out.Bytes(), &out); err != nil {
 		t.Fatalf("kb search -o json: %q: %v", f.out.String(), err)
 	}
 	ids := []string{}
