@@ -13,7 +13,7 @@ VERSION       ?= $(shell git describe --tags --match 'v*' 2>/dev/null || echo de
 COMMIT        ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS       := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build deps generate test test-go lint bench demo clean
+.PHONY: all build deps generate test test-go lint bench demo e2e-clients clean
 
 all: build
 
@@ -37,7 +37,7 @@ generate:
 # Unit tests, fuzz seeds, testscript end-to-end scripts and the real-client
 # tests (TypeScript SDK against the built binary), all under the race detector.
 test: deps
-	$(GO) test -race -count=1 ./... ./testdata/fakeclient
+	$(GO) test -race -count=1 -timeout 30m ./... ./testdata/fakeclient
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -56,6 +56,15 @@ bench: deps
 # tool names their models should see.
 demo: build deps
 	@bash testdata/demo.sh $(BIN)
+
+# Every catalog client's real program, at its pinned version (installed from
+# npm into $XDG_CACHE_HOME/agentctl/e2e-clients), run offline through
+# `agentctl instance run` against a fake model API; writes the matrix of what
+# worked to docs/CLIENTS.md. Not part of `make test`: it installs the clients and
+# takes minutes. E2E_FLAGS narrows it, e.g. E2E_FLAGS='-clients claude-code -transports stdio'.
+E2E_FLAGS ?=
+e2e-clients: build
+	$(GO) run ./testdata/e2eclients -agentctl $(BIN) -out docs/CLIENTS.md $(E2E_FLAGS)
 
 clean:
 	rm -rf bin $(TSCLIENT)/node_modules
