@@ -169,17 +169,17 @@ func (s *Store) CancelQuestion(ctx context.Context, instanceID, questionID strin
 // AddEvent records a progress event and returns it with its sequence number.
 func (s *Store) AddEvent(ctx context.Context, e Event) (*Event, error) {
 	e.At = s.stamp()
-	seq, err := insertEvent(ctx, s.db, e.At, e.InstanceID, e)
+	seq, run, err := insertEvent(ctx, s.db, e.At, e.InstanceID, e)
 	if err != nil {
 		return nil, s.orDeleted(ctx, e.InstanceID, err)
 	}
-	e.Seq = seq
+	e.Seq, e.RunID = seq, run
 	return &e, nil
 }
 
 // Events returns an instance's events with a sequence number above after.
 func (s *Store) Events(ctx context.Context, instanceID string, after int64) ([]*Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, instance_id, at, tool, status, message, percent FROM events WHERE instance_id = ? AND seq > ? ORDER BY seq`, instanceID, after)
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, instance_id, at, tool, status, message, percent, run_id FROM events WHERE instance_id = ? AND seq > ? ORDER BY seq`, instanceID, after)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (s *Store) Events(ctx context.Context, instanceID string, after int64) ([]*
 		var e Event
 		var at string
 		var pct sql.NullFloat64
-		if err := rows.Scan(&e.Seq, &e.InstanceID, &at, &e.Tool, &e.Status, &e.Message, &pct); err != nil {
+		if err := rows.Scan(&e.Seq, &e.InstanceID, &at, &e.Tool, &e.Status, &e.Message, &pct, &e.RunID); err != nil {
 			return nil, err
 		}
 		e.At, _ = time.Parse(timeFormat, at)

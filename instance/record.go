@@ -125,6 +125,9 @@ type Event struct {
 	Status  string   `json:"status"`
 	Message string   `json:"message"`
 	Percent *float64 `json:"percent,omitempty"`
+	// RunID is the id of the `agentctl instance run` under way when the
+	// event was recorded (its start and end included); "" outside a run.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // Redacted is a copy of the record for printing: see [mount.Mount.Redacted].

@@ -28,6 +28,10 @@ const runLockFile = ".run.lock"
 
 // Run is what the record keeps of the latest `instance run`.
 type Run struct {
+	// ID names the run (a lower-case ULID, so later runs sort later): the
+	// events recorded while it runs carry it, and `instance wait --run`
+	// waits for it. Records written before runs had ids have none.
+	ID string `json:"id,omitempty"`
 	// Program is the client program as started (the recipe's, not a path).
 	Program string `json:"program"`
 	// Mode is "headless" or "interactive".
@@ -234,17 +238,25 @@ func (s *Store) Running(id string) (bool, error) {
 	return false, nil
 }
 
-// StartRun records the start of a run in one transaction: ev (the
-// "running" event) and r as the record's last_run. It returns the event's
+// NewRunID returns a new run id (see [Run.ID]).
+func (s *Store) NewRunID() string { return s.newID(s.now()) }
+
+// StartRun records the start of a run in one transaction: r as the
+// record's last_run (given an id with [Store.NewRunID] if it has none) and
+// ev, the "running" event, which carries that id. It returns the event's
 // sequence number, for [Store.EndRun].
 func (s *Store) StartRun(ctx context.Context, id string, r Run, ev Event) (int64, error) {
+	if r.ID == "" {
+		r.ID = s.NewRunID()
+	}
 	var seq int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		if seq, err = insertEvent(ctx, tx, s.stamp(), id, ev); err != nil {
+		if err := setLastRun(ctx, tx, id, r); err != nil {
 			return err
 		}
-		return setLastRun(ctx, tx, id, r)
+		var err error
+		seq, _, err = insertEvent(ctx, tx, s.stamp(), id, ev)
+		return err
 	})
 	if err != nil {
 		return 0, s.orDeleted(ctx, id, err)
@@ -270,8 +282,8 @@ func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Ev
 				return err
 			}
 		}
-		if n == 0 {
-			if _, err := insertEvent(ctx, tx, s.stamp(), id, ev); err != nil {
+		if n == 0 { // before last_run gets its end: the event is the run's
+			if _, _, err := insertEvent(ctx, tx, s.stamp(), id, ev); err != nil {
 				return err
 			}
 			added = true
@@ -296,20 +308,22 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// execer is what runs a statement: the database or a transaction.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+// insertEvent stores e as instance id's event at at, and returns its
+// sequence number and run: the one INSERT of [Store.AddEvent] and the
+// runs'. The event belongs to the run the record's last_run names while
+// that has no end, whoever records it (the model's report_progress in the
+// endpoint as much as `instance run` itself), read in the statement.
+func insertEvent(ctx context.Context, tx querier, at time.Time, id string, e Event) (seq int64, run string, err error) {
+	err = tx.QueryRowContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent, run_id) VALUES (?, ?, ?, ?, ?, ?,
+		coalesce((SELECT json_extract(record, '$.last_run.id') FROM instances WHERE id = ? AND json_extract(record, '$.last_run.ended_at') IS NULL), ''))
+		RETURNING seq, run_id`,
+		id, at.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent, id).Scan(&seq, &run)
+	return seq, run, err
 }
 
-// insertEvent stores e as instance id's event at at, and returns its
-// sequence number: the one INSERT of [Store.AddEvent] and the runs'.
-func insertEvent(ctx context.Context, tx execer, at time.Time, id string, e Event) (int64, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, at.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent)
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
+// querier is what runs a query: the database or a transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // setLastRun sets the record's last_run in place, without decoding the
@@ -398,4 +412,14 @@ func PrivateRunCopy(r *Record) (*Record, func(), error) {
 	c := *r
 	c.MCPConfigPath = path
 	return &c, cleanup, nil
+}
+
+// LastRun is the record's latest `instance run` of instance id, nil if it
+// has never been run that way.
+func (s *Store) LastRun(ctx context.Context, id string) (*Run, error) {
+	r, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return r.LastRun, nil
 }

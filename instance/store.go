@@ -76,6 +76,10 @@ var migrations = []string{
 	CREATE TRIGGER events_status AFTER INSERT ON events BEGIN
 		UPDATE instances SET status = NEW.status WHERE id = NEW.instance_id AND status <> NEW.status;
 	END;`,
+	// 5: the run an event belongs to: the id of the `instance run` under
+	// way (the record's last_run without an end) when it was recorded, ''
+	// for none; `instance wait --run` reads a run's events by it.
+	`ALTER TABLE events ADD COLUMN run_id TEXT NOT NULL DEFAULT '';`,
 }
 
 // Store is the SQLite state of agentctl: instance records, questions, events.

@@ -123,10 +123,19 @@ type lostRuns struct {
 }
 
 func (l *lostRuns) Events(ctx context.Context, id string, after int64) ([]*instance.Event, error) {
+	l.endLost(ctx, id)
+	return l.Store.Events(ctx, id, after)
+}
+
+func (l *lostRuns) LastRun(ctx context.Context, id string) (*instance.Run, error) {
+	l.endLost(ctx, id)
+	return l.Store.LastRun(ctx, id)
+}
+
+func (l *lostRuns) endLost(ctx context.Context, id string) {
 	if now := time.Now(); now.Sub(l.last) >= time.Second {
 		l.last = now
-		// A failure here is the store's, which Events reports.
+		// A failure here is the store's, which the query after reports.
 		_, _ = l.Store.EndLostRun(ctx, id)
 	}
-	return l.Store.Events(ctx, id, after)
 }

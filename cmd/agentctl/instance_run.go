@@ -57,16 +57,24 @@ The instance's status follows the run: "running" while the client runs, then "do
 "done" or "failed" itself with report_progress. 'agentctl instance wait' and
 'instance list' see it. One run per instance at a time.
 
+Each run gets an id, told on stderr as the client starts ("agentctl: run ID of
+instance ... started"); with -o json, that line and one when the client has ended
+(status, exit code) are JSON objects on stderr, stdout staying the client's. The
+id is in 'instance show' (last_run) and in the events recorded during the run;
+'agentctl instance wait INSTANCE --run ID' waits for that run.
+
 SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to the client; run waits for it and
 exits with the client's exit code (128+N when signal N ended it), or 127 when the
 client's program is not installed. If agentctl itself is killed (SIGKILL, the OOM
-killer, a CI runner's hard stop), the client is sent SIGTERM (on Linux), and the
-next 'instance wait' or 'instance events' records the run as "failed", its exit
-code unknown, once the client is gone.
+killer, a CI runner's hard stop), the client is sent SIGTERM (on Linux); while it,
+or a process of its process group, still runs, another run of the instance is
+refused, naming it. The next 'instance wait' or 'instance events --follow' finds
+the run lost: it ends what is left of the client (SIGTERM, then SIGKILL after 10 s)
+and records the run as "failed", its exit code unknown.
 
 --dry-run prints what would run: the command line, the working directory and the
 environment variables set, with secrets hidden, and starts nothing; -o json prints
-that plan as JSON (and is refused without --dry-run).`,
+that plan as JSON.`,
 		Example: `  agentctl instance run fix-login --prompt 'Fix the failing login test'
   agentctl instance run "$id" --prompt-file task.md -- --model claude-opus-4
   agentctl instance run "$id" --prompt 'say hi' --dry-run -o json
@@ -81,10 +89,6 @@ that plan as JSON (and is refused without --dry-run).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(opts.Output); err != nil {
 				return err
-			}
-			if opts.Output == formatJSON && !opts.DryRun {
-				return usageErrorf("-o json prints the plan of --dry-run; a run's output is the client's own. " +
-					"After the run, 'agentctl instance show INSTANCE -o json' has its last_run (exit code, signal, times)")
 			}
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 {
@@ -167,7 +171,7 @@ func instanceRunRun(ctx context.Context, opts *InstanceRunOptions) error {
 			}
 			return printPlan(opts.IO, plan.Redacted(), opts.Output)
 		}
-		return runClient(ctx, opts.IO, st, r, plan)
+		return runClient(ctx, opts.IO, st, r, plan, opts.Output == formatJSON)
 	})
 }
 
@@ -231,7 +235,11 @@ func printPlan(ios *IOStreams, p *launch.Plan, format string) error {
 
 // runClient runs the plan with the run lock held, and makes the
 // instance's status and record follow it.
-func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *instance.Record, plan *launch.Plan) error {
+//
+// The run's id is told on stderr as the client starts (stdout is the
+// client's): a line of narration, or with asJSON a JSON object
+// ([runStartJSON]), and another ([runEndJSON]) when it has ended.
+func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *instance.Record, plan *launch.Plan, asJSON bool) error {
 	var nf *launch.ProgramNotFoundError
 	if _, err := plan.LookPath(); errors.As(err, &nf) {
 		return &exitError{code: 127, err: err, client: true}
@@ -254,7 +262,7 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 		defer log.Close()
 		fmt.Fprintf(log, "=== %s agentctl instance run: %s\n", time.Now().UTC().Format(time.RFC3339), plan.Redacted().CommandLine())
 	}
-	run := instance.Run{Program: plan.Program, Mode: string(plan.Mode)}
+	run := instance.Run{ID: st.NewRunID(), Program: plan.Program, Mode: string(plan.Mode)}
 	// The start is recorded while the client starts, not before.
 	type startRecord struct {
 		seq int64
@@ -263,6 +271,11 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 	recorded := make(chan startRecord, 1)
 	started := func(pid int, at time.Time) {
 		run.PID, run.StartedAt = pid, at.UTC()
+		if asJSON {
+			_ = ios.NarrateJSON(runStartJSON{Event: "started", Instance: r.ID, Run: run, Log: plan.Log})
+		} else {
+			ios.Narrate("agentctl: run %s of instance %s: %s started (%s, pid %d)", run.ID, r.ID, plan.Program, plan.Mode, pid)
+		}
 		go func(id string, r instance.Run) {
 			seq, err := st.StartRun(bg, id, r, instance.Event{Tool: instance.RunTool, Status: mcpserver.StatusRunning,
 				Message: fmt.Sprintf("started %s (%s, pid %d)", plan.Program, plan.Mode, pid)})
@@ -291,10 +304,33 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 		mcpserver.StatusDone, mcpserver.StatusFailed); err != nil {
 		ios.Narrate("agentctl: record the end of the run: %v", err)
 	}
+	if asJSON {
+		_ = ios.NarrateJSON(runEndJSON{Event: "ended", Instance: r.ID, Run: run, Status: status, Message: msg})
+	}
 	if res.ExitCode != 0 {
 		return &exitError{code: res.ExitCode, err: errSilent, client: true}
 	}
 	return nil
+}
+
+// runStartJSON is what `instance run -o json` prints on stderr as the
+// client starts: the run's id, program, mode, pid and start.
+type runStartJSON struct {
+	Event    string `json:"event"` // "started"
+	Instance string `json:"instance"`
+	instance.Run
+	Log string `json:"log,omitempty"` // the headless run's log
+}
+
+// runEndJSON is what `instance run -o json` prints on stderr once the
+// client has ended: last_run's fields and the status its end recorded
+// (the model's own final report, if it made one, stands in the events).
+type runEndJSON struct {
+	Event    string `json:"event"` // "ended"
+	Instance string `json:"instance"`
+	instance.Run
+	Status  string `json:"status"`
+	Message string `json:"message"`
 }
 
 // runOutcome is the status and message a run's end records, unless the

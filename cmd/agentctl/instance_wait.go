@@ -23,8 +23,13 @@ type InstanceWaitOptions struct {
 	Poll func(provision.EventSource) *provision.Poller
 
 	Instance string
-	Status   string
-	Timeout  time.Duration // 0: until interrupted
+	// Status, when set, waits for the instance's latest reported status
+	// instead of a run's end.
+	Status string
+	// Run is the run to wait for; "" the latest (or with Next the next).
+	Run     string
+	Next    bool
+	Timeout time.Duration // 0: until interrupted
 	// AllowUnanswered takes a done run whose questions went unanswered
 	// for a clean done (exit 0, with a warning).
 	AllowUnanswered bool
@@ -36,25 +41,59 @@ func NewCmdInstanceWait(f *Factory, runF func(context.Context, *InstanceWaitOpti
 	opts := &InstanceWaitOptions{IO: f.IOStreams, Store: f.Store}
 	statuses := mcpserver.ProgressStatuses()
 	cmd := &cobra.Command{
-		Use:   "wait INSTANCE --status STATUS",
-		Short: "Wait until the instance reports a status (for CI)",
-		Long: `Wait until the agent reports the given status with report_progress. Exits 0 when it
-is reached, 6 when the instance reports "failed" first, 5 when --timeout passes
-(see 'agentctl help exit-codes'). Events reported before the wait started count,
-from the start of the latest 'instance run' of the instance (all of them if it was
-never run that way): a done of an earlier run does not answer for the run under
-way, nor for one that failed since.
+		Use:   "wait INSTANCE [--run ID | --next | --status STATUS]",
+		Short: "Wait for the instance's run to end, or for a status (for CI)",
+		Long: `Wait for a run of the instance ('agentctl instance run') to end, and exit with its
+outcome: 0 done, 6 failed, 8 done although a question the agent asked got no
+answer; 5 when --timeout passes first (see 'agentctl help exit-codes'). The outcome
+is the model's own final report (report_progress done or failed) if it made one,
+else the client's exit code (0 done, anything else failed).
 
-A run that ends done although a question the agent asked in it got no answer
-(it expired, or the client stopped waiting) is not a clean done: wait --status
-done then exits 8 and names the question. --allow-unanswered accepts it (exit 0,
-with the warning).`,
-		Example:           `  agentctl instance wait "$id" --status done --timeout 30m`,
+By default wait is about the instance's latest run: while it runs, wait waits for
+its end; once it has ended, wait reports its outcome at once, so a run that ended
+before wait started is not missed; an earlier run's outcome never answers for it.
+That is the default because a pipeline that runs an instance means that run, not
+whatever the agent said last.
+
+  --run ID     waits for that run: 'instance run' prints its id as it starts, and
+               'instance show' keeps the latest (last_run.id);
+  --next       waits for the first run that starts after wait does: start wait
+               before 'instance run ... &' returns and the run cannot slip by;
+  --status S   waits for the instance's latest reported status to be S (one of
+               running, blocked, done, failed): at once if it is already, exit 6
+               if it is or becomes failed. That is how wait behaved before runs
+               had ids: use it for a client you started yourself, or to wait for
+               a status on the way (blocked: the agent asked a question).
+
+An instance never run with 'instance run' has no run to wait for: wait then waits
+as --status done does, and says so.
+
+A run that ends done although a question the agent asked in it got no answer (it
+expired, or the client stopped waiting) is not a clean done: wait exits 8 and names
+the question. --allow-unanswered accepts it (exit 0, with the warning).`,
+		Example: `  agentctl instance run "$id" --prompt 'Fix the failing test' > run.out 2>&1 &
+  agentctl instance wait "$id" --next --timeout 30m
+  agentctl instance wait "$id"                      # the latest run
+  agentctl instance wait "$id" --run "$run_id"
+  agentctl instance wait "$id" --status blocked     # until the agent asks`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
 		ValidArgsFunction: completeInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !slices.Contains(statuses, opts.Status) {
+			status := cmd.Flags().Changed("status")
+			if status && !slices.Contains(statuses, opts.Status) {
 				return usageErrorf("invalid --status %q: use one of %s", opts.Status, strings.Join(statuses, ", "))
+			}
+			if !status {
+				opts.Status = ""
+			}
+			if cmd.Flags().Changed("run") && strings.TrimSpace(opts.Run) == "" {
+				return usageErrorf("--run needs a run id: 'agentctl instance show INSTANCE' names the latest run (last_run.id)")
+			}
+			switch {
+			case status && (opts.Run != "" || opts.Next):
+				return usageErrorf("--status waits for the instance's latest reported status; --run and --next wait for a run's end: give one or the other")
+			case opts.Run != "" && opts.Next:
+				return usageErrorf("give --run ID or --next, not both")
 			}
 			if opts.Timeout < 0 {
 				return usageErrorf("invalid --timeout %s: use a positive duration, or 0 to wait until interrupted", opts.Timeout)
@@ -66,7 +105,9 @@ with the warning).`,
 			return instanceWaitRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.Status, "status", mcpserver.StatusDone, "the status to wait for: "+strings.Join(statuses, ", "))
+	cmd.Flags().StringVar(&opts.Status, "status", "", "wait for the instance's latest reported status to be this: "+strings.Join(statuses, ", "))
+	cmd.Flags().StringVar(&opts.Run, "run", "", "wait for the run with this `ID` to end")
+	cmd.Flags().BoolVar(&opts.Next, "next", false, "wait for the first run that starts after this call to end")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "give up after this long (0: wait until interrupted)")
 	cmd.Flags().BoolVar(&opts.AllowUnanswered, "allow-unanswered", false, "exit 0 for a done run in which a question got no answer (still warned about)")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(statuses, cobra.ShellCompDirectiveNoFileComp))
@@ -82,25 +123,55 @@ func instanceWaitRun(ctx context.Context, opts *InstanceWaitOptions) error {
 			ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 			defer cancel()
 		}
-		e, err := poller(opts.Poll, st).Wait(ctx, r.ID, opts.Status)
+		p := poller(opts.Poll, st)
+		status := opts.Status
+		var e *instance.Event
+		var err error
+		what := "reached " + status
+		if status == "" {
+			e, err = p.WaitRun(ctx, r.ID, opts.Run, opts.Next)
+			if errors.Is(err, provision.ErrNoRun) {
+				status, what = mcpserver.StatusDone, "reached "+mcpserver.StatusDone
+				opts.IO.Narrate("Instance %s has no run recorded ('agentctl instance run' never ran it): waiting for it to report done.", r.ID)
+				e, err = p.Wait(ctx, r.ID, status)
+			} else if e != nil {
+				what = "run " + e.RunID + " ended " + e.Status
+			}
+		} else {
+			e, err = p.Wait(ctx, r.ID, status)
+		}
 		var failed *provision.FailedError
 		var unanswered *provision.UnansweredError
 		switch {
 		case errors.As(err, &unanswered) && opts.AllowUnanswered:
 			opts.IO.Narrate("Warning: %v", err)
-			opts.IO.Narrate("Instance %s reached %s: %s", r.ID, opts.Status, e.Message)
+			opts.IO.Narrate("Instance %s %s: %s", r.ID, what, e.Message)
 			return nil
 		case errors.As(err, &unanswered):
 			return &exitError{code: ExitUnanswered, err: fmt.Errorf("%w; pass --allow-unanswered to accept that", err)}
 		case err == nil:
-			opts.IO.Narrate("Instance %s reached %s: %s", r.ID, opts.Status, e.Message)
+			opts.IO.Narrate("Instance %s %s: %s", r.ID, what, e.Message)
 			return nil
 		case errors.As(err, &failed):
 			return &exitError{code: ExitFailed, err: err}
 		case errors.Is(err, instance.ErrDeleted):
-			return &instance.NotFoundError{What: "instance", Ref: r.ID, Deleted: true, Hint: "it had not reported " + opts.Status}
+			hint := "it had not reported " + status
+			if status == "" {
+				hint = "its run had not ended"
+			}
+			return &instance.NotFoundError{What: "instance", Ref: r.ID, Deleted: true, Hint: hint}
 		case errors.Is(err, context.DeadlineExceeded):
-			return &exitError{code: ExitTimeout, err: fmt.Errorf("instance %s did not reach %s within %s", r.ID, opts.Status, opts.Timeout)}
+			goal := "reach " + status
+			switch {
+			case status != "":
+			case opts.Next:
+				goal = "start and end a run"
+			case opts.Run != "":
+				goal = "end run " + opts.Run
+			default:
+				goal = "end its run"
+			}
+			return &exitError{code: ExitTimeout, err: fmt.Errorf("instance %s did not %s within %s", r.ID, goal, opts.Timeout)}
 		}
 		return err
 	})

@@ -17,7 +17,13 @@ func TestNewCmdInstanceWait(t *testing.T) {
 		want    InstanceWaitOptions
 		wantErr string
 	}{
-		{args: []string{"fix-login"}, want: InstanceWaitOptions{Instance: "fix-login", Status: "done"}},
+		{args: []string{"fix-login"}, want: InstanceWaitOptions{Instance: "fix-login"}},
+		{args: []string{"x", "--run", "01k0000000000000000000000a"}, want: InstanceWaitOptions{Instance: "x", Run: "01k0000000000000000000000a"}},
+		{args: []string{"x", "--next", "--timeout", "1m"}, want: InstanceWaitOptions{Instance: "x", Next: true, Timeout: time.Minute}},
+		{args: []string{"x", "--status", "done"}, want: InstanceWaitOptions{Instance: "x", Status: "done"}},
+		{args: []string{"x", "--status", "done", "--next"}, wantErr: "--status waits for the instance's latest reported status; --run and --next wait for a run's end: give one or the other"},
+		{args: []string{"x", "--run", "r1", "--next"}, wantErr: "give --run ID or --next, not both"},
+		{args: []string{"x", "--run", " "}, wantErr: "--run needs a run id"},
 		{args: []string{"01jq3", "--status", "blocked", "--timeout", "30m"}, want: InstanceWaitOptions{Instance: "01jq3", Status: "blocked", Timeout: 30 * time.Minute}},
 		{args: []string{"--status=failed", "x", "--timeout=0"}, want: InstanceWaitOptions{Instance: "x", Status: "failed"}},
 		{args: []string{"x", "--status", "finished"}, wantErr: `invalid --status "finished": use one of running, blocked, done, failed`},

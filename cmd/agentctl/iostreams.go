@@ -279,6 +279,15 @@ func (s *IOStreams) PrintFields(fields [][2]string) error {
 	return nil
 }
 
+// NarrateJSON writes v as one line of JSON on stderr: what a command that
+// leaves stdout to another program (`instance run`'s client) says with -o
+// json.
+func (s *IOStreams) NarrateJSON(v any) error {
+	enc := json.NewEncoder(s.ErrOut)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
 // PrintJSONLine writes v as one line of JSON (JSON Lines).
 func (s *IOStreams) PrintJSONLine(v any) error {
 	enc := json.NewEncoder(s.Out)

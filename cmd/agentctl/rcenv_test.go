@@ -228,6 +228,7 @@ type rcEvent struct {
 	Status   string   `json:"status"`
 	Message  string   `json:"message"`
 	Percent  *float64 `json:"percent,omitempty"`
+	RunID    string   `json:"run_id,omitempty"`
 }
 
 func (ev rcEvent) String() string {

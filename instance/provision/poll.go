@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"time"
@@ -35,6 +36,9 @@ type Poller struct {
 type FailedError struct{ Event *instance.Event }
 
 func (e *FailedError) Error() string {
+	if e.Event.RunID != "" {
+		return fmt.Sprintf("instance %s reported failed (run %s): %s", e.Event.InstanceID, e.Event.RunID, e.Event.Message)
+	}
 	return fmt.Sprintf("instance %s reported failed: %s", e.Event.InstanceID, e.Event.Message)
 }
 
@@ -65,14 +69,14 @@ func (e *UnansweredError) Error() string {
 // yields a [*instance.NotFoundError] matching [instance.ErrDeleted] last). An error of the store ends it too: it is
 // yielded last, or ctx's error if ctx ended meanwhile.
 func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) iter.Seq2[*instance.Event, error] {
-	return p.events(ctx, instanceID, nil, follow)
+	return p.events(ctx, instanceID, nil, follow, 0)
 }
 
-// events is [Poller.Events] whose first poll's answer is first, when not
-// nil (the caller has polled once already).
-func (p *Poller) events(ctx context.Context, instanceID string, first []*instance.Event, follow bool) iter.Seq2[*instance.Event, error] {
+// events is [Poller.Events] from the event after seq after, whose first
+// poll's answer is first, when not nil (the caller has polled once
+// already).
+func (p *Poller) events(ctx context.Context, instanceID string, first []*instance.Event, follow bool, after int64) iter.Seq2[*instance.Event, error] {
 	return func(yield func(*instance.Event, error) bool) {
-		var after int64
 		for {
 			evs, err := first, error(nil)
 			if first == nil {
@@ -109,15 +113,16 @@ func (p *Poller) events(ctx context.Context, instanceID string, first []*instanc
 	}
 }
 
-// Wait polls until the instance reports status and returns that event.
-// Events reported before the wait started count, from the start of the
-// latest `instance run` recorded when the wait starts (every event, if
-// none was): an earlier run's end does not answer for a later one. Reaching done after a
-// question of the same run went unanswered returns the done event with an
-// [*UnansweredError]. It returns a [*FailedError]
-// if the instance reports [mcpserver.StatusFailed] first, an error matching
-// [instance.ErrDeleted] if it is deleted meanwhile, and ctx's error (a deadline is the caller's
-// timeout) if ctx ends first.
+// Wait polls until the instance's latest reported status is status and
+// returns the event that reported it: at once if it is already (a
+// [mcpserver.StatusUnanswered] event is not a status and does not count
+// as the latest), else at the first event reporting it. Reaching done
+// after a question of the same run (since the latest `instance run` start
+// before it, or since the first event) went unanswered returns the done
+// event with an [*UnansweredError]. It returns a [*FailedError] if the
+// latest status is, or becomes, [mcpserver.StatusFailed] first, an error
+// matching [instance.ErrDeleted] if the instance is deleted meanwhile, and
+// ctx's error (a deadline is the caller's timeout) if ctx ends first.
 func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance.Event, error) {
 	first, err := p.Source.Events(ctx, instanceID, 0)
 	if err != nil {
@@ -129,39 +134,183 @@ func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance
 	if first == nil {
 		first = []*instance.Event{}
 	}
-	// Only the latest run counts: a done of an earlier run says nothing
-	// of the one under way, nor of one that failed since.
-	var from int64
-	for _, e := range first {
-		if e.Tool == instance.RunTool && e.Status == mcpserver.StatusRunning {
-			from = e.Seq
+	// What was reported before the wait counts only as the latest status:
+	// a done of an earlier run says nothing of the one under way, nor of
+	// one that failed since.
+	latest := -1
+	for i, e := range first {
+		if e.Status != mcpserver.StatusUnanswered {
+			latest = i
 		}
 	}
 	var unanswered []*instance.Event // in the current run
-	for e, err := range p.events(ctx, instanceID, first, true) {
+	for i, e := range first {
+		unanswered = runQuestions(unanswered, e)
+		if i == latest {
+			if out, err, ok := reached(e, status, unanswered); ok {
+				return out, err
+			}
+		}
+	}
+	for e, err := range p.events(ctx, instanceID, nil, true, lastSeq(first)) {
 		if err != nil {
 			return nil, err
 		}
-		if e.Seq < from {
-			continue
-		}
-		switch {
-		case e.Tool == instance.RunTool && e.Status == mcpserver.StatusRunning:
-			unanswered = nil // a new run starts
-		case e.Status == mcpserver.StatusUnanswered:
-			unanswered = append(unanswered, e)
-		}
-		if e.Status == status {
-			if status == mcpserver.StatusDone && len(unanswered) > 0 {
-				return e, &UnansweredError{Event: e, Unanswered: unanswered}
-			}
-			return e, nil
-		}
-		if e.Status == mcpserver.StatusFailed {
-			return nil, &FailedError{Event: e}
+		unanswered = runQuestions(unanswered, e)
+		if out, err, ok := reached(e, status, unanswered); ok {
+			return out, err
 		}
 	}
 	return nil, ctx.Err() // not reached: a followed stream ends with an error
+}
+
+// runQuestions is the unanswered events of the current run once e is
+// seen: a run's start begins a new run with none.
+func runQuestions(unanswered []*instance.Event, e *instance.Event) []*instance.Event {
+	switch {
+	case e.Tool == instance.RunTool && e.Status == mcpserver.StatusRunning:
+		return nil
+	case e.Status == mcpserver.StatusUnanswered:
+		return append(unanswered, e)
+	}
+	return unanswered
+}
+
+// reached says whether e ends a wait for status, and how: e reports status
+// (with an [*UnansweredError] for a done after unanswered questions), or
+// failed.
+func reached(e *instance.Event, status string, unanswered []*instance.Event) (*instance.Event, error, bool) {
+	switch {
+	case e.Status == status && status == mcpserver.StatusDone && len(unanswered) > 0:
+		return e, &UnansweredError{Event: e, Unanswered: unanswered}, true
+	case e.Status == status:
+		return e, nil, true
+	case e.Status == mcpserver.StatusFailed:
+		return nil, &FailedError{Event: e}, true
+	}
+	return nil, nil, false
+}
+
+func lastSeq(evs []*instance.Event) int64 {
+	if n := len(evs); n > 0 {
+		return evs[n-1].Seq
+	}
+	return 0
+}
+
+// RunSource is what waiting for a run needs of the store: the events, and
+// the record's latest run; [*instance.Store] has it.
+type RunSource interface {
+	EventSource
+	LastRun(ctx context.Context, id string) (*instance.Run, error)
+}
+
+// ErrNoRun is what [Poller.WaitRun] returns for the latest run of an
+// instance that has never been run with `agentctl instance run`.
+var ErrNoRun = errors.New("the instance has no run recorded")
+
+// WaitRun waits for the end of a run of the instance and returns the event
+// of its outcome: the last done or failed its events hold (the model's own
+// report stands over the client's exit code), with a [*FailedError] for
+// failed and an [*UnansweredError] for done after a question of the run
+// went unanswered. The run is runID; "" is the latest run (ErrNoRun if
+// there is none), or with next the first run that starts after the call.
+// A run that has ended already is answered at once. A run that is not the
+// instance's is a [*instance.NotFoundError]; the instance deleted
+// meanwhile an error matching [instance.ErrDeleted]; ctx's end, ctx's error.
+// p.Source must be a [RunSource].
+func (p *Poller) WaitRun(ctx context.Context, instanceID, runID string, next bool) (*instance.Event, error) {
+	src, ok := p.Source.(RunSource)
+	if !ok {
+		return nil, fmt.Errorf("waiting for a run needs a store that records runs")
+	}
+	lastRun := func() (*instance.Run, error) {
+		r, err := src.LastRun(ctx, instanceID)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, instance.ErrNotFound):
+			return nil, &instance.NotFoundError{What: "instance", Ref: instanceID, Deleted: true, Hint: "its run had not ended"}
+		}
+		return r, err
+	}
+	pause := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.after():
+			return nil
+		}
+	}
+	lr, err := lastRun()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case next:
+		var base string
+		if lr != nil {
+			base = lr.ID
+		}
+		for lr == nil || lr.ID == "" || lr.ID == base {
+			if err := pause(); err != nil {
+				return nil, err
+			}
+			if lr, err = lastRun(); err != nil {
+				return nil, err
+			}
+		}
+		runID = lr.ID
+	case runID == "":
+		if lr == nil || lr.ID == "" {
+			return nil, ErrNoRun
+		}
+		runID = lr.ID
+	}
+	for lr != nil && lr.ID == runID && lr.EndedAt == nil {
+		if err := pause(); err != nil {
+			return nil, err
+		}
+		if lr, err = lastRun(); err != nil {
+			return nil, err
+		}
+	}
+	// Ended: its end and its events were recorded in one transaction.
+	evs, err := src.Events(ctx, instanceID, 0)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, err
+	}
+	var final *instance.Event
+	var unanswered []*instance.Event
+	seen := false
+	for _, e := range evs {
+		if e.RunID != runID {
+			continue
+		}
+		seen = true
+		switch e.Status {
+		case mcpserver.StatusDone, mcpserver.StatusFailed:
+			final = e
+		case mcpserver.StatusUnanswered:
+			unanswered = append(unanswered, e)
+		}
+	}
+	if !seen && (lr == nil || lr.ID != runID) {
+		return nil, &instance.NotFoundError{What: "run", Ref: runID,
+			Hint: "`agentctl instance show " + instanceID + "` names the latest run; `agentctl instance events " + instanceID + " -o json` the run of each event"}
+	}
+	if final == nil { // a run recorded without its events' run ids
+		final = &instance.Event{InstanceID: instanceID, Tool: instance.RunTool, Status: mcpserver.StatusFailed, RunID: runID,
+			Message: "the run ended without a final status recorded"}
+		if lr != nil && lr.ID == runID && lr.ExitCode != nil && *lr.ExitCode == 0 {
+			final.Status, final.Message = mcpserver.StatusDone, "the client exited with code 0"
+		}
+	}
+	out, err, _ := reached(final, mcpserver.StatusDone, unanswered)
+	return out, err
 }
 
 func (p *Poller) after() <-chan time.Time {

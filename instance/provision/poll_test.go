@@ -148,10 +148,23 @@ func TestWait(t *testing.T) {
 	}{
 		{"reached in the first poll", [][]*instance.Event{{ev(1, "running"), ev(2, "done")}}, mcpserver.StatusDone, 2, nil},
 		{"reached later", [][]*instance.Event{{ev(1, "running")}, nil, {ev(3, "blocked")}}, mcpserver.StatusBlocked, 3, nil},
-		{"failed first", [][]*instance.Event{{ev(1, "running"), ev(2, "failed"), ev(3, "done")}}, mcpserver.StatusDone, 0,
+		{"failed first", [][]*instance.Event{{ev(1, "running"), ev(2, "failed")}, {ev(3, "done")}}, mcpserver.StatusDone, 0,
 			func(err error) bool {
 				var fe *provision.FailedError
 				return errors.As(err, &fe) && fe.Event.Seq == 2 && err.Error() == "instance i1 reported failed: failed message"
+			}},
+		{"failed later", [][]*instance.Event{{ev(1, "running")}, {ev(2, "failed"), ev(3, "done")}}, mcpserver.StatusDone, 0,
+			func(err error) bool {
+				var fe *provision.FailedError
+				return errors.As(err, &fe) && fe.Event.Seq == 2
+			}},
+		// Only the latest status reported before the wait counts.
+		{"the latest status is the one", [][]*instance.Event{{ev(1, "running"), ev(2, "failed"), ev(3, "done")}}, mcpserver.StatusDone, 3, nil},
+		{"an earlier status is not", [][]*instance.Event{{ev(1, "blocked"), ev(2, "running")}, nil, {ev(4, "blocked")}}, mcpserver.StatusBlocked, 4, nil},
+		{"an earlier done is not", [][]*instance.Event{{ev(1, "done"), ev(2, "running")}, {ev(3, "failed")}}, mcpserver.StatusDone, 0,
+			func(err error) bool {
+				var fe *provision.FailedError
+				return errors.As(err, &fe) && fe.Event.Seq == 3
 			}},
 		{"waiting for failed", [][]*instance.Event{{ev(1, "running"), ev(2, "failed")}}, mcpserver.StatusFailed, 2, nil},
 		{"deleted", [][]*instance.Event{{ev(1, "running")}}, mcpserver.StatusDone, 0,
