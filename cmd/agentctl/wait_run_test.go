@@ -137,4 +137,3 @@ func TestWaitIsAboutARun(t *testing.T) {
 		}
 	}
 }
-
