@@ -1,6 +1,9 @@
 package instance
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // SetBeforeCommit installs a fault hook for tests.
 func (s *Store) SetBeforeCommit(fn func() error) { s.beforeCommit = fn }
@@ -47,3 +50,6 @@ func (s *Store) ListQueryPlanForTest(o ListOptions) ([]string, error) {
 
 // InWAL is inWAL, for tests.
 var InWAL = inWAL
+
+// SetLostClientGraceForTest replaces [LostClientGrace] for this store.
+func (s *Store) SetLostClientGraceForTest(d time.Duration) { s.lostClientGrace = d }

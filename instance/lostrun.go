@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -16,18 +17,24 @@ const (
 	runFailed = "failed"
 )
 
+// LostClientGrace is how long the client of a lost run is given to end
+// after SIGTERM before [Store.EndLostRun] sends it SIGKILL.
+const LostClientGrace = 10 * time.Second
+
 // EndLostRun records the end of a run of instance id that ended without its
 // agentctl recording it: that agentctl was stopped by force (SIGKILL, the
 // OOM killer, a CI runner's hard stop, a power cut). That is so when the
 // instance's latest run event is the run's start ("running"), its last_run
-// has no end, no process holds the run lock and the client's pid is not
-// alive (where agentctl is killed, the client is sent SIGTERM on Linux;
-// elsewhere it may run on, and the status stays "running" while it does).
-// It then sets last_run's end and adds a "failed" event saying what
-// happened, which `instance wait` and `list` see, and reports true; as at a
-// run's normal end, a final status the model reported during the run
-// stands, and only last_run is ended (false). Where run locks are not
-// tracked (Windows) it does nothing.
+// has no end and no process holds the run lock. What is left of the
+// client (where agentctl is killed, the client is sent SIGTERM on Linux;
+// elsewhere, or when it ignores that, it runs on) is ended first: SIGTERM
+// to it (its process group, headless), SIGKILL after [LostClientGrace]; a
+// client that outlives that is left, and the run with it. It then sets
+// last_run's end and adds a "failed" event saying what happened, which
+// `instance wait` and `list` see, and reports true; as at a run's normal
+// end, a final status the model reported during the run stands, and only
+// last_run is ended (false). Where run locks are not tracked (Windows) it
+// does nothing.
 func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 	if !serveLocking || !isID(id) {
 		return false, nil
@@ -54,17 +61,25 @@ func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	run := r.LastRun
-	if run == nil || run.EndedAt != nil || run.PID > 0 && processAlive(run.PID, run.StartedAt) {
+	if run == nil || run.EndedAt != nil {
 		return false, nil
 	}
+	ended := ""
+	if clientAlive(run) {
+		how, ok := endClient(run, s.lostGrace())
+		if !ok {
+			return false, nil
+		}
+		ended = "; its client still ran and was ended (" + how + ")"
+	}
 	msg := fmt.Sprintf("the run of %s (pid %d, started %s) ended without agentctl recording how: the agentctl that ran it was stopped by force "+
-		"(SIGKILL, the OOM killer, a CI runner's hard stop); the client's exit code is unknown",
-		run.Program, run.PID, run.StartedAt.Format(time.RFC3339))
+		"(SIGKILL, the OOM killer, a CI runner's hard stop)%s; the client's exit code is unknown",
+		run.Program, run.PID, run.StartedAt.Format(time.RFC3339), ended)
 	if run.Mode == "headless" { // an interactive run's output was the terminal's
 		msg += ", its output is in " + RunLogFile
 	}
-	ended := s.stamp()
-	run.EndedAt = &ended // when it was found to have ended: the best known
+	at := s.stamp()
+	run.EndedAt = &at // when it was found to have ended: the best known
 	return s.EndRun(ctx, id, seq, *run, Event{Tool: RunTool, Status: runFailed, Message: msg}, runDone, runFailed)
 }
 
@@ -83,4 +98,46 @@ func (s *Store) lostRunEvent(ctx context.Context, id string) (int64, bool, error
 		return 0, false, s.dbError(err)
 	}
 	return seq, status == "running", nil
+}
+
+func (s *Store) lostGrace() time.Duration {
+	if s.lostClientGrace > 0 {
+		return s.lostClientGrace
+	}
+	return LostClientGrace
+}
+
+// LostClientError is a run refused because the client of the instance's
+// last run still runs although the agentctl that ran it is gone: one run
+// per instance holds until that client has ended.
+type LostClientError struct {
+	ID  string
+	Run *Run
+}
+
+func (e *LostClientError) Error() string {
+	kill := "kill -TERM -- -" + strconv.Itoa(e.Run.PID) + " (its process group; -KILL if it ignores that)"
+	if e.Run.Mode != "headless" {
+		kill = "kill " + strconv.Itoa(e.Run.PID)
+	}
+	return fmt.Sprintf("instance %s is in use: the client of its last run (%s %s, pid %d, started %s) still runs, although the agentctl that ran it is gone "+
+		"(killed); one run at a time, so this run is refused. `agentctl instance wait %s` ends that client (SIGTERM, then SIGKILL after %s) and records the run failed; "+
+		"or end it yourself: %s",
+		e.ID, e.Run.Program, e.Run.Mode, e.Run.PID, e.Run.StartedAt.Format(time.RFC3339), e.ID, LostClientGrace, kill)
+}
+
+func (e *LostClientError) Unwrap() error { return ErrConflict }
+
+// CheckLostClient, called with the run lock held (so no agentctl runs the
+// instance), refuses a new run of instance id while the client of a lost
+// run (see [Store.EndLostRun]) still runs: a [*LostClientError].
+func (s *Store) CheckLostClient(ctx context.Context, id string) error {
+	if !serveLocking {
+		return nil
+	}
+	run, err := s.LastRun(ctx, id)
+	if err != nil || run == nil || run.EndedAt != nil || !clientAlive(run) {
+		return err
+	}
+	return &LostClientError{ID: id, Run: run}
 }

@@ -3,10 +3,14 @@
 package instance_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,9 +79,57 @@ func TestEndLostRun(t *testing.T) {
 		}
 	})
 	t.Run("client alive", func(t *testing.T) {
-		rec := start(t, os.Getpid())
-		if ended, err := st.EndLostRun(ctx, rec.ID); err != nil || ended {
-			t.Errorf("EndLostRun with the client alive = %v, %v; want false", ended, err)
+		// A client that ignores SIGTERM, in a process group of its own as
+		// a headless client is, outlives its killed agentctl: a new run is
+		// refused while it runs; EndLostRun ends it (SIGKILL after the
+		// grace) and records the run.
+		client := exec.Command("sh", "-c", `trap "" TERM; echo up; sleep 60`)
+		client.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		out, err := client.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := client.Start(); err != nil {
+			t.Fatal(err)
+		}
+		reaped := make(chan struct{})
+		waiting := false
+		defer func() {
+			syscall.Kill(-client.Process.Pid, syscall.SIGKILL)
+			if waiting {
+				<-reaped
+			} else {
+				client.Wait()
+			}
+		}()
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil { // the trap is set
+			t.Fatal(err)
+		}
+		waiting = true
+		go func() { client.Wait(); close(reaped) }()
+		rec := start(t, client.Process.Pid)
+		var lce *instance.LostClientError
+		if err := st.CheckLostClient(ctx, rec.ID); !errors.As(err, &lce) || !errors.Is(err, instance.ErrConflict) ||
+			!strings.Contains(err.Error(), "still runs, although the agentctl that ran it is gone") ||
+			!strings.Contains(err.Error(), "kill -TERM -- -"+strconv.Itoa(client.Process.Pid)) {
+			t.Fatalf("CheckLostClient with the client alive: %v", err)
+		}
+		st.SetLostClientGraceForTest(100 * time.Millisecond)
+		defer st.SetLostClientGraceForTest(0)
+		ended, err := st.EndLostRun(ctx, rec.ID)
+		if err != nil || !ended {
+			t.Fatalf("EndLostRun with the client alive = %v, %v; want true", ended, err)
+		}
+		select {
+		case <-reaped:
+		case <-time.After(time.Minute):
+			t.Fatal("the client still runs after EndLostRun")
+		}
+		if e := last(t, rec.ID); e.Status != "failed" || !strings.Contains(e.Message, "its client still ran and was ended (SIGKILL, 100ms after SIGTERM)") {
+			t.Errorf("last event %+v", e)
+		}
+		if err := st.CheckLostClient(ctx, rec.ID); err != nil {
+			t.Errorf("CheckLostClient once the client is gone: %v", err)
 		}
 	})
 	t.Run("ended", func(t *testing.T) {

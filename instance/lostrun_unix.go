@@ -29,11 +29,10 @@ func processAlive(pid int, started time.Time) bool {
 	if err != nil {
 		return true
 	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
+	fields := statFields(stat) // from field 3, the state
+	if fields == nil {
 		return true
 	}
-	fields := bytes.Fields(stat[i+1:]) // from field 3, the state
 	if len(fields) > 0 && string(fields[0]) == "Z" {
 		return false
 	}
@@ -74,3 +73,93 @@ func procStart(ticks []byte) (time.Time, bool) {
 	const ticksPerSecond = 100
 	return time.Unix(boot, 0).Add(time.Duration(t) * time.Second / ticksPerSecond), true
 }
+
+// clientAlive reports whether the client of run, or, for a headless run
+// (whose client leads a process group of its own), any process of its
+// group, still runs: what is left of a run whose agentctl was killed.
+func clientAlive(run *Run) bool {
+	if run.PID <= 0 {
+		return false
+	}
+	if processAlive(run.PID, run.StartedAt) {
+		return true
+	}
+	return run.Mode == "headless" && groupAlive(run.PID, run.StartedAt)
+}
+
+// groupAlive reports whether a process of process group pgid, whose
+// leader started at about started, runs (zombies do not). A group whose id
+// went to a new leader that started well after started is another.
+func groupAlive(pgid int, started time.Time) bool {
+	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pgid) + "/stat"); err == nil && !started.IsZero() {
+		if f := statFields(stat); len(f) > 19 && string(f[0]) != "Z" {
+			if at, ok := procStart(f[19]); ok && at.After(started.Add(reusedAfter)) {
+				return false
+			}
+		}
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil { // no /proc: the signal's word
+		err := syscall.Kill(-pgid, 0)
+		return err == nil || errors.Is(err, syscall.EPERM)
+	}
+	want := strconv.Itoa(pgid)
+	for _, e := range entries {
+		name := e.Name()
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// From field 3: state, ppid, pgrp.
+		if f := statFields(stat); len(f) > 2 && string(f[2]) == want && string(f[0]) != "Z" {
+			return true
+		}
+	}
+	return false
+}
+
+// statFields is /proc/PID/stat's fields from the third (the state) on;
+// the second, the command, may hold spaces and parentheses.
+func statFields(stat []byte) [][]byte {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil
+	}
+	return bytes.Fields(stat[i+1:])
+}
+
+// endClient ends what is left of run's client: SIGTERM to it (to its
+// process group, for a headless run), then, if it still runs after grace,
+// SIGKILL. It reports how it ended, or false if it outlived SIGKILL by
+// [killWait] (another user's process, or one stuck in the kernel).
+func endClient(run *Run, grace time.Duration) (how string, ended bool) {
+	target := run.PID
+	if run.Mode == "headless" {
+		target = -run.PID
+	}
+	gone := func(within time.Duration) bool {
+		for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
+			if !clientAlive(run) {
+				return true
+			}
+			if time.Now().After(deadline) {
+				return false
+			}
+		}
+	}
+	_ = syscall.Kill(target, syscall.SIGTERM)
+	if gone(grace) {
+		return "SIGTERM", true
+	}
+	_ = syscall.Kill(target, syscall.SIGKILL)
+	if gone(killWait) {
+		return "SIGKILL, " + grace.String() + " after SIGTERM", true
+	}
+	return "", false
+}
+
+// killWait is how long a process sent SIGKILL is given to be gone.
+const killWait = 5 * time.Second

@@ -101,6 +101,8 @@ type Store struct {
 	// exiting: Close leaves the database to the process's exit (see
 	// [ClosedByExit]).
 	exiting bool
+	// lostClientGrace, when set (tests only), replaces [LostClientGrace].
+	lostClientGrace time.Duration
 }
 
 // Option configures a [Store].

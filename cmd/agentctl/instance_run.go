@@ -252,6 +252,9 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 		return err
 	}
 	defer release()
+	if err := st.CheckLostClient(ctx, r.ID); err != nil {
+		return err
+	}
 	// The bookkeeping outlives a Ctrl-C: the client's end must be recorded.
 	bg := context.WithoutCancel(ctx)
 	var log *os.File

@@ -241,8 +241,15 @@ func TestInstanceRunStatusFromModel(t *testing.T) {
 // rest of its stdout, and its stderr as it comes.
 func startWaitingRun(ctx context.Context, t *testing.T, e *rcEnv, path, id string) (*exec.Cmd, io.Reader, *lockedBuffer) {
 	t.Helper()
+	return startWaitingRunEnv(ctx, t, e, path, id, "FAKECLIENT_WAIT=signal")
+}
+
+// startWaitingRunEnv is [startWaitingRun] with the fake client's
+// environment variables env (one FAKECLIENT_WAIT among them).
+func startWaitingRunEnv(ctx context.Context, t *testing.T, e *rcEnv, path, id string, env ...string) (*exec.Cmd, io.Reader, *lockedBuffer) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, e.bin, "instance", "run", id, "--prompt", "wait")
-	cmd.Env = append(e.cliEnv(), "PATH="+path, "FAKECLIENT_WAIT=signal")
+	cmd.Env = append(append(e.cliEnv(), "PATH="+path), env...)
 	cmd.Dir = e.work
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

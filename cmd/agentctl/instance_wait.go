@@ -27,8 +27,11 @@ type InstanceWaitOptions struct {
 	// instead of a run's end.
 	Status string
 	// Run is the run to wait for; "" the latest (or with Next the next).
-	Run     string
-	Next    bool
+	Run  string
+	Next bool
+	// since is when the command was asked to wait: --next takes a run
+	// that started after it.
+	since   time.Time
 	Timeout time.Duration // 0: until interrupted
 	// AllowUnanswered takes a done run whose questions went unanswered
 	// for a clean done (exit 0, with a warning).
@@ -57,8 +60,8 @@ whatever the agent said last.
 
   --run ID     waits for that run: 'instance run' prints its id as it starts, and
                'instance show' keeps the latest (last_run.id);
-  --next       waits for the first run that starts after wait does: start wait
-               before 'instance run ... &' returns and the run cannot slip by;
+  --next       waits for the first run that starts after wait was called: start
+               wait before 'instance run', and the run cannot slip by;
   --status S   waits for the instance's latest reported status to be S (one of
                running, blocked, done, failed): at once if it is already, exit 6
                if it is or becomes failed. That is how wait behaved before runs
@@ -71,14 +74,15 @@ as --status done does, and says so.
 A run that ends done although a question the agent asked in it got no answer (it
 expired, or the client stopped waiting) is not a clean done: wait exits 8 and names
 the question. --allow-unanswered accepts it (exit 0, with the warning).`,
-		Example: `  agentctl instance run "$id" --prompt 'Fix the failing test' > run.out 2>&1 &
-  agentctl instance wait "$id" --next --timeout 30m
-  agentctl instance wait "$id"                      # the latest run
+		Example: `  agentctl instance run "$id" --prompt 'Fix the failing test'
+  agentctl instance wait "$id"                      # the run that just ended
+  agentctl instance wait "$id" --next --timeout 30m # the next run, started elsewhere
   agentctl instance wait "$id" --run "$run_id"
   agentctl instance wait "$id" --status blocked     # until the agent asks`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
 		ValidArgsFunction: completeInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.since = time.Now()
 			status := cmd.Flags().Changed("status")
 			if status && !slices.Contains(statuses, opts.Status) {
 				return usageErrorf("invalid --status %q: use one of %s", opts.Status, strings.Join(statuses, ", "))
@@ -129,7 +133,7 @@ func instanceWaitRun(ctx context.Context, opts *InstanceWaitOptions) error {
 		var err error
 		what := "reached " + status
 		if status == "" {
-			e, err = p.WaitRun(ctx, r.ID, opts.Run, opts.Next)
+			e, err = p.WaitRun(ctx, r.ID, provision.Which{ID: opts.Run, Next: opts.Next, Since: opts.since})
 			if errors.Is(err, provision.ErrNoRun) {
 				status, what = mcpserver.StatusDone, "reached "+mcpserver.StatusDone
 				opts.IO.Narrate("Instance %s has no run recorded ('agentctl instance run' never ran it): waiting for it to report done.", r.ID)

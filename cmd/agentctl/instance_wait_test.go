@@ -45,7 +45,7 @@ func TestNewCmdInstanceWait(t *testing.T) {
 		if got.IO != f.IOStreams || got.Store == nil || got.Poll != nil {
 			t.Errorf("%q: the options lack the factory's streams or store, or poll by hand", tt.args)
 		}
-		got.IO, got.Store = nil, nil
+		got.IO, got.Store, got.since = nil, nil, time.Time{}
 		if !reflect.DeepEqual(*got, tt.want) {
 			t.Errorf("%q: options %+v, want %+v", tt.args, *got, tt.want)
 		}

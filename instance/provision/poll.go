@@ -209,17 +209,29 @@ type RunSource interface {
 // instance that has never been run with `agentctl instance run`.
 var ErrNoRun = errors.New("the instance has no run recorded")
 
+// Which names the run [Poller.WaitRun] waits for.
+type Which struct {
+	// ID is the run's id; "" the latest run, unless Next.
+	ID string
+	// Next waits for the first run that starts after Since (the moment
+	// the caller was asked to wait): one started since, though before the
+	// first look, counts, so that `wait --next &` followed by `run` has no
+	// gap however the two processes are scheduled.
+	Next  bool
+	Since time.Time
+}
+
 // WaitRun waits for the end of a run of the instance and returns the event
 // of its outcome: the last done or failed its events hold (the model's own
 // report stands over the client's exit code), with a [*FailedError] for
 // failed and an [*UnansweredError] for done after a question of the run
-// went unanswered. The run is runID; "" is the latest run (ErrNoRun if
-// there is none), or with next the first run that starts after the call.
-// A run that has ended already is answered at once. A run that is not the
-// instance's is a [*instance.NotFoundError]; the instance deleted
-// meanwhile an error matching [instance.ErrDeleted]; ctx's end, ctx's error.
-// p.Source must be a [RunSource].
-func (p *Poller) WaitRun(ctx context.Context, instanceID, runID string, next bool) (*instance.Event, error) {
+// went unanswered. The run is which's (the latest: ErrNoRun if there is
+// none). A run that has ended already is answered at once. A run that is
+// not the instance's is a [*instance.NotFoundError]; the instance deleted
+// meanwhile an error matching [instance.ErrDeleted]; ctx's end, ctx's
+// error. p.Source must be a [RunSource].
+func (p *Poller) WaitRun(ctx context.Context, instanceID string, which Which) (*instance.Event, error) {
+	runID, next := which.ID, which.Next
 	src, ok := p.Source.(RunSource)
 	if !ok {
 		return nil, fmt.Errorf("waiting for a run needs a store that records runs")
@@ -249,7 +261,7 @@ func (p *Poller) WaitRun(ctx context.Context, instanceID, runID string, next boo
 	switch {
 	case next:
 		var base string
-		if lr != nil {
+		if lr != nil && lr.StartedAt.Before(which.Since) {
 			base = lr.ID
 		}
 		for lr == nil || lr.ID == "" || lr.ID == base {

@@ -280,3 +280,42 @@ func TestWaitMeansTheLatestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitRunNext: --next takes a run that started after the call, even
+// one that started (and ended) before the wait's first look, and never
+// one that started before the call.
+func TestWaitRunNext(t *testing.T) {
+	rec, _, st := createWith(t, "auggie", nil)
+	ctx := context.Background()
+	since := time.Now()
+	run := instance.Run{Program: "auggie", Mode: "headless", PID: 1, StartedAt: time.Now().UTC()}
+	seq, err := st.StartRun(ctx, rec.ID, run, instance.Event{Tool: instance.RunTool, Status: mcpserver.StatusRunning, Message: "started"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, err := st.LastRun(ctx, rec.ID)
+	if err != nil || lr.ID == "" {
+		t.Fatalf("last_run %+v, %v: want a run id", lr, err)
+	}
+	end, code := time.Now().UTC(), 0
+	run.ID, run.EndedAt, run.ExitCode = lr.ID, &end, &code
+	if _, err := st.EndRun(ctx, rec.ID, seq, run, instance.Event{Tool: instance.RunTool, Status: mcpserver.StatusDone, Message: "exited 0"}); err != nil {
+		t.Fatal(err)
+	}
+	p := &provision.Poller{Source: st, After: never}
+	e, err := p.WaitRun(ctx, rec.ID, provision.Which{Next: true, Since: since})
+	if err != nil || e.RunID != lr.ID || e.Status != mcpserver.StatusDone {
+		t.Fatalf("WaitRun next since before the run = %+v, %v; want its done", e, err)
+	}
+	// The latest run, by default and by id, is answered at once too.
+	for _, which := range []provision.Which{{}, {ID: lr.ID}} {
+		if e, err := p.WaitRun(ctx, rec.ID, which); err != nil || e.RunID != lr.ID {
+			t.Errorf("WaitRun %+v = %+v, %v", which, e, err)
+		}
+	}
+	late, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
+	defer cancel()
+	if e, err := p.WaitRun(late, rec.ID, provision.Which{Next: true, Since: time.Now()}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitRun next since after the run = %+v, %v; want to wait (the deadline)", e, err)
+	}
+}

@@ -108,7 +108,9 @@
 //	FAKECLIENT_CALL     the tool to call (default: first get_instance*)
 //	FAKECLIENT_ARGS     its arguments, a JSON object (default {})
 //	FAKECLIENT_WAIT     "signal": after the session print "fakeclient: waiting"
-//	                    and block until SIGINT or SIGTERM
+//	                    and block until SIGINT or SIGTERM; "ignore-term": the
+//	                    same, ignoring SIGTERM (as some clients do), so that
+//	                    only SIGINT or SIGKILL ends it
 //	FAKECLIENT_STDIN    "echo": after the session copy each stdin line to
 //	                    stdout as "fakeclient: stdin=<line>" until EOF
 //	FAKECLIENT_ELICIT   "decline" or "cancel": announce MCP elicitation and
@@ -197,6 +199,12 @@ func run() int {
 	writeReport(rep)
 
 	switch {
+	case os.Getenv("FAKECLIENT_WAIT") == "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("fakeclient: waiting")
+		time.Sleep(timeout)
+		fmt.Println("fakeclient: no signal within FAKECLIENT_TIMEOUT")
+		return 124
 	case os.Getenv("FAKECLIENT_WAIT") == "signal":
 		fmt.Println("fakeclient: waiting")
 		time.Sleep(timeout) // the signal handler exits
