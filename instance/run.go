@@ -313,17 +313,39 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // runs'. The event belongs to the run the record's last_run names while
 // that has no end, whoever records it (the model's report_progress in the
 // endpoint as much as `instance run` itself), read in the statement.
+//
+// The RETURNING rows are read to their end: a statement reset before it
+// has finished (as QueryRow's Scan does) never reaches SQLite's WAL hook,
+// and a long-lived endpoint's WAL then grows with every event, never
+// checkpointed.
 func insertEvent(ctx context.Context, tx querier, at time.Time, id string, e Event) (seq int64, run string, err error) {
-	err = tx.QueryRowContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent, run_id) VALUES (?, ?, ?, ?, ?, ?,
+	rows, err := tx.QueryContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent, run_id) VALUES (?, ?, ?, ?, ?, ?,
 		coalesce((SELECT json_extract(record, '$.last_run.id') FROM instances WHERE id = ? AND json_extract(record, '$.last_run.ended_at') IS NULL), ''))
 		RETURNING seq, run_id`,
-		id, at.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent, id).Scan(&seq, &run)
-	return seq, run, err
+		id, at.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent, id)
+	if err != nil {
+		return 0, "", err
+	}
+	defer rows.Close()
+	got := false
+	for rows.Next() {
+		if err := rows.Scan(&seq, &run); err != nil {
+			return 0, "", err
+		}
+		got = true
+	}
+	if err := rows.Err(); err != nil {
+		return 0, "", err
+	}
+	if !got {
+		return 0, "", sql.ErrNoRows
+	}
+	return seq, run, nil
 }
 
 // querier is what runs a query: the database or a transaction.
 type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // setLastRun sets the record's last_run in place, without decoding the

@@ -62,3 +62,28 @@ func TestInWALOfWhatIsNotADatabase(t *testing.T) {
 		t.Error("InWAL of a missing file = true")
 	}
 }
+
+// TestEventsKeepTheWALBounded: a long-lived endpoint records event after
+// event through one store; SQLite's automatic checkpoint must keep folding
+// the WAL back (an INSERT ... RETURNING whose rows are not read to their
+// end never reaches it, and the WAL grows with every event).
+func TestEventsKeepTheWALBounded(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	rec := create(t, st, "auggie", func(o *instance.CreateOptions) { o.Workspace = t.TempDir() })
+	msg := string(make([]byte, 2000)) // some 2 KB an event: 600 of them well past the 1000-page checkpoint
+	for i := range 600 {
+		if _, err := st.AddEvent(ctx, instance.Event{InstanceID: rec.ID, Tool: "report_progress", Status: "running", Message: msg}); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(st.Dir(), instance.DBFile+"-wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The automatic checkpoint runs at 1000 pages (4 MiB of 4 KiB pages);
+	// the WAL is then reused from its start, never grown past that by much.
+	if limit := int64(6 << 20); fi.Size() > limit {
+		t.Errorf("WAL after 600 events of 2 KB: %d bytes, want at most %d (never checkpointed?)", fi.Size(), limit)
+	}
+}
