@@ -159,8 +159,16 @@ func ValidateLabel(label string) error {
 // CreateInstance resolves nothing and guesses nothing: it snapshots the
 // definition's capabilities into a new record, writes the client's native MCP
 // configuration into the instance's directory and stores the record. It is
-// all-or-nothing: on any error no record and no directory are left behind.
-func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, error) {
+// all-or-nothing: on any error no record and no directory are left behind;
+// on a full file system the error is a [*DiskFullError]. It first makes
+// the reserve that lets a delete work on a full disk, if it is missing and
+// there is room (see space.go).
+func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (rec *Record, err error) {
+	defer func() {
+		if err != nil {
+			rec, err = nil, s.diskFull("create an instance", "", "", err)
+		}
+	}()
 	if o.Definition == nil {
 		return nil, invalidf("no agent definition")
 	}
@@ -210,7 +218,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 		}
 		caps.Questions.Headless, caps.Questions.Interactive = o.AskVia, o.AskVia
 	}
-	rec := &Record{
+	rec = &Record{
 		ID: id, Name: o.Name, Agent: o.Definition.ID, CreatedAt: now,
 		ServerName:      o.ServerName,
 		Capabilities:    caps,
@@ -224,6 +232,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (*Record, e
 	}
 
 	s.sweepLeftovers(ctx)
+	s.ensureReserve()
 	// Stage every file in a private directory, then publish it with one rename
 	// inside the transaction that inserts the record.
 	staging, err := os.MkdirTemp(s.instancesDir(), ".staging-"+id+"-")

@@ -53,3 +53,13 @@ var InWAL = inWAL
 
 // SetLostClientGraceForTest replaces [LostClientGrace] for this store.
 func (s *Store) SetLostClientGraceForTest(d time.Duration) { s.lostClientGrace = d }
+
+// SetDiskFullForTest makes each write of DeleteInstance ask full first:
+// true fails it as on a full disk.
+func (s *Store) SetDiskFullForTest(full func() bool) { s.diskFullHook = full }
+
+// CountForTest returns the count(*) query q gives.
+func (s *Store) CountForTest(q string, args ...any) (n int, err error) {
+	err = s.db.QueryRow(q, args...).Scan(&n)
+	return n, err
+}

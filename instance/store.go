@@ -98,6 +98,9 @@ type Store struct {
 	// afterResolve, when set (tests only), runs in DeleteInstance after it
 	// has resolved the reference.
 	afterResolve func()
+	// diskFullHook, when set (tests only), is asked before each write of
+	// DeleteInstance; true makes it fail as on a full disk (see space.go).
+	diskFullHook func() bool
 	// exiting: Close leaves the database to the process's exit (see
 	// [ClosedByExit]).
 	exiting bool
@@ -167,6 +170,9 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	}
 	if err := s.init(ctx, inWAL(dbPath)); err != nil {
 		db.Close()
+		if isDiskFull(err) {
+			return nil, &DiskFullError{Dir: abs, Op: "open the state database " + dbPath, Err: err}
+		}
 		return nil, fmt.Errorf("open state database %s: %w", dbPath, err)
 	}
 	for _, f := range []string{DBFile, DBFile + "-wal", DBFile + "-shm"} {
@@ -458,7 +464,9 @@ func (s *Store) Delete(ctx context.Context, ref string) (*Record, error) {
 // (matching [ErrConflict]) an instance that an endpoint is serving, and
 // with a [*RunningError] (matching [ErrConflict] too) one whose client
 // `instance run` is running, and holds off endpoints and runs starting
-// on it until it is done.
+// on it until it is done. It works on a full file system too, taking the
+// least space it can (see space.go); when even that fails, the error is a
+// [*DiskFullError] saying what was done.
 func (s *Store) DeleteInstance(ctx context.Context, ref string, o DeleteOptions) (*Record, error) {
 	row, err := s.resolve(ctx, ref)
 	if err != nil {
@@ -506,14 +514,25 @@ func (s *Store) DeleteInstance(ctx context.Context, ref string, o DeleteOptions)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("delete instance %s: %w", row.id, err)
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, row.id)
+	n, err := s.deleteRow(ctx, row.id)
+	if isDiskFull(err) {
+		// The directory goes first, then the reserve (see space.go).
+		var partly string
+		n, partly, err = s.deleteRowsOnFullDisk(ctx, row.id, trash, dir, moved)
+		if err != nil && partly != "" {
+			return nil, s.diskFull("delete instance "+row.id, partly, "agentctl instance delete "+row.id, err)
+		}
+		if _, serr := os.Lstat(trash); serr != nil {
+			moved = false // removed on the way
+		}
+	}
 	if err != nil {
 		if moved {
 			_ = os.Rename(trash, dir)
 		}
-		return nil, err
+		return nil, s.diskFull("delete instance "+row.id, "", "", err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		// Another delete won the race since Get.
 		err = &NotFoundError{What: "instance", Ref: ref, Hint: "it was deleted by someone else just now"}
 	}

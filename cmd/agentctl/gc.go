@@ -37,6 +37,14 @@ written them for an hour and none holds their lock. An index records its
 folder when it is brought up to date; one that does not yet (made by an older
 agentctl) is kept.
 
+gc then compacts the state database: deletes leave the space their rows took
+inside it (so that 'instance delete' works on a full disk, it writes as little
+as it can: no compaction on the way), and gc gives that space back to the file
+system when at least a quarter of the database is free and the file system has
+room for a copy of it, and truncates its WAL. It also puts back the 1 MiB
+reserve (.disk-reserve in the state directory) that a delete on a full disk
+uses, if there is room; so does 'instance create'.
+
 instance create does the first part itself at most once an hour; gc does it
 now, for CI images and cron jobs. It prints each path it removed.`,
 		Example: `  agentctl gc
@@ -62,9 +70,14 @@ const staleIndexAge = time.Hour
 
 func gcRun(ctx context.Context, opts *GCOptions) error {
 	removed := []string{}
+	var compacted instance.CompactStats
 	err := withStore(ctx, opts.Store, func(st *instance.Store) error {
 		r, err := st.Sweep(ctx)
 		removed = append(removed, r...)
+		if err != nil {
+			return err
+		}
+		compacted, err = st.Compact(ctx)
 		return err
 	})
 	if _, ok := errors.AsType[*noStateError](err); err != nil && !ok {
@@ -74,6 +87,12 @@ func gcRun(ctx context.Context, opts *GCOptions) error {
 	removed = append(removed, indexes...)
 	if indexErr != nil { // what was removed is printed all the same
 		indexErr = fmt.Errorf("search indexes of knowledge bases: %w", indexErr)
+	}
+	if compacted.Vacuumed {
+		opts.IO.Narrate("Compacted the state database: %d bytes given back to the file system.", compacted.FreedBytes)
+	}
+	if compacted.Skipped != "" {
+		opts.IO.Narrate("Note: %s.", compacted.Skipped)
 	}
 	if opts.Output == formatJSON {
 		return errors.Join(opts.IO.PrintJSON(removed), indexErr)

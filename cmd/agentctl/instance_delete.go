@@ -11,8 +11,9 @@ import (
 
 // InstanceDeleteOptions are the inputs of `instance delete`.
 type InstanceDeleteOptions struct {
-	IO    *IOStreams
-	Store storeOpener
+	IO       *IOStreams
+	Store    storeOpener
+	StateDir func() string
 
 	Instance string
 	Output   string
@@ -24,7 +25,7 @@ type InstanceDeleteOptions struct {
 // NewCmdInstanceDelete is `agentctl instance delete`; runF replaces
 // [instanceDeleteRun] in tests.
 func NewCmdInstanceDelete(f *Factory, runF func(context.Context, *InstanceDeleteOptions) error) *cobra.Command {
-	opts := &InstanceDeleteOptions{IO: f.IOStreams, Store: f.Store}
+	opts := &InstanceDeleteOptions{IO: f.IOStreams, Store: f.Store, StateDir: func() string { return f.Config.StateDir() }}
 	cmd := &cobra.Command{
 		Use:     "delete INSTANCE",
 		Aliases: []string{"rm"},
@@ -36,7 +37,11 @@ whose client 'agentctl instance run' is running, is not deleted unless you pass
 --force (exit 4): the endpoint would lose its instance under the model's feet, and
 the client its directory. Wait for the run to end ('instance logs --follow'
 follows it), or stop it, first. With --force it is deleted all the same, and the
-endpoint's tools answer the model that the instance was deleted.`,
+endpoint's tools answer the model that the instance was deleted.
+
+It works on a full disk, taking the least space it can: the instance's directory
+goes first, then the 1 MiB reserve that create and gc keep in the state directory;
+nothing is compacted on the way ('agentctl gc' does that once there is room).`,
 		Example: `  agentctl instance delete fix-login
   agentctl instance delete 01jq3 --force`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
@@ -60,7 +65,9 @@ endpoint's tools answer the model that the instance was deleted.`,
 func instanceDeleteRun(ctx context.Context, opts *InstanceDeleteOptions) error {
 	// Not withInstance: that decodes the record, and an instance whose
 	// record is corrupt must still be deletable.
-	err := withStore(ctx, opts.Store, func(st *instance.Store) error {
+	opened := false
+	del := func(st *instance.Store) error {
+		opened = true
 		r, err := st.DeleteInstance(ctx, opts.Instance, instance.DeleteOptions{Force: opts.Force})
 		if err != nil {
 			return err
@@ -71,7 +78,14 @@ func instanceDeleteRun(ctx context.Context, opts *InstanceDeleteOptions) error {
 		}
 		_, err = fmt.Fprintln(opts.IO.Out, r.ID)
 		return err
-	})
+	}
+	err := withStore(ctx, opts.Store, del)
+	// On a full disk even opening the database can fail (SQLite makes its
+	// WAL index again when no process has it open): the reserve kept for
+	// deletes makes room for that too.
+	if !opened && instance.IsDiskFull(err) && opts.StateDir != nil && instance.ReleaseReserve(opts.StateDir()) {
+		err = withStore(ctx, opts.Store, del)
+	}
 	var ns *noStateError
 	if errors.As(err, &ns) {
 		return &instance.NotFoundError{What: "instance", Ref: opts.Instance, Hint: "no instance was ever created in " + ns.dir}

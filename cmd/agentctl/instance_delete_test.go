@@ -34,10 +34,10 @@ func TestNewCmdInstanceDelete(t *testing.T) {
 		if !checkUsageError(t, tt.args, err, tt.wantErr) {
 			continue
 		}
-		if got.IO != f.IOStreams || got.Store == nil {
-			t.Errorf("%q: the options lack the factory's streams or store", tt.args)
+		if got.IO != f.IOStreams || got.Store == nil || got.StateDir == nil || got.StateDir() != f.Config.StateDir() {
+			t.Errorf("%q: the options lack the factory's streams, store or state directory", tt.args)
 		}
-		got.IO, got.Store = nil, nil
+		got.IO, got.Store, got.StateDir = nil, nil, nil
 		if !reflect.DeepEqual(*got, tt.want) {
 			t.Errorf("%q: options %+v, want %+v", tt.args, *got, tt.want)
 		}
