@@ -140,7 +140,8 @@ func kbTools(kbase *kb.Base, name func(string) string) (kbToolDefs, error) {
 			Name:  search,
 			Title: "Search concepts in " + kbase.Name(),
 			Description: "Search the knowledge base " + q + " for concepts (Markdown documents) by keywords. Results are ranked by relevance " +
-				"(matches in a title count more) and give each concept's id, title and a short snippet around the best match; read a " +
+				"(matches in a title count more) and give each concept's id, title, a short snippet around the best match and its score " +
+				"(BM25, higher is better, 4 significant digits; equal scores in id order); read a " +
 				"result in full with " + read + ". Use a few distinctive words rather than a sentence; every word is optional, " +
 				"concepts that match more of them rank higher.",
 			InputSchema: searchSchema,

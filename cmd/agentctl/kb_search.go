@@ -50,6 +50,14 @@ are left out first, as they change nothing; the others left out are named on
 stderr (in the JSON, "ignored"). A query of more than %d different words, or of
 no words at all, is refused.
 
+SCORE is the concept's BM25 for the whole query (FTS5's, higher is better),
+rounded to 4 significant digits; results are ordered by it, equal scores by id.
+It is the one score of a search: concept_search reports the same results, scores
+and order for the same query over the same folder, however either is answered
+(an index built in one go or kept up to date, stale or rebuilt, any --limit: the
+first N results of a larger --limit are those of --limit N). Scores compare only
+within one search.
+
 A query word that starts with "-" is taken for a flag: put -- before the query.`, kb.MaxQueryTerms, kb.MaxQueryTerms, kb.MaxQueryWords),
 		Example: `  agentctl kb search ~/notes deploy rollback
   agentctl kb search ./docs "rate limits" --limit 3 -o json | jq -r '.results[].id'
@@ -112,7 +120,9 @@ func kbSearchRun(ctx context.Context, opts *KBSearchOptions) error {
 	}
 	rows := make([][]string, len(out.Results))
 	for i, r := range out.Results {
-		rows[i] = []string{r.ID, orDash(r.Title), strconv.FormatFloat(r.Score, 'g', 4, 64), r.Snippet}
+		// The score as reported (4 significant digits), the digits the
+		// JSON has.
+		rows[i] = []string{r.ID, orDash(r.Title), strconv.FormatFloat(r.Score, 'g', -1, 64), r.Snippet}
 	}
 	return opts.IO.PrintTable([]string{"ID", "TITLE", "SCORE", "SNIPPET"}, rows)
 }

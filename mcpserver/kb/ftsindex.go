@@ -94,11 +94,10 @@ type ftsIndex struct {
 	// and its look-up of the hits' rows (tests set it to change the index
 	// there).
 	matched func()
-	// noPrune makes search run every query whole (tests compare); prunes
-	// counts the searches answered without their common terms, splits
-	// those answered by bestOf.
-	noPrune        bool
-	prunes, splits atomic.Int64
+	// noPrune makes search run every query whole (tests compare); splits
+	// counts the searches answered by the cheaper queries (pruned).
+	noPrune bool
+	splits  atomic.Int64
 }
 
 // openIndex opens (creating it when missing) the index database at path.

@@ -3,7 +3,6 @@ package kb
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -28,10 +27,11 @@ func zipfKB(n int, vocab []string, seed uint64) map[string]string {
 	return files
 }
 
-// TestSearchPruneSameAnswer: a search run without its common terms (see
-// ftsIndex.search) returns the concepts the whole query does, in its order,
-// but for ties within what the left-out terms can add; on a generated
-// corpus, for queries mixing common and rare words.
+// TestSearchPruneSameAnswer: a search answered by the cheaper queries (see
+// ftsIndex.pruned) returns what the whole query does: the same concepts
+// with the same scores as reported (rounded), in the same order; on a
+// generated corpus, for queries mixing common and rare words, and for
+// several page sizes.
 func TestSearchPruneSameAnswer(t *testing.T) {
 	vocab := benchKBVocabulary()[:600]
 	kb, _ := openTest(t, "zipf", zipfKB(400, vocab, 3), Options{})
@@ -44,7 +44,7 @@ func TestSearchPruneSameAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	const k, queries = 10, 300
+	const queries = 300
 	for q := range queries {
 		var terms []string
 		for range 2 + rng.IntN(3) {
@@ -62,6 +62,7 @@ func TestSearchPruneSameAnswer(t *testing.T) {
 			terms = append(terms, vocab[r])
 		}
 		terms, _ = queryTerms(strings.Join(terms, " "))
+		k := []int{1, 3, 10, 50}[q%4]
 		ix.noPrune = false
 		got, err := ix.search(ctx, terms, k, DefaultMaxBytes)
 		if err != nil {
@@ -72,35 +73,19 @@ func TestSearchPruneSameAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		more, err := ix.search(ctx, terms, k+50, DefaultMaxBytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		full := map[string]float64{}
-		for _, h := range more {
-			full[h.id] = h.score
-		}
-		tie := float64(len(terms)) * commonWeight
 		if len(got) != len(want) {
 			t.Fatalf("%d: %q: %d hits, the whole query %d", q, terms, len(got), len(want))
 		}
 		for i := range got {
-			if math.Abs(got[i].score-want[i].score) > tie {
-				t.Fatalf("%d: %q: hit %d scores %g (%s), the whole query's %g (%s)", q, terms, i, got[i].score, got[i].id, want[i].score, want[i].id)
-			}
-			s, ok := full[got[i].id]
-			if !ok || math.Abs(s-got[i].score) > tie {
-				t.Fatalf("%d: %q: %s scores %g, by the whole query %g (found %v)", q, terms, got[i].id, got[i].score, s, ok)
-			}
-			if s < want[len(want)-1].score-tie {
-				t.Fatalf("%d: %q: %s (%g) is not in the whole query's top %d (last %g)", q, terms, got[i].id, s, k, want[len(want)-1].score)
+			if got[i].id != want[i].id || roundScore(got[i].score) != roundScore(want[i].score) {
+				t.Fatalf("%d: %q: hit %d is %s scoring %v, the whole query's %s scoring %v", q, terms, i, got[i].id, got[i].score, want[i].id, want[i].score)
 			}
 		}
 	}
-	// The corpus and queries must exercise both ways, else this proves
-	// nothing.
-	t.Logf("of %d searches, %d left common terms out, %d scored frequent ones for the rarer ones' concepts only", queries, ix.prunes.Load(), ix.splits.Load())
-	if ix.prunes.Load() < queries/10 || ix.splits.Load() < queries/10 {
+	// The corpus and queries must exercise the cheaper queries, else this
+	// proves nothing.
+	t.Logf("of %d searches, %d were answered by the cheaper queries", queries, ix.splits.Load())
+	if ix.splits.Load() < queries/5 {
 		t.Fatal("too few")
 	}
 }

@@ -19,7 +19,7 @@ type SearchResult struct {
 	ID      string  `json:"id" jsonschema:"The concept's id, to pass to concept_read."`
 	Title   string  `json:"title,omitempty" jsonschema:"Its title."`
 	Snippet string  `json:"snippet" jsonschema:"A short excerpt around the best match."`
-	Score   float64 `json:"score" jsonschema:"Relevance (higher is better); comparable only within one search."`
+	Score   float64 `json:"score" jsonschema:"Relevance, higher is better: the concept's BM25 for the whole query (title matches count 3 times), rounded to 4 significant digits; results are ordered by it, equal scores by id. Comparable only within one search."`
 }
 
 // SearchOutput is the result of [Base.Search] and concept_search.
@@ -36,8 +36,13 @@ type SearchOutput struct {
 //
 // Ranking is SQLite FTS5's BM25 over title and body, title matches weighted
 // 3×, with Porter stemming ("deploying" finds "deploy") and diacritics
-// folded; a concept matches if it has any of the query's words. Ties are
-// broken by id. The snippets are cut from the top hits' files.
+// folded; a concept matches if it has any of the query's words. One score,
+// however the search is answered (which queries answer it, an index built
+// in one go or kept up to date, stale or rebuilt, any limit): a result's
+// score is FTS5's BM25 of the whole query, negated (higher is better), its
+// terms summed rarest first, rounded to 4 significant digits; results are
+// ordered by that score, equal scores by id, so a page of n results is the
+// first n of a larger page. The snippets are cut from the top hits' files.
 //
 // The index is a database under [Options.IndexDir] shared by every process
 // mounting the folder. Writes through [Base.Write] update it in the same
@@ -220,9 +225,11 @@ func (kb *Base) closedOr(ctx context.Context, err error) error {
 	return err
 }
 
-// roundScore keeps 4 significant digits. FTS5's BM25 gives a word found in
-// more than half of the concepts a weight of 1e-6, so in a small knowledge
-// base scores can be tiny; rounding to decimal places would make them 0.
+// roundScore keeps 4 significant digits: the score a search reports, and
+// orders its results by (see [Base.Search]). FTS5's BM25 gives a word found
+// in more than half of the concepts a weight of 1e-6, so in a small
+// knowledge base scores can be tiny; rounding to decimal places would make
+// them 0.
 func roundScore(s float64) float64 {
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(s, 'g', 4, 64), 64)
 	return r
