@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -108,9 +107,7 @@ func BenchmarkKBProcess(b *testing.B) {
 						b.Fatalf("%v\n%s", err, out)
 					}
 					ds = append(ds, time.Since(start))
-					if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-						rss = max(rss, int64(ru.Maxrss)) // KiB on Linux
-					}
+					rss = max(rss, maxRSSKiB(cmd.ProcessState))
 				}
 				reportMedian(b, ds)
 				b.ReportMetric(float64(rss)/1024, "MiB-maxrss")
