@@ -38,6 +38,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -70,6 +71,16 @@ const fuzzMaxLine = 64 << 10
 // fuzzWait bounds each wait for an answer: only a real hang runs it out.
 const fuzzWait = 20 * time.Second
 
+// answerWait is fuzzWait, but in a fuzzing worker, which Go's fuzzing ends
+// without a word ("deadlocked") once an input has run 10 s: there a wait
+// ends sooner, so that a hang fails with the harness's message.
+func answerWait() time.Duration {
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		return 7 * time.Second
+	}
+	return fuzzWait
+}
+
 // fuzzPeer is one running endpoint and what it writes.
 type fuzzPeer struct {
 	path   string // "lane" or "sdk"
@@ -80,6 +91,8 @@ type fuzzPeer struct {
 	next   int
 	// last is the answer until found last.
 	last string
+	// lanes counts the calls the lane took (see laneCalls).
+	lanes int
 }
 
 func FuzzLaneVersusSDK(f *testing.F) {
@@ -217,7 +230,7 @@ func sortedProperties(lines [][]byte) [][]byte {
 	return out
 }
 
-func normaliseAll(lines [][]byte, norm *strings.Replacer) [][]byte {
+func normaliseAll(lines [][]byte, norm interface{ Replace(string) string }) [][]byte {
 	out := make([][]byte, len(lines))
 	for i, l := range lines {
 		out[i] = []byte(norm.Replace(string(l)))
@@ -293,10 +306,11 @@ func fuzzEnv(tb testing.TB, root string) []string {
 		"XDG_STATE_HOME="+dirs["xdg-state"], "XDG_CACHE_HOME="+dirs["xdg-cache"], "XDG_DATA_HOME="+dirs["xdg-data"], "NO_COLOR=1")
 }
 
-// startFuzzPeer starts one endpoint and opens a 2025-11-25 session in it.
-func startFuzzPeer(f testing.TB, bin string, env []string, dir, id string, lane bool) *fuzzPeer {
+// startFuzzPeer starts one endpoint (with the extra flags of `mcp serve`)
+// and opens a 2025-11-25 session in it.
+func startFuzzPeer(f testing.TB, bin string, env []string, dir, id string, lane bool, extra ...string) *fuzzPeer {
 	p := &fuzzPeer{path: "sdk", lines: make(chan []byte, 256), stderr: &lockedBuffer{}}
-	args := []string{"mcp", "serve", "--instance", id}
+	args := append([]string{"mcp", "serve", "--instance", id}, extra...)
 	if lane {
 		p.path = "lane"
 	} else {
@@ -378,9 +392,14 @@ func idOf(line string) string {
 // until reads lines until one is the answer to the harness's request id;
 // it returns the other answers and the notifications read meanwhile.
 func (p *fuzzPeer) until(id string) (answers, notes [][]byte, err error) {
-	timer := time.NewTimer(fuzzWait)
-	defer timer.Stop()
 	want, _ := json.Marshal(id)
+	return p.untilID(want)
+}
+
+// untilID is until for the id written as want (JSON).
+func (p *fuzzPeer) untilID(want []byte) (answers, notes [][]byte, err error) {
+	timer := time.NewTimer(answerWait())
+	defer timer.Stop()
 	for {
 		select {
 		case l, ok := <-p.lines:
@@ -400,14 +419,14 @@ func (p *fuzzPeer) until(id string) (answers, notes [][]byte, err error) {
 			}
 			answers = append(answers, l)
 		case <-timer.C:
-			return answers, notes, fmt.Errorf("no answer to %s within %s; read meanwhile: %s", want, fuzzWait, showLines(append(answers, notes...)))
+			return answers, notes, fmt.Errorf("no answer to %s within %s; read meanwhile: %s", want, answerWait(), showLines(append(answers, notes...)))
 		}
 	}
 }
 
 // awaitAnswers reads until n answers have come (notifications aside).
 func (p *fuzzPeer) awaitAnswers(n int, answers, notes [][]byte) ([][]byte, [][]byte, error) {
-	timer := time.NewTimer(fuzzWait)
+	timer := time.NewTimer(answerWait())
 	defer timer.Stop()
 	for len(answers) < n {
 		select {
@@ -421,7 +440,7 @@ func (p *fuzzPeer) awaitAnswers(n int, answers, notes [][]byte) ([][]byte, [][]b
 				answers = append(answers, l)
 			}
 		case <-timer.C:
-			return answers, notes, fmt.Errorf("%d of %d answers within %s: %s", len(answers), n, fuzzWait, showLines(answers))
+			return answers, notes, fmt.Errorf("%d of %d answers within %s: %s", len(answers), n, answerWait(), showLines(answers))
 		}
 	}
 	return answers, notes, nil
@@ -499,7 +518,7 @@ func (p *fuzzPeer) awaitProgress(tok string) error {
 // awaitLine reads the endpoint's output until a line holding want comes;
 // what is the error's name for it.
 func (p *fuzzPeer) awaitLine(want []byte, what string) error {
-	timer := time.NewTimer(fuzzWait)
+	timer := time.NewTimer(answerWait())
 	defer timer.Stop()
 	for {
 		select {
@@ -511,7 +530,7 @@ func (p *fuzzPeer) awaitLine(want []byte, what string) error {
 				return nil
 			}
 		case <-timer.C:
-			return fmt.Errorf("no %s within %s", what, fuzzWait)
+			return fmt.Errorf("no %s within %s", what, answerWait())
 		}
 	}
 }

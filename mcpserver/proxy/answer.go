@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,31 +45,34 @@ type callRecordKey struct{}
 // call's id, and [stdioConn.Read] fills it in before go-sdk sees the answer.
 // Through it the handler tells the server's own errors (whatever their
 // code) from go-sdk's transport errors, which share codes, and gets the
-// structuredContent as the server wrote it, which go-sdk would decode
-// into float64s.
+// structuredContent and _meta as the server wrote them, which go-sdk would
+// decode into float64s.
 type callRecord struct {
 	mu sync.Mutex
 	// forget takes the record off its connection (the call is over).
 	forget func()
+	// routes are the pool's progress routes, for a [Recorder] to forward
+	// the call's progress with.
+	routes *ProgressRoutes[progressTarget]
 
-	answered bool            // an answer arrived (result or error)
-	rpcErr   *jsonrpc.Error  // the server's error answer
-	content  json.RawMessage // the result's structuredContent, as written
-	why      string          // the answer could not be read: why
+	answered bool           // an answer arrived (result or error)
+	rpcErr   *jsonrpc.Error // the server's error answer
+	aside    *Aside         // what SetAside took out of the result, as written
+	why      string         // the answer could not be read: why
 }
 
 // answer is a snapshot of a callRecord.
 type answer struct {
 	answered bool
 	rpcErr   *jsonrpc.Error
-	content  json.RawMessage
+	aside    *Aside
 	why      string
 }
 
 func (r *callRecord) snapshot() answer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return answer{r.answered, r.rpcErr, r.content, r.why}
+	return answer{r.answered, r.rpcErr, r.aside, r.why}
 }
 
 // setForget sets how to take the record off its connection.
@@ -90,10 +92,10 @@ func (r *callRecord) done() {
 	}
 }
 
-// answeredWith records resp, the server's answer, and takes the result's
-// structuredContent out of it: go-sdk decodes it into float64s, which
-// round 12345678901234567890 and refuse 1e400; [Server.Handler] puts the
-// bytes back.
+// answeredWith records resp, the server's answer, and takes out of the
+// result what go-sdk would decode inexactly ([SetAside]: structuredContent
+// and every _meta, whose numbers it reads through a float64, which rounds
+// 12345678901234567890 and refuses 1e400); [Server.Handler] puts it back.
 func (r *callRecord) answeredWith(resp *jsonrpc.Response) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -106,23 +108,9 @@ func (r *callRecord) answeredWith(resp *jsonrpc.Response) {
 		}
 		return
 	}
-	if !bytes.Contains(resp.Result, []byte(`"structuredContent"`)) {
-		return // nothing to keep (the name may also be written escaped: then it is decoded as before)
+	if rest, aside := SetAside(resp.Result); aside != nil {
+		r.aside, resp.Result = aside, rest
 	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(resp.Result, &members) != nil {
-		return // not an object: go-sdk says what is wrong with it
-	}
-	sc, ok := members["structuredContent"]
-	if !ok || string(sc) == "null" {
-		return
-	}
-	delete(members, "structuredContent")
-	rest, err := json.Marshal(members)
-	if err != nil {
-		return
-	}
-	r.content, resp.Result = sc, rest
 }
 
 // broken records that the answer could not be read, and why.

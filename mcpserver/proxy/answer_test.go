@@ -55,8 +55,8 @@ func TestCallRecordKeepsStructuredContent(t *testing.T) {
 	resp := &jsonrpc.Response{Result: json.RawMessage(`{"content":[],"structuredContent":{"n":12345678901234567890,"x":1e400}}`)}
 	r.answeredWith(resp)
 	a := r.snapshot()
-	if string(a.content) != `{"n":12345678901234567890,"x":1e400}` || string(resp.Result) != `{"content":[]}` {
-		t.Fatalf("kept %s, left %s", a.content, resp.Result)
+	if a.aside == nil || string(a.aside.structured) != `{"n":12345678901234567890,"x":1e400}` || string(resp.Result) != `{"content":[]}` {
+		t.Fatalf("kept %+v, left %s", a.aside, resp.Result)
 	}
 	var e callRecord
 	e.answeredWith(&jsonrpc.Response{Error: &jsonrpc.Error{Code: -32003, Message: "busy"}})

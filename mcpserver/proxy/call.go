@@ -63,6 +63,13 @@ func FailedDuringCall(server string, cause error) string {
 	return fmt.Sprintf("MCP server %q failed during the call: %v; agentctl is restarting it", server, callFailure(cause))
 }
 
+// DidNotGetCall is the text of the tool error that answers a call that
+// could not be written to its server: "MCP server "web" did not get the
+// call: it is not reading its input", whichever path it took.
+func DidNotGetCall(server string, cause error) string {
+	return fmt.Sprintf("MCP server %q did not get the call: %v", server, cause)
+}
+
 // callFailure is err without go-sdk's `calling "tools/call": ` wrapping,
 // if it has exactly that.
 func callFailure(err error) error {
@@ -121,11 +128,14 @@ func (p *ProgressRoutes[T]) Remove(tok string) {
 // Handler returns the SDK path's handler of the server's tool named tool
 // (its own name): the call goes to the server with its arguments and the
 // _meta [ForwardedMeta] passes, and its result comes back unchanged (its
-// structuredContent as the server wrote it, for a stdio server). An error
+// structuredContent and _meta as the server wrote them, for a stdio
+// server: see [SetAside]). An error
 // the server answers with is forwarded as it is, whatever its code; only a
 // broken connection restarts the server. A call the server does not answer
 // within the mount's call timeout is cancelled upstream and answered with
-// [CallTimedOut].
+// [CallTimedOut]; one a stdio server does not take within the mount's
+// timeout ([Options.WriteTimeout]) fails with [DidNotGetCall], and the
+// server, which is not reading its input, is restarted.
 func (s *Server) Handler(tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		cs := s.current()
@@ -139,7 +149,7 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 			defer s.pool.progress.Remove(ours)
 			params.SetProgressToken(ours)
 		}
-		rec := &callRecord{}
+		rec := &callRecord{routes: s.pool.progress}
 		defer rec.done()
 		timeout := s.mount.CallTimeoutOrDefault()
 		// When cctx ends, go-sdk sends notifications/cancelled upstream
@@ -149,14 +159,16 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 		res, err := cs.CallTool(cctx, params)
 		ans := rec.snapshot()
 		if err == nil {
-			if ans.content != nil {
-				res.StructuredContent = ans.content
-			}
+			ans.aside.Restore(res)
 			return res, nil
 		}
+		var notReading *notReadingError
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.As(err, &notReading):
+			// The server is being stopped, to be started again.
+			return ToolError(DidNotGetCall(s.mount.Name, notReading) + "; agentctl is restarting it"), nil
 		case cctx.Err() != nil:
 			return ToolError(CallTimedOut(s.mount.Name, timeout)), nil
 		case ans.why != "":

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,26 +25,35 @@ import (
 // [guard.Lines]), so that one bad line costs at most the call it answers,
 // where go-sdk's stream decoder ends the connection and fails every call
 // in flight, or waits for the server's next output to finish a truncated
-// line. See [stdioConn.Read].
+// line (see [stdioConn.Read]), and for how it is written: with a deadline,
+// so that a server that stops reading its input fails a call and is
+// restarted, where go-sdk's write blocks for ever (see [stdioConn.Write]).
 type commandTransport struct {
 	server *Server
 	cmd    *exec.Cmd
 }
 
-// Connect starts the server, as [mcp.CommandTransport.Connect] does.
+// Connect starts the server, as [mcp.CommandTransport.Connect] does, but
+// with the server's input a pipe of its own (an *os.File), whose writes
+// can have a deadline (see [stdioConn.Write]).
 func (t *commandTransport) Connect(context.Context) (mcp.Connection, error) {
 	stdout, err := t.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	stdin, err := t.cmd.StdinPipe()
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := t.cmd.Start(); err != nil {
+	t.cmd.Stdin = stdinR
+	err = t.cmd.Start()
+	stdinR.Close()
+	if err != nil {
+		stdin.Close()
 		return nil, err
 	}
-	c := &stdioConn{server: t.server, cmd: t.cmd, stdin: stdin, stdout: stdout, calls: map[jsonrpc.ID]*callRecord{}}
+	c := &stdioConn{server: t.server, cmd: t.cmd, stdin: stdin, stdout: stdout, calls: map[jsonrpc.ID]*callRecord{},
+		writeTimeout: t.server.writeTimeout()}
 	c.lines = guard.NewLines(stdout, t.server.pool.opts.MaxLine)
 	c.lines.Skipped = c.skipped.feed
 	return c, nil
@@ -52,7 +63,7 @@ func (t *commandTransport) Connect(context.Context) (mcp.Connection, error) {
 type stdioConn struct {
 	server *Server
 	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	stdin  *os.File
 	stdout io.Closer
 	lines  *guard.Lines
 	// skipped reads the id of a line over the bound as it is skipped.
@@ -60,7 +71,15 @@ type stdioConn struct {
 	// lineNo counts the server's lines, for reports.
 	lineNo int
 
-	writeMu sync.Mutex
+	// writeTimeout bounds each write ([Server.writeTimeout]); notReading,
+	// once set, is why the connection's writes fail: one did not end in
+	// time, so the server is being stopped. Both under writeMu.
+	writeTimeout time.Duration
+	writeMu      sync.Mutex
+	notReading   error
+	// stopped is why Read ends once the connection was closed for not
+	// reading: what the session's end reports.
+	stopped atomic.Pointer[stoppedError]
 
 	mu sync.Mutex
 	// calls are the tools/calls of [Server.Handler] awaiting an answer, by
@@ -73,7 +92,9 @@ type stdioConn struct {
 
 func (c *stdioConn) SessionID() string { return "" }
 
-// Write sends msg to the server, a line. A tools/call of [Server.Handler]
+// Write sends msg to the server, a line, within writeTimeout (see
+// [stdioConn.stuck]; ctx is not heeded: a write cut short would leave
+// part of a line in the pipe). A tools/call of [Server.Handler]
 // (its ctx carries a [callRecord]) is noted, so that its answer can be
 // recorded as the server wrote it.
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -95,9 +116,61 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
+	if c.notReading != nil {
+		return c.notReading
+	}
+	// Where the system cannot set a deadline on a pipe, the write is not
+	// bounded, as go-sdk's is not.
+	_ = c.stdin.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 	_, err = c.stdin.Write(append(b, '\n'))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return c.stuck()
+	}
 	return err
 }
+
+// stuck ends a connection whose server did not take a message within
+// writeTimeout: it is not reading its input. Part of the message may be in
+// the pipe, so nothing more can follow it: the connection is closed in the
+// background (the server stopped as [stdioConn.Close] stops it), its
+// session ends with a [stoppedError] and the server's run loop starts it
+// again, as after a crash. The write and every later one fail with a
+// [notReadingError]. The caller holds writeMu.
+func (c *stdioConn) stuck() error {
+	nr := &notReadingError{waited: c.writeTimeout}
+	c.notReading = nr
+	c.stopped.Store(&stoppedError{nr})
+	c.server.log.Warn("MCP server is not reading its input; stopping it, to start it again", "waited", c.writeTimeout)
+	go c.Close()
+	return nr
+}
+
+// notReadingError fails a write that a stdio server did not take in time
+// ([stdioConn.stuck]). Its text is the fast lane's for a server whose
+// queue is full. It wraps go-sdk's "rejected by transport" code (go-sdk
+// v1.8.0 internal/jsonrpc2/conn.go, func write): go-sdk then fails the
+// call alone and leaves the connection to its transport, which is closing
+// it, so that the calls that follow get this error too rather than
+// go-sdk's "server is closing".
+type notReadingError struct{ waited time.Duration }
+
+func (e *notReadingError) Error() string {
+	return fmt.Sprintf("it is not reading its input (a message waited %s for it)", e.waited)
+}
+
+func (e *notReadingError) Unwrap() error { return errRejected }
+
+// errRejected is go-sdk's ErrRejected (internal/jsonrpc2/wire.go, code
+// -32005, compared by code), which its internal package keeps from us.
+var errRejected = &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
+
+// stoppedError ends the session of a server stopped for not reading its
+// input: the server's status, and what the calls in flight then fail
+// with. It does not wrap the [notReadingError]: those calls reached the
+// server.
+type stoppedError struct{ cause *notReadingError }
+
+func (e *stoppedError) Error() string { return "agentctl stopped it: " + e.cause.Error() }
 
 // Read returns the server's next message. A line that is not a JSON-RPC
 // message, or that is over the size limit, is reported (see
@@ -122,6 +195,9 @@ func (c *stdioConn) Read(context.Context) (jsonrpc.Message, error) {
 			}
 		}
 		if err != nil {
+			if stopped := c.stopped.Load(); stopped != nil {
+				return nil, stopped
+			}
 			return nil, err
 		}
 	}
@@ -130,7 +206,7 @@ func (c *stdioConn) Read(context.Context) (jsonrpc.Message, error) {
 // message is the message a line of the server's holds; nil when it holds
 // none go-sdk could use, and nothing is to be answered in its place.
 func (c *stdioConn) message(line []byte) jsonrpc.Message {
-	msg, err := jsonrpc.DecodeMessage(line)
+	msg, err := decodeLine(line) // exact.go
 	if err != nil {
 		var ids idScanner
 		ids.feed(line)
@@ -142,6 +218,9 @@ func (c *stdioConn) message(line []byte) jsonrpc.Message {
 	}
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
+		if c.forwardProgress(msg) { // exact.go
+			return nil
+		}
 		return msg
 	}
 	c.mu.Lock()

@@ -16,6 +16,14 @@ package main
 //	    huge          a text result of 17 MiB (over the 16 MiB line limit)
 //	    garbage       a line that is not JSON and names no id; then the
 //	                  SDK's answer
+//	    file          the bytes of the file -craft-file names, read at each
+//	                  call, with every $ID replaced by the request's id as
+//	                  written and every $TOKEN by its progress token (JSON;
+//	                  null without one), a newline added if they lack one;
+//	                  then the SDK's answer, its text "craft:file answered
+//	                  nothing" (a second answer, dropped, when the file's
+//	                  answered the call): the answers of the differential
+//	                  fuzzer FuzzLaneVersusSDKUpstream (cmd/agentctl)
 //
 // The SDK server writes its messages to os.Stdout, which -craft replaces
 // with a pipe whose lines pass here on their way out. This file is apart
@@ -24,12 +32,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// craftFile is -craft-file: the file of the kind "file".
+var craftFile = flag.String("craft-file", "", "with -craft, the file whose bytes answer an echo of craft:file")
 
 func init() {
 	flag.BoolFunc("craft", "answer echo calls whose text is craft:KIND with crafted lines", func(string) error {
@@ -71,6 +85,9 @@ func craft(line []byte) []byte {
 			Content []struct {
 				Text string `json:"text"`
 			} `json:"content"`
+			Meta struct {
+				Token json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
 		} `json:"result"`
 	}
 	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 || len(m.Result.Content) == 0 {
@@ -105,6 +122,37 @@ func craft(line []byte) []byte {
 		return answer(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 17<<20) + `"}]}`)
 	case "garbage":
 		return append([]byte("this is not JSON\n"), line...)
+	case "file":
+		b, err := os.ReadFile(*craftFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "upstream: -craft-file:", err)
+			return line
+		}
+		tok := m.Result.Meta.Token
+		if len(tok) == 0 {
+			tok = []byte("null")
+		}
+		b = bytes.ReplaceAll(bytes.ReplaceAll(b, []byte("$ID"), m.ID), []byte("$TOKEN"), tok)
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			b = append(b, '\n')
+		}
+		return append(b, answer(`{"content":[{"type":"text","text":"craft:file answered nothing"}]}`)...)
 	}
 	return line
+}
+
+// craftTokens answers an echo of "craft:file" itself, with the request's
+// progress token in its _meta, for craft to put in place of $TOKEN.
+func craftTokens(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params.Name == "echo" {
+			var in struct{ Text string }
+			if json.Unmarshal(r.Params.Arguments, &in) == nil && in.Text == "craft:file" {
+				res := textResult("craft:file")
+				res.Meta = mcp.Meta{"progressToken": r.Params.GetProgressToken()}
+				return res, nil
+			}
+		}
+		return next(ctx, method, req)
+	}
 }

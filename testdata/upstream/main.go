@@ -135,6 +135,9 @@ func main() {
 	for i := range *nTools {
 		addNumberedTool(server, fmt.Sprintf("tool_%d", i))
 	}
+	if *craftFile != "" {
+		server.AddReceivingMiddleware(craftTokens) // lane_flags.go
+	}
 	addSpecialTools(server)
 	addNamedTools(server) // tools_flags.go
 	if *echoMeta {

@@ -26,9 +26,14 @@
 // [Lane.Transport], which reads the server's lines the same way: answers and
 // progress of the lane's calls go straight back to the client; everything
 // else goes to the SDK client session. A server's line that is not JSON,
-// or over 16 MiB, is logged and skipped (the call whose id it names fails),
-// where it would end the SDK's session; a lane call not answered within
-// [Options.CallTimeout] fails and is cancelled upstream.
+// that go-sdk cannot read as a JSON-RPC message, or that is over 16 MiB, is
+// logged and skipped (the call whose id it names fails, as on the SDK
+// path), where it would end the SDK's session; a lane call not answered
+// within [Options.CallTimeout] fails and is cancelled upstream. Only the
+// lane's answers in the common shape are read by its own scan: every other
+// line is read with go-sdk's decoder, so that what the lane takes, fails or
+// hands on is what the SDK path would. A call the lane leaves to the SDK is
+// recorded as with the lane off ([proxy.Recorder]).
 //
 // What both paths do to a call (null arguments, which _meta goes upstream,
 // progress tokens, the crash message) is package proxy's, called by both.
@@ -41,7 +46,8 @@
 // isError true, valid UTF-8) reaches the client byte for byte, with only
 // the id put back; any other result (null, members MCP does not define,
 // bytes that are not UTF-8) goes through go-sdk's own decoding and
-// encoding first, as on the SDK path. Then what go-sdk adds to it: in a
+// encoding first, as on the SDK path, structuredContent and every _meta
+// aside, kept as the server wrote them on both paths ([proxy.SetAside]). Then what go-sdk adds to it: in a
 // 2026-07-28 session "resultType":"complete" goes in front of it;
 // and for a 2026-07-28 request agentctl's serverInfo goes into its _meta,
 // in front of it when it has no "_meta" member, else by decoding it and

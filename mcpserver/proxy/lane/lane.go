@@ -481,6 +481,9 @@ func (l *Lane) expire(c *call, limit time.Duration) {
 type message struct {
 	id, params, result, rpcErr []byte
 	method                     string
+	// hasMethod: the message has a "method" member (go-sdk takes one of
+	// "" for a request too).
+	hasMethod bool
 }
 
 // readMessage reads a JSON-RPC 2.0 message's members; ok is false for
@@ -503,13 +506,15 @@ func readMessage(line []byte, checked bool) (m message, ok bool) {
 			if !plain {
 				return false
 			}
-			m.method = string(s)
+			m.method, m.hasMethod = string(s), true
 		case jsonscan.KeyIs(k, "params"):
 			m.params = v
 		case jsonscan.KeyIs(k, "result"):
 			m.result = v
 		case jsonscan.KeyIs(k, "error"):
-			m.rpcErr = v
+			if string(v) != "null" { // some servers write "error": null beside a result
+				m.rpcErr = v
+			}
 		default:
 			return false
 		}

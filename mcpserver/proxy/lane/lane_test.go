@@ -46,6 +46,12 @@ func laneWithTool(tb testing.TB, w io.Writer, client io.Writer) (*Lane, *serverL
 	return l, link
 }
 
+// takeLine offers the lane a line of its server "up", as readServer
+// does; what would go to the SDK's session is dropped.
+func (l *Lane) takeLine(line []byte) bool {
+	return l.fromServer(l.link("up"), line, io.Discard)
+}
+
 // initializedAs is a session the SDK has initialized with version v.
 type initializedAs string
 
@@ -159,7 +165,7 @@ func TestLaneOddAnswers(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]},"x-extra":true}`,
 	} {
 		call(fmt.Sprint("c", i+1))
-		if !l.fromServer([]byte(answer)) {
+		if !l.takeLine([]byte(answer)) {
 			t.Fatalf("answer %d went to the SDK, which would drop it", i+1)
 		}
 	}
@@ -223,7 +229,7 @@ func BenchmarkLaneWork(b *testing.B) {
 		resp = append(resp[:0], `{"jsonrpc":"2.0","id":"agentctl-call-`...)
 		resp = strconv.AppendInt(resp, l.next.Load(), 10)
 		resp = append(resp, `","result":{"content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}}`+"\n"...)
-		if !l.fromServer(resp) {
+		if !l.takeLine(resp) {
 			b.Fatal("the lane did not take the answer")
 		}
 	}
@@ -415,7 +421,7 @@ func TestLaneCancelsEveryCallWithTheID(t *testing.T) {
 	// The server's late answers do not reach the client: a cancelled call
 	// gets none (the SDK's session drops an answer to an id it never sent).
 	for _, id := range []string{"agentctl-call-1", "agentctl-call-2", "agentctl-call-3"} {
-		l.fromServer([]byte(`{"jsonrpc":"2.0","id":"` + id + `","result":{"content":[]}}`))
+		l.takeLine([]byte(`{"jsonrpc":"2.0","id":"` + id + `","result":{"content":[]}}`))
 	}
 	if client.String() != "" {
 		t.Fatalf("the client got:\n%s", client.String())
@@ -447,7 +453,7 @@ func TestLaneCallTimeout(t *testing.T) {
 	if !strings.Contains(up.String(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"agentctl-call-1","reason":"agentctl's call timeout (20ms) ran out"}}`) {
 		t.Fatalf("upstream got:\n%s", up.String())
 	}
-	l.fromServer([]byte(`{"jsonrpc":"2.0","id":"agentctl-call-1","result":{"content":[]}}`))
+	l.takeLine([]byte(`{"jsonrpc":"2.0","id":"agentctl-call-1","result":{"content":[]}}`))
 	if n := strings.Count(client.String(), "\n"); n != 1 || l.Stats().InFlight != 0 {
 		t.Fatalf("%d answers, %d in flight:\n%s", n, l.Stats().InFlight, client.String())
 	}
@@ -463,7 +469,7 @@ func TestLaneCallTimeout(t *testing.T) {
 	if c == nil || c.timer == nil {
 		t.Fatal("the call has no timer")
 	}
-	l.fromServer([]byte(`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]}}`))
+	l.takeLine([]byte(`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]}}`))
 	if c.timer.Stop() {
 		t.Fatal("the answered call's timer still runs")
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 )
 
 // serverLink is the lane's side of one connection to an external stdio server.
@@ -19,8 +21,11 @@ import (
 // maxQueued bytes, further lane calls are refused with a tool error.
 type serverLink struct {
 	server string
-	out    io.Writer
-	raw    syscall.RawConn // out's descriptor, for writes that must not block
+	// sdk is the SDK's connection to the server (set before its output
+	// is read), told of the answers to its calls that cannot be read.
+	sdk *proxy.Recorder
+	out io.Writer
+	raw syscall.RawConn // out's descriptor, for writes that must not block
 	// queueOnly: out may block and cannot be tried without blocking, so
 	// every message goes through the queue.
 	queueOnly bool

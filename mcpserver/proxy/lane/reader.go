@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/mcpserver/guard"
-	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Reading an external server's output. A server's line that is not JSON
@@ -24,37 +24,53 @@ import (
 // call whose id can be read from it fails (the lane's with an error to
 // the client, the SDK's with an error answer handed to its session).
 
-// maxHead is how much of a line over the limit is kept to read its id.
+// maxHead is how much of a line over the limit is kept for the log.
 const maxHead = 4 << 10
 
-// errNotJSON describes a server's line that is not JSON.
-var errNotJSON = errors.New("a line that is not JSON")
+// errNotJSON describes a server's line that is not JSON; errNotJSONRPC,
+// one that is JSON but no JSON-RPC message go-sdk can read (the SDK
+// path's words for both).
+var (
+	errNotJSON    = errors.New("a line that is not JSON")
+	errNotJSONRPC = errors.New("a line that is not a JSON-RPC message")
+)
 
 // readServer reads the server's output until it ends: the lane's lines
 // go to the client, the rest to the SDK's session through sdk. It returns
 // nil at the end of the output.
 func (l *Lane) readServer(link *serverLink, out io.Reader, sdk *io.PipeWriter, max int) error {
 	lines := guard.NewLines(out, max)
-	// The head of a line over the limit, to read its id from; the rest of
-	// it is never held.
-	var head []byte
+	// The head of a line over the limit, for the log, and its id, read as
+	// it passes (wherever it is, as on the SDK path); the line is never
+	// held.
+	var (
+		head []byte
+		ids  proxy.IDReader
+	)
 	lines.Skipped = func(piece []byte) {
 		if room := maxHead - len(head); room > 0 {
 			head = append(head, piece[:min(room, len(piece))]...)
 		}
+		ids.Feed(piece)
 	}
 	for {
-		head = head[:0]
+		head, ids = head[:0], proxy.IDReader{}
 		line, err := lines.Next()
 		var tl *guard.TooLongError
 		switch {
 		case errors.As(err, &tl):
-			l.badLine(link, head, sdk, fmt.Errorf("an answer of %d bytes, over the limit of %d (ask the tool for less)", tl.Size, tl.Max))
+			id, ok := ids.ID()
+			l.failLine(link, head, id, ok, sdk, fmt.Errorf("an answer of %d bytes, over the limit of %d (ask the tool for less)", tl.Size, tl.Max))
 			continue
 		case len(bytes.TrimSpace(line)) == 0:
 		case !json.Valid(line):
 			l.badLine(link, line, sdk, errNotJSON)
-		case !l.fromServer(sanitize(line)):
+		default:
+			// The SDK's session gets the line as the SDK path reads it too
+			// (proxy's decodeLine): not UTF-8 made U+FFFD.
+			if line = sanitize(line); l.fromServer(link, line, sdk) {
+				break
+			}
 			if line[len(line)-1] != '\n' {
 				line = append(line, '\n')
 			}
@@ -80,78 +96,60 @@ func sanitize(line []byte) []byte {
 	if utf8.Valid(line) {
 		return line
 	}
-	return validUTF8(line)
+	return proxy.ValidUTF8(line)
 }
 
 // badLine handles a server's line the lane cannot pass on (why says what
-// it was): logged, and the call its id names, if any, fails.
+// it was): logged, and the call its id names, if any, fails. The id is
+// read as the SDK path reads it (proxy.ReadID: the top-level "id" member).
 func (l *Lane) badLine(link *serverLink, line []byte, sdk io.Writer, why error) {
-	id := idOf(line)
+	id, ok := proxy.ReadID(line)
+	l.failLine(link, line, id, ok, sdk, why)
+}
+
+// failLine is badLine for a line whose id has been read (ok says whether
+// it had one).
+func (l *Lane) failLine(link *serverLink, line []byte, id jsonrpc.ID, ok bool, sdk io.Writer, why error) {
 	if l.report != nil {
 		which := "no call's answer could be matched to it"
-		if id != nil {
-			which = fmt.Sprintf("the call it answered (id %s upstream) failed", clip(id))
+		if ok {
+			which = fmt.Sprintf("the call it answered (id %s upstream) failed", clip(idText(id)))
 		}
 		l.report(link.server, fmt.Sprintf("a line of its output was %v; it was skipped and %s, and the server is kept", why, which))
 	} else {
 		l.log.Warn("MCP server wrote a line agentctl cannot read; skipping it", "mcp_server", link.server,
-			"line", clip(line), "why", why.Error(), "id", string(id))
+			"line", clip(line), "why", why.Error(), "id", idText(id))
 	}
-	if id == nil {
+	if !ok {
 		return
 	}
 	text := proxy.AnswerUnreadable(link.server, why.Error()) // the SDK path's words
-	if s, ok := jsonscan.String(id); ok && strings.HasPrefix(s, idPrefix) {
+	if s, ok := id.Raw().(string); ok && strings.HasPrefix(s, idPrefix) {
 		if c := l.take(s); c != nil {
 			l.replyError(c, text)
 		}
 		return
 	}
-	// An id of the SDK's: its session gets an error answer for it (the
-	// SDK path passes a server's error on to the client).
-	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id),
-		"error": map[string]any{"code": -32603, "message": text}})
-	_, _ = sdk.Write(append(msg, '\n'))
+	// An id of the SDK's: its session gets an error answer for it, which
+	// fails the call as on the SDK path (proxy.Recorder.Unreadable).
+	var msg []byte
+	if link.sdk != nil {
+		msg = link.sdk.Unreadable(id, why.Error())
+	} else {
+		msg, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id.Raw(),
+			"error": map[string]any{"code": -32603, "message": text}})
+		msg = append(msg, '\n')
+	}
+	_, _ = sdk.Write(msg)
 }
 
-// idOf finds an answer's id in the start of a line that is no valid JSON:
-// the value after its first "id" member, if it is a whole string or
-// integer; nil if there is none (then nothing can be failed).
-func idOf(line []byte) []byte {
-	i := bytes.Index(line, []byte(`"id"`))
-	if i < 0 {
+// idText is an id as JSON, for logs.
+func idText(id jsonrpc.ID) []byte {
+	if !id.IsValid() {
 		return nil
 	}
-	rest := bytes.TrimLeft(line[i+4:], " \t")
-	if len(rest) == 0 || rest[0] != ':' {
-		return nil
-	}
-	rest = bytes.TrimLeft(rest[1:], " \t")
-	if len(rest) == 0 {
-		return nil
-	}
-	if rest[0] == '"' {
-		for j := 1; j < len(rest); j++ {
-			switch rest[j] {
-			case '\\':
-				j++
-			case '"':
-				if _, ok := jsonscan.String(rest[:j+1]); ok {
-					return rest[:j+1]
-				}
-				return nil
-			}
-		}
-		return nil
-	}
-	j := 0
-	for j < len(rest) && (rest[j] == '-' || rest[j] >= '0' && rest[j] <= '9') {
-		j++
-	}
-	if j == len(rest) || !exactInteger(rest[:j]) {
-		return nil // cut inside the number, or none
-	}
-	return rest[:j]
+	b, _ := json.Marshal(id.Raw())
+	return b
 }
 
 // clip is the start of a line, for the log.

@@ -87,3 +87,33 @@ func TestLaneFailsAnAnswerOverTheLimit(t *testing.T) {
 		t.Fatalf("the client got:\n%.2000s\nwant the first to say %s", client.String(), want)
 	}
 }
+
+// TestLaneSkipsALineThatIsNoJSONRPCMessage: JSON that go-sdk cannot read as
+// a JSON-RPC message (an answer without an id, an error whose code is no
+// integer, a line of two values) is skipped as on the SDK path, never
+// handed to the SDK's session (whose reader it would end), and fails the
+// lane call whose id it names; the calls after it are answered.
+func TestLaneSkipsALineThatIsNoJSONRPCMessage(t *testing.T) {
+	t.Parallel()
+	var client syncBuffer
+	l, link := laneWithTool(t, io.Discard, &client)
+	for _, id := range []string{`1`, `2`, `3`} {
+		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+			t.Fatal("the lane did not take the call")
+		}
+	}
+	out := `{"jsonrpc":"2.0","result":{"content":[]}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"agentctl-call-1","error":{"code":1.5,"message":"x"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[]}}0` + "\n" +
+		`{"jsonrpc":"2.0","id":"agentctl-call-3","error":{"code":-32602,"message":"bad","data":{"n":12345678901234567890},"x":1}}` + "\n"
+	if sdk := readServerLines(t, l, link, out, 0); len(sdk) != 0 {
+		t.Fatalf("the SDK got:\n%s", strings.Join(sdk, "\n"))
+	}
+	answers := strings.Split(strings.TrimSpace(client.String()), "\n")
+	if len(answers) != 3 ||
+		!strings.Contains(answers[0], `"id":1,`) || !strings.Contains(answers[0], `sent a line that is not a JSON-RPC message`) ||
+		!strings.Contains(answers[1], `"id":2,`) || !strings.Contains(answers[1], `sent a line that is not JSON`) ||
+		answers[2] != `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"bad","data":{"n":12345678901234567890}}}` {
+		t.Fatalf("the client got:\n%s", client.String())
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -71,13 +72,21 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	l.links[t.server] = link
 	l.mu.Unlock()
 	pr, pw := io.Pipe()
+	conn, err := (&mcp.IOTransport{Reader: pr, Writer: ps}).Connect(ctx)
+	if err != nil {
+		ps.Close()
+		return nil, err
+	}
+	// The calls the lane leaves to the SDK are answered as with the lane
+	// off (proxy.Recorder).
+	link.sdk = proxy.RecordCalls(conn)
 	go func() {
 		err := l.readServer(link, stdout, pw, 0)
 		pw.CloseWithError(err)
 		link.close()
 		l.linkDown(link, orEOF(err))
 	}()
-	return (&mcp.IOTransport{Reader: pr, Writer: ps}).Connect(ctx)
+	return link.sdk, nil
 }
 
 func orEOF(err error) error {
@@ -147,99 +156,114 @@ func (p *processStdin) stop() error {
 	return errors.New("unresponsive subprocess")
 }
 
-// fromServer takes an external server's line if it answers or reports
-// progress of a lane call.
-func (l *Lane) fromServer(line []byte) bool {
+// fromServer handles a server's line (JSON in valid UTF-8; readServer
+// checked it): it takes an answer or progress of a lane call, and a line
+// go-sdk cannot read as a JSON-RPC message (which would end the SDK's
+// session: it is skipped as on the SDK path, see badLine); false hands the
+// line to the SDK's session.
+//
+// An answer of the lane's in the common shape (JSON-RPC's members, written
+// plainly; a result; no deep nesting) is read here by one scan. Any other
+// line is read by go-sdk's own decoder (jsonrpc.DecodeMessage, what the
+// SDK path reads every line with), so that the lane takes, fails or hands
+// on exactly what the SDK path would.
+func (l *Lane) fromServer(link *serverLink, line []byte, sdk io.Writer) bool {
 	// A line of the lane's names one of its ids or tokens, plainly or
 	// with escapes ("\u0061gentctl-call-1" is an answer of the lane's too).
-	if l.inflight.Load() == 0 || !bytes.Contains(line, laneMarker) && bytes.IndexByte(line, '\\') < 0 {
-		return false
-	}
-	m, ok := readMessage(line, true) // readServer checked it
-	if !ok {
-		return l.oddAnswer(line)
-	}
-	if m.method == "" && m.id != nil {
-		id, plain := jsonscan.PlainString(m.id)
-		if !plain {
-			s, ok := jsonscan.String(m.id)
-			if !ok {
-				return false
+	mine := l.inflight.Load() > 0 && (bytes.Contains(line, laneMarker) || bytes.IndexByte(line, '\\') >= 0)
+	if mine {
+		m, ok := readMessage(line, true)
+		switch {
+		case !ok || !shallow(line):
+		case !m.hasMethod && m.id != nil && m.result != nil && m.rpcErr == nil:
+			if id, ok := jsonscan.PlainString(m.id); ok && bytes.HasPrefix(id, []byte(idPrefix)) {
+				if c := l.take(string(id)); c != nil {
+					l.reply(c, m.result, nil, nil)
+				}
+				return true // a late answer to a cancelled call is dropped
 			}
-			id = []byte(s)
+		case m.method == "notifications/progress":
+			if l.progressOf(m.params) {
+				return true
+			}
 		}
-		if !bytes.HasPrefix(id, []byte(idPrefix)) {
-			return false
-		}
-		if c := l.take(string(id)); c != nil {
-			l.reply(c, m.result, m.rpcErr, nil)
-		}
-		return true // a late answer to a cancelled call is dropped
 	}
-	if m.method != "notifications/progress" {
-		return false
-	}
-	var tok []byte
-	jsonscan.EachMember(m.params, func(k, v []byte) bool {
-		if jsonscan.KeyIs(k, "progressToken") {
-			tok, _ = jsonscan.PlainString(v)
-			return false
-		}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		l.badLine(link, line, sdk, errNotJSONRPC)
 		return true
-	})
-	if !bytes.HasPrefix(tok, []byte(tokenPrefix)) {
+	}
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || !mine {
 		return false
 	}
-	c, ok := l.progress.Lookup(string(tok))
+	id, ok := resp.ID.Raw().(string)
+	if !ok || !strings.HasPrefix(id, idPrefix) {
+		return false
+	}
+	if c := l.take(id); c != nil {
+		var rpcErr []byte
+		if resp.Error != nil {
+			// go-sdk's error, as the SDK path passes it on: its code,
+			// message and data.
+			var we *jsonrpc.Error
+			if !errors.As(resp.Error, &we) {
+				we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: resp.Error.Error()}
+			}
+			if rpcErr, err = json.Marshal(we); err != nil {
+				l.replyError(c, proxy.AnswerUnreadable(link.server, errNotJSONRPC.Error()))
+				return true
+			}
+		}
+		l.reply(c, resp.Result, rpcErr, nil)
+	}
+	return true
+}
+
+// maxDepth is how deep go-sdk v1.8.0 reads JSON (internal/json's
+// defaultMaxDepth): a line nested deeper is no message to it.
+const maxDepth = 1000
+
+// shallow reports whether line certainly nests no deeper than maxDepth:
+// it has no more brackets than that.
+func shallow(line []byte) bool {
+	return bytes.Count(line, []byte("{"))+bytes.Count(line, []byte("[")) <= maxDepth
+}
+
+// progressOf forwards a server's progress of a lane call to the client, as
+// the SDK path does (proxy.DecodeProgress: go-sdk v1.8.0's reading of the
+// params, with _meta kept as written; then agentctl's server session
+// encodes them with the client's token): members go-sdk does not define
+// dropped, progress and total read as float64s, an empty message and a
+// total of 0 left out, and params it cannot read dropped whole. false when
+// the progress is not of a lane call.
+func (l *Lane) progressOf(params []byte) bool {
+	p, ok := proxy.DecodeProgress(params)
+	if !ok {
+		return false // go-sdk's, which drops it
+	}
+	tok, _ := p.ProgressToken.(string)
+	if !strings.HasPrefix(tok, tokenPrefix) {
+		return false
+	}
+	c, ok := l.progress.Lookup(tok)
 	if !ok {
 		return true // progress of a call that is over
 	}
-	msg := append(make([]byte, 0, len(m.params)+64), `{"jsonrpc":"2.0","method":"notifications/progress","params":{`...)
-	first := true
-	jsonscan.EachMember(m.params, func(k, v []byte) bool {
-		switch {
-		case jsonscan.KeyIs(k, "progressToken"):
-			v = c.clientToken
-		case !jsonscan.KeyIs(k, "progress") && !jsonscan.KeyIs(k, "total") && !jsonscan.KeyIs(k, "message") && !jsonscan.KeyIs(k, "_meta"):
-			return true // go-sdk's ProgressNotificationParams has no such member: the SDK path drops it
-		}
-		if !first {
-			msg = append(msg, ',')
-		}
-		first = false
-		msg = append(append(append(msg, k...), ':'), v...)
+	p.ProgressToken = json.RawMessage(c.clientToken)
+	b, err := json.Marshal(p)
+	if err != nil {
 		return true
-	})
-	msg = append(msg, "}}\n"...)
+	}
+	msg := append(make([]byte, 0, len(b)+64), `{"jsonrpc":"2.0","method":"notifications/progress","params":`...)
+	msg = append(append(msg, b...), "}\n"...)
 	l.write(msg)
 	return true
 }
 
-// oddAnswer takes an answer to a lane call that readMessage does not read
-// (a member it does not know, an escaped id): the SDK would drop it as an
-// answer to an id it never sent, and the call would wait forever.
-func (l *Lane) oddAnswer(line []byte) bool {
-	var a struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(line, &a) != nil || a.Method != "" {
-		return false
-	}
-	var id string
-	if json.Unmarshal(a.ID, &id) != nil || !strings.HasPrefix(id, idPrefix) {
-		return false
-	}
-	if c := l.take(id); c != nil {
-		l.reply(c, a.Result, a.Error, nil)
-	}
-	return true
-}
-
-// reply answers the client's call: the server's result or error unchanged,
-// or, when the server failed (failure != nil), a tool error naming it.
+// reply answers the client's call: the server's result as the SDK path
+// passes it on (see sdkResult), or its error (as go-sdk encodes it), or,
+// when the server failed (failure != nil), a tool error naming it.
 func (l *Lane) reply(c *call, result, rpcErr []byte, failure error) {
 	if failure != nil {
 		l.replyError(c, proxy.FailedDuringCall(c.link.server, failure))
@@ -257,8 +281,6 @@ func (l *Lane) reply(c *call, result, rpcErr []byte, failure error) {
 			return
 		}
 		result = shaped
-	} else {
-		rpcErr = sdkError(rpcErr)
 	}
 	msg := make([]byte, 0, len(result)+len(rpcErr)+len(c.clientID)+80)
 	msg = append(msg, `{"jsonrpc":"2.0","id":`...)

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,42 +24,25 @@ import (
 // item of no type it knows), on which both paths fail that call alone
 // ([proxy.NotACallResult]) and keep the server.
 func sdkResult(result []byte) (out []byte, err error) {
-	if len(result) == 0 || string(result) == "null" {
+	if string(result) == "null" {
 		result = []byte("{}")
 	}
-	if plainResult(result) {
+	if len(result) > 0 && plainResult(result) {
 		return result, nil
 	}
-	// structuredContent goes on as the server wrote it, as on the SDK path
-	// (proxy's answer reader keeps it aside): go-sdk would decode its
+	// structuredContent and every _meta go on as the server wrote them, as
+	// on the SDK path (proxy.SetAside, on both): go-sdk would decode their
 	// numbers through a float64 (12345678901234567890) or refuse them
-	// (1e400). The rest is decoded without it.
-	var sc json.RawMessage
-	rest := []byte{'{'}
-	object := jsonscan.EachMember(result, func(k, v []byte) bool {
-		if jsonscan.KeyIs(k, "structuredContent") {
-			if string(v) != "null" {
-				sc = v
-			}
-			return true
-		}
-		if len(rest) > 1 {
-			rest = append(rest, ',')
-		}
-		rest = append(append(append(rest, k...), ':'), v...)
-		return true
-	})
-	rest = append(rest, '}')
-	if !object { // not an object: go-sdk's error, as on the SDK path
-		rest, sc = result, nil
-	}
+	// (1e400). The rest is decoded without them.
+	rest, aside := proxy.SetAside(result)
+	// Read as go-sdk's client session reads it (jsonrpc2's AsyncCall.Await:
+	// its own decoder, whose errors the call's error repeats): an answer
+	// without a result is EOF to it.
 	var r mcp.CallToolResult
-	if err := json.Unmarshal(rest, &r); err != nil {
+	if err := r.UnmarshalJSON(rest); err != nil {
 		return nil, err
 	}
-	if sc != nil {
-		r.StructuredContent = sc
-	}
+	aside.Restore(&r)
 	return json.Marshal(&r)
 }
 
@@ -103,43 +87,4 @@ func plainContent(v []byte) bool {
 			return false
 		}) && typ && text
 	})
-}
-
-// sdkError is a server's JSON-RPC error as the SDK path passes it on
-// (go-sdk's jsonrpc.Error: code, message and data): other members dropped.
-func sdkError(rpcErr []byte) []byte {
-	if utf8.Valid(rpcErr) && jsonscan.EachMember(rpcErr, func(k, _ []byte) bool {
-		return jsonscan.KeyIs(k, "code") || jsonscan.KeyIs(k, "message") || jsonscan.KeyIs(k, "data")
-	}) {
-		return rpcErr
-	}
-	var e struct {
-		Code    int64           `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data,omitempty"`
-	}
-	if json.Unmarshal(rpcErr, &e) != nil {
-		return rpcErr
-	}
-	out, err := json.Marshal(e)
-	if err != nil {
-		return rpcErr
-	}
-	return out
-}
-
-// validUTF8 is msg with each byte that is not part of valid UTF-8 replaced
-// by U+FFFD, as encoding/json decodes it on the SDK path.
-func validUTF8(msg []byte) []byte {
-	out := make([]byte, 0, len(msg)+16)
-	for len(msg) > 0 {
-		r, n := utf8.DecodeRune(msg)
-		if r == utf8.RuneError && n == 1 {
-			out = utf8.AppendRune(out, utf8.RuneError)
-		} else {
-			out = append(out, msg[:n]...)
-		}
-		msg = msg[n:]
-	}
-	return out
 }
