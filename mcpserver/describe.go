@@ -22,6 +22,10 @@ type ServerListing struct {
 	Error string `json:"error,omitempty"`
 	// Tools are the server's own tool names, as it listed them.
 	Tools []string `json:"tools"`
+	// StderrTail is, for a server down, the last lines it wrote to its
+	// stderr ([github.com/agentctl/agentctl/mcpserver/proxy.ServerStatus]'s
+	// StderrTail: bounded, secrets taken out).
+	StderrTail []string `json:"stderr_tail,omitempty"`
 }
 
 // Listing states of a [ServerListing].

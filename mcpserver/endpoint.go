@@ -74,6 +74,9 @@ type Config struct {
 	// ([proxy.Options.Dir]): `mcp serve` gives the instance's workspace.
 	// Empty: the endpoint's own.
 	ServerDir string
+	// ServerWriteTimeout bounds each message the SDK path writes to a stdio
+	// server ([proxy.Options.WriteTimeout]); 0: each mount's timeout.
+	ServerWriteTimeout time.Duration
 	// QuestionTimeout bounds ask_user_question's wait for an answer
 	// (default [DefaultQuestionTimeout]).
 	QuestionTimeout time.Duration
@@ -217,7 +220,7 @@ func New(cfg Config) (*Endpoint, error) {
 		external: map[string]*servedTool{},
 		first:    firstList{ready: make(chan struct{})}}
 	e.pool = proxy.NewPool(mounts, namespace{e}, proxy.Options{Version: cfg.Version, Logger: cfg.Logger, SDKLogger: sdkLog,
-		Stderr: cfg.ServerStderr, Stdio: e.stdioTransport, Dir: cfg.ServerDir})
+		Stderr: cfg.ServerStderr, Stdio: e.stdioTransport, Dir: cfg.ServerDir, WriteTimeout: cfg.ServerWriteTimeout})
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
 	}

@@ -274,7 +274,7 @@ func sharedExternal(m mount.Resolved, r *ToolRow, rows []ToolRow) Finding {
 func serverDown(m mount.Resolved, why string) Finding {
 	return Finding{Code: FindingServerDown, Severity: SeverityError, Source: m.Source(),
 		Problem: fmt.Sprintf("could not list its tools: %s", why),
-		Fix:     "fix the server's command, URL or credentials (its stderr is in upstreams.log of a served instance), or lint without --connect"}
+		Fix:     "fix the server's command, URL or credentials (tools list shows the last lines of its stderr; all of it is in upstreams.log of a served instance), or lint without --connect"}
 }
 
 // StaleCapability compares an instance's stored capability with its agent's

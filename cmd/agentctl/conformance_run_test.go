@@ -342,15 +342,38 @@ func equalJSON(a, b any) bool {
 		return ok && bytes.Equal(a, b)
 	case json.Number:
 		b, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		ra, oka := new(big.Rat).SetString(string(a))
-		rb, okb := new(big.Rat).SetString(string(b))
-		return oka && okb && ra.Cmp(rb) == 0
+		return ok && numberKey(string(a)) == numberKey(string(b))
 	default:
 		return a == b
 	}
+}
+
+// numberKey is a JSON number's exact value, written one way: the digits
+// without leading or trailing zeros and the power of ten, so that two
+// numbers are equal exactly when their keys are (1.0 and 1e0, -0 and 0;
+// an exponent past what a big.Rat holds, 1e901234567890, too).
+func numberKey(n string) string {
+	sign := ""
+	if strings.HasPrefix(n, "-") {
+		sign, n = "-", n[1:]
+	}
+	mant, exp, _ := strings.Cut(strings.ToLower(n), "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	e, ok := new(big.Int).SetString(strings.TrimPrefix(exp, "+"), 10)
+	if exp == "" {
+		e, ok = new(big.Int), true
+	}
+	if !ok {
+		return "invalid:" + sign + n
+	}
+	digits := strings.TrimLeft(whole+frac, "0")
+	e.Sub(e, big.NewInt(int64(len(frac))))
+	if digits == "" {
+		return "0"
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	e.Add(e, big.NewInt(int64(len(digits)-len(trimmed))))
+	return sign + trimmed + "e" + e.String()
 }
 
 // sameMessages compares two lists of lines by JSON value (lines that are

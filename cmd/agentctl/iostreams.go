@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/lipgloss/table"
@@ -142,6 +143,44 @@ func (s *IOStreams) PrintJSON(v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// TerminalText is s made harmless to print on a terminal, for text that
+// comes from elsewhere (an external server's stderr): every control
+// character (an ANSI escape sequence's ESC, a carriage return, a bell, C1)
+// and every character that reorders text (Unicode's bidirectional
+// controls) is written as its Go escape (\x1b, \u202e), so that it shows
+// and does nothing; a tab becomes a space.
+func TerminalText(s string) string {
+	if !strings.ContainsFunc(s, terminalUnsafe) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\t':
+			b.WriteByte(' ')
+		case !terminalUnsafe(r):
+			b.WriteRune(r)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
+}
+
+// terminalUnsafe reports whether a terminal would act on r rather than
+// show it.
+func terminalUnsafe(r rune) bool {
+	switch {
+	case unicode.IsControl(r):
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, 0x202a <= r && r <= 0x202e, 0x2066 <= r && r <= 0x2069:
+		return true // bidirectional controls
+	}
+	return false
 }
 
 // cellCleaner keeps a cell on its line and in its column in tab-separated

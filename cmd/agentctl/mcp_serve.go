@@ -67,7 +67,14 @@ decoded and encoded again. --fast-lane=false sends every message through the
 MCP SDK instead (for comparison, or to rule the lane out when troubleshooting),
 still behind agentctl's input guard, which in both modes answers a line that is
 not JSON with a parse error, drops the answers to requests the client cancelled,
-and answers every request read before the end of input.
+and answers every request read before the end of input. A stdio server that stops
+reading its input stalls neither mode: the lane refuses its calls once 4 MiB wait
+for it; the SDK fails a call the server has not taken within its mount's timeout
+(default 10s) and restarts the server.
+
+A server that is not up is shown by get_instance with why, and the last lines of
+its stderr (secrets redacted); all of its stderr goes to upstreams.log in the
+instance's directory.
 
 The client's first tools/list waits for the external servers according to the
 instance's tools_list_changed capability (agentctl agents show AGENT): a client

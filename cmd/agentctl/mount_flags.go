@@ -19,7 +19,7 @@ type mountFlags struct {
 func (f *mountFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.kbs, "kb", nil, "mount a knowledge base: NAME=DIR[,prefix=P][,ro][,max=BYTES] (repeatable)")
 	fs.StringArrayVar(&f.mcps, "mcp", nil, "mount an external MCP server: NAME=COMMAND [ARGS...] (split like a shell) or NAME=https://host/path (repeatable)")
-	fs.StringArrayVar(&f.mcpJSON, "mcp-json", nil, `mount an external MCP server from JSON: NAME={"command":...,"args":[...],"env":{...}} or {"url":...,"headers":{...}}, with optional "tool_prefix", "timeout" (connecting and listing its tools) and "call_timeout" (one tools/call, default `+mount.DefaultCallTimeout.String()+`) (repeatable)`)
+	fs.StringArrayVar(&f.mcpJSON, "mcp-json", nil, `mount an external MCP server from JSON: NAME={"command":...,"args":[...],"env":{...}} or {"url":...,"headers":{...}}, with optional "tool_prefix", "timeout" (connecting and listing its tools; with --fast-lane=false also how long a stdio server may leave a message unread before it is restarted) and "call_timeout" (one tools/call, default `+mount.DefaultCallTimeout.String()+`) (repeatable)`)
 	fs.StringArrayVar(&f.headers, "mcp-header", nil, "an HTTP header for an --mcp URL server: NAME:Key=Value (repeatable)")
 }
 

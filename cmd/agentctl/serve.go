@@ -67,7 +67,8 @@ Mcp-Protocol-Version: 2026-07-28 are served statelessly, on the same URL.
 
 GET /health (no token) says it is up, its version and how many instances it
 serves; GET /instances/ID/health (with the token) the instance's server name,
-naming capability, mounts with their effective prefixes, and external servers.
+naming capability, mounts with their effective prefixes, and external servers'
+states, with a failed stdio server's last stderr lines (secrets redacted).
 
 It listens on loopback unless given --allow-remote; a Host or Origin that is
 not the listen address, or localhost, 127.0.0.1 or [::1] (any case) with the

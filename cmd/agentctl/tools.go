@@ -301,7 +301,7 @@ func listServer(ctx context.Context, pool *proxy.Pool, m mount.Resolved) mcpserv
 	// clears its error.
 	s := pool.Servers()[0]
 	if st := s.Status(); st.State != proxy.StateUp {
-		l.State, l.Error = mcpserver.ListingDown, st.Error
+		l.State, l.Error, l.StderrTail = mcpserver.ListingDown, st.Error, st.StderrTail
 		return l
 	}
 	for _, t := range s.Tools() {

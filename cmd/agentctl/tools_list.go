@@ -37,7 +37,9 @@ problems (see 'agentctl tools lint').
 
 With --connect (the default with --instance) external MCP servers are started or
 dialled as 'mcp serve' would, listed and stopped again; a server that fails is a row
-that says why. Without it their tools are not known and only the server is shown.
+that says why, with the last lines of its stderr (secrets redacted, control
+characters shown escaped): under the row on a terminal, on stderr when piped.
+Without it their tools are not known and only the server is shown.
 
 On a terminal the output is a table fitted to its width; piped, tab-separated
 values without a header, in the table's columns; with -o json, an array with one
@@ -49,7 +51,8 @@ object per agent. The JSON is a contract (fields are added, never renamed):
                            prefix_origin, kind (builtin|kb|mcp), length,
                            max_length, status (served|withheld), problems[] (text),
                            findings[] (as 'tools lint -o json')
-  servers[]                name, state (up|down|unlisted), error, tools[] (own names)
+  servers[]                name, state (up|down|unlisted), error, tools[] (own names),
+                           stderr_tail[] (down: its last stderr lines, at most 20)
   findings[]               problems of no single tool (a server down, a bare name
                            several tools share, a stale capability)`,
 		Example: `  agentctl tools list --instance fix-login
@@ -83,9 +86,21 @@ func toolsListRun(ctx context.Context, opts *ToolsListOptions) error {
 	if opts.Output == formatJSON {
 		return opts.IO.PrintJSON(reports)
 	}
-	headers, rows := toolsTable(reports)
+	tty := opts.IO.IsStdoutTTY()
+	headers, rows := toolsTable(reports, tty)
 	if err := opts.IO.PrintTable(headers, rows); err != nil {
 		return err
+	}
+	if !tty {
+		// A row of tab-separated values cannot hold lines: a failed
+		// server's stderr goes to stderr.
+		for _, r := range reports {
+			for _, s := range r.Servers {
+				if s.State == mcpserver.ListingDown && len(s.StderrTail) > 0 {
+					opts.IO.Narrate("mcp %s: the last lines of its stderr:\n%s", s.Mount, stderrLines(s.StderrTail))
+				}
+			}
+		}
 	}
 	for _, r := range reports {
 		for _, f := range r.Findings {
@@ -97,10 +112,26 @@ func toolsListRun(ctx context.Context, opts *ToolsListOptions) error {
 	return nil
 }
 
+// shownStderrLines is how many of a failed server's last stderr lines the
+// table shows (-o json has them all).
+const shownStderrLines = 5
+
+// stderrLines is the last of a failed server's stderr lines, each
+// indented and made harmless for a terminal ([TerminalText]).
+func stderrLines(tail []string) string {
+	tail = tail[max(0, len(tail)-shownStderrLines):]
+	lines := make([]string, len(tail))
+	for i, l := range tail {
+		lines[i] = "  " + TerminalText(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // toolsTable is the reports as table rows: one per tool, one per server
-// that could not be listed. The agent column is there when several agents
-// are described.
-func toolsTable(reports []toolsReport) ([]string, [][]string) {
+// that could not be listed, which, on a terminal (tty), has the last lines
+// of the server's stderr under it. The agent column is there when several
+// agents are described.
+func toolsTable(reports []toolsReport, tty bool) ([]string, [][]string) {
 	many := len(reports) > 1
 	headers := []string{"CANONICAL", "SENT", "MODEL SEES", "SOURCE", "PREFIX", "LENGTH", "PROBLEMS"}
 	if many {
@@ -129,7 +160,11 @@ func toolsTable(reports []toolsReport) ([]string, [][]string) {
 		for _, s := range r.Servers {
 			switch s.State {
 			case mcpserver.ListingDown:
-				add(r.Agent, "-", "-", "-", "mcp "+s.Mount, "-", "-", "server down: "+s.Error)
+				cell := "server down: " + TerminalText(s.Error)
+				if tty && len(s.StderrTail) > 0 {
+					cell += "\nits stderr ended:\n" + stderrLines(s.StderrTail)
+				}
+				add(r.Agent, "-", "-", "-", "mcp "+s.Mount, "-", "-", cell)
 			case mcpserver.ListingUnlisted:
 				add(r.Agent, "-", "-", "-", "mcp "+s.Mount, "-", "-", "tools not listed (use --connect)")
 			}

@@ -34,14 +34,21 @@ type rawServe struct {
 
 // startRawServe creates an instance whose one external server is the test
 // upstream with -misbehave and the given mount JSON members (e.g.
-// `"call_timeout":"200ms"`), serves it with the fast lane off and
+// `"call_timeout":"200ms"`), serves it with the fast lane on or off and
 // initializes a session.
 func startRawServe(t *testing.T, mountJSON string, lane bool) *rawServe {
+	t.Helper()
+	return startRawServeArgs(t, nil, mountJSON, lane)
+}
+
+// startRawServeArgs is startRawServe with more arguments for the upstream.
+func startRawServeArgs(t *testing.T, args []string, mountJSON string, lane bool) *rawServe {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 	t.Cleanup(cancel)
 	e := newRCEnv(t)
-	spec := fmt.Sprintf(`{"command":%q,"args":["-misbehave","-tools","1"]%s}`, serverBin(t), mountJSON)
+	argsJSON, _ := json.Marshal(append([]string{"-misbehave", "-tools", "1"}, args...))
+	spec := fmt.Sprintf(`{"command":%q,"args":%s%s}`, serverBin(t), argsJSON, mountJSON)
 	rec := e.create(ctx, "--agent", "codex", "--workspace", e.work, "--mcp-json", "up="+spec)
 	cmd := exec.CommandContext(ctx, e.bin, "mcp", "serve", "--instance", rec.ID, "--fast-lane="+strconv.FormatBool(lane))
 	cmd.Env, cmd.Dir = e.cliEnv(), e.work

@@ -212,6 +212,40 @@ func TestInstanceHealthShowsPrefixesNotSecrets(t *testing.T) {
 	check(true)
 }
 
+// TestInstanceHealthShowsAFailedServersStderr: a stdio server that fails
+// is shown down with the last lines of its stderr, its secrets taken out.
+func TestInstanceHealthShowsAFailedServersStderr(t *testing.T) {
+	w := newWorld(t, nil)
+	rec := w.create("claude-code", mount.Mount{Kind: mount.KindServer, Name: "web", Command: "/bin/sh",
+		Args: []string{"-c", `echo "starting with API_KEY=$API_KEY" >&2; echo 'fatal: the API refused the key' >&2; exit 1`},
+		Env:  map[string]string{"API_KEY": "SECRET-VALUE-42"}})
+	cs := w.connect(rec.ID, "2025-11-25")
+	if _, err := cs.ListTools(context.Background(), nil); err != nil { // after the server's first attempt
+		t.Fatal(err)
+	}
+	var h daemon.InstanceHealth
+	deadline := time.Now().Add(time.Minute) // a backstop only
+	for {
+		code, _, body := w.get("/instances/"+rec.ID+"/health", token)
+		if code != 200 || json.Unmarshal([]byte(body), &h) != nil || len(h.Servers) != 1 {
+			t.Fatalf("health: %d %s", code, body)
+		}
+		if strings.Contains(body, "SECRET-VALUE-42") {
+			t.Fatalf("health shows the secret: %s", body)
+		}
+		if h.Servers[0].State == "down" && len(h.Servers[0].StderrTail) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed server with its stderr: %s", body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := h.Servers[0].StderrTail[:2]; !slices.Equal(got, []string{"starting with API_KEY=<redacted>", "fatal: the API refused the key"}) {
+		t.Errorf("stderr_tail = %q", got)
+	}
+}
+
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
 	res, err := cs.ListTools(context.Background(), nil)

@@ -65,7 +65,9 @@ type Mount struct {
 	URL     string            `json:"url,omitempty" toml:"url"`
 	Headers map[string]string `json:"headers,omitempty" toml:"headers"`
 	// Timeout bounds connecting to an external server and listing its
-	// tools; 0 means the proxy's default.
+	// tools, and, on the SDK path, how long a stdio server may leave a
+	// message of agentctl's untaken (it is then not reading its input, and
+	// is restarted); 0 means the proxy's default.
 	Timeout Duration `json:"timeout,omitempty" toml:"timeout"`
 	// CallTimeout bounds one tools/call to an external server, after which
 	// the call fails with a tool error and is cancelled upstream; 0 means

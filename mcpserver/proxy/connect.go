@@ -96,8 +96,10 @@ func (s *Server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, 
 }
 
 // command is the stdio server's command, ready to start: its environment,
-// its working directory ([Options.Dir]), its stderr to the pool's log, and, where the system allows, its own
-// process group and a parent-death signal (see stopWithParent).
+// its working directory ([Options.Dir]), its stderr to the pool's log and
+// to the server's tail of it (see [ServerStatus.StderrTail]), and,
+// where the system allows, its own process group and a parent-death
+// signal (see stopWithParent).
 func (s *Server) command() *exec.Cmd {
 	cmd := exec.Command(s.mount.Command, s.mount.Args...)
 	cmd.Dir = s.pool.opts.Dir
@@ -105,12 +107,22 @@ func (s *Server) command() *exec.Cmd {
 	for _, k := range slices.Sorted(maps.Keys(s.mount.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+s.mount.Env[k])
 	}
-	cmd.Stderr = io.Discard
+	s.stderr.endLine() // what the last process left unfinished
+	cmd.Stderr = s.stderr
 	if s.pool.opts.Stderr != nil {
-		cmd.Stderr = newLinePrefixer(&s.pool.logMu, s.pool.opts.Stderr, "["+s.mount.Name+"] ")
+		cmd.Stderr = io.MultiWriter(s.stderr, newLinePrefixer(&s.pool.logMu, s.pool.opts.Stderr, "["+s.mount.Name+"] "))
 	}
 	stopWithParent(cmd)
 	return cmd
+}
+
+// writeTimeout bounds each message the SDK path writes to the server
+// ([Options.WriteTimeout]).
+func (s *Server) writeTimeout() time.Duration {
+	if d := s.pool.opts.WriteTimeout; d > 0 {
+		return d
+	}
+	return s.timeout()
 }
 
 // stdioTransport runs cmd: through the fast lane when there is one, else

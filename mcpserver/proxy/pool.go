@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"sync"
+	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +44,12 @@ type Options struct {
 	// endpoint in, on the fast lane and on the SDK path alike. Empty: the
 	// endpoint's own.
 	Dir string
+	// WriteTimeout bounds each message the SDK path writes to a stdio
+	// server: one it has not taken by then (it is not reading its input)
+	// fails, and the server is stopped and started again. 0: the mount's
+	// timeout, [DefaultTimeout] unless it says otherwise. (The fast lane
+	// bounds what it queues for a server instead: see package lane.)
+	WriteTimeout time.Duration
 	// MaxLine bounds one message of a stdio server's on the SDK path (0:
 	// [github.com/agentctl/agentctl/mcpserver/guard.MaxLine], go-sdk's 16 MiB, as for the client's messages). An
 	// answer over it fails its call alone.
@@ -81,7 +89,7 @@ func NewPool(mounts []mount.Resolved, ns Namespace, opts Options) *Pool {
 	p := &Pool{ns: ns, opts: opts, firstRound: make(chan struct{}), progress: NewProgressRoutes[progressTarget]("agentctl-")}
 	for _, m := range mounts {
 		if m.Kind == mount.KindServer {
-			s := &Server{pool: p, mount: m, state: StateConnecting, relist: make(chan struct{}, 1), redact: redactor(m)}
+			s := &Server{pool: p, mount: m, state: StateConnecting, relist: make(chan struct{}, 1), redact: redactor(m), stderr: newStderrTail(stderrRedactor(m, os.Environ()))}
 			s.log = s.redactLogger(opts.Logger.With("mcp_server", m.Name))
 			s.sdkLog = s.redactLogger(opts.SDKLogger)
 			p.servers = append(p.servers, s)

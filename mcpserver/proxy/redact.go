@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
@@ -150,4 +152,65 @@ func (h redactHandler) attr(a slog.Attr) slog.Attr {
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}
+}
+
+// stderrRedaction takes a stdio server's secrets out of what it writes to
+// its stderr (see stderrRedactor); longest is the longest secret's length.
+type stderrRedaction struct {
+	replacer *strings.Replacer
+	longest  int
+}
+
+// Redacted is what a secret in a server's stderr becomes.
+const Redacted = "<redacted>"
+
+// stderrRedactor returns what takes a stdio server's secrets out of the
+// lines of its stderr that get_instance, /instances/ID/health and `tools
+// list` show: a server may print its environment or its command line
+// (a crash report, a usage message). The secrets are every value of the
+// mount's env (all of them, as [mount.Mount.Redacted] hides them), the
+// value of every variable of environ (agentctl's own, which the server
+// inherits) whose name [mount.SecretName] says is a credential, and the
+// value of every argument that is such a flag's (`--token T`,
+// `--api-key=K`). A value of several lines counts each line. A value
+// shorter than minSecretLen is left: it would mangle the text.
+func stderrRedactor(m mount.Resolved, environ []string) *stderrRedaction {
+	var secrets []string
+	add := func(v string) {
+		for line := range strings.SplitSeq(v, "\n") {
+			if line = strings.TrimRight(line, "\r"); len(line) >= minSecretLen {
+				secrets = append(secrets, line)
+			}
+		}
+	}
+	for _, v := range m.Env {
+		add(v)
+	}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && mount.SecretName(k) {
+			add(v)
+		}
+	}
+	for i, a := range m.Args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || !mount.SecretName(name) {
+			continue
+		}
+		if hasValue {
+			add(value)
+		} else if i+1 < len(m.Args) {
+			add(m.Args[i+1])
+		}
+	}
+	// Longest first: at one position, the first matching argument wins.
+	slices.SortFunc(secrets, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	secrets = slices.Compact(secrets)
+	r := &stderrRedaction{}
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		pairs = append(pairs, s, Redacted)
+		r.longest = max(r.longest, len(s))
+	}
+	r.replacer = strings.NewReplacer(pairs...)
+	return r
 }

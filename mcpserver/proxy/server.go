@@ -43,6 +43,8 @@ type Server struct {
 	// redact takes the mount's secrets out of texts (see redactor); every
 	// error is scrubbed with it before it is stored, logged or shown.
 	redact *strings.Replacer
+	// stderr is the tail of a stdio server's stderr, over its restarts.
+	stderr *stderrTail
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
@@ -66,6 +68,13 @@ type ServerStatus struct {
 	// is not JSON, an answer over the size limit).
 	Error string `json:"error,omitempty"`
 	Tools int    `json:"tools"`
+	// StderrTail is, while a stdio server is not up, the last lines it
+	// wrote to its stderr (its processes', at most [StderrTailLines] lines
+	// and [StderrTailBytes] bytes): why it failed, in its own words. Its
+	// secrets are taken out (every value of the mount's env, and those of
+	// secret-looking variables and flags: see stderrRedactor), and it is
+	// valid UTF-8; control characters are as the server wrote them.
+	StderrTail []string `json:"stderr_tail,omitempty"`
 }
 
 // Name is the server's name: its mount's.
@@ -78,7 +87,11 @@ func (s *Server) Mount() mount.Resolved { return s.mount }
 func (s *Server) Status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ServerStatus{Name: s.mount.Name, State: s.state, Error: s.lastErr, Tools: len(s.tools)}
+	st := ServerStatus{Name: s.mount.Name, State: s.state, Error: s.lastErr, Tools: len(s.tools)}
+	if s.state != StateUp {
+		st.StderrTail = s.stderr.Lines()
+	}
+	return st
 }
 
 // reportOutput reports something wrong with the server's output that
@@ -159,6 +172,7 @@ func (s *Server) run(ctx context.Context) {
 			return
 		}
 		if err != nil {
+			s.stderr.endLine()
 			s.set(StateDown, nil, nil, err)
 			s.log.Warn("MCP server unavailable; its tools are absent until it is up", "error", err, "retry_in", backoff)
 			firstDone()
@@ -174,7 +188,12 @@ func (s *Server) run(ctx context.Context) {
 				return
 			}
 			waitErr = s.scrub(orEOF(waitErr))
-			s.set(StateDown, nil, nil, fmt.Errorf("the server went away: %v", waitErr))
+			why := fmt.Errorf("the server went away: %v", waitErr)
+			if stopped := (*stoppedError)(nil); errors.As(waitErr, &stopped) {
+				why = stopped // agentctl ended it: not reading its input
+			}
+			s.stderr.endLine()
+			s.set(StateDown, nil, nil, why)
 			s.pool.ns.Reconcile()
 			s.log.Warn("MCP server went away; restarting it", "error", waitErr, "retry_in", backoff)
 		}

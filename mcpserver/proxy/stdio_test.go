@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -100,8 +101,8 @@ func TestStdioConnSkipsBadLines(t *testing.T) {
 	if !ok || resp.ID != intID(t, 2) || resp.Error != nil || string(resp.Result) != `{"content":[]}` {
 		t.Fatalf("the good answer: %#v", resp)
 	}
-	if a := recs[2].snapshot(); string(a.content) != `{"n":1e400}` {
-		t.Fatalf("structuredContent kept: %s", a.content)
+	if a := recs[2].snapshot(); a.aside == nil || string(a.aside.structured) != `{"n":1e400}` {
+		t.Fatalf("structuredContent kept: %+v", a.aside)
 	}
 	failed(3, "over the limit of 256")
 	if req, ok := read().(*jsonrpc.Request); !ok || req.Method != "notifications/tools/list_changed" {
@@ -122,5 +123,66 @@ func TestStdioConnSkipsBadLines(t *testing.T) {
 	}
 	if st := s.Status(); !strings.Contains(st.Error, "line 4 of its output") {
 		t.Errorf("status: %+v", st)
+	}
+}
+
+// TestStdioConnBoundsItsWrites: a server that does not read its input
+// fails the write that waited writeTimeout for it, and every later one,
+// with the fast lane's words; the connection then closes itself (the
+// server is stopped) and its end says why, so that the server is started
+// again. Before, the write, and every call to the server, blocked for
+// ever.
+func TestStdioConnBoundsItsWrites(t *testing.T) {
+	t.Parallel()
+	p := NewPool([]mount.Resolved{server("stuck", "sh")}, &reconciles{}, Options{WriteTimeout: 100 * time.Millisecond})
+	s := p.Servers()[0]
+	// The server never reads its input.
+	cmd := exec.Command("sleep", "3600")
+	conn, err := (&commandTransport{server: s, cmd: cmd}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	big := &jsonrpc.Request{ID: intID(t, 1), Method: "tools/call", Params: json.RawMessage(`{"text":"` + strings.Repeat("x", 4<<20) + `"}`)}
+	werr := make(chan error, 1)
+	go func() { werr <- conn.Write(context.Background(), big) }()
+	var err1 error
+	select {
+	case err1 = <-werr:
+	case <-time.After(time.Minute):
+		t.Fatal("a write to a server that does not read never ended")
+	}
+	if err1 == nil || err1.Error() != "it is not reading its input (a message waited 100ms for it)" {
+		t.Fatalf("the write: %v", err1)
+	}
+	var nr *notReadingError
+	if !errors.As(err1, &nr) || !errors.Is(err1, errRejected) {
+		t.Fatalf("the write's error %#v should be a notReadingError that go-sdk reads as rejected by the transport", err1)
+	}
+	small := &jsonrpc.Request{ID: intID(t, 2), Method: "tools/call", Params: json.RawMessage(`{}`)}
+	if err := conn.Write(context.Background(), small); !errors.As(err, &nr) {
+		t.Fatalf("a write after it: %v", err)
+	}
+	// The connection ends on its own, saying why.
+	rerr := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := conn.Read(context.Background()); err != nil {
+				rerr <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-rerr:
+		if want := "agentctl stopped it: it is not reading its input (a message waited 100ms for it)"; err == nil || err.Error() != want {
+			t.Fatalf("the connection ended with %v, want %q", err, want)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the connection to a server that does not read did not end")
+	}
+	conn.Close() // returns once the close under way has stopped the server
+	if cmd.ProcessState == nil {
+		t.Fatal("the server was not stopped")
 	}
 }
