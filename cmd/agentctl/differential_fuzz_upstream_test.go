@@ -262,6 +262,7 @@ func upstreamSeeds() []upstreamSeed {
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":$TOKEN,"progress":0.5,"_meta":{"n":1}}}` + "\n" + res(text(`"progress meta"`)),
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"n":12345678901234567890}}}` + "\n" + res(text(`"after log"`)),
 		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n" + res(text(`"after list_changed"`)),
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}  ` + "\t\n" + res(text(`"after white space"`)),
 		`{"jsonrpc":"2.0","id":"srv-1","method":"ping"}` + "\n" + res(text(`"after ping"`)),
 		`{"jsonrpc":"2.0","id":"srv-2","method":"roots/list"}` + "\n" + res(text(`"after roots"`)),
 		res(text(`"first"`)) + "\n" + res(text(`"second"`)),

@@ -71,9 +71,11 @@ func (l *Lane) readServer(link *serverLink, out io.Reader, sdk *io.PipeWriter, m
 			if line = sanitize(line); l.fromServer(link, line, sdk) {
 				break
 			}
-			if line[len(line)-1] != '\n' {
-				line = append(line, '\n')
-			}
+			// The value and a newline: go-sdk's reader of the pipe
+			// (mcp.IOTransport) ends the connection at anything else after
+			// a value ("invalid trailing data"), white space included, which
+			// the SDK path, reading lines, takes as JSON does.
+			line = append(bytes.TrimRight(line, " \t\r\n"), '\n')
 			if _, werr := sdk.Write(line); werr != nil {
 				return werr
 			}
