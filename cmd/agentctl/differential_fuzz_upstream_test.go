@@ -43,9 +43,10 @@ package main
 //
 // The harness sends an input only when $ID and $TOKEN stand where the
 // server's id and a progress token go ("id":$ID, "progressToken":$TOKEN),
-// $ID followed by the member's end: the two paths send different ids and
-// tokens upstream (the lane "agentctl-call-12", go-sdk 7), so the same
-// input echoing them elsewhere (in a result's text), or spelling the id on
+// $ID as a message's own member, followed by the member's end: the two
+// paths send different ids and tokens upstream (the lane
+// "agentctl-call-12", go-sdk 7), so the same input echoing them elsewhere
+// (in a result's text or a content item's "id"), or spelling the id on
 // ($ID00), is not the same answer on both. For the same reason an input
 // should not answer under an id of its own that happens to be one the SDK
 // path uses upstream (small integers): the seeds use strings.
@@ -471,7 +472,7 @@ var placeholder = regexp.MustCompile(`\$(ID|TOKEN|PAD)`)
 // upstreamFuzzable says whether the harness sends answer (see the file
 // comment): not empty, not too long, and $ID and $TOKEN only as the value
 // of a member named id or progressToken (in any case, with any escapes),
-// $ID followed by the member's end.
+// $ID followed by the member's end and in a message's top level.
 func upstreamFuzzable(answer []byte) bool {
 	if len(answer) == 0 || len(answer) > fuzzMaxAnswer {
 		return false
@@ -485,6 +486,15 @@ func upstreamFuzzable(answer []byte) bool {
 			if after := bytes.TrimLeft(answer[m[1]:], " \t"); len(after) == 0 || after[0] != ',' && after[0] != '}' {
 				return false
 			}
+			// A message's id, not a member inside it (a content item's
+			// "id", which go-sdk reads as a string).
+			line := answer[:m[0]]
+			if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+				line = line[i+1:]
+			}
+			if depth(line) != 1 {
+				return false
+			}
 			want = "id"
 		case "TOKEN":
 			want = "progressToken"
@@ -496,6 +506,29 @@ func upstreamFuzzable(answer []byte) bool {
 		}
 	}
 	return true
+}
+
+// depth is how many objects and arrays are open at the end of b, strings
+// skipped.
+func depth(b []byte) int {
+	d, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			d++
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return d
 }
 
 // keyBefore is the member name that b ends with ("name": and spaces),
