@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -280,15 +279,6 @@ func readPID(t *testing.T, file string) int {
 		return err == nil
 	})
 	return pid
-}
-
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	// A zombie not yet reaped counts as gone.
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	return err == nil && !strings.Contains(string(b), ") Z ")
 }
 
 func fileExists(p string) bool {

@@ -107,11 +107,3 @@ func waitPID(t *testing.T, file string) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-func processAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	return err == nil && !strings.Contains(string(b), ") Z ")
-}

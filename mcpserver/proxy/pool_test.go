@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -110,7 +109,7 @@ func TestStdioTransport(t *testing.T) {
 		if !ok || ct.cmd != cmd || ct.server != s {
 			t.Fatalf("%s: %T %+v", what, tr, tr)
 		}
-		if runtime.GOOS == "linux" && (cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid || cmd.SysProcAttr.Pdeathsig == 0) {
+		if !ownProcessGroup(cmd) {
 			t.Fatalf("%s: process attributes %+v", what, cmd.SysProcAttr)
 		}
 	}
