@@ -277,8 +277,8 @@ func upstreamSeeds() []upstreamSeed {
 	// id after it (one just under the limit costs seconds: the fuzzer tries
 	// those).
 	out = append(out,
-		upstreamSeed{res(text(`"$PAD"`)), 1<<25 + 1},
-		upstreamSeed{`{"jsonrpc":"2.0","result":` + text(`"$PAD"`) + `,"id":$ID}`, 255 << 5},
+		upstreamSeed{res(text(`"$PAD"`)), 1<<28 + 1},
+		upstreamSeed{`{"jsonrpc":"2.0","result":` + text(`"$PAD"`) + `,"id":$ID}`, 255 << 8},
 	)
 	return out
 }
@@ -555,7 +555,7 @@ func keyBefore(b []byte) string {
 }
 
 // expandPad replaces the first $PAD in answer by bytes "x" (and any other
-// by nothing): up to 1 MiB of them, or, for one pad in 32, within 128
+// by nothing): up to 1 MiB of them, or, for one pad in 256, within 128
 // bytes of the 16 MiB line limit (such an input takes a second or more,
 // and a fuzzing worker gives up on one that takes 10).
 func expandPad(answer []byte, pad uint32) []byte {
@@ -563,9 +563,9 @@ func expandPad(answer []byte, pad uint32) []byte {
 	if i < 0 {
 		return answer
 	}
-	n := int(pad>>5) % (1<<20 + 1)
-	if pad%32 == 0 {
-		n = maxLine - 128 + int(pad>>5)%256
+	n := int(pad>>8) % (1<<20 + 1)
+	if pad%256 == 0 {
+		n = maxLine - 128 + int(pad>>8)%256
 	}
 	out := make([]byte, 0, len(answer)+n)
 	out = append(out, answer[:i]...)
