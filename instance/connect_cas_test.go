@@ -1,8 +1,11 @@
 package instance_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -21,15 +24,13 @@ func TestConnectCompareAndSwap(t *testing.T) {
 	}{
 		// Saved as a new file renamed over the old one, after agentctl
 		// read the file and before its own rename.
-		{"renamed", "edited", func(path string, data []byte) error {
-			if err := os.WriteFile(path+".editor", data, 0o644); err != nil {
-				return err
-			}
-			return os.Rename(path+".editor", path)
-		}},
+		{"renamed", "edited", renameOver},
 		// Written in place, after agentctl's last check, into the file
 		// agentctl is about to replace.
 		{"in place", "checked", func(path string, data []byte) error { return os.WriteFile(path, data, 0o644) }},
+		// Saved as a new file renamed over the old one after agentctl's
+		// last check, just before its own rename.
+		{"renamed after the check", "checked", renameOver},
 	} {
 		for _, op := range []struct {
 			name string
@@ -66,6 +67,47 @@ func TestConnectCompareAndSwap(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// renameOver saves data at path as an editor does: a new file renamed over
+// the old one.
+func renameOver(path string, data []byte) error {
+	if err := os.WriteFile(path+".editor", data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".editor", path)
+}
+
+// TestDisconnectBlockReplacedAfterCheck: the user saves their own version
+// of agentctl's block file (Continue's) just as disconnect removes it: their
+// version is put back and kept, and disconnect says the entry is not what
+// agentctl wrote.
+func TestDisconnectBlockReplacedAfterCheck(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux renames without replacing in one step")
+	}
+	st := openStore(t)
+	ws := t.TempDir()
+	rec := create(t, st, "continue", func(o *instance.CreateOptions) { o.Workspace = ws })
+	if _, err := instance.Connect(rec, instance.ConnectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(ws, ".continue", "mcpServers", "agentctl.yaml")
+	theirs := []byte("# the user's own\nmcpServers: []\n")
+	defer instance.SetConnectHookForTest(func(stage, p string) {
+		if stage == "checked" && p == path {
+			if err := renameOver(p, theirs); err != nil {
+				t.Error(err)
+			}
+		}
+	})()
+	_, err := instance.Disconnect(rec, instance.ConnectOptions{})
+	if err == nil {
+		t.Error("disconnect removed a block file the user had just saved")
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, theirs) {
+		t.Errorf("the user's version is lost: %q (%v)", got, err)
 	}
 }
 

@@ -5,6 +5,7 @@ package instance_test
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/instance"
 )
@@ -92,12 +94,47 @@ func lockedRewrite(path string, change func(map[string]any)) error {
 	}
 }
 
-// TestConnectConcurrentWriter: another program that locks the file it
-// edits (flock) appends its own servers to it in place, one at a time in a
-// loop, while the instance is connected and
-// disconnected again and again: every one of its servers survives, and
-// agentctl's entry comes and goes.
+// renameRewrite changes the file at path as an editor that takes no lock
+// does: read it, change it, write a new file and rename it over the old.
+func renameRewrite(path string, change func(map[string]any)) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("%w in\n%s", err, data)
+	}
+	change(doc)
+	out, _ := json.MarshalIndent(doc, "", "  ")
+	if err := os.WriteFile(path+".editor", out, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".editor", path)
+}
+
+// TestConnectConcurrentWriter: another program appends its own servers to
+// the file, one at a time in a loop, while the instance is connected and
+// disconnected again and again, a thousand times: every one of its edits
+// survives (each finds the one before), and agentctl's entry comes and
+// goes. Against a program that saves every millisecond, a connect may give
+// up with a conflict (nothing changed, exit code 4): that is allowed. The program either locks
+// the file it edits (flock) and writes in place, or takes no lock and
+// saves by renaming a new file over the old one, as editors do.
 func TestConnectConcurrentWriter(t *testing.T) {
+	for _, w := range []struct {
+		name    string
+		rewrite func(string, func(map[string]any)) error
+		pause   time.Duration // between edits
+	}{{"locks", lockedRewrite, 0}, {"renames", renameRewrite, time.Millisecond}} {
+		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
+			concurrentWriter(t, w.rewrite, w.pause)
+		})
+	}
+}
+
+func concurrentWriter(t *testing.T, rewrite func(string, func(map[string]any)) error, pause time.Duration) {
 	st := openStore(t)
 	ws := t.TempDir()
 	rec := create(t, st, "cursor", func(o *instance.CreateOptions) { o.Workspace = ws })
@@ -108,7 +145,7 @@ func TestConnectConcurrentWriter(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"mcpServers": {}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const cycles = 60
+	const cycles = 1000
 	stop := make(chan struct{})
 	type result struct {
 		writes int
@@ -123,15 +160,17 @@ func TestConnectConcurrentWriter(t *testing.T) {
 				return
 			default:
 			}
+			if pause > 0 {
+				time.Sleep(pause)
+			}
 			var lost error
-			err := lockedRewrite(path, func(doc map[string]any) {
-				servers, _ := doc["mcpServers"].(map[string]any)
-				for j := range i {
-					if _, ok := servers[fmt.Sprintf("w%d", j)]; !ok && lost == nil {
-						lost = fmt.Errorf("the writer's server w%d is gone before it writes w%d", j, i)
-					}
+			err := rewrite(path, func(doc map[string]any) {
+				if n, _ := doc["edits"].(float64); i > 0 && int(n) != i-1 {
+					lost = fmt.Errorf("the writer's edit %d is gone when it makes edit %d:\n%v", i-1, i, doc)
 				}
-				servers[fmt.Sprintf("w%d", i)] = map[string]any{"command": "w", "args": []any{i}}
+				doc["edits"] = i
+				servers, _ := doc["mcpServers"].(map[string]any)
+				servers["w"] = map[string]any{"command": "w", "args": []any{i}}
 			})
 			if err = cmp.Or(err, lost); err != nil {
 				done <- result{i, err}
@@ -139,14 +178,16 @@ func TestConnectConcurrentWriter(t *testing.T) {
 			}
 		}
 	}()
+	conflicts := 0
 	for i := range cycles {
-		if res, err := instance.Connect(rec, instance.ConnectOptions{}); err != nil {
-			t.Fatalf("cycle %d connect: %+v, %v", i, res, err)
-		}
-		// The other program may have written its version over the
-		// connected one: the entry is then absent.
-		if res, err := instance.Disconnect(rec, instance.ConnectOptions{}); err != nil {
-			t.Fatalf("cycle %d disconnect: %+v, %v", i, res, err)
+		for _, op := range []func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error){instance.Connect, instance.Disconnect} {
+			// The other program may have written its version over the
+			// connected one: the entry is then absent.
+			if res, err := op(rec, instance.ConnectOptions{}); errors.Is(err, instance.ErrConflict) && pause > 0 {
+				conflicts++ // it saved on every attempt: nothing was changed
+			} else if err != nil {
+				t.Fatalf("cycle %d: %+v, %v", i, res, err)
+			}
 		}
 	}
 	close(stop)
@@ -154,21 +195,22 @@ func TestConnectConcurrentWriter(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	writes := r.writes
-	t.Logf("%d cycles, %d writes by the other program", cycles, writes)
+	t.Logf("%d cycles, %d edits by the other program, %d refused as conflicts", cycles, r.writes, conflicts)
+	if _, err := instance.Connect(rec, instance.ConnectOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	data, _ := os.ReadFile(path)
 	var doc struct {
+		Edits      int            `json:"edits"`
 		MCPServers map[string]any `json:"mcpServers"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for j := range writes {
-		if _, ok := doc.MCPServers[fmt.Sprintf("w%d", j)]; !ok {
-			t.Errorf("the writer's server w%d was lost", j)
-		}
+	if doc.Edits != r.writes-1 || doc.MCPServers["w"] == nil {
+		t.Errorf("the writer's last edit (%d) was lost:\n%s", r.writes-1, data)
 	}
-	if _, ok := doc.MCPServers["agentctl"]; ok {
-		t.Errorf("agentctl's entry left after the last disconnect")
+	if doc.MCPServers["agentctl"] == nil {
+		t.Errorf("agentctl's entry is not in the file once the writer stopped:\n%s", data)
 	}
 }

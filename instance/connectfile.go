@@ -167,13 +167,20 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 			if connectHook != nil {
 				connectHook("checked", real)
 			}
+			// A program that saves by renaming a file of its own over this
+			// one could do so between the check and the replace: what was
+			// at real is found afterwards (swapped out, on Linux), and when
+			// it is not the file read, it is put back and edited again.
 			if fe.remove {
-				err = os.Remove(real)
+				again, err := removeChecked(real, f)
+				if err != nil || again {
+					return !again, err
+				}
 			} else {
-				err = os.Rename(tmp, real)
-			}
-			if err != nil {
-				return true, err
+				again, err := replaceChecked(tmp, real, f, exists)
+				if err != nil || again {
+					return !again, err
+				}
 			}
 			if baseExists {
 				// Written after the rename, to keep the time between the
@@ -219,6 +226,87 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 	}
 	return &fileConflictError{Msg: fmt.Sprintf("%s kept changing while agentctl edited it (%d attempts); nothing was changed: "+
 		"close the program writing it (an editor with unsaved changes, another agentctl), and try again", path, casAttempts)}
+}
+
+// replaceChecked puts tmp in place at real. When what it replaced is not
+// f, the file read (another program renamed its own version over it after
+// the check), that version is put back at once, before anyone reads
+// agentctl's version made from an older one, and again says to make the
+// edit again on it. again says so too when real was created since it was
+// read not to exist (nothing is replaced then).
+func replaceChecked(tmp, real string, f *os.File, exists bool) (again bool, err error) {
+	if !exists {
+		ok, err := renameNoReplace(tmp, real)
+		if errors.Is(err, fs.ErrExist) {
+			return true, nil
+		}
+		if ok || err != nil {
+			return false, err
+		}
+		return false, os.Rename(tmp, real)
+	}
+	expect, err := os.Stat(tmp) // agentctl's version
+	if err != nil {
+		return false, err
+	}
+	if ok, err := exchangeFiles(tmp, real); !ok || err != nil {
+		if err == nil {
+			err = os.Rename(tmp, real)
+		}
+		return false, err
+	}
+	if f == nil || sameFile(f, tmp) {
+		return false, nil
+	}
+	// Swap back; should yet another version have been renamed over
+	// agentctl's meanwhile, that one is swapped back in turn.
+	for range 4 {
+		displaced, err := os.Stat(tmp)
+		if err != nil {
+			return false, err
+		}
+		if _, err := exchangeFiles(tmp, real); err != nil {
+			return false, err
+		}
+		if now, err := os.Stat(tmp); err == nil && os.SameFile(now, expect) {
+			return true, nil
+		}
+		expect = displaced
+	}
+	_, kept := rotateBackups(real, tmp)
+	return false, &fileConflictError{Msg: fmt.Sprintf("%s kept being replaced while agentctl edited it; nothing of agentctl's is in it, and the version before the last is kept as %s", real, kept)}
+}
+
+// removeChecked removes the file at real, f as read. When the file removed
+// is not f (another program renamed its own version over it after the
+// check), it is put back, and again says to make the edit again on it.
+func removeChecked(real string, f *os.File) (again bool, err error) {
+	if f == nil {
+		return false, os.Remove(real)
+	}
+	aside, err := writeTemp(real, nil, 0o600)
+	if err != nil {
+		return false, err
+	}
+	if err := os.Rename(real, aside); err != nil {
+		os.Remove(aside)
+		return false, err
+	}
+	if sameFile(f, aside) {
+		return false, os.Remove(aside)
+	}
+	ok, err := renameNoReplace(aside, real)
+	if !ok && err == nil {
+		if _, serr := os.Lstat(real); errors.Is(serr, fs.ErrNotExist) {
+			err = os.Rename(aside, real)
+		} else {
+			err = fs.ErrExist
+		}
+	}
+	if err != nil {
+		return false, &fileConflictError{Msg: fmt.Sprintf("%s was replaced while agentctl removed it, and could not be put back (%v); the version written is kept as %s", real, err, aside)}
+	}
+	return true, nil
 }
 
 // connectHook, when set (by tests), is called with the file's path after
