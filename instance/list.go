@@ -20,7 +20,7 @@ type ListOptions struct {
 	// Agent keeps the instances of this agent definition id.
 	Agent string
 	// Status keeps the instances whose latest progress report has this
-	// status (one of mcpserver.ProgressStatuses).
+	// status (one of [ProgressStatuses]).
 	Status string
 	// Since keeps the instances created at or after this time.
 	Since time.Time

@@ -87,7 +87,7 @@ func TestListStatusFollowsEveryWriter(t *testing.T) {
 			}
 		}
 		if _, err := st.EndRun(ctx, rec.ID, seq, instance.Run{Program: "opencode", Mode: "headless"},
-			instance.Event{Tool: instance.RunTool, Status: "failed", Message: "exited 1"}, "done", "failed"); err != nil {
+			instance.Event{Tool: instance.RunTool, Status: "failed", Message: "exited 1"}); err != nil {
 			t.Fatal(err)
 		}
 	}

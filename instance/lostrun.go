@@ -9,14 +9,6 @@ import (
 	"time"
 )
 
-// The final statuses of the report_progress tool (which mcpserver
-// defines): [Store.EndLostRun] records runFailed, and lets either stand
-// when the model reported it during the run.
-const (
-	runDone   = "done"
-	runFailed = "failed"
-)
-
 // LostClientGrace is how long the client of a lost run is given to end
 // after SIGTERM before [Store.EndLostRun] sends it SIGKILL.
 const LostClientGrace = 10 * time.Second
@@ -75,12 +67,12 @@ func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 	msg := fmt.Sprintf("the run of %s (pid %d, started %s) ended without agentctl recording how: the agentctl that ran it was stopped by force "+
 		"(SIGKILL, the OOM killer, a CI runner's hard stop)%s; the client's exit code is unknown",
 		run.Program, run.PID, run.StartedAt.Format(time.RFC3339), ended)
-	if run.Mode == "headless" { // an interactive run's output was the terminal's
+	if run.Mode == RunHeadless { // an interactive run's output was the terminal's
 		msg += ", its output is in " + RunLogFile
 	}
 	at := s.stamp()
 	run.EndedAt = &at // when it was found to have ended: the best known
-	return s.EndRun(ctx, id, seq, *run, Event{Tool: RunTool, Status: runFailed, Message: msg}, runDone, runFailed)
+	return s.EndRun(ctx, id, seq, *run, Event{Tool: RunTool, Status: StatusFailed, Message: msg})
 }
 
 // lostRunEvent is the sequence number of instance id's latest run event
@@ -97,7 +89,7 @@ func (s *Store) lostRunEvent(ctx context.Context, id string) (int64, bool, error
 	if err != nil {
 		return 0, false, s.dbError(err)
 	}
-	return seq, status == "running", nil
+	return seq, status == StatusRunning, nil
 }
 
 func (s *Store) lostGrace() time.Duration {
@@ -117,7 +109,7 @@ type LostClientError struct {
 
 func (e *LostClientError) Error() string {
 	kill := "kill -TERM -- -" + strconv.Itoa(e.Run.PID) + " (its process group; -KILL if it ignores that)"
-	if e.Run.Mode != "headless" {
+	if e.Run.Mode != RunHeadless {
 		kill = "kill " + strconv.Itoa(e.Run.PID)
 	}
 	return fmt.Sprintf("instance %s is in use: the client of its last run (%s %s, pid %d, started %s) still runs, although the agentctl that ran it is gone "+

@@ -84,7 +84,7 @@ func clientAlive(run *Run) bool {
 	if processAlive(run.PID, run.StartedAt) {
 		return true
 	}
-	return run.Mode == "headless" && groupAlive(run.PID, run.StartedAt)
+	return run.Mode == RunHeadless && groupAlive(run.PID, run.StartedAt)
 }
 
 // groupAlive reports whether a process of process group pgid, whose
@@ -137,7 +137,7 @@ func statFields(stat []byte) [][]byte {
 // [killWait] (another user's process, or one stuck in the kernel).
 func endClient(run *Run, grace time.Duration) (how string, ended bool) {
 	target := run.PID
-	if run.Mode == "headless" {
+	if run.Mode == RunHeadless {
 		target = -run.PID
 	}
 	gone := func(within time.Duration) bool {

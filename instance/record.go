@@ -120,8 +120,8 @@ type Event struct {
 	At         time.Time `json:"at"`
 	// Tool is the canonical name of the tool that recorded the event.
 	Tool string `json:"tool"`
-	// Status is as report_progress gave it: one of
-	// mcpserver.ProgressStatuses, which the tool defines.
+	// Status is one of [ProgressStatuses] as report_progress gave it, or
+	// [StatusUnanswered].
 	Status  string   `json:"status"`
 	Message string   `json:"message"`
 	Percent *float64 `json:"percent,omitempty"`

@@ -18,6 +18,35 @@ import (
 // report_progress).
 const RunTool = "agentctl instance run"
 
+// The statuses an instance's events carry: the values report_progress
+// takes (its input schema's enum), in that order, and `instance wait
+// --status` waits for; the record owns them, the endpoint's tool offers them.
+const (
+	StatusRunning = "running"
+	StatusBlocked = "blocked"
+	StatusDone    = "done"
+	StatusFailed  = "failed"
+)
+
+// StatusUnanswered is the status of the event ask_user_question records
+// when a question ends without an answer: it expired, or the client stopped
+// waiting for it. It is not a progress status (report_progress does not
+// take it); `instance wait` reports a run that had one.
+const StatusUnanswered = "unanswered"
+
+// ProgressStatuses returns the statuses report_progress takes, in the order
+// its schema lists them.
+func ProgressStatuses() []string {
+	return []string{StatusRunning, StatusBlocked, StatusDone, StatusFailed}
+}
+
+// The modes of a run ([Run.Mode]): the keys of a definition's [run] recipe
+// and of its question policy.
+const (
+	RunHeadless    = "headless"
+	RunInteractive = "interactive"
+)
+
 // RunLogFile is the log of the client's output in the instance directory.
 const RunLogFile = "run.log"
 
@@ -34,7 +63,7 @@ type Run struct {
 	ID string `json:"id,omitempty"`
 	// Program is the client program as started (the recipe's, not a path).
 	Program string `json:"program"`
-	// Mode is "headless" or "interactive".
+	// Mode is [RunHeadless] or [RunInteractive].
 	Mode      string     `json:"mode"`
 	PID       int        `json:"pid,omitempty"`
 	StartedAt time.Time  `json:"started_at"`
@@ -267,8 +296,10 @@ func (s *Store) StartRun(ctx context.Context, id string, r Run, ev Event) (int64
 // EndRun records the end of a run in one transaction: r as the record's
 // last_run and ev as the final event, unless an event after seq other than
 // the run's own (the model's report_progress) already has one of the final
-// statuses: the model's word then stands. It reports whether ev was added.
-func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Event, final ...string) (added bool, err error) {
+// statuses (done, failed): the model's word then stands. It reports whether
+// ev was added.
+func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Event) (added bool, err error) {
+	final := []string{StatusDone, StatusFailed}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		q := `SELECT count(*) FROM events WHERE instance_id = ? AND seq > ? AND tool <> ? AND status IN (` +
 			strings.TrimSuffix(strings.Repeat("?,", len(final)), ",") + `)`
@@ -277,10 +308,8 @@ func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Ev
 			args = append(args, f)
 		}
 		var n int
-		if len(final) > 0 {
-			if err := tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
-				return err
-			}
+		if err := tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+			return err
 		}
 		if n == 0 { // before last_run gets its end: the event is the run's
 			if _, _, err := insertEvent(ctx, tx, s.stamp(), id, ev); err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +29,7 @@ type InstanceListOptions struct {
 // [instanceListRun] in tests.
 func NewCmdInstanceList(f *Factory, runF func(context.Context, *InstanceListOptions) error) *cobra.Command {
 	opts := &InstanceListOptions{IO: f.IOStreams, Store: f.Store, Now: f.Now}
-	statuses := mcpserver.ProgressStatuses()
+	statuses := instance.ProgressStatuses()
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},

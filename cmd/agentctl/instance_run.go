@@ -233,85 +233,32 @@ func printPlan(ios *IOStreams, p *launch.Plan, format string) error {
 	return ios.PrintFields(fields)
 }
 
-// runClient runs the plan with the run lock held, and makes the
-// instance's status and record follow it.
-//
-// The run's id is told on stderr as the client starts (stdout is the
-// client's): a line of narration, or with asJSON a JSON object
-// ([runStartJSON]), and another ([runEndJSON]) when it has ended.
+// runClient runs the plan as a recorded run ([launch.Run]) and tells its
+// id on stderr as the client starts (stdout is the client's): a line of
+// narration, or with asJSON a JSON object ([runStartJSON]), and another
+// ([runEndJSON]) when it has ended.
 func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *instance.Record, plan *launch.Plan, asJSON bool) error {
-	var nf *launch.ProgramNotFoundError
-	if _, err := plan.LookPath(); errors.As(err, &nf) {
-		return &exitError{code: 127, err: err, client: true}
-	}
-	if err := plan.CheckDir(); err != nil {
-		return err
-	}
-	release, err := st.RunLock(r.ID)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if err := st.CheckLostClient(ctx, r.ID); err != nil {
-		return err
-	}
-	// The bookkeeping outlives a Ctrl-C: the client's end must be recorded.
-	bg := context.WithoutCancel(ctx)
-	var log *os.File
-	if plan.Mode == launch.Headless {
-		if log, err = os.OpenFile(plan.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
-			return fmt.Errorf("open the run log: %w", err)
-		}
-		defer log.Close()
-		fmt.Fprintf(log, "=== %s agentctl instance run: %s\n", time.Now().UTC().Format(time.RFC3339), plan.Redacted().CommandLine())
-	}
-	run := instance.Run{ID: st.NewRunID(), Program: plan.Program, Mode: string(plan.Mode)}
-	// The start is recorded while the client starts, not before.
-	type startRecord struct {
-		seq int64
-		err error
-	}
-	recorded := make(chan startRecord, 1)
-	started := func(pid int, at time.Time) {
-		run.PID, run.StartedAt = pid, at.UTC()
+	end, err := launch.Run(ctx, st, r, plan, launch.Streams{In: ios.In, Out: ios.Out, ErrOut: ios.ErrOut, InTerminal: ios.stdinTTY}, func(run instance.Run) {
 		if asJSON {
 			_ = ios.NarrateJSON(runStartJSON{Event: "started", Instance: r.ID, Run: run, Log: plan.Log})
 		} else {
-			ios.Narrate("agentctl: run %s of instance %s: %s started (%s, pid %d)", run.ID, r.ID, plan.Program, plan.Mode, pid)
+			ios.Narrate("agentctl: run %s of instance %s: %s started (%s, pid %d)", run.ID, r.ID, plan.Program, plan.Mode, run.PID)
 		}
-		go func(id string, r instance.Run) {
-			seq, err := st.StartRun(bg, id, r, instance.Event{Tool: instance.RunTool, Status: mcpserver.StatusRunning,
-				Message: fmt.Sprintf("started %s (%s, pid %d)", plan.Program, plan.Mode, pid)})
-			recorded <- startRecord{seq, err}
-		}(r.ID, run)
-	}
-	var logW io.Writer
-	if log != nil {
-		logW = log
-	}
-	res, err := plan.Run(launch.Streams{In: ios.In, Out: ios.Out, ErrOut: ios.ErrOut, InTerminal: ios.stdinTTY}, logW, started)
-	if errors.As(err, &nf) {
+	})
+	var nf *launch.ProgramNotFoundError
+	switch {
+	case errors.As(err, &nf):
 		return &exitError{code: 127, err: err, client: true}
-	}
-	if err != nil {
+	case end == nil:
 		return err
-	}
-	start := <-recorded
-	if start.err != nil {
-		ios.Narrate("agentctl: record the start of the run: %v", start.err)
-	}
-	ended := res.Ended.UTC()
-	run.EndedAt, run.ExitCode, run.Signal = &ended, &res.ExitCode, res.Signal
-	status, msg := runOutcome(plan.Program, res)
-	if _, err := st.EndRun(bg, r.ID, start.seq, run, instance.Event{Tool: instance.RunTool, Status: status, Message: msg},
-		mcpserver.StatusDone, mcpserver.StatusFailed); err != nil {
-		ios.Narrate("agentctl: record the end of the run: %v", err)
+	case err != nil:
+		ios.Narrate("agentctl: %v", err)
 	}
 	if asJSON {
-		_ = ios.NarrateJSON(runEndJSON{Event: "ended", Instance: r.ID, Run: run, Status: status, Message: msg})
+		_ = ios.NarrateJSON(runEndJSON{Event: "ended", Instance: r.ID, Run: end.Run, Status: end.Status, Message: end.Message})
 	}
-	if res.ExitCode != 0 {
-		return &exitError{code: res.ExitCode, err: errSilent, client: true}
+	if code := *end.Run.ExitCode; code != 0 {
+		return &exitError{code: code, err: errSilent, client: true}
 	}
 	return nil
 }
@@ -334,17 +281,4 @@ type runEndJSON struct {
 	instance.Run
 	Status  string `json:"status"`
 	Message string `json:"message"`
-}
-
-// runOutcome is the status and message a run's end records, unless the
-// model reported a final status itself.
-func runOutcome(program string, res *launch.Result) (status, msg string) {
-	took := res.Ended.Sub(res.Started).Round(time.Millisecond)
-	switch {
-	case res.Signal != "":
-		return mcpserver.StatusFailed, fmt.Sprintf("%s was interrupted (%s) and exited with code %d after %s", program, res.Signal, res.ExitCode, took)
-	case res.ExitCode != 0:
-		return mcpserver.StatusFailed, fmt.Sprintf("%s exited with code %d after %s", program, res.ExitCode, took)
-	}
-	return mcpserver.StatusDone, fmt.Sprintf("%s exited with code 0 after %s", program, took)
 }

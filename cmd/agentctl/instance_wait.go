@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/instance/provision"
-	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/spf13/cobra"
 )
 
@@ -42,7 +41,7 @@ type InstanceWaitOptions struct {
 // [instanceWaitRun] in tests.
 func NewCmdInstanceWait(f *Factory, runF func(context.Context, *InstanceWaitOptions) error) *cobra.Command {
 	opts := &InstanceWaitOptions{IO: f.IOStreams, Store: f.Store}
-	statuses := mcpserver.ProgressStatuses()
+	statuses := instance.ProgressStatuses()
 	cmd := &cobra.Command{
 		Use:   "wait INSTANCE [--run ID | --next | --status STATUS]",
 		Short: "Wait for the instance's run to end, or for a status (for CI)",
@@ -135,7 +134,7 @@ func instanceWaitRun(ctx context.Context, opts *InstanceWaitOptions) error {
 		if status == "" {
 			e, err = p.WaitRun(ctx, r.ID, provision.Which{ID: opts.Run, Next: opts.Next, Since: opts.since})
 			if errors.Is(err, provision.ErrNoRun) {
-				status, what = mcpserver.StatusDone, "reached "+mcpserver.StatusDone
+				status, what = instance.StatusDone, "reached "+instance.StatusDone
 				opts.IO.Narrate("Instance %s has no run recorded ('agentctl instance run' never ran it): waiting for it to report done.", r.ID)
 				e, err = p.Wait(ctx, r.ID, status)
 			} else if e != nil {

@@ -88,7 +88,7 @@ const outputGrace = 2 * time.Second
 // than dying of them.
 var forwarded = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
-// Run starts the client, calls started with its process id once it runs,
+// Exec starts the client, calls started with its process id once it runs,
 // and waits for it to end. The client inherits the user's environment with
 // the plan's variables added, runs in the plan's directory, and its output
 // is copied to log when log is not nil (headless runs: an interactive
@@ -100,7 +100,7 @@ var forwarded = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, sysca
 // terminal's foreground group, so it gets a typed Ctrl-C from the terminal
 // itself; the others are forwarded. agentctl does not die of them: it
 // waits for the client and returns its exit code.
-func (p *Plan) Run(s Streams, log io.Writer, started func(pid int, at time.Time)) (*Result, error) {
+func (p *Plan) Exec(s Streams, log io.Writer, started func(pid int, at time.Time)) (*Result, error) {
 	path, err := p.LookPath()
 	if err != nil {
 		return nil, err

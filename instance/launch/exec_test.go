@@ -93,7 +93,7 @@ func TestRunHeadless(t *testing.T) {
 	p := selfPlan(t, "stdin")
 	var out, errOut, log syncBuffer
 	var pid int
-	res, err := p.Run(Streams{In: strings.NewReader("piped input"), Out: &out, ErrOut: &errOut}, &log, func(p int, _ time.Time) { pid = p })
+	res, err := p.Exec(Streams{In: strings.NewReader("piped input"), Out: &out, ErrOut: &errOut}, &log, func(p int, _ time.Time) { pid = p })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestRunHeadless(t *testing.T) {
 func TestRunTerminalStdinIsNotPassed(t *testing.T) {
 	p := selfPlan(t, "stdin")
 	var out bytes.Buffer
-	if _, err := p.Run(Streams{In: strings.NewReader("typed"), Out: &out, ErrOut: io.Discard, InTerminal: true}, nil, nil); err != nil {
+	if _, err := p.Exec(Streams{In: strings.NewReader("typed"), Out: &out, ErrOut: io.Discard, InTerminal: true}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), `stdin=""`) {
@@ -128,7 +128,7 @@ func TestRunTerminalStdinIsNotPassed(t *testing.T) {
 }
 
 func TestRunExitCode(t *testing.T) {
-	res, err := selfPlan(t, "exit7").Run(Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, nil, nil)
+	res, err := selfPlan(t, "exit7").Exec(Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, nil, nil)
 	if err != nil || res.ExitCode != 7 || res.Signal != "" {
 		t.Fatalf("res %+v, err %v; want exit code 7", res, err)
 	}
@@ -136,7 +136,7 @@ func TestRunExitCode(t *testing.T) {
 
 func TestRunProgramNotFound(t *testing.T) {
 	p := &Plan{Agent: "nope", Program: "agentctl-no-such-client", Dir: t.TempDir()}
-	_, err := p.Run(Streams{Out: io.Discard, ErrOut: io.Discard}, nil, nil)
+	_, err := p.Exec(Streams{Out: io.Discard, ErrOut: io.Discard}, nil, nil)
 	var nf *ProgramNotFoundError
 	if !errors.As(err, &nf) || !strings.Contains(err.Error(), `"agentctl-no-such-client" was not found in PATH`) {
 		t.Fatalf("err %v", err)
@@ -150,7 +150,7 @@ func TestRunClientLeavesAChildBehind(t *testing.T) {
 	p := &Plan{Agent: "test", Mode: Headless, Program: "sh", Args: []string{"-c", "sleep 120 & echo client-done; exit 4"}, Dir: t.TempDir()}
 	var out bytes.Buffer
 	start := time.Now()
-	res, err := p.Run(Streams{In: strings.NewReader(""), Out: &out, ErrOut: io.Discard}, &bytes.Buffer{}, nil)
+	res, err := p.Exec(Streams{In: strings.NewReader(""), Out: &out, ErrOut: io.Discard}, &bytes.Buffer{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestRunForwardsSignals(t *testing.T) {
 				case <-time.After(time.Minute):
 				}
 			}()
-			res, err := p.Run(Streams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard}, nil, nil)
+			res, err := p.Exec(Streams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard}, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func TestRunInteractive(t *testing.T) {
 	p := selfPlan(t, "stdin")
 	p.Mode = Interactive
 	var out, log bytes.Buffer
-	if _, err := p.Run(Streams{In: strings.NewReader("typed"), Out: &out, ErrOut: io.Discard, InTerminal: true}, &log, nil); err != nil {
+	if _, err := p.Exec(Streams{In: strings.NewReader("typed"), Out: &out, ErrOut: io.Discard, InTerminal: true}, &log, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), `stdin="typed"`) || log.Len() != 0 {
@@ -75,7 +75,7 @@ func TestRunInteractive(t *testing.T) {
 		case <-time.After(time.Minute):
 		}
 	}()
-	res, err := p.Run(Streams{In: strings.NewReader(""), Out: ready, ErrOut: io.Discard, InTerminal: true}, nil, nil)
+	res, err := p.Exec(Streams{In: strings.NewReader(""), Out: ready, ErrOut: io.Discard, InTerminal: true}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

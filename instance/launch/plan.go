@@ -32,9 +32,9 @@ type Mode string
 // The modes of a run.
 const (
 	// Headless passes one prompt; the client works and exits.
-	Headless Mode = "headless"
+	Headless Mode = instance.RunHeadless
 	// Interactive hands the terminal to the client.
-	Interactive Mode = "interactive"
+	Interactive Mode = instance.RunInteractive
 )
 
 // Options are the inputs of [New] besides the recipe and the record.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/mcpserver"
 )
 
 // DefaultPollInterval is how often a [Poller] asks the store by default.
@@ -115,12 +114,12 @@ func (p *Poller) events(ctx context.Context, instanceID string, first []*instanc
 
 // Wait polls until the instance's latest reported status is status and
 // returns the event that reported it: at once if it is already (a
-// [mcpserver.StatusUnanswered] event is not a status and does not count
+// [instance.StatusUnanswered] event is not a status and does not count
 // as the latest), else at the first event reporting it. Reaching done
 // after a question of the same run (since the latest `instance run` start
 // before it, or since the first event) went unanswered returns the done
 // event with an [*UnansweredError]. It returns a [*FailedError] if the
-// latest status is, or becomes, [mcpserver.StatusFailed] first, an error
+// latest status is, or becomes, [instance.StatusFailed] first, an error
 // matching [instance.ErrDeleted] if the instance is deleted meanwhile, and
 // ctx's error (a deadline is the caller's timeout) if ctx ends first.
 func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance.Event, error) {
@@ -139,7 +138,7 @@ func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance
 	// one that failed since.
 	latest := -1
 	for i, e := range first {
-		if e.Status != mcpserver.StatusUnanswered {
+		if e.Status != instance.StatusUnanswered {
 			latest = i
 		}
 	}
@@ -168,9 +167,9 @@ func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance
 // seen: a run's start begins a new run with none.
 func runQuestions(unanswered []*instance.Event, e *instance.Event) []*instance.Event {
 	switch {
-	case e.Tool == instance.RunTool && e.Status == mcpserver.StatusRunning:
+	case e.Tool == instance.RunTool && e.Status == instance.StatusRunning:
 		return nil
-	case e.Status == mcpserver.StatusUnanswered:
+	case e.Status == instance.StatusUnanswered:
 		return append(unanswered, e)
 	}
 	return unanswered
@@ -181,11 +180,11 @@ func runQuestions(unanswered []*instance.Event, e *instance.Event) []*instance.E
 // failed.
 func reached(e *instance.Event, status string, unanswered []*instance.Event) (*instance.Event, error, bool) {
 	switch {
-	case e.Status == status && status == mcpserver.StatusDone && len(unanswered) > 0:
+	case e.Status == status && status == instance.StatusDone && len(unanswered) > 0:
 		return e, &UnansweredError{Event: e, Unanswered: unanswered}, true
 	case e.Status == status:
 		return e, nil, true
-	case e.Status == mcpserver.StatusFailed:
+	case e.Status == instance.StatusFailed:
 		return nil, &FailedError{Event: e}, true
 	}
 	return nil, nil, false
@@ -304,9 +303,9 @@ func (p *Poller) WaitRun(ctx context.Context, instanceID string, which Which) (*
 		}
 		seen = true
 		switch e.Status {
-		case mcpserver.StatusDone, mcpserver.StatusFailed:
+		case instance.StatusDone, instance.StatusFailed:
 			final = e
-		case mcpserver.StatusUnanswered:
+		case instance.StatusUnanswered:
 			unanswered = append(unanswered, e)
 		}
 	}
@@ -315,13 +314,13 @@ func (p *Poller) WaitRun(ctx context.Context, instanceID string, which Which) (*
 			Hint: "`agentctl instance show " + instanceID + "` names the latest run; `agentctl instance events " + instanceID + " -o json` the run of each event"}
 	}
 	if final == nil { // a run recorded without its events' run ids
-		final = &instance.Event{InstanceID: instanceID, Tool: instance.RunTool, Status: mcpserver.StatusFailed, RunID: runID,
+		final = &instance.Event{InstanceID: instanceID, Tool: instance.RunTool, Status: instance.StatusFailed, RunID: runID,
 			Message: "the run ended without a final status recorded"}
 		if lr != nil && lr.ID == runID && lr.ExitCode != nil && *lr.ExitCode == 0 {
-			final.Status, final.Message = mcpserver.StatusDone, "the client exited with code 0"
+			final.Status, final.Message = instance.StatusDone, "the client exited with code 0"
 		}
 	}
-	out, err, _ := reached(final, mcpserver.StatusDone, unanswered)
+	out, err, _ := reached(final, instance.StatusDone, unanswered)
 	return out, err
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/instance/provision"
-	"github.com/agentctl/agentctl/mcpserver"
 )
 
 // fakeEvents serves scripted batches of events, one batch per poll, then
@@ -146,28 +145,28 @@ func TestWait(t *testing.T) {
 		want    int64 // the event reached; 0 for an error
 		wantErr func(error) bool
 	}{
-		{"reached in the first poll", [][]*instance.Event{{ev(1, "running"), ev(2, "done")}}, mcpserver.StatusDone, 2, nil},
-		{"reached later", [][]*instance.Event{{ev(1, "running")}, nil, {ev(3, "blocked")}}, mcpserver.StatusBlocked, 3, nil},
-		{"failed first", [][]*instance.Event{{ev(1, "running"), ev(2, "failed")}, {ev(3, "done")}}, mcpserver.StatusDone, 0,
+		{"reached in the first poll", [][]*instance.Event{{ev(1, "running"), ev(2, "done")}}, instance.StatusDone, 2, nil},
+		{"reached later", [][]*instance.Event{{ev(1, "running")}, nil, {ev(3, "blocked")}}, instance.StatusBlocked, 3, nil},
+		{"failed first", [][]*instance.Event{{ev(1, "running"), ev(2, "failed")}, {ev(3, "done")}}, instance.StatusDone, 0,
 			func(err error) bool {
 				var fe *provision.FailedError
 				return errors.As(err, &fe) && fe.Event.Seq == 2 && err.Error() == "instance i1 reported failed: failed message"
 			}},
-		{"failed later", [][]*instance.Event{{ev(1, "running")}, {ev(2, "failed"), ev(3, "done")}}, mcpserver.StatusDone, 0,
+		{"failed later", [][]*instance.Event{{ev(1, "running")}, {ev(2, "failed"), ev(3, "done")}}, instance.StatusDone, 0,
 			func(err error) bool {
 				var fe *provision.FailedError
 				return errors.As(err, &fe) && fe.Event.Seq == 2
 			}},
 		// Only the latest status reported before the wait counts.
-		{"the latest status is the one", [][]*instance.Event{{ev(1, "running"), ev(2, "failed"), ev(3, "done")}}, mcpserver.StatusDone, 3, nil},
-		{"an earlier status is not", [][]*instance.Event{{ev(1, "blocked"), ev(2, "running")}, nil, {ev(4, "blocked")}}, mcpserver.StatusBlocked, 4, nil},
-		{"an earlier done is not", [][]*instance.Event{{ev(1, "done"), ev(2, "running")}, {ev(3, "failed")}}, mcpserver.StatusDone, 0,
+		{"the latest status is the one", [][]*instance.Event{{ev(1, "running"), ev(2, "failed"), ev(3, "done")}}, instance.StatusDone, 3, nil},
+		{"an earlier status is not", [][]*instance.Event{{ev(1, "blocked"), ev(2, "running")}, nil, {ev(4, "blocked")}}, instance.StatusBlocked, 4, nil},
+		{"an earlier done is not", [][]*instance.Event{{ev(1, "done"), ev(2, "running")}, {ev(3, "failed")}}, instance.StatusDone, 0,
 			func(err error) bool {
 				var fe *provision.FailedError
 				return errors.As(err, &fe) && fe.Event.Seq == 3
 			}},
-		{"waiting for failed", [][]*instance.Event{{ev(1, "running"), ev(2, "failed")}}, mcpserver.StatusFailed, 2, nil},
-		{"deleted", [][]*instance.Event{{ev(1, "running")}}, mcpserver.StatusDone, 0,
+		{"waiting for failed", [][]*instance.Event{{ev(1, "running"), ev(2, "failed")}}, instance.StatusFailed, 2, nil},
+		{"deleted", [][]*instance.Event{{ev(1, "running")}}, instance.StatusDone, 0,
 			func(err error) bool {
 				return errors.Is(err, instance.ErrDeleted) && errors.Is(err, instance.ErrNotFound) &&
 					err.Error() == `instance "i1" was deleted; it reports nothing more`
@@ -192,7 +191,7 @@ func TestWait(t *testing.T) {
 		ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 		defer cancel()
 		p := &provision.Poller{Source: &fakeEvents{existsPolls: 100}, After: never}
-		if _, err := p.Wait(ctx, "i1", mcpserver.StatusDone); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := p.Wait(ctx, "i1", instance.StatusDone); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err %v, want the deadline", err)
 		}
 	})
@@ -201,14 +200,14 @@ func TestWait(t *testing.T) {
 func TestWaitOnTheStore(t *testing.T) {
 	rec, _, st := createWith(t, "auggie", nil)
 	ctx := context.Background()
-	if _, err := st.RecordProgress(ctx, rec.ID, "report_progress_agentctl", mcpserver.StatusRunning, "start", nil); err != nil {
+	if _, err := st.RecordProgress(ctx, rec.ID, "report_progress_agentctl", instance.StatusRunning, "start", nil); err != nil {
 		t.Fatal(err)
 	}
 	tick := make(chan time.Time)
 	p := &provision.Poller{Source: st, After: func(time.Duration) <-chan time.Time { return tick }}
 	done := make(chan error, 1)
 	go func() {
-		e, err := p.Wait(ctx, rec.ID, mcpserver.StatusDone)
+		e, err := p.Wait(ctx, rec.ID, instance.StatusDone)
 		if err == nil && e.Message != "all done" {
 			err = errors.New("reached with " + e.Message)
 		}
@@ -216,7 +215,7 @@ func TestWaitOnTheStore(t *testing.T) {
 	}()
 	// The first poll saw only "running": the waiter pauses on the clock.
 	tick <- time.Time{}
-	if _, err := st.RecordProgress(ctx, rec.ID, "report_progress_agentctl", mcpserver.StatusDone, "all done", nil); err != nil {
+	if _, err := st.RecordProgress(ctx, rec.ID, "report_progress_agentctl", instance.StatusDone, "all done", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Each tick ends one pause; the waiter takes it only while it pauses.
@@ -243,7 +242,7 @@ func runEv(seq int64, status string) *instance.Event {
 // its done an [provision.UnansweredError], and a later clean run does not
 // inherit it.
 func TestWaitMeansTheLatestRun(t *testing.T) {
-	unanswered := ev(0, mcpserver.StatusUnanswered)
+	unanswered := ev(0, instance.StatusUnanswered)
 	for _, tc := range []struct {
 		name       string
 		batches    [][]*instance.Event
@@ -260,7 +259,7 @@ func TestWaitMeansTheLatestRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &fakeEvents{batches: tc.batches, existsPolls: 100}
 			p := &provision.Poller{Source: src, After: (&ticks{}).after}
-			e, err := p.Wait(context.Background(), "i1", mcpserver.StatusDone)
+			e, err := p.Wait(context.Background(), "i1", instance.StatusDone)
 			var failed *provision.FailedError
 			var un *provision.UnansweredError
 			switch {
@@ -289,7 +288,7 @@ func TestWaitRunNext(t *testing.T) {
 	ctx := context.Background()
 	since := time.Now()
 	run := instance.Run{Program: "auggie", Mode: "headless", PID: 1, StartedAt: time.Now().UTC()}
-	seq, err := st.StartRun(ctx, rec.ID, run, instance.Event{Tool: instance.RunTool, Status: mcpserver.StatusRunning, Message: "started"})
+	seq, err := st.StartRun(ctx, rec.ID, run, instance.Event{Tool: instance.RunTool, Status: instance.StatusRunning, Message: "started"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,12 +298,12 @@ func TestWaitRunNext(t *testing.T) {
 	}
 	end, code := time.Now().UTC(), 0
 	run.ID, run.EndedAt, run.ExitCode = lr.ID, &end, &code
-	if _, err := st.EndRun(ctx, rec.ID, seq, run, instance.Event{Tool: instance.RunTool, Status: mcpserver.StatusDone, Message: "exited 0"}); err != nil {
+	if _, err := st.EndRun(ctx, rec.ID, seq, run, instance.Event{Tool: instance.RunTool, Status: instance.StatusDone, Message: "exited 0"}); err != nil {
 		t.Fatal(err)
 	}
 	p := &provision.Poller{Source: st, After: never}
 	e, err := p.WaitRun(ctx, rec.ID, provision.Which{Next: true, Since: since})
-	if err != nil || e.RunID != lr.ID || e.Status != mcpserver.StatusDone {
+	if err != nil || e.RunID != lr.ID || e.Status != instance.StatusDone {
 		t.Fatalf("WaitRun next since before the run = %+v, %v; want its done", e, err)
 	}
 	// The latest run, by default and by id, is answered at once too.

@@ -1,0 +1,107 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/agentctl/agentctl/instance"
+)
+
+// Ended is what a recorded run ([Run]) ended with: the record's last_run,
+// and the status and message its end recorded (the model's own final
+// report, if it made one, stands in the events instead).
+type Ended struct {
+	Run     instance.Run
+	Status  string
+	Message string
+}
+
+// Run runs p as a run of instance rec kept in st, and makes the instance's
+// record and status follow it: it holds the instance's run lock for the
+// whole run (a second run is refused, as is one while a lost run's client
+// still lives), appends a headless client's output to run.log, records the
+// start (last_run and a "running" event, while the client starts) and the
+// end (last_run's end and exit code, "done" or "failed" unless the model
+// said so itself), and returns the outcome. started is told the run once
+// its client runs (its id and pid). The bookkeeping outlives ctx's
+// cancellation: a client's end is always recorded. A client program that
+// is not installed is a [*ProgramNotFoundError]. When the client ran but
+// its start or end could not be recorded, both the outcome and an error
+// saying so are returned.
+func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan, s Streams, started func(instance.Run)) (*Ended, error) {
+	if _, err := p.LookPath(); err != nil {
+		return nil, err
+	}
+	if err := p.CheckDir(); err != nil {
+		return nil, err
+	}
+	release, err := st.RunLock(rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if err := st.CheckLostClient(ctx, rec.ID); err != nil {
+		return nil, err
+	}
+	bg := context.WithoutCancel(ctx)
+	var log io.Writer
+	if p.Mode == Headless {
+		f, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open the run log: %w", err)
+		}
+		defer f.Close()
+		fmt.Fprintf(f, "=== %s agentctl instance run: %s\n", time.Now().UTC().Format(time.RFC3339), p.Redacted().CommandLine())
+		log = f
+	}
+	run := instance.Run{ID: st.NewRunID(), Program: p.Program, Mode: string(p.Mode)}
+	// The start is recorded while the client starts, not before.
+	type startRecord struct {
+		seq int64
+		err error
+	}
+	recorded := make(chan startRecord, 1)
+	res, err := p.Exec(s, log, func(pid int, at time.Time) {
+		run.PID, run.StartedAt = pid, at.UTC()
+		if started != nil {
+			started(run)
+		}
+		go func(r instance.Run) {
+			seq, err := st.StartRun(bg, rec.ID, r, instance.Event{Tool: instance.RunTool, Status: instance.StatusRunning,
+				Message: fmt.Sprintf("started %s (%s, pid %d)", p.Program, p.Mode, pid)})
+			recorded <- startRecord{seq, err}
+		}(run)
+	})
+	if err != nil {
+		return nil, err
+	}
+	start := <-recorded
+	ended := res.Ended.UTC()
+	run.EndedAt, run.ExitCode, run.Signal = &ended, &res.ExitCode, res.Signal
+	out := &Ended{Run: run}
+	out.Status, out.Message = outcome(p.Program, res)
+	if start.err != nil {
+		err = fmt.Errorf("record the start of the run: %w", start.err)
+	}
+	if _, eerr := st.EndRun(bg, rec.ID, start.seq, run, instance.Event{Tool: instance.RunTool, Status: out.Status, Message: out.Message}); eerr != nil {
+		err = errors.Join(err, fmt.Errorf("record the end of the run: %w", eerr))
+	}
+	return out, err
+}
+
+// outcome is the status and message a run's end records, unless the model
+// reported a final status itself.
+func outcome(program string, res *Result) (status, msg string) {
+	took := res.Ended.Sub(res.Started).Round(time.Millisecond)
+	switch {
+	case res.Signal != "":
+		return instance.StatusFailed, fmt.Sprintf("%s was interrupted (%s) and exited with code %d after %s", program, res.Signal, res.ExitCode, took)
+	case res.ExitCode != 0:
+		return instance.StatusFailed, fmt.Sprintf("%s exited with code %d after %s", program, res.ExitCode, took)
+	}
+	return instance.StatusDone, fmt.Sprintf("%s exited with code 0 after %s", program, took)
+}

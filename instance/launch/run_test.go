@@ -1,0 +1,108 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/instance"
+)
+
+// recordedRun makes a store with one instance, and a headless plan of the
+// test binary as its client (see child), logging to the instance's run.log.
+func recordedRun(t *testing.T, mode string) (*instance.Store, *instance.Record, *Plan) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := instance.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cat, err := agents.Load(agents.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := cat.Lookup("claude-code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.CreateInstance(ctx, instance.CreateOptions{Definition: def, Workspace: t.TempDir(), Executable: "/opt/agentctl/bin/agentctl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := selfPlan(t, mode)
+	p.Log = rec.Dir + "/" + instance.RunLogFile
+	return st, rec, p
+}
+
+// TestRunRecordsTheRun: a recorded run holds the run lock while its client
+// runs, copies its output to run.log, and records its start and its end
+// (last_run with the exit code, "running" then "failed" with the run's id).
+func TestRunRecordsTheRun(t *testing.T) {
+	st, rec, p := recordedRun(t, "exit7")
+	ctx := context.Background()
+	var told instance.Run
+	var during error
+	end, err := Run(ctx, st, rec, p, Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, func(r instance.Run) {
+		told = r
+		_, during = st.RunLock(rec.ID) // a second run while this one runs
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during == nil || !strings.Contains(during.Error(), "already being run") {
+		t.Errorf("a second run while the first ran: %v, want refused", during)
+	}
+	if told.ID == "" || told.PID == 0 || told.Mode != instance.RunHeadless || end.Run.ID != told.ID {
+		t.Errorf("started told %+v, ended %+v", told, end.Run)
+	}
+	if end.Status != instance.StatusFailed || end.Run.ExitCode == nil || *end.Run.ExitCode != 7 || !strings.Contains(end.Message, "exited with code 7") {
+		t.Errorf("outcome %+v", end)
+	}
+	last, err := st.LastRun(ctx, rec.ID)
+	if err != nil || last == nil || last.ID != told.ID || last.EndedAt == nil || *last.ExitCode != 7 {
+		t.Errorf("last_run %+v, %v", last, err)
+	}
+	evs, err := st.Events(ctx, rec.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statuses []string
+	for _, e := range evs {
+		if e.Tool == instance.RunTool && e.RunID == told.ID {
+			statuses = append(statuses, e.Status)
+		}
+	}
+	if strings.Join(statuses, ",") != "running,failed" {
+		t.Errorf("the run's events: %q, want running then failed", statuses)
+	}
+	log, _ := os.ReadFile(p.Log)
+	if !bytes.Contains(log, []byte("=== ")) || !bytes.Contains(log, []byte("to stderr")) {
+		t.Errorf("run.log:\n%s", log)
+	}
+	release, err := st.RunLock(rec.ID)
+	if err != nil {
+		t.Fatalf("the run lock is still held after the run: %v", err)
+	}
+	release()
+}
+
+// TestRunProgramMissingRecordsNothing: a client that is not installed is a
+// ProgramNotFoundError, and no run is recorded.
+func TestRunProgramMissingRecordsNothing(t *testing.T) {
+	st, rec, p := recordedRun(t, "exit7")
+	p.Program = "agentctl-no-such-client"
+	_, err := Run(context.Background(), st, rec, p, Streams{Out: io.Discard, ErrOut: io.Discard}, nil)
+	var nf *ProgramNotFoundError
+	if !errors.As(err, &nf) {
+		t.Fatalf("err = %v, want a ProgramNotFoundError", err)
+	}
+	if last, _ := st.LastRun(context.Background(), rec.ID); last != nil {
+		t.Errorf("a run was recorded: %+v", last)
+	}
+}
