@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/spf13/cobra"
 )
 
@@ -17,8 +16,8 @@ type InstanceEventsOptions struct {
 	IO    *IOStreams
 	Store storeOpener
 	// Poll sets the interval and clock of --follow; nil polls every
-	// [provision.DefaultPollInterval].
-	Poll func(provision.EventSource) *provision.Poller
+	// [instance.DefaultPollInterval].
+	Poll func(instance.EventSource) *instance.Poller
 
 	Instance string
 	Follow   bool
@@ -56,14 +55,14 @@ With -o json each event is one JSON object per line (JSON Lines), also with --fo
 }
 
 // poller is the poller of src that the options ask for.
-func poller(poll func(provision.EventSource) *provision.Poller, src provision.EventSource) *provision.Poller {
+func poller(poll func(instance.EventSource) *instance.Poller, src instance.EventSource) *instance.Poller {
 	if st, ok := src.(*instance.Store); ok {
 		src = &lostRuns{Store: st}
 	}
 	if poll != nil {
 		return poll(src)
 	}
-	return &provision.Poller{Source: src}
+	return &instance.Poller{Source: src}
 }
 
 func instanceEventsRun(ctx context.Context, opts *InstanceEventsOptions) error {

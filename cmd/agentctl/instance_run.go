@@ -33,7 +33,7 @@ type InstanceRunOptions struct {
 }
 
 // NewCmdInstanceRun is `agentctl instance run`; runF replaces
-// [instanceRunRun] in tests.
+// [runInstance] in tests.
 func NewCmdInstanceRun(f *Factory, runF func(context.Context, *InstanceRunOptions) error) *cobra.Command {
 	opts := &InstanceRunOptions{IO: f.IOStreams, Store: f.Store, Definition: f.Definition, Executable: f.Executable}
 	cmd := &cobra.Command{
@@ -119,7 +119,7 @@ that plan as JSON.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return instanceRunRun(cmd.Context(), opts)
+			return runInstance(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Prompt, "prompt", "p", "", "run headless with this `TEXT` as the prompt")
@@ -143,7 +143,7 @@ func readPromptFile(name string, stdin io.Reader) (string, error) {
 	return string(b), nil
 }
 
-func instanceRunRun(ctx context.Context, opts *InstanceRunOptions) error {
+func runInstance(ctx context.Context, opts *InstanceRunOptions) error {
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
 		mode := launch.Interactive
 		if opts.hasPrompt {

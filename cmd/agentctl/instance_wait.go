@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/spf13/cobra"
 )
 
@@ -18,8 +17,8 @@ type InstanceWaitOptions struct {
 	IO    *IOStreams
 	Store storeOpener
 	// Poll sets the interval and clock of the polling; nil polls every
-	// [provision.DefaultPollInterval].
-	Poll func(provision.EventSource) *provision.Poller
+	// [instance.DefaultPollInterval].
+	Poll func(instance.EventSource) *instance.Poller
 
 	Instance string
 	// Status, when set, waits for the instance's latest reported status
@@ -132,8 +131,8 @@ func instanceWaitRun(ctx context.Context, opts *InstanceWaitOptions) error {
 		var err error
 		what := "reached " + status
 		if status == "" {
-			e, err = p.WaitRun(ctx, r.ID, provision.Which{ID: opts.Run, Next: opts.Next, Since: opts.since})
-			if errors.Is(err, provision.ErrNoRun) {
+			e, err = p.WaitRun(ctx, r.ID, instance.Which{ID: opts.Run, Next: opts.Next, Since: opts.since})
+			if errors.Is(err, instance.ErrNoRun) {
 				status, what = instance.StatusDone, "reached "+instance.StatusDone
 				opts.IO.Narrate("Instance %s has no run recorded ('agentctl instance run' never ran it): waiting for it to report done.", r.ID)
 				e, err = p.Wait(ctx, r.ID, status)
@@ -143,8 +142,8 @@ func instanceWaitRun(ctx context.Context, opts *InstanceWaitOptions) error {
 		} else {
 			e, err = p.Wait(ctx, r.ID, status)
 		}
-		var failed *provision.FailedError
-		var unanswered *provision.UnansweredError
+		var failed *instance.FailedError
+		var unanswered *instance.UnansweredError
 		switch {
 		case errors.As(err, &unanswered) && opts.AllowUnanswered:
 			opts.IO.Narrate("Warning: %v", err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 )
 
 func TestNewCmdInstanceWait(t *testing.T) {
@@ -61,8 +60,8 @@ func TestInstanceWaitDeleted(t *testing.T) {
 	opts := &InstanceWaitOptions{
 		IO: f.IOStreams, Store: f.Store, Instance: rec.ID, Status: "done",
 		// The instance goes while the wait pauses between polls.
-		Poll: func(src provision.EventSource) *provision.Poller {
-			return &provision.Poller{Source: src, After: func(time.Duration) <-chan time.Time {
+		Poll: func(src instance.EventSource) *instance.Poller {
+			return &instance.Poller{Source: src, After: func(time.Duration) <-chan time.Time {
 				st, err := f.Store(ctx, false)
 				if err != nil {
 					t.Fatal(err)

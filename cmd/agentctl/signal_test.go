@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/agentctl/agentctl/instance/provision"
+	"github.com/agentctl/agentctl/instance"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,8 +81,8 @@ func TestFollowedEventsEndOnASignal(t *testing.T) {
 		opts := &InstanceEventsOptions{
 			IO: f.IOStreams, Store: f.Store, Instance: rec.ID, Follow: true, Output: formatTable,
 			// The signal comes while the command waits for the next poll.
-			Poll: func(src provision.EventSource) *provision.Poller {
-				return &provision.Poller{Source: src, After: func(time.Duration) <-chan time.Time {
+			Poll: func(src instance.EventSource) *instance.Poller {
+				return &instance.Poller{Source: src, After: func(time.Duration) <-chan time.Time {
 					cancel(signalError{sig})
 					return nil
 				}}

@@ -49,7 +49,7 @@ func (e *ProgramNotFoundError) Error() string {
 func (e *ProgramNotFoundError) Unwrap() error { return e.Err }
 
 // LookPath finds the plan's program in PATH, or says that it is not
-// installed with a [*ProgramNotFoundError]. [Plan.Run] starts what it
+// installed with a [*ProgramNotFoundError]. [Plan.Exec] starts what it
 // found.
 func (p *Plan) LookPath() (string, error) {
 	if p.path != "" {

@@ -1,7 +1,7 @@
 // Package launch starts an instance's client program the way its agent
 // definition's [agents.Run] recipe says: [New] turns the recipe and the
 // instance record into a [Plan] (pure: the command line, the working
-// directory and the environment changes), and [Plan.Run] runs it with the
+// directory and the environment changes), and [Plan.Exec] runs it with the
 // user's terminal or pipes, forwarding signals and returning the client's
 // exit code. `agentctl instance run`, `instance run --dry-run` and
 // `instance env` are built on it.
@@ -72,7 +72,7 @@ type Options struct {
 	Preview bool
 }
 
-// Plan is one run of a client: what [Plan.Run] starts, and what `--dry-run`
+// Plan is one run of a client: what [Plan.Exec] starts, and what `--dry-run`
 // and `instance env` print.
 type Plan struct {
 	Agent   string `json:"agent"`

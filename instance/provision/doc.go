@@ -1,10 +1,9 @@
 // Package provision does what the agentctl commands ask of instances, between
 // the command line and the store: it creates an instance with its mounts,
 // client configuration and expanded instructions and skills; changes an
-// instance's mounts, listing the tool renames the change causes; re-checks a
-// record's mounts against the prefix contract before an endpoint serves it;
-// and polls the store for the progress events that `instance events
-// --follow` prints and `instance wait` waits for.
+// instance's mounts, listing the tool renames the change causes;
+// and re-checks a record's mounts against the prefix contract before an
+// endpoint serves it.
 //
 // The shortest use:
 //

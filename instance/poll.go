@@ -1,4 +1,4 @@
-package provision
+package instance
 
 import (
 	"context"
@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"iter"
 	"time"
-
-	"github.com/agentctl/agentctl/instance"
 )
 
 // DefaultPollInterval is how often a [Poller] asks the store by default.
 const DefaultPollInterval = 200 * time.Millisecond
 
-// EventSource is what polling needs of the store; [*instance.Store] has it.
+// EventSource is what polling needs of the store; [*Store] has it.
 type EventSource interface {
-	Events(ctx context.Context, instanceID string, after int64) ([]*instance.Event, error)
+	Events(ctx context.Context, instanceID string, after int64) ([]*Event, error)
 	Exists(ctx context.Context, id string) (bool, error)
 }
 
@@ -32,7 +30,7 @@ type Poller struct {
 
 // FailedError is what [Poller.Wait] returns when the instance reported
 // status failed before the status waited for.
-type FailedError struct{ Event *instance.Event }
+type FailedError struct{ Event *Event }
 
 func (e *FailedError) Error() string {
 	if e.Event.RunID != "" {
@@ -47,8 +45,8 @@ func (e *FailedError) Error() string {
 // the agent went on without the person it asked, which a pipeline must
 // not take for a clean end.
 type UnansweredError struct {
-	Event      *instance.Event   // the done event
-	Unanswered []*instance.Event // the questions' unanswered events
+	Event      *Event   // the done event
+	Unanswered []*Event // the questions' unanswered events
 }
 
 func (e *UnansweredError) Error() string {
@@ -65,17 +63,17 @@ func (e *UnansweredError) Error() string {
 // yields the events stored now and stops. With follow it then polls, pausing
 // between polls, and yields new events as they come, until the caller stops,
 // ctx ends (it yields ctx's error last) or the instance is deleted (it
-// yields a [*instance.NotFoundError] matching [instance.ErrDeleted] last). An error of the store ends it too: it is
+// yields a [*NotFoundError] matching [ErrDeleted] last). An error of the store ends it too: it is
 // yielded last, or ctx's error if ctx ended meanwhile.
-func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) iter.Seq2[*instance.Event, error] {
+func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) iter.Seq2[*Event, error] {
 	return p.events(ctx, instanceID, nil, follow, 0)
 }
 
 // events is [Poller.Events] from the event after seq after, whose first
 // poll's answer is first, when not nil (the caller has polled once
 // already).
-func (p *Poller) events(ctx context.Context, instanceID string, first []*instance.Event, follow bool, after int64) iter.Seq2[*instance.Event, error] {
-	return func(yield func(*instance.Event, error) bool) {
+func (p *Poller) events(ctx context.Context, instanceID string, first []*Event, follow bool, after int64) iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
 		for {
 			evs, err := first, error(nil)
 			if first == nil {
@@ -105,7 +103,7 @@ func (p *Poller) events(ctx context.Context, instanceID string, first []*instanc
 			case <-p.after():
 			}
 			if ok, err := p.Source.Exists(ctx, instanceID); err == nil && !ok {
-				yield(nil, &instance.NotFoundError{What: "instance", Ref: instanceID, Deleted: true, Hint: "it reports nothing more"})
+				yield(nil, &NotFoundError{What: "instance", Ref: instanceID, Deleted: true, Hint: "it reports nothing more"})
 				return
 			}
 		}
@@ -114,15 +112,15 @@ func (p *Poller) events(ctx context.Context, instanceID string, first []*instanc
 
 // Wait polls until the instance's latest reported status is status and
 // returns the event that reported it: at once if it is already (a
-// [instance.StatusUnanswered] event is not a status and does not count
+// [StatusUnanswered] event is not a status and does not count
 // as the latest), else at the first event reporting it. Reaching done
 // after a question of the same run (since the latest `instance run` start
 // before it, or since the first event) went unanswered returns the done
 // event with an [*UnansweredError]. It returns a [*FailedError] if the
-// latest status is, or becomes, [instance.StatusFailed] first, an error
-// matching [instance.ErrDeleted] if the instance is deleted meanwhile, and
+// latest status is, or becomes, [StatusFailed] first, an error
+// matching [ErrDeleted] if the instance is deleted meanwhile, and
 // ctx's error (a deadline is the caller's timeout) if ctx ends first.
-func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance.Event, error) {
+func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*Event, error) {
 	first, err := p.Source.Events(ctx, instanceID, 0)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -131,18 +129,18 @@ func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance
 		return nil, err
 	}
 	if first == nil {
-		first = []*instance.Event{}
+		first = []*Event{}
 	}
 	// What was reported before the wait counts only as the latest status:
 	// a done of an earlier run says nothing of the one under way, nor of
 	// one that failed since.
 	latest := -1
 	for i, e := range first {
-		if e.Status != instance.StatusUnanswered {
+		if e.Status != StatusUnanswered {
 			latest = i
 		}
 	}
-	var unanswered []*instance.Event // in the current run
+	var unanswered []*Event // in the current run
 	for i, e := range first {
 		unanswered = runQuestions(unanswered, e)
 		if i == latest {
@@ -165,11 +163,11 @@ func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*instance
 
 // runQuestions is the unanswered events of the current run once e is
 // seen: a run's start begins a new run with none.
-func runQuestions(unanswered []*instance.Event, e *instance.Event) []*instance.Event {
+func runQuestions(unanswered []*Event, e *Event) []*Event {
 	switch {
-	case e.Tool == instance.RunTool && e.Status == instance.StatusRunning:
+	case e.Tool == RunTool && e.Status == StatusRunning:
 		return nil
-	case e.Status == instance.StatusUnanswered:
+	case e.Status == StatusUnanswered:
 		return append(unanswered, e)
 	}
 	return unanswered
@@ -178,19 +176,19 @@ func runQuestions(unanswered []*instance.Event, e *instance.Event) []*instance.E
 // reached says whether e ends a wait for status, and how: e reports status
 // (with an [*UnansweredError] for a done after unanswered questions), or
 // failed.
-func reached(e *instance.Event, status string, unanswered []*instance.Event) (*instance.Event, error, bool) {
+func reached(e *Event, status string, unanswered []*Event) (*Event, error, bool) {
 	switch {
-	case e.Status == status && status == instance.StatusDone && len(unanswered) > 0:
+	case e.Status == status && status == StatusDone && len(unanswered) > 0:
 		return e, &UnansweredError{Event: e, Unanswered: unanswered}, true
 	case e.Status == status:
 		return e, nil, true
-	case e.Status == instance.StatusFailed:
+	case e.Status == StatusFailed:
 		return nil, &FailedError{Event: e}, true
 	}
 	return nil, nil, false
 }
 
-func lastSeq(evs []*instance.Event) int64 {
+func lastSeq(evs []*Event) int64 {
 	if n := len(evs); n > 0 {
 		return evs[n-1].Seq
 	}
@@ -198,10 +196,10 @@ func lastSeq(evs []*instance.Event) int64 {
 }
 
 // RunSource is what waiting for a run needs of the store: the events, and
-// the record's latest run; [*instance.Store] has it.
+// the record's latest run; [*Store] has it.
 type RunSource interface {
 	EventSource
-	LastRun(ctx context.Context, id string) (*instance.Run, error)
+	LastRun(ctx context.Context, id string) (*Run, error)
 }
 
 // ErrNoRun is what [Poller.WaitRun] returns for the latest run of an
@@ -226,22 +224,22 @@ type Which struct {
 // failed and an [*UnansweredError] for done after a question of the run
 // went unanswered. The run is which's (the latest: ErrNoRun if there is
 // none). A run that has ended already is answered at once. A run that is
-// not the instance's is a [*instance.NotFoundError]; the instance deleted
-// meanwhile an error matching [instance.ErrDeleted]; ctx's end, ctx's
+// not the instance's is a [*NotFoundError]; the instance deleted
+// meanwhile an error matching [ErrDeleted]; ctx's end, ctx's
 // error. p.Source must be a [RunSource].
-func (p *Poller) WaitRun(ctx context.Context, instanceID string, which Which) (*instance.Event, error) {
+func (p *Poller) WaitRun(ctx context.Context, instanceID string, which Which) (*Event, error) {
 	runID, next := which.ID, which.Next
 	src, ok := p.Source.(RunSource)
 	if !ok {
 		return nil, fmt.Errorf("waiting for a run needs a store that records runs")
 	}
-	lastRun := func() (*instance.Run, error) {
+	lastRun := func() (*Run, error) {
 		r, err := src.LastRun(ctx, instanceID)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		case errors.Is(err, instance.ErrNotFound):
-			return nil, &instance.NotFoundError{What: "instance", Ref: instanceID, Deleted: true, Hint: "its run had not ended"}
+		case errors.Is(err, ErrNotFound):
+			return nil, &NotFoundError{What: "instance", Ref: instanceID, Deleted: true, Hint: "its run had not ended"}
 		}
 		return r, err
 	}
@@ -294,8 +292,8 @@ func (p *Poller) WaitRun(ctx context.Context, instanceID string, which Which) (*
 		}
 		return nil, err
 	}
-	var final *instance.Event
-	var unanswered []*instance.Event
+	var final *Event
+	var unanswered []*Event
 	seen := false
 	for _, e := range evs {
 		if e.RunID != runID {
@@ -303,24 +301,24 @@ func (p *Poller) WaitRun(ctx context.Context, instanceID string, which Which) (*
 		}
 		seen = true
 		switch e.Status {
-		case instance.StatusDone, instance.StatusFailed:
+		case StatusDone, StatusFailed:
 			final = e
-		case instance.StatusUnanswered:
+		case StatusUnanswered:
 			unanswered = append(unanswered, e)
 		}
 	}
 	if !seen && (lr == nil || lr.ID != runID) {
-		return nil, &instance.NotFoundError{What: "run", Ref: runID,
+		return nil, &NotFoundError{What: "run", Ref: runID,
 			Hint: "`agentctl instance show " + instanceID + "` names the latest run; `agentctl instance events " + instanceID + " -o json` the run of each event"}
 	}
 	if final == nil { // a run recorded without its events' run ids
-		final = &instance.Event{InstanceID: instanceID, Tool: instance.RunTool, Status: instance.StatusFailed, RunID: runID,
+		final = &Event{InstanceID: instanceID, Tool: RunTool, Status: StatusFailed, RunID: runID,
 			Message: "the run ended without a final status recorded"}
 		if lr != nil && lr.ID == runID && lr.ExitCode != nil && *lr.ExitCode == 0 {
-			final.Status, final.Message = instance.StatusDone, "the client exited with code 0"
+			final.Status, final.Message = StatusDone, "the client exited with code 0"
 		}
 	}
-	out, err, _ := reached(final, instance.StatusDone, unanswered)
+	out, err, _ := reached(final, StatusDone, unanswered)
 	return out, err
 }
 

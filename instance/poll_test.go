@@ -1,4 +1,4 @@
-package provision_test
+package instance_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 )
 
 // fakeEvents serves scripted batches of events, one batch per poll, then
@@ -79,7 +78,7 @@ func collect(seq func(func(*instance.Event, error) bool)) (seqs []int64, last er
 func TestEventsOnce(t *testing.T) {
 	src := &fakeEvents{batches: [][]*instance.Event{{ev(1, "running"), ev(4, "done")}, {ev(9, "running")}}}
 	clock := &ticks{}
-	p := &provision.Poller{Source: src, After: clock.after}
+	p := &instance.Poller{Source: src, After: clock.after}
 	seqs, err := collect(p.Events(context.Background(), "i1", false))
 	if err != nil || !slices.Equal(seqs, []int64{1, 4}) {
 		t.Fatalf("events %v, %v; want 1 4 and no error", seqs, err)
@@ -92,7 +91,7 @@ func TestEventsOnce(t *testing.T) {
 func TestEventsFollowUntilDeleted(t *testing.T) {
 	src := &fakeEvents{batches: [][]*instance.Event{{ev(1, "running"), ev(2, "blocked")}, nil, {ev(7, "running")}}, existsPolls: 3}
 	clock := &ticks{}
-	p := &provision.Poller{Source: src, Interval: 5 * time.Second, After: clock.after}
+	p := &instance.Poller{Source: src, Interval: 5 * time.Second, After: clock.after}
 	seqs, err := collect(p.Events(context.Background(), "i1", true))
 	if !errors.Is(err, instance.ErrDeleted) || !slices.Equal(seqs, []int64{1, 2, 7}) {
 		t.Fatalf("events %v, %v; want 1 2 7 then ErrDeleted", seqs, err)
@@ -110,7 +109,7 @@ func TestEventsFollowEndsWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	src := &fakeEvents{batches: [][]*instance.Event{{ev(1, "running")}}, existsPolls: 100}
-	p := &provision.Poller{Source: src, After: never}
+	p := &instance.Poller{Source: src, After: never}
 	var seqs []int64
 	var last error
 	for e, err := range p.Events(ctx, "i1", true) {
@@ -127,7 +126,7 @@ func TestEventsFollowEndsWithTheContext(t *testing.T) {
 
 	// A store error after ctx ended is the interruption, not a failure.
 	src = &fakeEvents{err: errors.New("interrupted (9)")}
-	p = &provision.Poller{Source: src, After: never}
+	p = &instance.Poller{Source: src, After: never}
 	if _, err := collect(p.Events(ctx, "i1", true)); !errors.Is(err, context.Canceled) {
 		t.Errorf("a store error after the end of ctx: %v, want context.Canceled", err)
 	}
@@ -149,12 +148,12 @@ func TestWait(t *testing.T) {
 		{"reached later", [][]*instance.Event{{ev(1, "running")}, nil, {ev(3, "blocked")}}, instance.StatusBlocked, 3, nil},
 		{"failed first", [][]*instance.Event{{ev(1, "running"), ev(2, "failed")}, {ev(3, "done")}}, instance.StatusDone, 0,
 			func(err error) bool {
-				var fe *provision.FailedError
+				var fe *instance.FailedError
 				return errors.As(err, &fe) && fe.Event.Seq == 2 && err.Error() == "instance i1 reported failed: failed message"
 			}},
 		{"failed later", [][]*instance.Event{{ev(1, "running")}, {ev(2, "failed"), ev(3, "done")}}, instance.StatusDone, 0,
 			func(err error) bool {
-				var fe *provision.FailedError
+				var fe *instance.FailedError
 				return errors.As(err, &fe) && fe.Event.Seq == 2
 			}},
 		// Only the latest status reported before the wait counts.
@@ -162,7 +161,7 @@ func TestWait(t *testing.T) {
 		{"an earlier status is not", [][]*instance.Event{{ev(1, "blocked"), ev(2, "running")}, nil, {ev(4, "blocked")}}, instance.StatusBlocked, 4, nil},
 		{"an earlier done is not", [][]*instance.Event{{ev(1, "done"), ev(2, "running")}, {ev(3, "failed")}}, instance.StatusDone, 0,
 			func(err error) bool {
-				var fe *provision.FailedError
+				var fe *instance.FailedError
 				return errors.As(err, &fe) && fe.Event.Seq == 3
 			}},
 		{"waiting for failed", [][]*instance.Event{{ev(1, "running"), ev(2, "failed")}}, instance.StatusFailed, 2, nil},
@@ -174,7 +173,7 @@ func TestWait(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &fakeEvents{batches: tc.batches, existsPolls: 3}
-			p := &provision.Poller{Source: src, After: (&ticks{}).after}
+			p := &instance.Poller{Source: src, After: (&ticks{}).after}
 			e, err := p.Wait(context.Background(), "i1", tc.status)
 			if tc.wantErr != nil {
 				if !tc.wantErr(err) {
@@ -190,7 +189,7 @@ func TestWait(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 		defer cancel()
-		p := &provision.Poller{Source: &fakeEvents{existsPolls: 100}, After: never}
+		p := &instance.Poller{Source: &fakeEvents{existsPolls: 100}, After: never}
 		if _, err := p.Wait(ctx, "i1", instance.StatusDone); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err %v, want the deadline", err)
 		}
@@ -198,13 +197,14 @@ func TestWait(t *testing.T) {
 }
 
 func TestWaitOnTheStore(t *testing.T) {
-	rec, _, st := createWith(t, "auggie", nil)
+	st := openStore(t)
+	rec := create(t, st, "auggie", nil)
 	ctx := context.Background()
 	if _, err := st.RecordProgress(ctx, rec.ID, "report_progress_agentctl", instance.StatusRunning, "start", nil); err != nil {
 		t.Fatal(err)
 	}
 	tick := make(chan time.Time)
-	p := &provision.Poller{Source: st, After: func(time.Duration) <-chan time.Time { return tick }}
+	p := &instance.Poller{Source: st, After: func(time.Duration) <-chan time.Time { return tick }}
 	done := make(chan error, 1)
 	go func() {
 		e, err := p.Wait(ctx, rec.ID, instance.StatusDone)
@@ -239,7 +239,7 @@ func runEv(seq int64, status string) *instance.Event {
 
 // TestWaitMeansTheLatestRun: an earlier run's done answers nothing for the
 // run under way or a later one; a question the run left unanswered makes
-// its done an [provision.UnansweredError], and a later clean run does not
+// its done an [instance.UnansweredError], and a later clean run does not
 // inherit it.
 func TestWaitMeansTheLatestRun(t *testing.T) {
 	unanswered := ev(0, instance.StatusUnanswered)
@@ -258,10 +258,10 @@ func TestWaitMeansTheLatestRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &fakeEvents{batches: tc.batches, existsPolls: 100}
-			p := &provision.Poller{Source: src, After: (&ticks{}).after}
+			p := &instance.Poller{Source: src, After: (&ticks{}).after}
 			e, err := p.Wait(context.Background(), "i1", instance.StatusDone)
-			var failed *provision.FailedError
-			var un *provision.UnansweredError
+			var failed *instance.FailedError
+			var un *instance.UnansweredError
 			switch {
 			case tc.failed:
 				if !errors.As(err, &failed) {
@@ -284,7 +284,8 @@ func TestWaitMeansTheLatestRun(t *testing.T) {
 // one that started (and ended) before the wait's first look, and never
 // one that started before the call.
 func TestWaitRunNext(t *testing.T) {
-	rec, _, st := createWith(t, "auggie", nil)
+	st := openStore(t)
+	rec := create(t, st, "auggie", nil)
 	ctx := context.Background()
 	since := time.Now()
 	run := instance.Run{Program: "auggie", Mode: "headless", PID: 1, StartedAt: time.Now().UTC()}
@@ -301,20 +302,20 @@ func TestWaitRunNext(t *testing.T) {
 	if _, err := st.EndRun(ctx, rec.ID, seq, run, instance.Event{Tool: instance.RunTool, Status: instance.StatusDone, Message: "exited 0"}); err != nil {
 		t.Fatal(err)
 	}
-	p := &provision.Poller{Source: st, After: never}
-	e, err := p.WaitRun(ctx, rec.ID, provision.Which{Next: true, Since: since})
+	p := &instance.Poller{Source: st, After: never}
+	e, err := p.WaitRun(ctx, rec.ID, instance.Which{Next: true, Since: since})
 	if err != nil || e.RunID != lr.ID || e.Status != instance.StatusDone {
 		t.Fatalf("WaitRun next since before the run = %+v, %v; want its done", e, err)
 	}
 	// The latest run, by default and by id, is answered at once too.
-	for _, which := range []provision.Which{{}, {ID: lr.ID}} {
+	for _, which := range []instance.Which{{}, {ID: lr.ID}} {
 		if e, err := p.WaitRun(ctx, rec.ID, which); err != nil || e.RunID != lr.ID {
 			t.Errorf("WaitRun %+v = %+v, %v", which, e, err)
 		}
 	}
 	late, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
 	defer cancel()
-	if e, err := p.WaitRun(late, rec.ID, provision.Which{Next: true, Since: time.Now()}); !errors.Is(err, context.DeadlineExceeded) {
+	if e, err := p.WaitRun(late, rec.ID, instance.Which{Next: true, Since: time.Now()}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("WaitRun next since after the run = %+v, %v; want to wait (the deadline)", e, err)
 	}
 }
