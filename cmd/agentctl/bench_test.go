@@ -128,7 +128,10 @@ func BenchmarkProcess(b *testing.B) {
 
 // BenchmarkServeStartup measures `agentctl mcp serve --instance ID` from
 // process start to the answer of the first tools/list (initialize,
-// initialized, tools/list over stdio).
+// initialized, tools/list over stdio), and against a minimal go-sdk stdio
+// server in the same run.
+//
+//	go test -run '^$' -bench ServeStartup -benchtime 40x -count 3 ./cmd/agentctl
 func BenchmarkServeStartup(b *testing.B) {
 	bin := realBinary(b)
 	env, _ := benchEnv(b)
@@ -142,6 +145,13 @@ func BenchmarkServeStartup(b *testing.B) {
 		if n := firstListRuns(b, bin, env, id); n != 3 {
 			b.Fatalf("the first tools/list had %d tools, want the 3 built-ins", n)
 		}
+	})
+	// The floor: a minimal go-sdk stdio server with three tools
+	// (testdata/minimalstdio), alternately with agentctl (target: 1.3x).
+	minimal := buildTestdata(b, "minimalstdio")
+	b.Run("serve_vs_minimal_stdio", func(b *testing.B) {
+		pairedProcesses(b, "minimal_stdio", func() time.Duration { d, _ := timeFirstList(b, minimal, env); return d },
+			"serve", func() time.Duration { d, _ := timeFirstList(b, bin, env, "mcp", "serve", "--instance", id); return d })
 	})
 }
 
@@ -161,46 +171,56 @@ func envArgs(env []string) []string {
 // initialized, tools/list over stdio); it reports and returns how many
 // tools the last such list had.
 func firstListRuns(b *testing.B, bin string, env []string, id string) (tools int) {
-	const script = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}
-{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":2,"method":"tools/list"}
-`
 	var ds []time.Duration
 	for b.Loop() {
-		cmd := exec.Command(bin, "mcp", "serve", "--instance", id)
-		cmd.Env = env
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.WriteString(stdin, script); err != nil {
-			b.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<22), 1<<22)
-		got := false
-		for sc.Scan() {
-			var msg struct {
-				ID     int `json:"id"`
-				Result struct {
-					Tools []struct{ Name string } `json:"tools"`
-				} `json:"result"`
-			}
-			if json.Unmarshal(sc.Bytes(), &msg) == nil && msg.ID == 2 {
-				got, tools = true, len(msg.Result.Tools)
-				break
-			}
-		}
-		ds = append(ds, time.Since(start))
-		stdin.Close()
-		go io.Copy(io.Discard, stdout) // a tools/list_changed may still come
-		if err := cmd.Wait(); err != nil || !got {
-			b.Fatalf("serve: %v, tools/list answered: %v", err, got)
-		}
+		var d time.Duration
+		d, tools = timeFirstList(b, bin, env, "mcp", "serve", "--instance", id)
+		ds = append(ds, d)
 	}
 	reportMedian(b, ds)
 	b.ReportMetric(float64(tools), "tools/first_list")
 	return tools
+}
+
+// timeFirstList starts the stdio MCP server bin with args once and times
+// process start to the answer of the first tools/list (initialize,
+// initialized, tools/list); it returns that and how many tools it listed.
+func timeFirstList(b *testing.B, bin string, env []string, args ...string) (time.Duration, int) {
+	const script = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, script); err != nil {
+		b.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<22), 1<<22)
+	got, tools := false, 0
+	for sc.Scan() {
+		var msg struct {
+			ID     int `json:"id"`
+			Result struct {
+				Tools []struct{ Name string } `json:"tools"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(sc.Bytes(), &msg) == nil && msg.ID == 2 {
+			got, tools = true, len(msg.Result.Tools)
+			break
+		}
+	}
+	d := time.Since(start)
+	stdin.Close()
+	go io.Copy(io.Discard, stdout) // a tools/list_changed may still come
+	if err := cmd.Wait(); err != nil || !got {
+		b.Fatalf("%s: %v, tools/list answered: %v", filepath.Base(bin), err, got)
+	}
+	return d, tools
 }
