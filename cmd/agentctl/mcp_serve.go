@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/daemon"
+	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
@@ -41,7 +41,7 @@ type MCPServeOptions struct {
 // tests.
 func NewCmdMCPServe(f *Factory, runF func(context.Context, *MCPServeOptions) error) *cobra.Command {
 	opts := &MCPServeOptions{IO: f.IOStreams, Store: f.Store,
-		Serve: &ServeOptions{IO: f.IOStreams, Store: f.Store, TokenChecker: f.TokenChecker, IdleStop: daemon.DefaultIdleStop}}
+		Serve: &ServeOptions{IO: f.IOStreams, Store: f.Store, TokenChecker: f.TokenChecker, IdleStop: serving.DefaultIdleStop}}
 	cmd := &cobra.Command{
 		Use:   "serve --instance INSTANCE",
 		Short: "Serve an instance's MCP endpoint over stdio (the client starts this)",
@@ -125,7 +125,7 @@ its connect timeout, since it would never see a later server's tools.`,
 }
 
 // serverLogFile, in the instance directory, receives external servers' stderr.
-const serverLogFile = daemon.ServerLogFile
+const serverLogFile = serving.ServerLogFile
 
 func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 	if opts.HTTP != "" {
@@ -175,5 +175,5 @@ func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 
 // endpointConfig builds the endpoint's configuration from the record alone.
 func endpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logger) mcpserver.Config {
-	return daemon.EndpointConfig(rec, st, logger, version)
+	return serving.EndpointConfig(rec, st, logger, version)
 }

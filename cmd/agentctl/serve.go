@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/daemon"
+	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
 	"github.com/spf13/cobra"
 )
@@ -91,7 +91,7 @@ question is cancelled), stops the external servers and exits 0.`,
 		},
 	}
 	addServeFlags(cmd, opts, DefaultListen)
-	cmd.Flags().DurationVar(&opts.IdleStop, "idle-stop", daemon.DefaultIdleStop, "stop an instance's external servers after this long without a session or request")
+	cmd.Flags().DurationVar(&opts.IdleStop, "idle-stop", serving.DefaultIdleStop, "stop an instance's external servers after this long without a session or request")
 	cmd.Flags().DurationVar(&opts.SessionTimeout, "session-timeout", 0, "close a session that made no request for this long (0: never; a client that vanished without ending its session otherwise keeps its instance running)")
 	addSettingFlag(cmd.Flags(), keyLogLevel)
 	return cmd
@@ -106,7 +106,7 @@ func addServeFlags(cmd *cobra.Command, opts *ServeOptions, listen string) {
 	fs.BoolVar(&opts.AllowRemote, "allow-remote", false, "allow listening on an address other than loopback")
 	fs.StringSliceVar(&opts.AllowHosts, "allow-host", nil, "another name clients may give in the Host header (with --allow-remote)")
 	fs.StringVar(&opts.MaxBody, "max-body", "4MiB", "the largest request body accepted (413 beyond)")
-	fs.DurationVar(&opts.Grace, "grace", daemon.DefaultGrace, "on SIGTERM, how long calls in flight may take to finish")
+	fs.DurationVar(&opts.Grace, "grace", serving.DefaultGrace, "on SIGTERM, how long calls in flight may take to finish")
 }
 
 func (opts *ServeOptions) fill(f *Factory) error {
@@ -153,11 +153,11 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if !isLoopback(addr) {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: listening on %s, beyond this machine: anyone who can reach it and holds an instance's token can use that instance\n", addr)
 	}
-	d := daemon.New(daemon.Options{
+	d := serving.New(serving.Options{
 		Store: st, Checker: opts.TokenChecker(st, logger),
 		Listen: addr, AllowedHosts: opts.AllowHosts, Only: only,
 		MaxBodyBytes: maxBody, IdleStop: opts.IdleStop, Grace: opts.Grace, SessionTimeout: opts.SessionTimeout,
-		Endpoint: daemon.EndpointOptions{KBIndexDir: kbIndexDir(st.Dir()), KBRefreshInterval: opts.KBRefreshInterval,
+		Endpoint: serving.EndpointOptions{KBIndexDir: kbIndexDir(st.Dir()), KBRefreshInterval: opts.KBRefreshInterval,
 			FirstListWait: opts.FirstListWait, Version: version},
 		Logger: logger,
 	})

@@ -1,6 +1,8 @@
-// Package daemon serves the instances of a store over streamable HTTP from
-// one process: `agentctl serve`, and `agentctl mcp serve --http` for one
-// instance.
+// Package serving is the room above both the record (instance) and the
+// endpoint (mcpserver): it builds an instance's endpoint configuration from
+// its record alone ([EndpointConfig]), for stdio and HTTP alike, and serves
+// the instances of a store over streamable HTTP from one process: `agentctl
+// serve`, and `agentctl mcp serve --http` for one instance.
 //
 // Each instance is served at /instances/{id}/mcp (its id, never a label or
 // prefix), with the same endpoint `mcp serve` gives it on stdio. Its
@@ -16,9 +18,9 @@
 // checked by a [httpserve.TokenChecker] before anything else: a caller
 // without it gets 401 whether or not the instance exists.
 //
-//	d := daemon.New(daemon.Options{Store: st, Checker: checker, Listen: addr})
+//	d := serving.New(serving.Options{Store: st, Checker: checker, Listen: addr})
 //	err := d.Serve(ctx, listener) // until ctx is done, then a graceful stop
-package daemon
+package serving
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package daemon_test
+package serving_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentctl/agentctl/instance/daemon"
+	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -44,7 +44,7 @@ func BenchmarkBareCall(b *testing.B) {
 			dir := b.TempDir()
 			os.WriteFile(filepath.Join(dir, "c3.md"), []byte("# C3\n"), 0o644)
 			rec := w.create("claude-code", mount.Mount{Kind: mount.KindKB, Name: "docs", Path: dir})
-			srv := daemon.BareServerForTest(b, w.st, rec)
+			srv := serving.BareServerForTest(b, w.st, rec)
 			get := func(*http.Request) *mcp.Server { return srv }
 			stateful := mcp.NewStreamableHTTPHandler(get, nil)
 			stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})

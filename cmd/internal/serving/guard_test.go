@@ -1,4 +1,4 @@
-package daemon_test
+package serving_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctl/agentctl/instance/daemon"
+	"github.com/agentctl/agentctl/cmd/internal/serving"
 )
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
@@ -139,7 +139,7 @@ func slowBody(t *testing.T, addr, path, host, headers string, bound time.Duratio
 // A body sent one byte at a time is cut at the body timeout on every
 // route, whether the route reads it or not.
 func TestSlowBodyIsCutOnEveryRoute(t *testing.T) {
-	w := newWorld(t, func(o *daemon.Options) { o.BodyTimeout = 200 * time.Millisecond })
+	w := newWorld(t, func(o *serving.Options) { o.BodyTimeout = 200 * time.Millisecond })
 	rec := w.create("claude-code")
 	addr := strings.TrimPrefix(w.url, "http://")
 	auth := "Authorization: Bearer " + token + "\r\n"

@@ -1,4 +1,4 @@
-package daemon_test
+package serving_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/daemon"
+	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
 	"github.com/agentctl/agentctl/mcpserver/mount"
@@ -35,7 +35,7 @@ type world struct {
 	done  chan error
 }
 
-func newWorld(t testing.TB, mod func(*daemon.Options)) *world {
+func newWorld(t testing.TB, mod func(*serving.Options)) *world {
 	t.Helper()
 	w := &world{t: t, state: t.TempDir()}
 	st, err := instance.Open(context.Background(), w.state)
@@ -48,12 +48,12 @@ func newWorld(t testing.TB, mod func(*daemon.Options)) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := daemon.Options{Store: st, Checker: httpserve.StaticToken(token), Listen: ln.Addr().String(),
-		PollInterval: 20 * time.Millisecond, Grace: 200 * time.Millisecond, Endpoint: daemon.EndpointOptions{Version: "test"}}
+	o := serving.Options{Store: st, Checker: httpserve.StaticToken(token), Listen: ln.Addr().String(),
+		PollInterval: 20 * time.Millisecond, Grace: 200 * time.Millisecond, Endpoint: serving.EndpointOptions{Version: "test"}}
 	if mod != nil {
 		mod(&o)
 	}
-	d := daemon.New(o)
+	d := serving.New(o)
 	ctx, stop := context.WithCancelCause(context.Background())
 	w.stop, w.done, w.url = stop, make(chan error, 1), "http://"+ln.Addr().String()
 	go func() { w.done <- d.Serve(ctx, ln) }()
@@ -184,7 +184,7 @@ func TestInstanceHealthShowsPrefixesNotSecrets(t *testing.T) {
 	check := func(running bool) {
 		t.Helper()
 		code, _, body := w.get("/instances/"+rec.ID+"/health", token)
-		var h daemon.InstanceHealth
+		var h serving.InstanceHealth
 		if code != 200 || json.Unmarshal([]byte(body), &h) != nil {
 			t.Fatalf("health: %d %s", code, body)
 		}
@@ -223,7 +223,7 @@ func TestInstanceHealthShowsAFailedServersStderr(t *testing.T) {
 	if _, err := cs.ListTools(context.Background(), nil); err != nil { // after the server's first attempt
 		t.Fatal(err)
 	}
-	var h daemon.InstanceHealth
+	var h serving.InstanceHealth
 	deadline := time.Now().Add(time.Minute) // a backstop only
 	for {
 		code, _, body := w.get("/instances/"+rec.ID+"/health", token)
@@ -303,7 +303,7 @@ func TestDeletedInstanceEndsItsSessions(t *testing.T) {
 }
 
 func TestIdleEndpointStops(t *testing.T) {
-	w := newWorld(t, func(o *daemon.Options) { o.IdleStop = 50 * time.Millisecond })
+	w := newWorld(t, func(o *serving.Options) { o.IdleStop = 50 * time.Millisecond })
 	rec := w.create("claude-code")
 	cs := w.connect(rec.ID, "")
 	toolNames(t, cs)
