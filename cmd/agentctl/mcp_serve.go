@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/cmd/internal/serving"
+	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"

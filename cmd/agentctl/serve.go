@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/cmd/internal/serving"
+	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
 	"github.com/spf13/cobra"
 )

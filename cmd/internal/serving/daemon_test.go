@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
-	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/cmd/internal/serving"
+	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
 	"github.com/agentctl/agentctl/mcpserver/mount"
