@@ -16,6 +16,7 @@ import (
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
 )
 
 // Setting keys: config.toml's keys (dotted for a key in a table).
@@ -114,19 +115,20 @@ func fileKeys() []string {
 	return keys
 }
 
-// Config is agentctl's settings for one run. Each setting's value is looked
-// up where the settings table says it may be given, in order: flag >
-// AGENTCTL_* variable > config file > default. The config file is read and
-// decoded once, strictly.
+// Config is agentctl's settings for one run, resolved by one viper instance:
+// the command's flags (BindPFlag) > the AGENTCTL_* variables > the config
+// file > the defaults (SetDefault). viper reads variables only from the
+// process (os.LookupEnv), and agentctl's come from getenv, so that Run is
+// testable: the variables set are merged into viper's config map over the
+// file's values. The file is read and decoded once, strictly.
 type Config struct {
 	getenv func(string) string
+	v      *viper.Viper   // nil until load
 	flags  *pflag.FlagSet // the running command's flags
 	// given holds the settings given by a flag or an AGENTCTL_* variable.
-	given    map[string]bool
-	file     string            // the config file read; "" if none
-	fileVals map[string]string // its settings, by key
-	mounts   []mount.Mount     // its [[kbs]] and [[mcp_servers]], kinds set
-	loaded   bool
+	given  map[string]bool
+	file   string        // the config file read; "" if none
+	mounts []mount.Mount // its [[kbs]] and [[mcp_servers]], kinds set
 }
 
 func newConfig(getenv func(string) string) *Config {
@@ -140,38 +142,30 @@ func (e *configError) Unwrap() error { return e.error }
 // load binds the command's flags, the AGENTCTL_* variables and the config
 // file: flags > env > config file > defaults. It does its work once.
 func (c *Config) load(flags *pflag.FlagSet) error {
-	if c.loaded {
+	if c.v != nil {
 		return nil
 	}
-	c.loaded, c.flags = true, flags
-	// The environment comes from getenv, so that Run is testable.
-	c.given = map[string]bool{}
+	c.v, c.flags, c.given = viper.New(), flags, map[string]bool{}
+	env := map[string]any{}
 	for _, s := range settings {
-		if f := c.flag(s); f != nil && f.Changed || s.Env != "" && c.getenv(s.Env) != "" {
-			c.given[s.Key] = true
+		c.v.SetDefault(s.Key, s.Default)
+		if f := c.flag(s); f != nil {
+			_ = c.v.BindPFlag(s.Key, f) // not nil, the one error
+			c.given[s.Key] = f.Changed
+		}
+		if s.Env != "" && c.getenv(s.Env) != "" {
+			env[s.Key], c.given[s.Key] = c.getenv(s.Env), true
 		}
 	}
-	return c.readFile()
+	_ = c.v.MergeConfigMap(env) // AGENTCTL_CONFIG may name the file
+	if err := c.readFile(); err != nil {
+		return err
+	}
+	return c.v.MergeConfigMap(env) // again, over the file's values
 }
 
-// String is the value of a setting: its flag when given, else its
-// AGENTCTL_* variable when set, else the config file's value, else its
-// default.
-func (c *Config) String(key string) string {
-	s := settingFor(key)
-	if f := c.flag(s); f != nil && f.Changed {
-		return f.Value.String()
-	}
-	if s.Env != "" {
-		if v := c.getenv(s.Env); v != "" {
-			return v
-		}
-	}
-	if v, ok := c.fileVals[key]; ok {
-		return v
-	}
-	return s.Default
-}
+// String is the value of a setting in force.
+func (c *Config) String(key string) string { return c.v.GetString(key) }
 
 // flag is the running command's flag of a setting, if it has one.
 func (c *Config) flag(s setting) *pflag.Flag {
@@ -206,20 +200,20 @@ func (c *Config) readFile() error {
 			mounts[i].Path = filepath.Join(dir, m.Path)
 		}
 	}
-	c.file, c.fileVals, c.mounts = path, values, mounts
-	return nil
+	c.file, c.mounts = path, mounts
+	return c.v.MergeConfigMap(values)
 }
 
 // decodeConfigFile decodes config.toml once: the scalar settings by key
 // (dotted for a key in a table), the mount tables as mounts. A key the
 // table does not know is an error naming it.
-func decodeConfigFile(data string) (map[string]string, []mount.Mount, error) {
+func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(data, &top)
 	if err != nil {
 		return nil, nil, err
 	}
-	values := map[string]string{}
+	values := map[string]any{}
 	var mounts []mount.Mount
 	for _, s := range settings {
 		if !s.File {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/spf13/pflag"
 )
 
 func TestDecodeConfigFile(t *testing.T) {
@@ -27,7 +30,7 @@ command = "web-server"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"server_name": "tools", "state_dir": "state", "mcp.tool_prefix_mode": "off"}
+	want := map[string]any{"server_name": "tools", "state_dir": "state", "mcp.tool_prefix_mode": "off"}
 	if !reflect.DeepEqual(values, want) {
 		t.Errorf("values %v, want %v", values, want)
 	}
@@ -69,5 +72,64 @@ func TestSettingsTable(t *testing.T) {
 	}
 	if got := settingFor(keyStateDir).usage(); got != "state directory (env AGENTCTL_STATE_DIR; default $XDG_STATE_HOME/agentctl, else ~/.local/state/agentctl)" {
 		t.Errorf("usage %q", got)
+	}
+}
+
+// TestConfigPrecedence: each setting's value is its flag's, else its
+// AGENTCTL_* variable's, else the config file's, else its default, for a
+// top-level key and a key in a table alike; a relative path is the file's
+// only when the file gives it.
+func TestConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(file, []byte("server_name = \"file\"\nstate_dir = \"state\"\n[mcp]\ntool_prefix_mode = \"off\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := map[string]string{keyServerName: "file", keyToolPrefixMode: "off", keyQuestionTimeout: "10m0s"}
+	for _, tc := range []struct {
+		name     string
+		env      []string
+		args     []string
+		want     map[string]string
+		stateDir string
+	}{
+		{"defaults", nil, nil, map[string]string{keyServerName: "agentctl", keyToolPrefixMode: "mount-name", keyQuestionTimeout: "10m0s"}, "/home/.local/state/agentctl"},
+		{"file", []string{"AGENTCTL_CONFIG=" + file}, nil, fromFile, filepath.Join(dir, "state")},
+		{"--config", nil, []string{"--config", file}, fromFile, filepath.Join(dir, "state")},
+		{"env over file", []string{"AGENTCTL_CONFIG=" + file, "AGENTCTL_SERVER_NAME=env", "AGENTCTL_TOOL_PREFIX_MODE=mount-name", "AGENTCTL_STATE_DIR=envstate"}, nil,
+			map[string]string{keyServerName: "env", keyToolPrefixMode: "mount-name"}, "envstate"},
+		{"empty env is unset", []string{"AGENTCTL_CONFIG=" + file, "AGENTCTL_SERVER_NAME="}, nil, fromFile, filepath.Join(dir, "state")},
+		{"flag over env", []string{"AGENTCTL_CONFIG=" + file, "AGENTCTL_SERVER_NAME=env", "AGENTCTL_QUESTION_TIMEOUT=1m"},
+			[]string{"--server-name", "flag", "--tool-prefix-mode", "mount-name", "--question-timeout", "2m", "--state-dir", "flagstate"},
+			map[string]string{keyServerName: "flag", keyToolPrefixMode: "mount-name", keyQuestionTimeout: "2m"}, "flagstate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{"HOME": "/home"}
+			for _, kv := range tc.env {
+				k, v, _ := strings.Cut(kv, "=")
+				vars[k] = v
+			}
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			for _, s := range settings {
+				if s.Flag != "" {
+					addSettingFlag(fs, s.Key)
+				}
+			}
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			c := newConfig(func(k string) string { return vars[k] })
+			if err := c.load(fs); err != nil {
+				t.Fatal(err)
+			}
+			for key, want := range tc.want {
+				if got := c.String(key); got != want {
+					t.Errorf("%s = %q, want %q", key, got, want)
+				}
+			}
+			if got := c.StateDir(); got != tc.stateDir {
+				t.Errorf("state dir %q, want %q", got, tc.stateDir)
+			}
+		})
 	}
 }
