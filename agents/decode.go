@@ -58,6 +58,7 @@ func Decode(file string, data []byte) (*Definition, error) {
 		return nil, &DecodeError{File: file, Line: lines().find(k), Key: k, Msg: msg}
 	}
 	d.hasRun = md.IsDefined("run")
+	d.MCP.orderTemplates(md)
 	d.applyDefaults()
 	if fe := d.validate(); fe != nil {
 		return nil, &DecodeError{File: file, Line: lines().find(fe.key), Key: fe.key, Msg: fe.msg}

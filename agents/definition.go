@@ -66,9 +66,12 @@ type Definition struct {
 	Source string `toml:"-" json:"source"`
 }
 
-// MCPConfig says how the MCP server is injected into the client.
+// MCPConfig says how the MCP server is injected into the client: the
+// shape of its native configuration (see mcp.go) and the files `instance
+// connect` edits.
 type MCPConfig struct {
-	// ConfigFormat names the client's native MCP configuration format.
+	// ConfigFormat names the shape: a definition that describes no file
+	// and no entry takes those of the format it names; default the id.
 	ConfigFormat string `toml:"config_format" json:"config_format"`
 	// Trust asks clients that support it (Gemini CLI, Qwen Code) to use the
 	// server's tools without confirmation, which headless runs need.
@@ -78,6 +81,23 @@ type MCPConfig struct {
 	// `instance create` warns when the instance's question timeout is
 	// longer, since ask_user_question would then be cut off.
 	ToolTimeoutMax Duration `toml:"tool_timeout_max" json:"tool_timeout_max,omitempty"`
+	// ToolTimeoutDefault is the client's own tool-call timeout, written
+	// for an instance that sets none (Goose: 300 s).
+	ToolTimeoutDefault Duration `toml:"tool_timeout_default" json:"tool_timeout_default,omitempty"`
+	// File is the configuration written into the instance's directory.
+	File string `toml:"file" json:"file"`
+	// Key is the member that holds the servers, by name (default mcpServers).
+	Key string `toml:"key" json:"key"`
+	// List makes Key a list of entries (each naming its server) instead.
+	List bool `toml:"list" json:"list,omitempty"`
+	// Document holds the file's other top-level members.
+	Document Object `toml:"document" json:"document,omitempty"`
+	// Entry is the template of a server the client starts (stdio);
+	// RemoteEntry of one it reaches over streamable HTTP.
+	Entry       Object `toml:"entry" json:"entry"`
+	RemoteEntry Object `toml:"remote_entry" json:"remote_entry,omitempty"`
+	// Connect is where `instance connect` writes the entry.
+	Connect Connect `toml:"connect" json:"connect"`
 }
 
 // Duration is a time.Duration written as "10m0s" in TOML and JSON.
@@ -211,13 +231,6 @@ const (
 	DefaultCharset   = "^[A-Za-z0-9_-]+$"
 )
 
-// ConfigFormats lists the native MCP configuration formats agentctl can write.
-var ConfigFormats = []string{
-	"auggie", "claude-code", "cline", "codex", "continue", "copilot-cli", "cursor",
-	"droid", "gemini", "goose", "grok", "kiro", "mcp-servers-json", "opencode",
-	"qwen-code", "vscode",
-}
-
 // BuiltinToolBases are the base names of agentctl's built-in tools, each
 // served as "<base>_<server>". A definition whose naming would break these
 // names is refused at load. mcpserver.BuiltinBases must list the same names
@@ -249,6 +262,7 @@ func (d *Definition) applyDefaults() {
 		tn.Charset = DefaultCharset
 	}
 	d.Capabilities.Questions = d.Capabilities.Questions.WithDefaults()
+	d.MCP.applyDefaults(d.ID)
 }
 
 // validate checks a decoded definition; the first problem is returned.
@@ -262,11 +276,8 @@ func (d *Definition) validate() *fieldError {
 	if d.Name == "" {
 		return &fieldError{"name", "missing; give the client a display name"}
 	}
-	if d.MCP.ConfigFormat == "" {
-		return &fieldError{"mcp.config_format", "missing; one of " + strings.Join(ConfigFormats, ", ")}
-	}
-	if !slices.Contains(ConfigFormats, d.MCP.ConfigFormat) {
-		return &fieldError{"mcp.config_format", fmt.Sprintf("unknown format %q (want one of %s)", d.MCP.ConfigFormat, strings.Join(ConfigFormats, ", "))}
+	if fe := d.MCP.validate(); fe != nil {
+		return fe
 	}
 	tn := d.Capabilities.ToolNames
 	if tn.Namespacing == "" {

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/BurntSushi/toml"
 	"github.com/agentctl/agentctl/agents"
@@ -53,226 +55,59 @@ func ToolTimeoutFor(question time.Duration) time.Duration {
 	return question + ToolTimeoutMargin
 }
 
-// clientFiles maps a config format to the file it is written to, relative to
-// the instance directory, in the client's native layout.
-var clientFiles = map[string]string{
-	"auggie":           "mcp.json",
-	"claude-code":      ".mcp.json",
-	"cline":            "cline_mcp_settings.json",
-	"codex":            "codex-home/config.toml",
-	"continue":         ".continue/config.yaml",
-	"copilot-cli":      "mcp-config.json",
-	"cursor":           ".cursor/mcp.json",
-	"droid":            ".factory/mcp.json",
-	"gemini":           ".gemini/settings.json",
-	"grok":             ".grok/settings.json",
-	"goose":            "goose/config.yaml",
-	"kiro":             ".kiro/settings/mcp.json",
-	"mcp-servers-json": "mcp.json",
-	"opencode":         "opencode.json",
-	"qwen-code":        ".qwen/settings.json",
-	"vscode":           ".vscode/mcp.json",
-}
-
-// ClientEntry is the server's own entry as the client of format reads it:
-// the value under the key server in the client's map of servers (for codex
-// the contents of the [mcp_servers.S] table; for goose the extension under
-// extensions.S; for continue one item of its mcpServers list). Callers that
-// write a whole configuration ([WriteClientConfig]) or merge into a user's
-// file ([Connect]) build on it, so both carry the same entry.
+// ClientEntry is the server's own entry as a client of format (a
+// config_format, [agents.CatalogMCP]) reads it: the value under the key
+// server in the client's servers (for codex the contents of the
+// [mcp_servers.S] table; for continue one item of its mcpServers list).
 func ClientEntry(format, server string, e ServerEntry) (map[string]any, error) {
-	if _, ok := clientFiles[format]; !ok {
-		return nil, invalidf("unknown MCP config format %q (want one of %s)", format, strings.Join(slices.Sorted(maps.Keys(clientFiles)), ", "))
+	m, ok := agents.CatalogMCP("", format)
+	if !ok {
+		return nil, invalidf("unknown MCP config format %q (want one of %s)", format, strings.Join(agents.FormatNames(), ", "))
 	}
-	if e.URL != "" {
-		return remoteEntry(format, server, e), nil
+	doc, err := clientDocument(&m, server, e)
+	if err != nil {
+		return nil, err
 	}
-	args := e.Args
-	if args == nil {
-		args = []string{}
+	servers := plain(doc.vals[m.Key])
+	if m.List {
+		return servers.([]any)[0].(map[string]any), nil
 	}
-	std := map[string]any{"command": e.Command, "args": args}
-	if len(e.Env) > 0 {
-		std["env"] = e.Env
-	}
-	switch format {
-	case "claude-code", "vscode":
-		std["type"] = "stdio"
-	case "copilot-cli":
-		// Copilot CLI's mcp-config.json: "local" (or "stdio") starts a
-		// process; "tools" says which of its tools may be used, "*" all.
-		std["type"] = "local"
-		std["tools"] = []string{"*"}
-	case "gemini", "qwen-code":
-		if e.Trust {
-			std["trust"] = true
-		}
-		if e.ToolTimeout > 0 {
-			std["timeout"] = e.ToolTimeout.Milliseconds()
-		}
-	case "cline":
-		if e.ToolTimeout > 0 {
-			std["timeout"] = ceilSeconds(e.ToolTimeout)
-		}
-	case "codex":
-		if e.ToolTimeout > 0 {
-			std["tool_timeout_sec"] = ceilSeconds(e.ToolTimeout)
-		}
-	case "grok":
-		tr := map[string]any{"type": "stdio", "command": e.Command, "args": args}
-		if len(e.Env) > 0 {
-			tr["env"] = e.Env
-		}
-		return map[string]any{"name": server, "transport": tr}, nil
-	case "opencode":
-		// timeout (ms) is the server's own, read by OpenCode since
-		// anomalyco/opencode#8701 (before, only the global
-		// experimental.mcp_timeout, which Kilo's schema may not know).
-		entry := map[string]any{"type": "local", "command": append([]string{e.Command}, args...), "enabled": true}
-		if len(e.Env) > 0 {
-			entry["environment"] = e.Env
-		}
-		if e.ToolTimeout > 0 {
-			entry["timeout"] = e.ToolTimeout.Milliseconds()
-		}
-		return entry, nil
-	case "goose":
-		timeout := int64(300) // Goose's own default
-		if e.ToolTimeout > 0 {
-			timeout = ceilSeconds(e.ToolTimeout)
-		}
-		return map[string]any{"name": server, "type": "stdio", "enabled": true, "cmd": e.Command, "args": args, "timeout": timeout}, nil
-	case "continue":
-		return map[string]any{"name": server, "command": e.Command, "args": args}, nil
-	}
-	return std, nil
+	return servers.(map[string]any)[server].(map[string]any), nil
 }
 
-// remoteEntry is [ClientEntry] for a server reached over streamable HTTP,
-// in each client's own words for a remote server with headers.
-func remoteEntry(format, server string, e ServerEntry) map[string]any {
-	headers := e.Headers
-	if headers == nil {
-		headers = map[string]string{}
-	}
-	std := map[string]any{"url": e.URL, "headers": headers}
-	switch format {
-	case "claude-code", "vscode", "auggie", "droid", "mcp-servers-json":
-		std["type"] = "http"
-	case "copilot-cli":
-		std["type"] = "http"
-		std["tools"] = []string{"*"}
-	case "cursor", "kiro":
-		// A url makes the entry remote; no type.
-	case "gemini", "qwen-code":
-		// httpUrl is streamable HTTP ("url" would be the older SSE).
-		std = map[string]any{"httpUrl": e.URL, "headers": headers}
-		if e.Trust {
-			std["trust"] = true
-		}
-		if e.ToolTimeout > 0 {
-			std["timeout"] = e.ToolTimeout.Milliseconds()
-		}
-	case "cline":
-		std["type"] = "streamableHttp"
-		if e.ToolTimeout > 0 {
-			std["timeout"] = ceilSeconds(e.ToolTimeout)
-		}
-	case "codex":
-		// Codex reads literal headers from http_headers ("headers" is
-		// ignored); bearer_token_env_var and env_http_headers would need
-		// the user to export the token before every start.
-		std = map[string]any{"url": e.URL, "http_headers": headers}
-		if e.ToolTimeout > 0 {
-			std["tool_timeout_sec"] = ceilSeconds(e.ToolTimeout)
-		}
-	case "grok":
-		return map[string]any{"name": server, "transport": map[string]any{"type": "http", "url": e.URL, "headers": headers}}
-	case "opencode":
-		r := map[string]any{"type": "remote", "url": e.URL, "headers": headers, "enabled": true}
-		if e.ToolTimeout > 0 {
-			r["timeout"] = e.ToolTimeout.Milliseconds()
-		}
-		return r
-	case "goose":
-		timeout := int64(300)
-		if e.ToolTimeout > 0 {
-			timeout = ceilSeconds(e.ToolTimeout)
-		}
-		return map[string]any{"name": server, "type": "streamable_http", "enabled": true, "uri": e.URL, "headers": headers, "timeout": timeout}
-	case "continue":
-		return map[string]any{"name": server, "type": "streamable-http", "url": e.URL, "requestOptions": map[string]any{"headers": headers}}
-	}
-	return std
-}
-
-// ceilSeconds is d in whole seconds, rounded up, so that a timeout written
-// in seconds is never shorter than d.
-func ceilSeconds(d time.Duration) int64 {
-	return int64((d + time.Second - 1) / time.Second)
-}
-
-// ServersKey is where the client of format keeps its servers in its
-// configuration file: "mcpServers" for most, "servers" for VS Code, "mcp"
-// for OpenCode, "mcp_servers" for Codex, "extensions" for Goose.
-func ServersKey(format string) string {
-	switch format {
-	case "vscode":
-		return "servers"
-	case "opencode":
-		return "mcp"
-	case "codex":
-		return "mcp_servers"
-	case "goose":
-		return "extensions"
-	}
-	return "mcpServers"
-}
-
-// WriteClientConfig writes the client's native MCP configuration into dir so
-// that the client starts entry under the key server. It returns the path
-// written, relative to dir.
-func WriteClientConfig(dir, format, server string, e ServerEntry) (string, error) {
-	entry, err := ClientEntry(format, server, e)
+// WriteClientConfig writes the client's native MCP configuration (the
+// shape m describes) into dir so that the client starts, or reaches, e
+// under the key server. It returns the path written, relative to dir.
+func WriteClientConfig(dir string, m *agents.MCPConfig, server string, e ServerEntry) (string, error) {
+	doc, err := clientDocument(m, server, e)
 	if err != nil {
 		return "", err
 	}
 	var data []byte
-	switch format {
-	case "opencode":
-		data, err = marshalJSON(map[string]any{"$schema": "https://opencode.ai/config.json", "mcp": map[string]any{server: entry}})
-	case "codex":
+	switch agents.FileKind(m.File) {
+	case "yaml":
+		var b strings.Builder
+		writeYAML(&b, doc, "")
+		data = []byte(strings.TrimPrefix(b.String(), "\n") + "\n")
+	case "toml":
 		var b bytes.Buffer
-		err = toml.NewEncoder(&b).Encode(map[string]any{"mcp_servers": map[string]any{server: entry}})
+		err = toml.NewEncoder(&b).Encode(plain(doc))
 		data = b.Bytes()
-	case "goose":
-		if e.URL != "" {
-			data = []byte(gooseRemote(server, entry))
-			break
-		}
-		data = []byte(fmt.Sprintf("extensions:\n  %s:\n    name: %s\n    type: stdio\n    enabled: true\n    cmd: %s\n    args: %s\n    timeout: %d\n",
-			yamlString(server), yamlString(server), yamlString(e.Command), yamlList(entry["args"].([]string)), entry["timeout"]))
-	case "continue":
-		if e.URL != "" {
-			data = []byte(continueRemoteBlock(server, e.URL, e.Headers))
-			break
-		}
-		data = []byte(continueBlock(server, e.Command, entry["args"].([]string)))
 	default:
-		data, err = marshalJSON(map[string]any{ServersKey(format): map[string]any{server: entry}})
+		data, err = json.MarshalIndent(plain(doc), "", "  ")
+		data = append(data, '\n')
 	}
 	if err != nil {
 		return "", err
 	}
-	rel := clientFiles[format]
-	path := filepath.Join(dir, rel)
+	path := filepath.Join(dir, m.File)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(path, data, configMode(e)); err != nil {
 		return "", err
 	}
-	return rel, nil
+	return m.File, nil
 }
 
 // configMode is the mode of a configuration file holding e: 0600 when it
@@ -284,57 +119,199 @@ func configMode(e ServerEntry) os.FileMode {
 	return 0o644
 }
 
-// gooseRemote is Goose's config.yaml with the one streamable HTTP
-// extension of entry (from [remoteEntry]).
-func gooseRemote(server string, entry map[string]any) string {
-	return fmt.Sprintf("extensions:\n  %s:\n    name: %s\n    type: streamable_http\n    enabled: true\n    uri: %s\n    headers:%s\n    timeout: %d\n",
-		yamlString(server), yamlString(server), yamlString(entry["uri"].(string)), yamlMap(entry["headers"].(map[string]string), "      "), entry["timeout"])
+// ceilSeconds is d in whole seconds, rounded up, so that a timeout written
+// in seconds is never shorter than d.
+func ceilSeconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
 }
 
-// continueRemoteBlock is [continueBlock] for a streamable HTTP server, its
-// headers under requestOptions.
-func continueRemoteBlock(server, url string, headers map[string]string) string {
-	return fmt.Sprintf("name: agentctl\nversion: 0.0.1\nschema: v1\nmcpServers:\n  - name: %s\n    type: streamable-http\n    url: %s\n    requestOptions:\n      headers:%s\n",
-		yamlString(server), yamlString(url), yamlMap(headers, "        "))
-}
+// text is a value of the instance's, not of the template: YAML quotes it.
+type text string
 
-// yamlMap writes m as a YAML block mapping, one key a line indented by
-// indent (sorted), or " {}" when empty.
-func yamlMap(m map[string]string, indent string) string {
-	if len(m) == 0 {
-		return " {}"
+// clientDocument is the whole file: m's document, and under m.Key the
+// entry m's template makes of e (its remote template when e has a URL).
+// Objects are *jsonObject (the template's keys, in its order); maps are
+// the instance's (env, headers, servers by name).
+func clientDocument(m *agents.MCPConfig, server string, e ServerEntry) (*jsonObject, error) {
+	tmpl := m.Entry
+	if e.URL != "" {
+		if tmpl = m.RemoteEntry; len(tmpl) == 0 {
+			return nil, invalidf("the client's definition has no mcp.remote_entry, so it cannot reach an HTTP instance; use --transport stdio")
+		}
 	}
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		b.WriteString("\n" + indent + yamlString(k) + ": " + yamlString(m[k]))
+	t := cmp.Or(e.ToolTimeout, time.Duration(m.ToolTimeoutDefault))
+	args := make([]any, len(e.Args))
+	for i, a := range e.Args {
+		args[i] = text(a)
 	}
-	return b.String()
+	vars := map[string]any{"server": text(server), "command": text(e.Command), "args": args,
+		"env": e.Env, "url": text(e.URL), "headers": e.Headers, "trust": e.Trust}
+	if t > 0 {
+		vars["tool_timeout_ms"], vars["tool_timeout_s"] = t.Milliseconds(), ceilSeconds(t)
+	}
+	doc, _ := render(m.Document, vars)
+	entry, _ := render(tmpl, vars)
+	var servers any = map[string]any{server: entry}
+	if m.List {
+		servers = []any{entry}
+	}
+	doc.(*jsonObject).set(m.Key, servers)
+	return doc.(*jsonObject), nil
 }
 
-// continueBlock is a Continue configuration (config.yaml, or a block file
-// under .continue/mcpServers/) holding the one server.
-func continueBlock(server, command string, args []string) string {
-	return fmt.Sprintf("name: agentctl\nversion: 0.0.1\nschema: v1\nmcpServers:\n  - name: %s\n    command: %s\n    args: %s\n",
-		yamlString(server), yamlString(command), yamlList(args))
+// render fills a template's placeholders (each a whole value) from vars;
+// ok is false for a member to leave out (its placeholder is empty).
+func render(v any, vars map[string]any) (_ any, ok bool) {
+	switch t := v.(type) {
+	case agents.Object:
+		o := newJSONObject()
+		for _, m := range t {
+			if r, ok := render(m.Value, vars); ok {
+				o.set(m.Key, r)
+			}
+		}
+		return o, true
+	case []any:
+		list := []any{}
+		for _, e := range t {
+			if s, ok := e.(string); ok && placeholder(s) == "args" {
+				list = append(list, vars["args"].([]any)...)
+				continue
+			}
+			if r, ok := render(e, vars); ok {
+				list = append(list, r)
+			}
+		}
+		return list, true
+	case string:
+		if name := placeholder(t); name != "" {
+			switch x := vars[name].(type) {
+			case text:
+				return x, x != ""
+			case bool:
+				return x, x
+			case map[string]string:
+				return x, len(x) > 0
+			case nil:
+				return nil, false
+			default:
+				return x, true
+			}
+		}
+	}
+	return v, true
 }
 
-func marshalJSON(v any) ([]byte, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	return append(b, '\n'), err
+// placeholder is the name of the placeholder s is, or "".
+func placeholder(s string) string {
+	if name, ok := strings.CutPrefix(s, "{"); ok && strings.HasSuffix(name, "}") {
+		if name = name[:len(name)-1]; name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz_") == "" {
+			return name
+		}
+	}
+	return ""
+}
+
+// plain is v as JSON and TOML encoders take it.
+func plain(v any) any {
+	switch t := v.(type) {
+	case *jsonObject:
+		return plain(t.vals)
+	case map[string]any:
+		m := map[string]any{}
+		for k, x := range t {
+			m[k] = plain(x)
+		}
+		return m
+	case []any:
+		list := make([]any, len(t))
+		for i, x := range t {
+			list[i] = plain(x)
+		}
+		return list
+	case text:
+		return string(t)
+	}
+	return v
+}
+
+// writeYAML writes v as the value of a key at indent ind: a template's
+// object with its keys as written, in order; the instance's maps with
+// their keys quoted, sorted; a list of objects as a block, other lists in
+// flow style; the instance's strings quoted, the template's plain where
+// YAML reads them as the same string.
+func writeYAML(b *strings.Builder, v any, ind string) {
+	if list, ok := v.([]any); ok && len(list) > 0 {
+		if _, ok := list[0].(*jsonObject); ok {
+			for _, e := range list {
+				var item strings.Builder
+				writeYAML(&item, e, ind+"  ")
+				b.WriteString("\n" + ind + "- " + strings.TrimPrefix(item.String(), "\n"+ind+"  "))
+			}
+			return
+		}
+	}
+	switch t := v.(type) {
+	case *jsonObject:
+		yamlMembers(b, t.keys, func(k string) (string, any) { return yamlScalar(k), t.vals[k] }, ind)
+	case map[string]any:
+		yamlMembers(b, slices.Sorted(maps.Keys(t)), func(k string) (string, any) { return yamlString(k), t[k] }, ind)
+	case map[string]string:
+		yamlMembers(b, slices.Sorted(maps.Keys(t)), func(k string) (string, any) { return yamlString(k), text(t[k]) }, ind)
+	default:
+		b.WriteString(" " + yamlScalar(v))
+	}
+}
+
+func yamlMembers(b *strings.Builder, keys []string, member func(string) (string, any), ind string) {
+	if len(keys) == 0 {
+		b.WriteString(" {}")
+	}
+	for _, k := range keys {
+		key, v := member(k)
+		b.WriteString("\n" + ind + key + ":")
+		writeYAML(b, v, ind+"  ")
+	}
+}
+
+// yamlScalar writes a scalar, or a list of them in flow style.
+func yamlScalar(v any) string {
+	switch t := v.(type) {
+	case text:
+		return yamlString(string(t))
+	case string:
+		if yamlPlain(t) {
+			return t
+		}
+		return yamlString(t)
+	case []any:
+		q := make([]string, len(t))
+		for i, s := range t {
+			q[i] = yamlScalar(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	return fmt.Sprint(v)
+}
+
+// yamlPlain reports whether YAML reads s, unquoted, as the string s: a
+// word (not a boolean or null) or a version such as 0.0.1.
+func yamlPlain(s string) bool {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("._-/", r)
+	}) {
+		return false
+	}
+	if s[0] >= '0' && s[0] <= '9' {
+		return strings.Count(s, ".") > 1
+	}
+	return unicode.IsLetter(rune(s[0])) && !slices.Contains([]string{"true", "false", "yes", "no", "on", "off", "null", "y", "n"}, strings.ToLower(s))
 }
 
 // yamlString quotes s as a YAML double-quoted scalar (a JSON string is one).
 func yamlString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-func yamlList(list []string) string {
-	q := make([]string, len(list))
-	for i, s := range list {
-		q[i] = yamlString(s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // ToolTimeoutWarning is what `instance create` says when the definition's

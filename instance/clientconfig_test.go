@@ -2,6 +2,7 @@ package instance_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,11 @@ func golden(t *testing.T, name string, got []byte) {
 // a tool timeout (as every record made so far), and with the one a
 // 10-minute question timeout gives (11 minutes).
 func TestWriteClientConfigGolden(t *testing.T) {
-	for _, format := range agents.ConfigFormats {
+	for _, format := range agents.FormatNames() {
+		m, ok := agents.CatalogMCP("", format)
+		if !ok {
+			t.Fatalf("format %s has no shape", format)
+		}
 		for _, c := range []struct {
 			name string
 			e    instance.ServerEntry
@@ -55,7 +60,7 @@ func TestWriteClientConfigGolden(t *testing.T) {
 		} {
 			t.Run(format+"/"+c.name, func(t *testing.T) {
 				dir := t.TempDir()
-				rel, err := instance.WriteClientConfig(dir, format, "tools", c.e)
+				rel, err := instance.WriteClientConfig(dir, &m, "tools", c.e)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -151,7 +156,7 @@ func TestClientEntryCopilot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if entry["type"] != "local" || strings.Join(entry["tools"].([]string), ",") != "*" {
+	if entry["type"] != "local" || fmt.Sprint(entry["tools"]) != "[*]" {
 		t.Errorf("copilot entry %v", entry)
 	}
 	if _, err := instance.ClientEntry("nope", "s", instance.ServerEntry{}); err == nil || !strings.Contains(err.Error(), `unknown MCP config format "nope"`) {

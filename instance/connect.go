@@ -2,6 +2,7 @@ package instance
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"unicode"
 
 	"github.com/BurntSushi/toml"
+	"github.com/agentctl/agentctl/agents"
 )
 
 // Connect scopes: the file a client reads for one project, or for the user.
@@ -24,95 +26,41 @@ const (
 	ScopeUser      = "user"
 )
 
-// connectFile is where a client reads its MCP servers by default.
-type connectFile struct {
-	// Path is the file, with {workspace}, {home}, {xdgconfig} (XDG_CONFIG_HOME
-	// or ~/.config), {appconfig} (the platform's application settings: on
-	// Linux as {xdgconfig}), {codexhome} (CODEX_HOME or ~/.codex) and
-	// {server} replaced; "" when the client reads no file for the scope.
-	Path string
-	// Key is the member holding the servers (JSON, TOML); "" for a file
-	// that holds only our server (a Continue block).
-	Key string
-	// Kind is how the file is edited: "json", "toml" or "block".
-	Kind string
-	// Reads says, when Path is "", what the client reads instead.
-	Reads string
+// ClientFiles is where an instance's client reads its MCP server,
+// snapshotted from its definition's [mcp] at create: the instance's own
+// file, the member that holds the servers in it, and the files `instance
+// connect` edits ([agents.Connect]).
+type ClientFiles struct {
+	File    string         `json:"file"`
+	Key     string         `json:"key"`
+	Connect agents.Connect `json:"connect"`
 }
 
-// connectFiles is, for each config format (or agent id, which wins), the
-// file `instance connect` edits in each scope. Paths are those each client's
-// documentation gives as read by default.
-var connectFiles = map[string]map[string]connectFile{
-	"cursor": {
-		ScopeWorkspace: {Path: "{workspace}/.cursor/mcp.json", Key: "mcpServers", Kind: "json"},
-		ScopeUser:      {Path: "{home}/.cursor/mcp.json", Key: "mcpServers", Kind: "json"},
-	},
-	"vscode": {
-		ScopeWorkspace: {Path: "{workspace}/.vscode/mcp.json", Key: "servers", Kind: "json"},
-		ScopeUser:      {Path: "{appconfig}/Code/User/mcp.json", Key: "servers", Kind: "json"},
-	},
-	"gemini": {
-		ScopeWorkspace: {Path: "{workspace}/.gemini/settings.json", Key: "mcpServers", Kind: "json"},
-		ScopeUser:      {Path: "{home}/.gemini/settings.json", Key: "mcpServers", Kind: "json"},
-	},
-	"qwen-code": {
-		ScopeWorkspace: {Path: "{workspace}/.qwen/settings.json", Key: "mcpServers", Kind: "json"},
-		ScopeUser:      {Path: "{home}/.qwen/settings.json", Key: "mcpServers", Kind: "json"},
-	},
-	"kiro": {
-		ScopeWorkspace: {Path: "{workspace}/.kiro/settings/mcp.json", Key: "mcpServers", Kind: "json"},
-		ScopeUser:      {Path: "{home}/.kiro/settings/mcp.json", Key: "mcpServers", Kind: "json"},
-	},
-	"opencode": {
-		ScopeWorkspace: {Path: "{workspace}/opencode.json", Key: "mcp", Kind: "json"},
-		ScopeUser:      {Path: "{xdgconfig}/opencode/opencode.json", Key: "mcp", Kind: "json"},
-	},
-	"claude-code": {
-		ScopeWorkspace: {Path: "{workspace}/.mcp.json", Key: "mcpServers", Kind: "json"},
-		ScopeUser:      {Path: "{home}/.claude.json", Key: "mcpServers", Kind: "json"},
-	},
-	"droid": {
-		ScopeWorkspace: {Path: "{workspace}/.factory/mcp.json", Key: "mcpServers", Kind: "json"},
-		ScopeUser:      {Path: "{home}/.factory/mcp.json", Key: "mcpServers", Kind: "json"},
-	},
-	"grok": {
-		ScopeWorkspace: {Path: "{workspace}/.grok/settings.json", Key: "mcpServers", Kind: "json"},
-		ScopeUser:      {Reads: "Grok CLI's user settings hold no MCP servers that agentctl knows of; use --scope workspace (.grok/settings.json)"},
-	},
-	"codex": {
-		ScopeWorkspace: {Reads: "Codex reads MCP servers only from $CODEX_HOME/config.toml (~/.codex/config.toml), never from the workspace; use --scope user, or `agentctl instance run`"},
-		ScopeUser:      {Path: "{codexhome}/config.toml", Key: "mcp_servers", Kind: "toml"},
-	},
-	"copilot-cli": {
-		ScopeWorkspace: {Reads: "Copilot CLI reads ~/.copilot/mcp-config.json and files given with --additional-mcp-config; use --scope user, or pass the instance's own file with --additional-mcp-config @FILE"},
-		ScopeUser:      {Path: "{home}/.copilot/mcp-config.json", Key: "mcpServers", Kind: "json"},
-	},
-	"auggie": {
-		ScopeWorkspace: {Reads: "Auggie reads ~/.augment/settings.json and files given with --mcp-config; use --scope user, or pass the instance's own file with --mcp-config FILE"},
-		ScopeUser:      {Path: "{home}/.augment/settings.json", Key: "mcpServers", Kind: "json"},
-	},
-	"continue": {
-		ScopeWorkspace: {Path: "{workspace}/.continue/mcpServers/{server}.yaml", Kind: "block"},
-		ScopeUser:      {Path: "{home}/.continue/mcpServers/{server}.yaml", Kind: "block"},
-	},
-	"cline": {
-		ScopeWorkspace: {Reads: "Cline reads the file CLINE_MCP_SETTINGS_PATH names, or its editor extension's global storage; point CLINE_MCP_SETTINGS_PATH at the instance's own file"},
-		ScopeUser:      {Reads: "Cline reads the file CLINE_MCP_SETTINGS_PATH names, or its editor extension's global storage; point CLINE_MCP_SETTINGS_PATH at the instance's own file"},
-	},
-	"goose": {
-		ScopeWorkspace: {Reads: "Goose reads extensions only from its user config.yaml (~/.config/goose/config.yaml)"},
-		ScopeUser:      {Reads: "Goose keeps its extensions in ~/.config/goose/config.yaml, YAML that agentctl does not merge yet; copy the extension from the instance's own goose/config.yaml"},
-	},
-	"mcp-servers-json": {
-		ScopeWorkspace: {Reads: "this definition's format (mcp-servers-json) names no file that a client reads by default; pass the instance's own file to the client"},
-		ScopeUser:      {Reads: "this definition's format (mcp-servers-json) names no file that a client reads by default; pass the instance's own file to the client"},
-	},
-	// Agents whose files differ from their format's.
-	"kilo": {
-		ScopeWorkspace: {Reads: "Kilo reads .kilo/kilo.jsonc, JSON with comments that agentctl does not edit; use `agentctl instance run`, or copy the entry from the instance's own opencode.json"},
-		ScopeUser:      {Reads: "Kilo reads ~/.config/kilo/kilo.jsonc, JSON with comments that agentctl does not edit; use `agentctl instance run`, or copy the entry from the instance's own opencode.json"},
-	},
+// NewClientFiles is what a record keeps of m.
+func NewClientFiles(m *agents.MCPConfig) *ClientFiles {
+	return &ClientFiles{File: m.File, Key: m.Key, Connect: m.Connect}
+}
+
+// clientFiles is rec's, or, for a record made before records kept them,
+// its catalog agent's or its format's; nil when unknown.
+func clientFiles(rec *Record) *ClientFiles {
+	if rec.Client != nil {
+		return rec.Client
+	}
+	if m, ok := agents.CatalogMCP(rec.Agent, rec.ConfigFormat); ok {
+		return NewClientFiles(&m)
+	}
+	return nil
+}
+
+// connectFile is how `instance connect` edits a client's file.
+type connectFile struct {
+	// Key is the member holding the servers (JSON, TOML); "" for a YAML
+	// file, which holds only our server.
+	Key string
+	// Kind is how the file is edited: "json", "toml" or "yaml" (replaced
+	// whole by the instance's own file).
+	Kind string
 }
 
 // ConnectOptions are the inputs of [Connect] and [Disconnect].
@@ -157,39 +105,45 @@ func resolveConnect(rec *Record, o ConnectOptions) (connectFile, string, error) 
 	if scope != ScopeWorkspace && scope != ScopeUser {
 		return connectFile{}, "", invalidf("unknown scope %q; use %s or %s", scope, ScopeWorkspace, ScopeUser)
 	}
-	files, ok := connectFiles[rec.Agent]
-	if !ok {
-		files, ok = connectFiles[rec.ConfigFormat]
-	}
-	if !ok {
+	cf := clientFiles(rec)
+	if cf == nil {
 		return connectFile{}, "", invalidf("agentctl knows no file that %s (format %q) reads; pass the instance's own file %s to the client", rec.Agent, rec.ConfigFormat, rec.MCPConfigPath)
 	}
-	f := files[scope]
-	if f.Path == "" {
-		return f, "", invalidf("%s has no %s file agentctl can connect: %s", rec.Agent, scope, f.Reads)
+	f := connectFile{Key: cf.Key, Kind: agents.FileKind(cf.File)}
+	if f.Kind == "yaml" {
+		f.Key = ""
+	}
+	path, reads := cf.Connect.Workspace, cf.Connect.WorkspaceReads
+	if scope == ScopeUser {
+		path, reads = cf.Connect.User, cf.Connect.UserReads
+	}
+	if path == "" {
+		return f, "", invalidf("%s has no %s file agentctl can connect: %s", rec.Agent, scope,
+			cmp.Or(reads, "its definition names none; pass the instance's own file "+rec.MCPConfigPath+" to the client"))
 	}
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	home := getenv("HOME")
-	if home == "" && strings.Contains(f.Path, "}") && !strings.HasPrefix(f.Path, "{workspace}") {
-		return f, "", invalidf("HOME is not set; set it to find %s's %s file", rec.Agent, scope)
-	}
-	xdg := getenv("XDG_CONFIG_HOME")
-	if xdg == "" {
-		xdg = filepath.Join(home, ".config")
-	}
+	xdg := "${XDG_CONFIG_HOME:-~/.config}"
 	app := xdg
 	if runtime.GOOS == "darwin" {
-		app = filepath.Join(home, "Library", "Application Support")
+		app = "~/Library/Application Support"
 	}
-	codex := getenv("CODEX_HOME")
-	if codex == "" {
-		codex = filepath.Join(home, ".codex")
+	path = strings.NewReplacer("{server}", rec.ServerName, "{xdgconfig}", xdg, "{appconfig}", app).Replace(path)
+	path = os.Expand(path, func(v string) string {
+		name, def, _ := strings.Cut(v, ":-")
+		return cmp.Or(getenv(name), def)
+	})
+	if rest, ok := strings.CutPrefix(path, "~/"); ok {
+		home := getenv("HOME")
+		if home == "" {
+			return f, "", invalidf("HOME is not set; set it to find %s's %s file", rec.Agent, scope)
+		}
+		path = filepath.Join(home, rest)
+	} else if !filepath.IsAbs(path) {
+		path = filepath.Join(rec.Workspace, path)
 	}
-	path := strings.NewReplacer("{workspace}", rec.Workspace, "{home}", home, "{xdgconfig}", xdg,
-		"{appconfig}", app, "{codexhome}", codex, "{server}", rec.ServerName).Replace(f.Path)
 	return f, filepath.Clean(path), nil
 }
 
@@ -201,15 +155,19 @@ func InstanceEntry(rec *Record) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the instance's configuration: %w", err)
 	}
-	switch rec.ConfigFormat {
-	case "continue", "goose":
+	cf := clientFiles(rec)
+	if cf == nil {
+		return nil, invalidf("agentctl knows no file that %s (format %q) reads", rec.Agent, rec.ConfigFormat)
+	}
+	switch agents.FileKind(cf.File) {
+	case "yaml":
 		return data, nil
-	case "codex":
+	case "toml":
 		var doc map[string]any
 		if _, err := toml.Decode(string(data), &doc); err != nil {
 			return nil, fmt.Errorf("%s: %w", rec.MCPConfigPath, err)
 		}
-		servers, _ := doc["mcp_servers"].(map[string]any)
+		servers, _ := doc[cf.Key].(map[string]any)
 		if e, ok := servers[rec.ServerName]; ok {
 			return e, nil
 		}
@@ -218,7 +176,7 @@ func InstanceEntry(rec *Record) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", rec.MCPConfigPath, err)
 		}
-		if servers, ok := memberObject(doc, ServersKey(rec.ConfigFormat)); ok {
+		if servers, ok := memberObject(doc, cf.Key); ok {
 			if e, ok := servers.get(rec.ServerName); ok {
 				return e, nil
 			}
@@ -263,7 +221,7 @@ func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	err = editConfig(path, res, func(data []byte, exists bool) (*fileEdit, error) {
 		res.Action = ""
 		switch f.Kind {
-		case "block":
+		case "yaml":
 			switch {
 			case !exists:
 				res.Action = "added"
@@ -421,7 +379,7 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			return nil, nil
 		}
 		switch f.Kind {
-		case "block":
+		case "yaml":
 			if err := removable(rec, path, res.Key, string(data), o.Force); err != nil {
 				return nil, err
 			}
@@ -710,16 +668,16 @@ func sameValue(a, b any) bool {
 // help text shows it (~ for the home directory, S for the server name), or
 // "(none)" when the client reads no file there.
 func ConnectDisplay(agent, format, scope string) string {
-	files, ok := connectFiles[agent]
-	if !ok {
-		files = connectFiles[format]
+	m, _ := agents.CatalogMCP(agent, format)
+	path := m.Connect.Workspace
+	if scope == ScopeUser {
+		path = m.Connect.User
 	}
-	f := files[scope]
-	if f.Path == "" {
+	if path == "" {
 		return "(none)"
 	}
-	return strings.NewReplacer("{workspace}/", "", "{home}", "~", "{xdgconfig}", "~/.config",
-		"{appconfig}", "~/.config", "{codexhome}", "$CODEX_HOME", "{server}", "S").Replace(f.Path)
+	path = os.Expand(path, func(v string) string { name, _, _ := strings.Cut(v, ":-"); return "$" + name })
+	return strings.NewReplacer("{xdgconfig}", "~/.config", "{appconfig}", "~/.config", "{server}", "S").Replace(path)
 }
 
 // Connected reports whether the file rec's client reads in o.Scope
@@ -738,7 +696,7 @@ func Connected(rec *Record, o ConnectOptions) (string, bool) {
 	}
 	var entry any
 	switch f.Kind {
-	case "block":
+	case "yaml":
 		entry = string(data)
 	case "toml":
 		var m map[string]any

@@ -223,6 +223,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (rec *Recor
 		ServerName:      o.ServerName,
 		Capabilities:    caps,
 		ConfigFormat:    o.Definition.MCP.ConfigFormat,
+		Client:          NewClientFiles(&o.Definition.MCP),
 		Workspace:       ws,
 		ToolPrefixMode:  cmp.Or(o.ToolPrefixMode, string(mount.PrefixModeMountName)),
 		Mounts:          append([]mount.Resolved{}, o.Mounts...),
@@ -253,7 +254,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (rec *Recor
 	// A question timeout of 0 (only in direct store tests: provision.Create
 	// records the endpoint's default) writes no tool-call timeout.
 	entry.ToolTimeout = ClientToolTimeout(o.Definition, o.QuestionTimeout)
-	rel, err := WriteClientConfig(staging, rec.ConfigFormat, rec.ServerName, entry)
+	rel, err := WriteClientConfig(staging, &o.Definition.MCP, rec.ServerName, entry)
 	if err != nil {
 		return nil, fmt.Errorf("write %s MCP configuration: %w", rec.Agent, err)
 	}

@@ -32,6 +32,9 @@ type Record struct {
 	// Files lists the files written into Dir for the client and the model
 	// (the MCP configuration, instructions.md, skills), relative to Dir.
 	Files []string `json:"files"`
+	// Client is where the client reads the server (snapshotted); nil in
+	// records made before it was kept.
+	Client *ClientFiles `json:"client,omitempty"`
 	// LastRun is the latest `agentctl instance run` of the instance, if any.
 	LastRun *Run `json:"last_run,omitempty"`
 

@@ -57,6 +57,11 @@ func catalogDefinitions() []*Definition {
 		if err != nil {
 			return err
 		}
+		// A catalog file describes its own shape: left out, Decode would
+		// take it from the catalog being replaced.
+		if !bytes.Contains(data, []byte("\nfile ")) || !bytes.Contains(data, []byte("\nentry ")) {
+			return fmt.Errorf("%s: a catalog definition gives its own mcp.file and mcp.entry", f)
+		}
 		if want := filepath.Base(f); want != d.ID+".toml" {
 			return fmt.Errorf("%s defines id %q: a catalog file is named after its id", f, d.ID)
 		}

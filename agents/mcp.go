@@ -1,0 +1,256 @@
+package agents
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/BurntSushi/toml"
+)
+
+// The shape of a client's MCP configuration ([MCPConfig]) is data: the
+// file written into the instance's directory (its extension says how:
+// .json, .toml or .yaml), the member that holds the servers, and
+// templates of the server's entry. A placeholder is a whole value, which
+// the instance fills: a member whose placeholder is empty (no text, no
+// members, false, 0) is left out; {args} is always written, and spliced
+// in place when it is an element of a list. JSON and TOML files are
+// written with their keys sorted, YAML in the template's order.
+
+// GenericFormat is the config_format of the common `{"mcpServers": {S:
+// {command, args, env}}}` file, which no client reads by default.
+const GenericFormat = "mcp-servers-json"
+
+// The placeholders of an [MCPConfig.Entry] (a server started by the client)
+// and of an [MCPConfig.RemoteEntry] (one reached over streamable HTTP).
+var (
+	entryPlaceholders  = []string{"server", "command", "args", "env", "trust", "tool_timeout_ms", "tool_timeout_s"}
+	remotePlaceholders = []string{"server", "url", "headers", "trust", "tool_timeout_ms", "tool_timeout_s"}
+)
+
+// Connect says which file `instance connect` edits in each scope: a path
+// relative to the workspace, or starting with ~/ (the home directory),
+// {xdgconfig} ($XDG_CONFIG_HOME or ~/.config), {appconfig} (the platform's
+// application settings) or ${VAR:-DEFAULT}; {server} is the server name.
+// A scope with no path says, in its *_reads note, what the client reads
+// instead. A JSON or TOML file gets the entry under the key; a YAML file
+// is the instance's own file, whole (one file per server).
+type Connect struct {
+	Workspace      string `toml:"workspace" json:"workspace,omitempty"`
+	User           string `toml:"user" json:"user,omitempty"`
+	WorkspaceReads string `toml:"workspace_reads" json:"workspace_reads,omitempty"`
+	UserReads      string `toml:"user_reads" json:"user_reads,omitempty"`
+}
+
+// Object is a TOML table with its keys in the order the file wrote them:
+// a template. Values are string, bool, int, float64, []any or Object.
+type Object []Member
+
+// Member is one key of an [Object].
+type Member struct {
+	Key   string
+	Value any
+}
+
+// UnmarshalTOML takes a table; [Decode] then puts its keys in the file's order.
+func (o *Object) UnmarshalTOML(v any) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("want a table, not %T", v)
+	}
+	*o = Object{}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		*o = append(*o, Member{k, objectValue(m[k])})
+	}
+	return nil
+}
+
+func objectValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		var o Object
+		_ = o.UnmarshalTOML(t)
+		return o
+	case []any:
+		for i := range t {
+			t[i] = objectValue(t[i])
+		}
+	case int64:
+		return int(t) // as the generated catalog writes it
+	}
+	return v
+}
+
+// order puts o's keys, at path, in the order of keys (as decoded).
+func (o Object) order(pos map[string]int, path string) {
+	slices.SortStableFunc(o, func(a, b Member) int { return cmp.Compare(pos[path+"\x00"+a.Key], pos[path+"\x00"+b.Key]) })
+	for _, m := range o {
+		if sub, ok := m.Value.(Object); ok {
+			sub.order(pos, path+"\x00"+m.Key)
+		}
+	}
+}
+
+// MarshalJSON writes o as a JSON object in its order.
+func (o Object) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, m := range o {
+		k, _ := json.Marshal(m.Key)
+		v, err := json.Marshal(m.Value)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+// orderTemplates puts the templates' keys in the order md read them.
+func (m *MCPConfig) orderTemplates(md toml.MetaData) {
+	pos := map[string]int{}
+	for i, k := range md.Keys() {
+		pos[strings.Join(k, "\x00")] = i
+	}
+	m.Document.order(pos, "mcp\x00document")
+	m.Entry.order(pos, "mcp\x00entry")
+	m.RemoteEntry.order(pos, "mcp\x00remote_entry")
+}
+
+// CatalogMCP is a shape from the catalog: that of definition id if it
+// has this format (or format is ""), else of the definition with the id
+// format, else of the first (by id) with this config_format, or
+// [GenericFormat]'s. Old records, made before records kept their shape,
+// and definitions that name a format alone take theirs from it.
+func CatalogMCP(id, format string) (MCPConfig, bool) {
+	if format == GenericFormat {
+		return MCPConfig{ConfigFormat: GenericFormat, File: "mcp.json", Key: "mcpServers",
+			Entry:       Object{{"command", "{command}"}, {"args", "{args}"}, {"env", "{env}"}},
+			RemoteEntry: Object{{"type", "http"}, {"url", "{url}"}, {"headers", "{headers}"}}}, true
+	}
+	var best *Definition
+	rank := 3
+	for _, d := range catalogDefinitions() {
+		r := 3
+		switch {
+		case d.ID == id && (format == "" || d.MCP.ConfigFormat == format):
+			r = 0
+		case d.ID == format:
+			r = 1
+		case d.MCP.ConfigFormat == format:
+			r = 2
+		}
+		if r < rank {
+			best, rank = d, r
+		}
+	}
+	if best == nil {
+		return MCPConfig{}, false
+	}
+	return best.MCP, true
+}
+
+// FormatNames lists the config_format values a definition may name alone.
+func FormatNames() []string {
+	names := []string{GenericFormat}
+	for _, d := range catalogDefinitions() {
+		names = append(names, d.MCP.ConfigFormat)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// FileKind is how the file is written: "json", "toml" or "yaml" (by its
+// extension), or "" when it is none of them.
+func FileKind(file string) string {
+	switch ext := path.Ext(file); ext {
+	case ".json", ".toml", ".yaml":
+		return ext[1:]
+	case ".yml":
+		return "yaml"
+	}
+	return ""
+}
+
+// applyDefaults gives a definition whose [mcp] describes no file and no
+// entry the shapes of its config_format (or, without one, of the catalog
+// definition with its id), where it leaves them out; config_format
+// defaults to the id, key to "mcpServers".
+func (m *MCPConfig) applyDefaults(id string) {
+	if m.File == "" && len(m.Entry) == 0 {
+		if f, ok := CatalogMCP(id, m.ConfigFormat); ok {
+			m.ConfigFormat, m.File, m.Entry, m.List = f.ConfigFormat, f.File, f.Entry, m.List || f.List
+			m.Key, m.Connect = cmp.Or(m.Key, f.Key), cmp.Or(m.Connect, f.Connect)
+			m.ToolTimeoutDefault = cmp.Or(m.ToolTimeoutDefault, f.ToolTimeoutDefault)
+			if m.Document == nil {
+				m.Document = f.Document
+			}
+			if m.RemoteEntry == nil {
+				m.RemoteEntry = f.RemoteEntry
+			}
+		}
+	}
+	if len(m.Entry) > 0 {
+		m.ConfigFormat, m.Key = cmp.Or(m.ConfigFormat, id), cmp.Or(m.Key, "mcpServers")
+	}
+}
+
+var placeholderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([a-z_]*)\}`) })
+
+// validate checks the shape.
+func (m *MCPConfig) validate() *fieldError {
+	switch {
+	case len(m.Entry) == 0 && m.ConfigFormat == "":
+		return &fieldError{"mcp.config_format", "missing; one of " + strings.Join(FormatNames(), ", ") + ", or describe the client's own file with mcp.file, mcp.key and mcp.entry"}
+	case len(m.Entry) == 0:
+		return &fieldError{"mcp.config_format", fmt.Sprintf("unknown format %q (want one of %s, or describe it with mcp.file, mcp.key and mcp.entry)", m.ConfigFormat, strings.Join(FormatNames(), ", "))}
+	case FileKind(m.File) == "" || !filepath.IsLocal(m.File):
+		return &fieldError{"mcp.file", fmt.Sprintf("%q is not a file name in the instance's directory ending in .json, .toml or .yaml", m.File)}
+	case m.List && FileKind(m.File) != "yaml":
+		return &fieldError{"mcp.list", "a list of servers is written only in a YAML file (connect edits JSON and TOML servers by name)"}
+	}
+	if u := m.Connect.User; u != "" && !strings.ContainsRune("~{$/", rune(u[0])) {
+		return &fieldError{"mcp.connect.user", fmt.Sprintf("%q is not in the home directory: start it with ~/, {xdgconfig}, {appconfig} or ${VAR:-DEFAULT}", u)}
+	}
+	if fe := checkTemplate("mcp.entry", m.Entry, entryPlaceholders); fe != nil {
+		return fe
+	}
+	return checkTemplate("mcp.remote_entry", m.RemoteEntry, remotePlaceholders)
+}
+
+// checkTemplate checks that every placeholder in v, at key, is one of known.
+func checkTemplate(key string, v any, known []string) *fieldError {
+	switch t := v.(type) {
+	case Object:
+		for _, m := range t {
+			if fe := checkTemplate(key+"."+m.Key, m.Value, known); fe != nil {
+				return fe
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if fe := checkTemplate(key, e, known); fe != nil {
+				return fe
+			}
+		}
+	case string:
+		for _, p := range placeholderRE().FindAllStringSubmatch(t, -1) {
+			if !slices.Contains(known, p[1]) {
+				return &fieldError{key, fmt.Sprintf("unknown placeholder %s (known: {%s})", p[0], strings.Join(known, "}, {"))}
+			}
+			if t != p[0] {
+				return &fieldError{key, fmt.Sprintf("%s must be the whole value, not part of %q", p[0], t)}
+			}
+		}
+	}
+	return nil
+}
