@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -94,17 +95,12 @@ func lockedRewrite(path string, change func(map[string]any)) error {
 	}
 }
 
-// renameRewrite changes the file at path as an editor that takes no lock
-// does: read it, change it, write a new file and rename it over the old.
-func renameRewrite(path string, change func(map[string]any)) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("%w in\n%s", err, data)
-	}
+// editorSave saves as an editor that takes no lock does: its own buffer
+// (the edit count and its server, nothing it read) written to a new file
+// renamed over the old one. It does not read the file: an editor saves
+// what it holds.
+func editorSave(path string, change func(map[string]any)) error {
+	doc := map[string]any{"mcpServers": map[string]any{}}
 	change(doc)
 	out, _ := json.MarshalIndent(doc, "", "  ")
 	if err := os.WriteFile(path+".editor", out, 0o644); err != nil {
@@ -113,20 +109,23 @@ func renameRewrite(path string, change func(map[string]any)) error {
 	return os.Rename(path+".editor", path)
 }
 
-// TestConnectConcurrentWriter: another program appends its own servers to
-// the file, one at a time in a loop, while the instance is connected and
-// disconnected again and again, a thousand times: every one of its edits
-// survives (each finds the one before), and agentctl's entry comes and
-// goes. Against a program that saves every millisecond, a connect may give
-// up with a conflict (nothing changed, exit code 4): that is allowed. The program either locks
-// the file it edits (flock) and writes in place, or takes no lock and
-// saves by renaming a new file over the old one, as editors do.
+// TestConnectConcurrentWriter: another program writes the file again and
+// again (its edit count and a server of its own) while the instance is
+// connected and disconnected a thousand times, and none of its writes is
+// lost. The program either locks the file it edits (flock) and changes
+// what it reads in place: each of its edits must find the one before; or
+// takes no lock and saves its own buffer by renaming a new file over the
+// old one, as editors do: after each connect or disconnect the file must
+// hold its latest save (or a later one), never an older one. agentctl's
+// entry comes and goes; against a program that saves every millisecond, a
+// connect may give up with a conflict (nothing changed, exit code 4): that
+// is allowed.
 func TestConnectConcurrentWriter(t *testing.T) {
 	for _, w := range []struct {
 		name    string
 		rewrite func(string, func(map[string]any)) error
 		pause   time.Duration // between edits
-	}{{"locks", lockedRewrite, 0}, {"renames", renameRewrite, time.Millisecond}} {
+	}{{"locks", lockedRewrite, 0}, {"renames", editorSave, time.Millisecond}} {
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
 			concurrentWriter(t, w.rewrite, w.pause)
@@ -152,6 +151,8 @@ func concurrentWriter(t *testing.T, rewrite func(string, func(map[string]any)) e
 		err    error
 	}
 	done := make(chan result, 1)
+	var saved atomic.Int64 // the writer's last edit written
+	saved.Store(-1)
 	go func() {
 		for i := 0; ; i++ {
 			select {
@@ -165,7 +166,7 @@ func concurrentWriter(t *testing.T, rewrite func(string, func(map[string]any)) e
 			}
 			var lost error
 			err := rewrite(path, func(doc map[string]any) {
-				if n, _ := doc["edits"].(float64); i > 0 && int(n) != i-1 {
+				if n, _ := doc["edits"].(float64); i > 0 && pause == 0 && int(n) != i-1 {
 					lost = fmt.Errorf("the writer's edit %d is gone when it makes edit %d:\n%v", i-1, i, doc)
 				}
 				doc["edits"] = i
@@ -176,6 +177,7 @@ func concurrentWriter(t *testing.T, rewrite func(string, func(map[string]any)) e
 				done <- result{i, err}
 				return
 			}
+			saved.Store(int64(i))
 		}
 	}()
 	conflicts := 0
@@ -187,6 +189,12 @@ func concurrentWriter(t *testing.T, rewrite func(string, func(map[string]any)) e
 				conflicts++ // it saved on every attempt: nothing was changed
 			} else if err != nil {
 				t.Fatalf("cycle %d: %+v, %v", i, res, err)
+			}
+			last := saved.Load()
+			data, _ := os.ReadFile(path)
+			var doc struct{ Edits *int64 }
+			if json.Unmarshal(data, &doc) == nil && last >= 0 && (doc.Edits == nil || *doc.Edits < last) {
+				t.Fatalf("cycle %d: the writer's edit %d was written before agentctl's change ended, and the file holds an older one:\n%s", i, last, data)
 			}
 		}
 	}
