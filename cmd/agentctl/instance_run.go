@@ -186,14 +186,6 @@ func planRun(st *instance.Store, r *instance.Record, definition func(string) (*a
 		return nil, err
 	}
 	o.Entry = st.EndpointEntry(r, exe)
-	// {entry_toml} is the instance's own Codex entry, remote or not.
-	if r.ConfigFormat == "codex" {
-		own, err := instance.InstanceEntry(r)
-		if err != nil && r.Transport.Kind == instance.TransportHTTP {
-			return nil, err
-		}
-		o.OwnEntry, _ = own.(map[string]any)
-	}
 	qt := time.Duration(r.QuestionTimeout)
 	if qt == 0 {
 		qt = mcpserver.DefaultQuestionTimeout

@@ -48,7 +48,8 @@ type Options struct {
 	// it (command and arguments of `agentctl mcp serve`).
 	Entry instance.ServerEntry
 	// OwnEntry, when set, is the instance's own Codex entry as its
-	// configuration file holds it ([instance.InstanceEntry]): {entry_toml}
+	// configuration file holds it (read with [instance.InstanceEntry] when
+	// unset and the recipe names {entry_toml}): {entry_toml}
 	// is made from it, so an HTTP instance's run points Codex at its URL
 	// with its token.
 	OwnEntry map[string]any
@@ -162,6 +163,15 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 	}
 	// A token never goes on the command line, where every local user can
 	// read it (ps): Codex is told to read it from an environment variable.
+	// {entry_toml} is the instance's own entry as its file holds it,
+	// remote or not (Codex's -c override).
+	if o.OwnEntry == nil && usesPlaceholder(def.Run, "{entry_toml}") {
+		own, err := instance.InstanceEntry(rec)
+		if err != nil && rec.Transport.Kind == instance.TransportHTTP {
+			return nil, err
+		}
+		o.OwnEntry, _ = own.(map[string]any)
+	}
 	var token string
 	o.OwnEntry, token = bearerToEnv(o.OwnEntry)
 	values := placeholderValues(rec, o)
