@@ -94,6 +94,17 @@ type fuzzPeer struct {
 	last string
 	// lanes counts the calls the lane took (see laneCalls).
 	lanes int
+	// wait bounds each wait for an answer (0: answerWait()).
+	wait time.Duration
+	// abandoned are the harness's requests whose answers it stopped
+	// waiting for (their input failed), by id as written, each with what
+	// marks its progress (nil: nothing). Their answer and progress may
+	// still come: they are no later input's, and are dropped.
+	abandoned map[string][]byte
+	// answered are the ids of FuzzLaneVersusSDKUpstream's requests
+	// answered so far, which it never reuses: an answer to one of them
+	// that comes again was written twice.
+	answered map[string]bool
 }
 
 func FuzzLaneVersusSDK(f *testing.F) {
@@ -399,7 +410,11 @@ func (p *fuzzPeer) until(id string) (answers, notes [][]byte, err error) {
 
 // untilID is until for the id written as want (JSON).
 func (p *fuzzPeer) untilID(want []byte) (answers, notes [][]byte, err error) {
-	timer := time.NewTimer(answerWait())
+	wait := answerWait()
+	if p.wait > 0 {
+		wait = p.wait
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		select {
@@ -408,21 +423,65 @@ func (p *fuzzPeer) untilID(want []byte) (answers, notes [][]byte, err error) {
 				return answers, notes, errors.New("the endpoint's output ended")
 			}
 			if isServerMessage(l) {
-				notes = append(notes, l)
+				if !p.lateNote(l) {
+					notes = append(notes, l)
+				}
 				continue
 			}
-			var m struct {
-				ID json.RawMessage `json:"id"`
-			}
-			if json.Unmarshal(l, &m) == nil && bytes.Equal(m.ID, want) {
+			id := answerID(l)
+			if bytes.Equal(id, want) {
 				p.last = string(l)
 				return answers, notes, nil
 			}
-			answers = append(answers, l)
+			if !p.lateAnswer(id) {
+				answers = append(answers, l)
+			}
 		case <-timer.C:
-			return answers, notes, fmt.Errorf("no answer to %s within %s; read meanwhile: %s", want, answerWait(), showLines(append(answers, notes...)))
+			p.abandon(want, nil)
+			return answers, notes, fmt.Errorf("no answer to %s within %s; read meanwhile: %s", want, wait, showLines(append(answers, notes...)))
 		}
 	}
+}
+
+// answerID is the id of an answer, as written (nil if it has none).
+func answerID(l []byte) []byte {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(l, &m) != nil {
+		return nil
+	}
+	return m.ID
+}
+
+// abandon notes that the harness no longer waits for the answer to its
+// request id (JSON), whose progress holds mark, if not nil.
+func (p *fuzzPeer) abandon(id, mark []byte) {
+	if p.abandoned == nil {
+		p.abandoned = map[string][]byte{}
+	}
+	p.abandoned[string(id)] = mark
+}
+
+// lateAnswer reports whether an answer with the id id (as written) is to
+// a request the harness abandoned, which it ends.
+func (p *fuzzPeer) lateAnswer(id []byte) bool {
+	if _, ok := p.abandoned[string(id)]; !ok || len(id) == 0 {
+		return false
+	}
+	delete(p.abandoned, string(id))
+	return true
+}
+
+// lateNote reports whether the server's message l is progress of a
+// request the harness abandoned.
+func (p *fuzzPeer) lateNote(l []byte) bool {
+	for _, mark := range p.abandoned {
+		if mark != nil && bytes.Contains(l, mark) {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitAnswers reads until n answers have come (notifications aside).
@@ -435,9 +494,10 @@ func (p *fuzzPeer) awaitAnswers(n int, answers, notes [][]byte) ([][]byte, [][]b
 			if !ok {
 				return answers, notes, errors.New("the endpoint's output ended")
 			}
-			if isServerMessage(l) {
+			switch {
+			case isServerMessage(l):
 				notes = append(notes, l)
-			} else {
+			case !p.lateAnswer(answerID(l)):
 				answers = append(answers, l)
 			}
 		case <-timer.C:

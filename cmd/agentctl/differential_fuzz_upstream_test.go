@@ -59,6 +59,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
 	"os/exec"
@@ -290,51 +291,8 @@ func FuzzLaneVersusSDKUpstream(f *testing.F) {
 			f.Add([]byte(s.answer), s.pad, true)
 		}
 	}
-	bin, up := realBinary(f), serverBin(f)
-	root, err := os.MkdirTemp("", "agentctl-fuzz-up-")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { os.RemoveAll(root) })
-	env := fuzzEnv(f, root)
-	answerFile := filepath.Join(root, "answer")
-	if err := os.WriteFile(answerFile, nil, 0o644); err != nil {
-		f.Fatal(err)
-	}
-	spec, err := json.Marshal(map[string]any{"command": up, "args": []string{"-tools", "0", "-craft", "-craft-file", answerFile}, "tool_prefix": "up", "timeout": "5m"})
-	if err != nil {
-		f.Fatal(err)
-	}
-	work := filepath.Join(root, "work")
-	create := exec.Command(bin, "instance", "create", "--agent", "codex", "--workspace", work, "--mcp-json", "up="+string(spec))
-	create.Env, create.Dir = env, work
-	out, err := create.Output()
-	if err != nil {
-		f.Fatalf("instance create: %v", err)
-	}
-	id := strings.TrimSpace(string(out))
-	norm := strings.NewReplacer(id, "$INSTANCE", root, "$WORK", filepath.Dir(bin), "$BIN")
-	// The size of an answer over the limit, in its error, counts the id
-	// the server wrote, which differs by path ("agentctl-call-12", 7).
-	sizes := replacerFunc(func(s string) string {
-		return overLimit.ReplaceAllString(norm.Replace(s), "sent an answer of N bytes")
-	})
-	peers := []*fuzzPeer{
-		startFuzzPeer(f, bin, env, work, id, true, "--log-level", "debug"),
-		startFuzzPeer(f, bin, env, work, id, false, "--log-level", "debug"),
-	}
-	// A first call of the server's waits for the server's first start;
-	// the lane takes calls once it is up.
-	for _, p := range peers {
-		for i := 0; ; i++ {
-			if _, _, err := p.upstreamCall(fmt.Sprintf(`"warm-%d"`, i), "warm", false); err != nil {
-				f.Fatalf("%s path: the first call: %v\nstderr:\n%s", p.path, err, tail(p.stderr.String(), 3000))
-			}
-			if p.path == "sdk" || p.laneCallsWithin(1, time.Second) >= 1 {
-				break
-			}
-		}
-	}
+	h := newUpstreamHarness(f)
+	peers, answerFile, norm, sizes := h.peers, h.answerFile, h.norm, h.sizes
 
 	var mu sync.Mutex // one input at a time on the shared endpoints and file
 	n := 0
@@ -386,6 +344,9 @@ func FuzzLaneVersusSDKUpstream(f *testing.F) {
 				if viaSDK {
 					id = fmt.Sprintf("%d", 9007199254740993+2*n)
 				}
+				// The calls logged so far, an input's the harness gave up
+				// on too, are not this one's.
+				before := p.laneCallsWithin(0, 0)
 				r.others, r.notes, r.err = p.upstreamCall(id, "craft:file", true)
 				r.answer = []byte(p.last)
 				if r.err != nil {
@@ -400,7 +361,6 @@ func FuzzLaneVersusSDKUpstream(f *testing.F) {
 				case p.path == "lane":
 					want = 2
 				}
-				before := p.lanes
 				r.lane = p.laneCallsWithin(before+want, answerWait()) - before
 			})
 		}
@@ -456,6 +416,130 @@ func FuzzLaneVersusSDKUpstream(f *testing.F) {
 			t.Errorf("server's answer %q:\n%s", shown, strings.Join(problems, "\n"))
 		}
 	})
+}
+
+// TestUpstreamFuzzLateAnswer: an input whose call the harness gave up on
+// (a fuzzing worker waits 7 s; a loaded machine, or an answer near the 16
+// MiB limit, takes longer) leaves its answer to come late; the next input
+// must not take it for one of its own. The fuzzer once reported exactly
+// that as the lane relaying "an earlier call's answer a second time"
+// (testdata/fuzz/FuzzLaneVersusSDKUpstream/8e33ab2a0621a9c9): Go's
+// minimization re-runs a failing input in the same worker, and reports the
+// last run's failure, not the first.
+func TestUpstreamFuzzLateAnswer(t *testing.T) {
+	h := newUpstreamHarness(t)
+	lane := h.peers[0]
+	first := `{"jsonrpc":"2.0","id":$ID,"result":{"content":[{"type":"text","text":"first"}]}}`
+	if err := os.WriteFile(h.answerFile, []byte(first), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lane.wait = time.Nanosecond // the harness gives up at once
+	_, _, err := lane.upstreamCall("9007199254741213", "craft:file", true)
+	lane.wait = 0
+	if err == nil {
+		t.Fatal("the call was answered within a nanosecond")
+	}
+	deadline := time.Now().Add(fuzzWait)
+	for len(lane.lines) == 0 { // its answer has come, and waits to be read
+		if time.Now().After(deadline) {
+			t.Fatal("no late answer")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	kept := `{"jsonrpc":"2.0","method":"notifications/prog}`
+	if err := os.WriteFile(h.answerFile, []byte(kept), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range h.peers {
+		others, _, err := p.upstreamCall("9007199254741215", "craft:file", true)
+		if err != nil || len(others) > 0 {
+			t.Errorf("%s path: the next input's call: %v; answered %s and also %s", p.path, err, p.last, showLines(others))
+		}
+	}
+}
+
+// TestFuzzPeerLateAndTwice: the answer and progress of a call the harness
+// gave up on are dropped when they come; an answer that comes twice fails.
+func TestFuzzPeerLateAndTwice(t *testing.T) {
+	p := &fuzzPeer{path: "lane", lines: make(chan []byte, 8), stdin: io.Discard, wait: time.Nanosecond}
+	if _, _, err := p.upstreamCall("1", "craft:file", true); err == nil {
+		t.Fatal("answered with nothing to read")
+	}
+	p.wait = 0
+	for _, l := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p-1","progress":1}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":2,"result":{}}`,
+		`{"jsonrpc":"2.0","id":2,"result":{}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{}}`,
+	} {
+		p.lines <- []byte(l)
+	}
+	if others, notes, err := p.upstreamCall("2", "craft:file", true); err != nil || len(others)+len(notes) > 0 {
+		t.Errorf("call 2: %v; also read %s", err, showLines(append(others, notes...)))
+	}
+	if _, _, err := p.upstreamCall("3", "craft:file", true); err == nil || !strings.Contains(err.Error(), "the answer to 2 came a second time") {
+		t.Errorf("call 3: %v, want the answer to 2 written twice", err)
+	}
+}
+
+// upstreamHarness is FuzzLaneVersusSDKUpstream's two endpoints (the
+// lane's, then the SDK path's) and the file their server answers from.
+type upstreamHarness struct {
+	peers      []*fuzzPeer
+	answerFile string
+	norm       *strings.Replacer
+	sizes      replacerFunc
+}
+
+// newUpstreamHarness starts the endpoints and waits for their server.
+func newUpstreamHarness(tb testing.TB) *upstreamHarness {
+	bin, up := realBinary(tb), serverBin(tb)
+	root, err := os.MkdirTemp("", "agentctl-fuzz-up-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(root) })
+	env := fuzzEnv(tb, root)
+	h := &upstreamHarness{answerFile: filepath.Join(root, "answer")}
+	if err := os.WriteFile(h.answerFile, nil, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	spec, err := json.Marshal(map[string]any{"command": up, "args": []string{"-tools", "0", "-craft", "-craft-file", h.answerFile}, "tool_prefix": "up", "timeout": "5m"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	work := filepath.Join(root, "work")
+	create := exec.Command(bin, "instance", "create", "--agent", "codex", "--workspace", work, "--mcp-json", "up="+string(spec))
+	create.Env, create.Dir = env, work
+	out, err := create.Output()
+	if err != nil {
+		tb.Fatalf("instance create: %v", err)
+	}
+	id := strings.TrimSpace(string(out))
+	h.norm = strings.NewReplacer(id, "$INSTANCE", root, "$WORK", filepath.Dir(bin), "$BIN")
+	// The size of an answer over the limit, in its error, counts the id
+	// the server wrote, which differs by path ("agentctl-call-12", 7).
+	h.sizes = replacerFunc(func(s string) string {
+		return overLimit.ReplaceAllString(h.norm.Replace(s), "sent an answer of N bytes")
+	})
+	h.peers = []*fuzzPeer{
+		startFuzzPeer(tb, bin, env, work, id, true, "--log-level", "debug"),
+		startFuzzPeer(tb, bin, env, work, id, false, "--log-level", "debug"),
+	}
+	// A first call of the server's waits for the server's first start;
+	// the lane takes calls once it is up.
+	for _, p := range h.peers {
+		for i := 0; ; i++ {
+			if _, _, err := p.upstreamCall(fmt.Sprintf(`"warm-%d"`, i), "warm", false); err != nil {
+				tb.Fatalf("%s path: the first call: %v\nstderr:\n%s", p.path, err, tail(p.stderr.String(), 3000))
+			}
+			if p.path == "sdk" || p.laneCallsWithin(1, time.Second) >= 1 {
+				break
+			}
+		}
+	}
+	return h
 }
 
 // overLimit is the size in the error of an answer over the size limit.
@@ -585,7 +669,25 @@ func (p *fuzzPeer) upstreamCall(id, text string, progress bool) (others, notes [
 	if _, err := io2(p.stdin, line); err != nil {
 		return nil, nil, err
 	}
-	return p.untilID([]byte(id))
+	others, notes, err = p.untilID([]byte(id))
+	if err != nil {
+		if progress {
+			p.abandon([]byte(id), []byte(`"p-`+strings.Trim(id, `"`)+`"`))
+		}
+		return others, notes, err
+	}
+	// The harness's ids are new for each call: one answered before that
+	// comes again was written twice (no late answer of an abandoned call).
+	if p.answered == nil {
+		p.answered = map[string]bool{}
+	}
+	p.answered[id] = true
+	for _, l := range others {
+		if a := answerID(l); p.answered[string(a)] {
+			return others, notes, fmt.Errorf("the answer to %s came a second time: %s", a, preview(l))
+		}
+	}
+	return others, notes, nil
 }
 
 // laneCallsWithin is how many calls the lane has taken so far (the
