@@ -114,8 +114,8 @@ func (e *Endpoint) deleted(tool, consequence string) *mcp.CallToolResult {
 	return toolError(fmt.Sprintf("instance %s was deleted (agentctl instance delete); %s. Stop and tell the person.", e.cfg.Instance.ID, consequence))
 }
 
-// builtinTools returns the definitions of the built-in tools for server S.
-func builtinTools(s string) (ask, prog, get *mcp.Tool, err error) {
+// builtinMeta returns the built-in tools of server S without their schemas.
+func builtinMeta(s string) (ask, prog, get *mcp.Tool) {
 	ask = &mcp.Tool{
 		Name:  BuiltinName(BaseAskUserQuestion, s),
 		Title: "Ask the user a question",
@@ -124,6 +124,29 @@ func builtinTools(s string) (ask, prog, get *mcp.Tool, err error) {
 			"If no answer comes in time the result says so (answered=false): then continue with your best judgement.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)},
 	}
+	prog = &mcp.Tool{
+		Name:  BuiltinName(BaseReportProgress, s),
+		Title: "Report progress",
+		Description: "Record what you are doing so the people and CI jobs watching this instance can follow. Call it when " +
+			"you start a step, when you are blocked, and once at the end with status done or failed.",
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: false, DestructiveHint: ptr(false)},
+	}
+	get = &mcp.Tool{
+		Name:        BuiltinName(BaseGetInstance, s),
+		Title:       "Describe this instance",
+		Description: "Describe this agent instance: its id, workspace, mounted sources and the names of its tools.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+	}
+	return ask, prog, get
+}
+
+// builtinTools returns the definitions of the built-in tools for server S
+// as their Go types define them: the schemas left out are inferred from
+// the handlers' input and output types ([rawSchemas]); report_progress's
+// input schema is refined here. The endpoint serves [servedBuiltins], the
+// same definitions with those schemas already encoded.
+func builtinTools(s string) (ask, prog, get *mcp.Tool, err error) {
+	ask, prog, get = builtinMeta(s)
 	progSchema, err := jsonschema.For[ProgressInput](nil)
 	if err != nil {
 		return nil, nil, nil, err
@@ -133,37 +156,44 @@ func builtinTools(s string) (ask, prog, get *mcp.Tool, err error) {
 	progSchema.Properties["status"].Default = json.RawMessage(strconv.Quote(StatusRunning))
 	pct := progSchema.Properties["percent"]
 	pct.Minimum, pct.Maximum = ptr(0.0), ptr(100.0)
-	prog = &mcp.Tool{
-		Name:  BuiltinName(BaseReportProgress, s),
-		Title: "Report progress",
-		Description: "Record what you are doing so the people and CI jobs watching this instance can follow. Call it when " +
-			"you start a step, when you are blocked, and once at the end with status done or failed.",
-		InputSchema: progSchema,
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: false, DestructiveHint: ptr(false)},
-	}
-	get = &mcp.Tool{
-		Name:        BuiltinName(BaseGetInstance, s),
-		Title:       "Describe this instance",
-		Description: "Describe this agent instance: its id, workspace, mounted sources and the names of its tools.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
-	}
+	prog.InputSchema = progSchema
 	return ask, prog, get, nil
 }
 
+// The built-in tools' schemas, encoded: what [rawSchemas] makes of
+// [builtinTools]. Constants, so that an endpoint's start spends nothing on
+// reflecting on the types and encoding the schemas (most of its time,
+// before). TestServedBuiltinSchemas fails, printing the new text, when a
+// type they come from changes.
+const (
+	askInputSchema       = `{"type":"object","properties":{"question":{"type":"string","description":"The question for the person, complete enough to answer without other context."},"choices":{"type":["null","array"],"items":{"type":"string"},"description":"Optional answers to choose from; leave out for a free-text answer."}},"required":["question"],"additionalProperties":false}`
+	askOutputSchema      = `{"type":"object","properties":{"answered":{"type":"boolean","description":"True when the person answered."},"answer":{"type":"string","description":"The person's answer; empty when none came."},"status":{"type":"string","description":"answered, declined, cancelled or expired."},"question_id":{"type":"string","description":"The stored question's id, when it was asked through agentctl rather than the client."}},"required":["answered","answer","status"],"additionalProperties":false}`
+	progressInputSchema  = `{"type":"object","properties":{"message":{"type":"string","description":"What is happening, in one sentence."},"status":{"type":"string","description":"running (default), blocked, done or failed.","default":"running","enum":["running","blocked","done","failed"]},"percent":{"type":["null","number"],"description":"Optional completion from 0 to 100.","minimum":0,"maximum":100}},"required":["message"],"additionalProperties":false}`
+	progressOutputSchema = `{"type":"object","properties":{"recorded":{"type":"boolean"},"seq":{"type":"integer","description":"The event's sequence number."},"status":{"type":"string"}},"required":["recorded","seq","status"],"additionalProperties":false}`
+	getInputSchema       = `{"type":"object","additionalProperties":false}`
+	getOutputSchema      = `{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"agent":{"type":"string"},"workspace":{"type":"string"},"mounts":{"type":["null","array"],"items":{"type":"object","properties":{"kind":{"type":"string"},"name":{"type":"string"},"effective_prefix":{"type":"string"},"prefix_origin":{"type":"string"}},"required":["kind","name","effective_prefix","prefix_origin"],"additionalProperties":false}},"server_name":{"type":"string"},"namespacing":{"type":"string"},"tools":{"type":["null","array"],"items":{"type":"object","properties":{"canonical":{"type":"string"},"transport":{"type":"string"},"model_visible":{"type":"string"},"source":{"type":"string"},"mount":{"type":"string"},"base":{"type":"string"},"prefix_origin":{"type":"string"},"problems":{"type":["null","array"],"items":{"type":"string"}}},"required":["canonical","transport","model_visible","source","base"],"additionalProperties":false}},"mcp_servers":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"state":{"type":"string"},"error":{"type":"string"},"tools":{"type":"integer"},"stderr_tail":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","state","tools"],"additionalProperties":false}},"conflicts":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"sources":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","sources"],"additionalProperties":false}},"withheld":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"source":{"type":"string"},"holder":{"type":"string"},"holder_source":{"type":"string"},"model_visible":{"type":"string"},"reason":{"type":"string"},"fix":{"type":"string"}},"required":["name","source","holder","holder_source","model_visible","reason","fix"],"additionalProperties":false}}},"required":["id","name","agent","workspace","mounts","server_name","namespacing","tools","mcp_servers","conflicts","withheld"],"additionalProperties":false}`
+)
+
+// servedBuiltins returns the built-in tools of server S as the endpoint
+// serves them: [builtinTools] with their schemas encoded.
+func servedBuiltins(s string) (ask, prog, get *mcp.Tool) {
+	ask, prog, get = builtinMeta(s)
+	ask.InputSchema, ask.OutputSchema = json.RawMessage(askInputSchema), json.RawMessage(askOutputSchema)
+	prog.InputSchema, prog.OutputSchema = json.RawMessage(progressInputSchema), json.RawMessage(progressOutputSchema)
+	get.InputSchema, get.OutputSchema = json.RawMessage(getInputSchema), json.RawMessage(getOutputSchema)
+	return ask, prog, get
+}
+
 func (e *Endpoint) addBuiltins() error {
-	ask, prog, get, err := builtinTools(e.cfg.ServerName)
-	if err != nil {
-		return err
-	}
+	ask, prog, get := servedBuiltins(e.cfg.ServerName)
 	s := e.cfg.ServerName
-	entry := func(_ *mcp.Tool, base string) Entry { return builtinEntry(base, s) }
-	if err := AddTool(e.registry, entry(ask, BaseAskUserQuestion), ask, e.askUserQuestion); err != nil {
+	if err := AddTool(e.registry, builtinEntry(BaseAskUserQuestion, s), ask, e.askUserQuestion); err != nil {
 		return err
 	}
-	if err := AddTool(e.registry, entry(prog, BaseReportProgress), prog, e.reportProgress); err != nil {
+	if err := AddTool(e.registry, builtinEntry(BaseReportProgress, s), prog, e.reportProgress); err != nil {
 		return err
 	}
-	return AddTool(e.registry, entry(get, BaseGetInstance), get, e.getInstance)
+	return AddTool(e.registry, builtinEntry(BaseGetInstance, s), get, e.getInstance)
 }
 
 func (e *Endpoint) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {

@@ -78,13 +78,14 @@ func RenderInstructions(in InstructionsInput) string {
 }
 
 // instructions is what the endpoint says at initialize: the built-ins by
-// their canonical names, identical for every client (see [PlanTools]).
+// their canonical names, identical for every client (those [PlanTools]
+// gives them; none when a server name makes one invalid, where PlanTools
+// fails).
 func instructions(cfg Config) string {
 	name := map[string]string{}
-	tools, err := PlanTools(cfg.ServerName, cfg.Naming, nil)
-	if err == nil {
-		for _, t := range tools {
-			name[t.Base] = t.Canonical
+	if _, err := BuiltinRegistry(cfg.ServerName); err == nil {
+		for _, b := range BuiltinBases {
+			name[b] = BuiltinName(b, cfg.ServerName)
 		}
 	}
 	return fmt.Sprintf("agentctl endpoint for instance %s (%s). Ask the person questions with %s, report progress with %s, and describe the instance and its tools with %s.",

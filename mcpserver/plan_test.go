@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"strings"
 	"testing"
@@ -175,6 +176,26 @@ func TestInstructionsAtInitializeUseCanonicalNames(t *testing.T) {
 			"report progress with report_progress_agentctl, and describe the instance and its tools with get_instance_agentctl."
 		if got := instructions(cfg); got != want {
 			t.Errorf("%s:\ngot  %q\nwant %q", style, got, want)
+		}
+	}
+}
+
+// TestInstructionsNameWhatPlanToolsNames: the instructions name the
+// built-ins as PlanTools does, also for a server name that makes their
+// names invalid (none named).
+func TestInstructionsNameWhatPlanToolsNames(t *testing.T) {
+	for _, server := range []string{"agentctl", "my.server-2", "has space", strings.Repeat("s", 120), ""} {
+		cfg := Config{Instance: Instance{ID: "i1", Agent: "a"}, ServerName: server, Naming: namings[agents.NamespacingPrefix]}
+		name := map[string]string{}
+		if tools, err := PlanTools(server, cfg.Naming, nil); err == nil {
+			for _, t := range tools {
+				name[t.Base] = t.Canonical
+			}
+		}
+		want := fmt.Sprintf("agentctl endpoint for instance i1 (a). Ask the person questions with %s, report progress with %s, and describe the instance and its tools with %s.",
+			name[BaseAskUserQuestion], name[BaseReportProgress], name[BaseGetInstance])
+		if got := instructions(cfg); got != want {
+			t.Errorf("server %q:\ngot  %q\nwant %q", server, got, want)
 		}
 	}
 }

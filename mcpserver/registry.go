@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -9,7 +11,9 @@ import (
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkjson "github.com/segmentio/encoding/json"
 )
 
 // Kind is where a tool comes from. It never reaches output; the values of
@@ -116,8 +120,10 @@ func (r *Registry) reserve(e *Entry) error {
 	return nil
 }
 
-// AddTool registers a typed tool under e.Name (which t.Name must equal). The
-// SDK infers and validates its input and output schemas.
+// AddTool registers a typed tool under e.Name (which t.Name must equal). Its
+// schemas are t's, or inferred from In and Out; its calls are validated and
+// answered as go-sdk's mcp.AddTool does ([typedHandler]), but nothing is
+// decoded or resolved until the tool's first call.
 func AddTool[In, Out any](r *Registry, e Entry, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) error {
 	if t.Name != e.Name {
 		return fmt.Errorf("registry: tool %q registered as %q", t.Name, e.Name)
@@ -130,7 +136,7 @@ func AddTool[In, Out any](r *Registry, e Entry, t *mcp.Tool, h mcp.ToolHandlerFo
 		r.unreserve(e.Name)
 		return fmt.Errorf("%s: tool %s: %w", e.Source, e.Name, err)
 	}
-	r.installed(e.Name, &c, func() { mcp.AddTool(r.server, &c, h) })
+	r.installed(e.Name, &c, func() { r.server.AddTool(&c, typedHandler(&c, h)) })
 	return nil
 }
 
@@ -146,9 +152,10 @@ func (r *Registry) installed(name string, t *mcp.Tool, install func()) {
 }
 
 // rawSchemas sets t's schemas (inferring them from In and Out when unset) as
-// pre-encoded JSON. The SDK still validates against them, but tools/list
-// sends the bytes instead of re-encoding a *jsonschema.Schema for every
-// tool on every list, which dominated the cost of a large tools/list.
+// pre-encoded JSON. Calls are still validated against them
+// ([typedHandler]), but tools/list sends the bytes instead of re-encoding a
+// *jsonschema.Schema for every tool on every list, which dominated the cost
+// of a large tools/list.
 func rawSchemas[In, Out any](t *mcp.Tool) error {
 	encode := func(field *any, infer func() (*jsonschema.Schema, error)) error {
 		if *field == nil {
@@ -296,4 +303,237 @@ func (r *Registry) Entries() []Entry {
 	r.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// typedHandler is the handler go-sdk's mcp.AddTool makes of h for t, whose
+// schemas [rawSchemas] has set: arguments validated against
+// the input schema, with its defaults applied, and decoded into In; Out
+// encoded, validated against the output schema and sent as structured
+// content (and as text when the handler gave none); the same errors, word
+// for word. It differs in one thing: the schemas are decoded and resolved
+// at the tool's first call, not when it is registered, so that an
+// endpoint's start (and the client's first tools/list) does not wait for
+// the schemas of tools that may never be called. go-sdk does that work in
+// mcp.AddTool and does not export the handler it makes.
+//
+// This is go-sdk v1.8.0's toolForErr, setSchema and applySchema
+// (mcp/server.go, mcp/tool.go); TestTypedHandlerMatchesSDK holds it to
+// mcp.AddTool's answers, and must pass again after an SDK upgrade.
+func typedHandler[In, Out any](t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandler {
+	var (
+		once                    sync.Once
+		inResolved, outResolved *jsonschema.Resolved
+		elemZero                any // only non-nil if Out is a pointer type
+		schemaErr               error
+	)
+	resolve := func() {
+		if _, err := resolveSchema[In](t.InputSchema, &inResolved); err != nil {
+			schemaErr = fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+			return
+		}
+		if t.OutputSchema != nil || reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+			var err error
+			if elemZero, err = resolveSchema[Out](t.OutputSchema, &outResolved); err != nil {
+				schemaErr = fmt.Errorf("tool %q: output schema: %v", t.Name, err)
+			}
+		}
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		once.Do(resolve)
+		if schemaErr != nil {
+			return nil, schemaErr
+		}
+		var input json.RawMessage
+		if req.Params.Arguments != nil {
+			input = req.Params.Arguments
+		}
+		// Validate input and apply defaults.
+		input, err := applySchema(input, inResolved, false)
+		if err != nil {
+			var errRes mcp.CallToolResult
+			errRes.SetError(fmt.Errorf("validating \"arguments\": %v", err))
+			return &errRes, nil
+		}
+		var in In
+		if input != nil {
+			if err := sdkUnmarshal(input, &in); err != nil {
+				var errRes mcp.CallToolResult
+				errRes.SetError(err)
+				return &errRes, nil
+			}
+		}
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			// A JSON-RPC error is the call's answer; any other is the
+			// tool's error, in its result.
+			if wireErr, ok := err.(*jsonrpc.Error); ok {
+				return nil, wireErr
+			}
+			var errRes mcp.CallToolResult
+			errRes.SetError(err)
+			return &errRes, nil
+		}
+		if res == nil {
+			res = &mcp.CallToolResult{}
+		}
+		// Input requests (a multi round-trip) and content are exclusive on
+		// the wire.
+		var outval any = out
+		if res.InputRequests != nil {
+			outval = nil
+		} else if elemZero != nil {
+			var z Out
+			if any(out) == any(z) {
+				outval = elemZero
+			}
+		}
+		if outval != nil {
+			outbytes, err := json.Marshal(outval)
+			if err != nil {
+				return nil, fmt.Errorf("marshaling output: %w", err)
+			}
+			outJSON, err := applySchema(json.RawMessage(outbytes), outResolved, true)
+			if err != nil {
+				return nil, fmt.Errorf("validating tool output: %w", err)
+			}
+			res.StructuredContent = outJSON
+			if res.Content == nil {
+				res.Content = []mcp.Content{&mcp.TextContent{Text: string(outJSON)}}
+			} else if !isObjectJSON(outJSON) {
+				res.Content = append(res.Content, &mcp.TextContent{Text: string(outJSON)})
+			}
+		}
+		return res, nil
+	}
+}
+
+// resolveSchema resolves the schema s (set, as JSON or a value) for T, as
+// go-sdk's setSchema does for a schema it is given; zero is the zero value
+// of T's element type when T is a pointer.
+func resolveSchema[T any](s any, resolved **jsonschema.Resolved) (zero any, err error) {
+	rt := reflect.TypeFor[T]()
+	if rt.Kind() == reflect.Pointer {
+		zero = reflect.Zero(rt.Elem()).Interface()
+	}
+	schema, ok := s.(*jsonschema.Schema)
+	if !ok {
+		data, err := json.Marshal(s)
+		if err != nil {
+			return zero, err
+		}
+		if err := sdkUnmarshal(data, &schema); err != nil {
+			return zero, err
+		}
+	}
+	if schema == nil {
+		return zero, fmt.Errorf("schema is nil for type %v", rt)
+	}
+	r, err := schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		return zero, err
+	}
+	*resolved = r
+	return zero, nil
+}
+
+// applySchema validates data against resolved after applying its defaults,
+// and returns it with the defaults, as go-sdk's applySchema: for input, data
+// must be an object.
+func applySchema(data json.RawMessage, resolved *jsonschema.Resolved, forOutput bool) (json.RawMessage, error) {
+	if resolved == nil {
+		return data, nil
+	}
+	var unmarshaled any
+	if !forOutput {
+		v := make(map[string]any)
+		if len(data) > 0 {
+			if err := sdkUnmarshal(data, &v); err != nil {
+				return nil, fmt.Errorf("unmarshaling arguments: %w", err)
+			}
+		}
+		unmarshaled = v
+	} else if len(data) > 0 {
+		if err := sdkUnmarshal(data, &unmarshaled); err != nil {
+			return nil, fmt.Errorf("unmarshaling output: %w", err)
+		}
+	}
+	appliedDefaults := false
+	if _, ok := unmarshaled.(map[string]any); ok {
+		if err := resolved.ApplyDefaults(&unmarshaled); err != nil {
+			return nil, fmt.Errorf("applying schema defaults:\n%w", err)
+		}
+		appliedDefaults = true
+	} else if forOutput && unmarshaled == nil && resolved.Schema().Type == "object" {
+		unmarshaled = make(map[string]any)
+		if err := resolved.ApplyDefaults(&unmarshaled); err != nil {
+			return nil, fmt.Errorf("applying schema defaults:\n%w", err)
+		}
+		appliedDefaults = true
+	}
+	if err := resolved.Validate(&unmarshaled); err != nil {
+		return nil, err
+	}
+	if !appliedDefaults {
+		return data, nil
+	}
+	out, err := json.Marshal(unmarshaled)
+	if err != nil {
+		return nil, fmt.Errorf("marshalling with defaults: %v", err)
+	}
+	return out, nil
+}
+
+// isObjectJSON reports whether data is a JSON object.
+func isObjectJSON(data json.RawMessage) bool {
+	for _, b := range data {
+		switch b {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// sdkMaxDepth is the nesting go-sdk's decoder accepts.
+const sdkMaxDepth = 1000
+
+var errSDKMaxDepth = fmt.Errorf("json: exceeded maximum nesting depth of %d", sdkMaxDepth)
+
+// sdkUnmarshal decodes as go-sdk's internal/json.Unmarshal: segmentio's
+// decoder, struct fields matched case-sensitively, at most [sdkMaxDepth]
+// levels deep.
+func sdkUnmarshal(data []byte, v any) error {
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > sdkMaxDepth {
+				return errSDKMaxDepth
+			}
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	dec := sdkjson.NewDecoder(bytes.NewReader(data))
+	dec.DontMatchCaseInsensitiveStructFields()
+	return dec.Decode(v)
 }
