@@ -9,12 +9,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -290,22 +290,7 @@ func nativeServer(t *testing.T, rec rcRecord, wantFile string) (string, []string
 }
 
 // lockedBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = testkit.Buffer
 
 // awaitQuestion polls the real binary until instance id has exactly one
 // open question, and returns it; it fails the test if run (the client

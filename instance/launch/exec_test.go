@@ -6,11 +6,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,33 +61,9 @@ func selfPlan(t *testing.T, mode string) *Plan {
 }
 
 // syncBuffer is a buffer that tells when a line containing want is written.
-type syncBuffer struct {
-	mu   sync.Mutex
-	b    bytes.Buffer
-	want string
-	seen chan struct{}
-	once sync.Once
-}
+type syncBuffer = testkit.Buffer
 
-func newSyncBuffer(want string) *syncBuffer {
-	return &syncBuffer{want: want, seen: make(chan struct{})}
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, err := s.b.Write(p)
-	if s.want != "" && strings.Contains(s.b.String(), s.want) {
-		s.once.Do(func() { close(s.seen) })
-	}
-	return n, err
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+var newSyncBuffer = testkit.NewBuffer
 
 func TestRunHeadless(t *testing.T) {
 	p := selfPlan(t, "stdin")

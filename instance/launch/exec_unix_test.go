@@ -29,7 +29,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			out := newSyncBuffer("ready")
 			go func() {
 				select {
-				case <-out.seen:
+				case <-out.Seen():
 					_ = syscall.Kill(os.Getpid(), tt.sig)
 				case <-time.After(time.Minute):
 				}
@@ -68,7 +68,7 @@ func TestRunInteractive(t *testing.T) {
 	ready := newSyncBuffer("ready")
 	go func() {
 		select {
-		case <-ready.seen:
+		case <-ready.Seen():
 			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
 			time.Sleep(100 * time.Millisecond) // not a synchronisation: SIGTERM must come after, whenever
 			_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
