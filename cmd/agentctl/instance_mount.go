@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/spf13/cobra"
 )
 

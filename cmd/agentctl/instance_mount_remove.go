@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 
+	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/spf13/cobra"
 )
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/cobra"

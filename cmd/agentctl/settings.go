@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/pflag"

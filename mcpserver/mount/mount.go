@@ -110,7 +110,7 @@ func IsHTTPURL(s string) bool {
 // IsRelativeCommand reports whether an external server's command is a
 // relative path: one that has a path separator but is not absolute
 // (./ev.sh, bin/server). Such a command is made absolute when it is
-// mounted (see [github.com/agentctl/agentctl/instance/provision.CheckCommands]),
+// mounted (see provision.CheckCommands in cmd/internal/provision),
 // so that it means the same file wherever the client starts the endpoint;
 // a bare name (npx) stays a PATH lookup, made when the server starts.
 func IsRelativeCommand(cmd string) bool {

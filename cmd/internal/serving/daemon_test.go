@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

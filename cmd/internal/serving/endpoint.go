@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"

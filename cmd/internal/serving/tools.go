@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/instance/provision"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 )
