@@ -46,7 +46,7 @@ func changeMounts(ctx context.Context, io *IOStreams, open storeOpener, ref stri
 		if err != nil {
 			return err
 		}
-		for _, line := range ch.Plan.Announcements() {
+		for _, line := range ch.Toolset.Announcements() {
 			io.Narrate("%s", line)
 		}
 		io.Narrate("Instance %s now has %d mount(s); a running endpoint serves them once restarted.", updated.ID, len(updated.Mounts))

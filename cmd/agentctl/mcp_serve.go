@@ -140,7 +140,7 @@ func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 		}
 		defer release()
 		// The prefix contract again, in case the record was edited.
-		plan, err := provision.RecordPlan(rec)
+		plan, err := provision.RecordToolset(rec)
 		if err != nil {
 			return err
 		}

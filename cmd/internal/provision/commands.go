@@ -23,7 +23,7 @@ const FromCreateDir = "the directory agentctl runs in"
 // not is refused with the mount's name, the path looked at, where relative
 // paths are taken from (from describes dir) and how to fix it. Bare names
 // (PATH lookups) and absolute commands are returned as they are (see
-// [Plan.Warnings] for those), and so are other mounts.
+// [Toolset.Warnings] for those), and so are other mounts.
 func CheckCommands(mounts []mount.Mount, dir, from string) ([]mount.Mount, error) {
 	out := append([]mount.Mount(nil), mounts...)
 	for i, m := range out {

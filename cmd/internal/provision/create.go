@@ -58,10 +58,10 @@ type Opener func(context.Context) (*instance.Store, error)
 // reads the templates, and only then opens the store (so a refused create
 // leaves no state behind) and creates the record with its client
 // configuration and expanded files, all or nothing. It returns the record and
-// the plan it was made from, whose [Plan.Announcements] the caller shows.
-func Create(ctx context.Context, open Opener, o CreateOptions) (*instance.Record, Plan, error) {
+// the plan it was made from, whose [Toolset.Announcements] the caller shows.
+func Create(ctx context.Context, open Opener, o CreateOptions) (*instance.Record, Toolset, error) {
 	if o.Definition == nil {
-		return nil, Plan{}, &instance.InvalidError{Msg: "no agent definition"}
+		return nil, Toolset{}, &instance.InvalidError{Msg: "no agent definition"}
 	}
 	if o.ServerName == "" {
 		o.ServerName = instance.DefaultServerName
@@ -74,25 +74,25 @@ func Create(ctx context.Context, open Opener, o CreateOptions) (*instance.Record
 	}
 	mounts, err := CheckFolders(o.Mounts)
 	if err != nil {
-		return nil, Plan{}, err
+		return nil, Toolset{}, err
 	}
 	if mounts, err = CheckCommands(mounts, "", FromCreateDir); err != nil {
-		return nil, Plan{}, err
+		return nil, Toolset{}, err
 	}
 	if err := instance.ValidateServerName(o.ServerName); err != nil {
-		return nil, Plan{}, err
+		return nil, Toolset{}, err
 	}
-	plan, err := PlanMounts(o.ServerName, o.Definition.Capabilities.ToolNames, o.PrefixMode, mounts)
+	plan, err := ResolveToolset(o.ServerName, o.Definition.Capabilities.ToolNames, o.PrefixMode, mounts)
 	if err != nil {
-		return nil, Plan{}, err
+		return nil, Toolset{}, err
 	}
 	templates, err := ReadTemplates(o.Templates)
 	if err != nil {
-		return nil, Plan{}, err
+		return nil, Toolset{}, err
 	}
 	st, err := open(ctx)
 	if err != nil {
-		return nil, Plan{}, err
+		return nil, Toolset{}, err
 	}
 	defer st.Close()
 	rec, err := st.CreateInstance(ctx, instance.CreateOptions{
@@ -104,7 +104,7 @@ func Create(ctx context.Context, open Opener, o CreateOptions) (*instance.Record
 		},
 	})
 	if err != nil {
-		return nil, Plan{}, err
+		return nil, Toolset{}, err
 	}
 	return rec, plan, nil
 }

@@ -24,7 +24,7 @@ type Rename struct {
 // renames, then [MountChange.Apply] it.
 type MountChange struct {
 	Record  *instance.Record
-	Plan    Plan
+	Toolset Toolset
 	Renames []Rename
 	// PrefixMode is the instance's tool prefix mode after the change.
 	PrefixMode mount.PrefixMode
@@ -76,9 +76,9 @@ func PlanMountRemove(rec *instance.Record, name string) (*MountChange, error) {
 
 // planMountChange plans the change of the record's mounts that change makes
 // (it gets a copy of them), in prefix mode mode (empty: the record's). The
-// record's own plan is checked first (see [RecordPlan]).
+// record's own plan is checked first (see [RecordToolset]).
 func planMountChange(rec *instance.Record, mode mount.PrefixMode, change func([]mount.Mount) ([]mount.Mount, error)) (*MountChange, error) {
-	before, err := RecordPlan(rec)
+	before, err := RecordToolset(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -87,14 +87,14 @@ func planMountChange(rec *instance.Record, mode mount.PrefixMode, change func([]
 		return nil, err
 	}
 	if mode == "" {
-		mode, _ = mount.ParsePrefixMode(rec.ToolPrefixMode) // RecordPlan parsed it
+		mode, _ = mount.ParsePrefixMode(rec.ToolPrefixMode) // RecordToolset parsed it
 	}
-	after, err := PlanMounts(rec.ServerName, rec.Capabilities.ToolNames, mode, next)
+	after, err := ResolveToolset(rec.ServerName, rec.Capabilities.ToolNames, mode, next)
 	if err != nil {
 		return nil, err
 	}
 	rn := append(Renames(before.Tools, after.Tools), PrefixRenames(rec.Mounts, after.Mounts)...)
-	return &MountChange{Record: rec, Plan: after, Renames: rn, PrefixMode: mode}, nil
+	return &MountChange{Record: rec, Toolset: after, Renames: rn, PrefixMode: mode}, nil
 }
 
 // Apply stores the new mount set with the instance's files expanded again
@@ -110,11 +110,11 @@ func (c *MountChange) Apply(ctx context.Context, st *instance.Store) (*instance.
 		if !reflect.DeepEqual(cur.Mounts, c.Record.Mounts) {
 			return nil, &instance.InvalidError{Msg: "the instance's mounts changed while this command ran; run it again"}
 		}
-		cur.Mounts = c.Plan.Mounts
+		cur.Mounts = c.Toolset.Mounts
 		if c.PrefixMode != "" {
 			cur.ToolPrefixMode = string(c.PrefixMode)
 		}
-		return RenderFiles(cur, c.Plan, templates)
+		return RenderFiles(cur, c.Toolset, templates)
 	})
 }
 

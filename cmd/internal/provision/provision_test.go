@@ -56,7 +56,7 @@ func kb(name, path string) mount.Mount {
 }
 
 // createWith provisions an instance of agent with mounts in a new state directory.
-func createWith(t *testing.T, agent string, mod func(*provision.CreateOptions), mounts ...mount.Mount) (*instance.Record, provision.Plan, *instance.Store) {
+func createWith(t *testing.T, agent string, mod func(*provision.CreateOptions), mounts ...mount.Mount) (*instance.Record, provision.Toolset, *instance.Store) {
 	t.Helper()
 	state := t.TempDir()
 	opens := 0
@@ -204,10 +204,10 @@ func TestRenderFilesKeepsTemplates(t *testing.T) {
 	}
 }
 
-func TestRecordPlanRefusesAnEditedRecord(t *testing.T) {
+func TestRecordToolsetRefusesAnEditedRecord(t *testing.T) {
 	dir := kbDirs(t, "docs", "notes")
 	rec, _, _ := createWith(t, "auggie", nil, kb("docs", filepath.Join(dir, "docs")), kb("notes", filepath.Join(dir, "notes")))
-	if _, err := provision.RecordPlan(rec); err != nil {
+	if _, err := provision.RecordToolset(rec); err != nil {
 		t.Fatalf("the created record: %v", err)
 	}
 	for _, tc := range []struct {
@@ -225,7 +225,7 @@ func TestRecordPlanRefusesAnEditedRecord(t *testing.T) {
 			c := *rec
 			c.Mounts = slices.Clone(rec.Mounts)
 			tc.edit(&c)
-			_, err := provision.RecordPlan(&c)
+			_, err := provision.RecordToolset(&c)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), rec.ID) || !errors.Is(err, instance.ErrInvalid) {
 				t.Fatalf("err %v, want invalid, naming the instance and %q", err, tc.want)
 			}
@@ -236,7 +236,7 @@ func TestRecordPlanRefusesAnEditedRecord(t *testing.T) {
 // An external server's command that is not found is a warning, not an
 // error; knowledge bases and URL servers have nothing to look up.
 func TestPlanWarnsOfAMissingCommand(t *testing.T) {
-	plan := provision.Plan{Mounts: []mount.Resolved{
+	plan := provision.Toolset{Mounts: []mount.Resolved{
 		{Mount: mount.Mount{Kind: mount.KindServer, Name: "web", Command: "web-mcp"}},
 		{Mount: mount.Mount{Kind: mount.KindServer, Name: "gone", Command: "no-such-mcp"}},
 		{Mount: mount.Mount{Kind: mount.KindServer, Name: "api", URL: "https://h/mcp"}},

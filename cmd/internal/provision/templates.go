@@ -86,7 +86,7 @@ func KeptTemplates(rec *instance.Record) ([]Template, error) {
 // {{tool:ask_user_question}} become canonical names) and kept under
 // [TemplatesDir], and a generated instructions.md unless a template provides
 // one. An unknown placeholder is an error naming the template and the line.
-func RenderFiles(rec *instance.Record, plan Plan, templates []Template) (map[string][]byte, error) {
+func RenderFiles(rec *instance.Record, plan Toolset, templates []Template) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	if !slices.ContainsFunc(templates, func(t Template) bool { return t.Target == mcpserver.InstructionsFile }) {
 		files[mcpserver.InstructionsFile] = []byte(mcpserver.RenderInstructions(mcpserver.InstructionsInput{

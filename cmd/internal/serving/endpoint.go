@@ -79,7 +79,7 @@ func buildEndpoint(ctx context.Context, st *instance.Store, rec *instance.Record
 			s.close()
 		}
 	}()
-	plan, err := provision.RecordPlan(rec)
+	plan, err := provision.RecordToolset(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (s *served) close() {
 // (no request came yet, or it stopped when idle): what its record says,
 // its external servers not started.
 func recordHealth(rec *instance.Record) (mcpserver.Health, error) {
-	plan, err := provision.RecordPlan(rec)
+	plan, err := provision.RecordToolset(rec)
 	if err != nil {
 		return mcpserver.Health{}, err
 	}

@@ -68,7 +68,7 @@ func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), 
 		rec     = t.Record
 	)
 	if rec != nil {
-		plan, err := provision.RecordPlan(rec)
+		plan, err := provision.RecordToolset(rec)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +99,7 @@ func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), 
 		}
 	}
 	if rec == nil {
-		plan, err := provision.PlanMounts(server, clients[0].naming, t.PrefixMode, t.Mounts)
+		plan, err := provision.ResolveToolset(server, clients[0].naming, t.PrefixMode, t.Mounts)
 		if err != nil {
 			return nil, err
 		}

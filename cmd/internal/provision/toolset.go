@@ -9,16 +9,16 @@ import (
 	"github.com/agentctl/agentctl/mcpserver/mount"
 )
 
-// Plan is an instance's mounts with their resolved prefixes and the tools
+// Toolset is an instance's mounts with their resolved prefixes and the tools
 // they and the built-ins serve, with every name each tool has.
-type Plan struct {
+type Toolset struct {
 	Mounts []mount.Resolved
 	Tools  []mcpserver.PlannedTool
 }
 
 // Announcements are the lines that announce derived prefixes, one per mount
 // whose prefix was derived from its name (see [mount.Resolved.Announcement]).
-func (p Plan) Announcements() []string {
+func (p Toolset) Announcements() []string {
 	var out []string
 	for _, m := range p.Mounts {
 		if line := m.Announcement(); line != "" {
@@ -32,7 +32,7 @@ func (p Plan) Announcements() []string {
 // server whose command lookPath (exec.LookPath) cannot find now. It is not
 // an error, because the client may run agentctl with another PATH; but a
 // typo found here saves a silent "server down" later.
-func (p Plan) Warnings(lookPath func(string) (string, error)) []string {
+func (p Toolset) Warnings(lookPath func(string) (string, error)) []string {
 	var out []string
 	for _, m := range p.Mounts {
 		if m.Kind != mount.KindServer || m.Command == "" {
@@ -56,19 +56,19 @@ func (e *InvalidError) Unwrap() []error { return []error{e.Err, instance.ErrInva
 
 func invalid(err error) error { return &InvalidError{Err: err} }
 
-// PlanMounts applies the prefix contract to mounts ([mount.Resolve]) and
+// ResolveToolset applies the prefix contract to mounts ([mount.Resolve]) and
 // plans the instance's whole namespace ([mcpserver.PlanTools]), so a clash
 // is refused before anything is written or served.
-func PlanMounts(server string, naming agents.ToolNaming, mode mount.PrefixMode, mounts []mount.Mount) (Plan, error) {
+func ResolveToolset(server string, naming agents.ToolNaming, mode mount.PrefixMode, mounts []mount.Mount) (Toolset, error) {
 	resolved, err := mount.Resolve(server, mode, mounts)
 	if err != nil {
-		return Plan{}, invalid(err)
+		return Toolset{}, invalid(err)
 	}
 	tools, err := mcpserver.PlanTools(server, naming, resolved)
 	if err != nil {
-		return Plan{}, invalid(err)
+		return Toolset{}, invalid(err)
 	}
-	return Plan{Mounts: resolved, Tools: tools}, nil
+	return Toolset{Mounts: resolved, Tools: tools}, nil
 }
 
 // Unresolved is the configured part of resolved mounts.
@@ -80,22 +80,22 @@ func Unresolved(rs []mount.Resolved) []mount.Mount {
 	return out
 }
 
-// RecordPlan re-resolves an instance's mounts from its record, failing fast
+// RecordToolset re-resolves an instance's mounts from its record, failing fast
 // if the record was edited into something the contract refuses or that no
 // longer matches what the record says. `mcp serve` calls it before serving.
-func RecordPlan(rec *instance.Record) (Plan, error) {
+func RecordToolset(rec *instance.Record) (Toolset, error) {
 	mode, err := mount.ParsePrefixMode(rec.ToolPrefixMode)
 	if err != nil {
-		return Plan{}, invalid(fmt.Errorf("instance %s: %w", rec.ID, err))
+		return Toolset{}, invalid(fmt.Errorf("instance %s: %w", rec.ID, err))
 	}
-	plan, err := PlanMounts(rec.ServerName, rec.Capabilities.ToolNames, mode, Unresolved(rec.Mounts))
+	plan, err := ResolveToolset(rec.ServerName, rec.Capabilities.ToolNames, mode, Unresolved(rec.Mounts))
 	if err != nil {
-		return Plan{}, fmt.Errorf("instance %s: %w", rec.ID, err)
+		return Toolset{}, fmt.Errorf("instance %s: %w", rec.ID, err)
 	}
 	for i, m := range plan.Mounts {
 		r := rec.Mounts[i]
 		if r.EffectivePrefix != m.EffectivePrefix || r.PrefixOrigin != m.PrefixOrigin {
-			return Plan{}, invalid(fmt.Errorf("instance %s: the record says mount %q has prefix %q (%s), but it resolves to %q (%s); was the record edited? recreate the instance or use `instance mount`",
+			return Toolset{}, invalid(fmt.Errorf("instance %s: the record says mount %q has prefix %q (%s), but it resolves to %q (%s); was the record edited? recreate the instance or use `instance mount`",
 				rec.ID, m.Name, r.EffectivePrefix, r.PrefixOrigin, m.EffectivePrefix, m.PrefixOrigin))
 		}
 	}
