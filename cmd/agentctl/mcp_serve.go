@@ -4,16 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/instance"
-	"github.com/agentctl/agentctl/mcpserver"
-	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/cobra"
 )
 
@@ -124,56 +119,22 @@ its connect timeout, since it would never see a later server's tools.`,
 	return cmd
 }
 
-// serverLogFile, in the instance directory, receives external servers' stderr.
-const serverLogFile = serving.ServerLogFile
-
 func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 	if opts.HTTP != "" {
 		return serveRun(ctx, opts.Serve)
 	}
 	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, rec *instance.Record) error {
-		// Held while serving: 'instance delete' sees the endpoint is live.
-		release, err := st.ServeLock(ctx, rec.ID)
+		ep, stop, err := serving.Build(ctx, st, rec, serving.EndpointOptions{
+			KBIndexDir: kbIndexDir(st.Dir()), KBRefreshInterval: opts.KBRefreshInterval,
+			FirstListWait: opts.FirstListWait, NoFastLane: !opts.FastLane, Version: version,
+		}, logger, func(line string) { fmt.Fprintln(opts.IO.ErrOut, line) })
 		if err != nil {
 			return err
 		}
-		defer release()
-		// The prefix contract again, in case the record was edited.
-		plan, err := provision.RecordToolset(rec)
-		if err != nil {
-			return err
-		}
-		for _, line := range plan.Announcements() {
-			fmt.Fprintln(opts.IO.ErrOut, line)
-		}
-		cfg := endpointConfig(rec, st, logger)
-		cfg.Mounts, cfg.PrefixMode = provision.Unresolved(plan.Mounts), mount.PrefixMode(rec.ToolPrefixMode)
-		cfg.NoFastLane = !opts.FastLane
-		cfg.KBIndexDir, cfg.KBRefreshInterval = kbIndexDir(st.Dir()), opts.KBRefreshInterval
-		cfg.FirstListWait = opts.FirstListWait
-		if slices.ContainsFunc(plan.Mounts, func(m mount.Resolved) bool { return m.Kind == mount.KindServer }) {
-			// External servers' stderr goes to the instance's log file,
-			// never to stdout (the protocol) nor to our stderr; rotated
-			// past mcpserver.ServerLogMax to upstreams.log.1.
-			f, err := mcpserver.OpenServerLog(filepath.Join(rec.Dir, serverLogFile))
-			if err != nil {
-				return fmt.Errorf("open the instance's log file: %w", err)
-			}
-			defer f.Close()
-			cfg.ServerStderr = f
-		}
-		ep, err := mcpserver.New(cfg)
-		if err != nil {
-			return fmt.Errorf("instance %s: %w", rec.ID, err)
-		}
+		defer stop()
 		logger.Debug("serving", "instance", rec.ID, "agent", rec.Agent, "namespacing", rec.Capabilities.ToolNames.Namespacing,
 			"tools", strings.Join(ep.Registry().Names(), ","))
 		return ep.ServeStdio(ctx, opts.IO.In, opts.IO.Out)
 	})
-}
-
-// endpointConfig builds the endpoint's configuration from the record alone.
-func endpointConfig(rec *instance.Record, st mcpserver.Store, logger *slog.Logger) mcpserver.Config {
-	return serving.EndpointConfig(rec, st, logger, version)
 }

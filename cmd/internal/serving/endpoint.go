@@ -50,79 +50,94 @@ type EndpointOptions struct {
 	KBRefreshInterval time.Duration
 	// FirstListWait: see [mcpserver.Config.FirstListWait].
 	FirstListWait time.Duration
-	Version       string
+	// NoFastLane: see [mcpserver.Config.NoFastLane] (stdio only).
+	NoFastLane bool
+	Version    string
 }
 
-// served is one instance's endpoint, built from its record, with what it
-// holds: the serve lock (so `instance delete` sees it is live) and the log
-// file of its external servers.
+// served is one instance's endpoint, built from its record ([Build]) and
+// started, with its stop.
 type served struct {
-	ep      *mcpserver.Endpoint
-	release func()
-	logFile io.Closer
-	cancel  context.CancelFunc
+	ep     *mcpserver.Endpoint
+	stop   func()
+	cancel context.CancelFunc
 }
 
-// buildEndpoint builds the instance's endpoint as `mcp serve` does: the
-// serve lock, the record checked against the prefix contract again, the
-// configuration from the record, and the external servers started (in the
-// background, with ctx).
-func buildEndpoint(ctx context.Context, st *instance.Store, rec *instance.Record, o EndpointOptions, logger *slog.Logger) (*served, error) {
+// Build builds instance rec's endpoint from its record, as every transport
+// serves it: the serve lock taken (so that `instance delete` sees the
+// endpoint is live), the record's mounts checked against the prefix
+// contract again (each derived prefix told to announce), the configuration
+// from the record with o, and external servers' stderr going to the
+// instance's ServerLogFile. The endpoint is not started. stop stops it and
+// releases what it holds; on an error nothing is held.
+func Build(ctx context.Context, st *instance.Store, rec *instance.Record, o EndpointOptions, logger *slog.Logger, announce func(string)) (ep *mcpserver.Endpoint, stop func(), err error) {
 	release, err := st.ServeLock(ctx, rec.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s := &served{release: release}
-	ok := false
+	var (
+		logFile io.Closer
+		built   *mcpserver.Endpoint
+	)
+	end := func() {
+		if built != nil {
+			built.Shutdown()
+		}
+		if logFile != nil {
+			logFile.Close()
+		}
+		release()
+	}
 	defer func() {
-		if !ok {
-			s.close()
+		if err != nil {
+			end()
 		}
 	}()
-	plan, err := provision.RecordToolset(rec)
+	ts, err := provision.RecordToolset(rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, line := range ts.Announcements() {
+		announce(line)
+	}
+	cfg := EndpointConfig(rec, st, logger, o.Version)
+	cfg.Mounts, cfg.PrefixMode = provision.Unresolved(ts.Mounts), mount.PrefixMode(rec.ToolPrefixMode)
+	cfg.KBIndexDir, cfg.KBRefreshInterval = o.KBIndexDir, o.KBRefreshInterval
+	cfg.FirstListWait, cfg.NoFastLane = o.FirstListWait, o.NoFastLane
+	if slices.ContainsFunc(ts.Mounts, func(m mount.Resolved) bool { return m.Kind == mount.KindServer }) {
+		// Never to stdout (the protocol) nor to our stderr; rotated past
+		// mcpserver.ServerLogMax to upstreams.log.1.
+		f, err := mcpserver.OpenServerLog(filepath.Join(rec.Dir, ServerLogFile))
+		if err != nil {
+			return nil, nil, fmt.Errorf("open the instance's log file: %w", err)
+		}
+		logFile, cfg.ServerStderr = f, f
+	}
+	if built, err = mcpserver.New(cfg); err != nil {
+		return nil, nil, fmt.Errorf("instance %s: %w", rec.ID, err)
+	}
+	return built, end, nil
+}
+
+// buildEndpoint builds the instance's endpoint ([Build]) and starts its
+// external servers (in the background, with ctx).
+func buildEndpoint(ctx context.Context, st *instance.Store, rec *instance.Record, o EndpointOptions, logger *slog.Logger) (*served, error) {
+	ep, stop, err := Build(ctx, st, rec, o, logger, func(line string) { logger.Info(line) })
 	if err != nil {
 		return nil, err
 	}
-	for _, line := range plan.Announcements() {
-		logger.Info(line)
-	}
-	cfg := EndpointConfig(rec, st, logger, o.Version)
-	cfg.Mounts, cfg.PrefixMode = provision.Unresolved(plan.Mounts), mount.PrefixMode(rec.ToolPrefixMode)
-	cfg.KBIndexDir, cfg.KBRefreshInterval = o.KBIndexDir, o.KBRefreshInterval
-	cfg.FirstListWait = o.FirstListWait
-	if slices.ContainsFunc(plan.Mounts, func(m mount.Resolved) bool { return m.Kind == mount.KindServer }) {
-		f, err := mcpserver.OpenServerLog(filepath.Join(rec.Dir, ServerLogFile))
-		if err != nil {
-			return nil, fmt.Errorf("open the instance's log file: %w", err)
-		}
-		s.logFile = f
-		cfg.ServerStderr = f
-	}
-	ep, err := mcpserver.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("instance %s: %w", rec.ID, err)
-	}
-	s.ep = ep
+	s := &served{ep: ep, stop: stop}
 	var epCtx context.Context
 	epCtx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	ep.Start(epCtx)
-	ok = true
 	return s, nil
 }
 
 // close stops the external servers, closes the mounts and the log file,
 // and releases the serve lock.
 func (s *served) close() {
-	if s.cancel != nil {
-		s.cancel()
-	}
-	if s.ep != nil {
-		s.ep.Shutdown()
-	}
-	if s.logFile != nil {
-		s.logFile.Close()
-	}
-	s.release()
+	s.cancel()
+	s.stop()
 }
 
 // recordHealth is the health of an instance whose endpoint is not built
