@@ -30,8 +30,7 @@ package main
 // Besides the corpus' normalisation, the names in go-sdk's "unexpected
 // additional properties [...]" are compared sorted: the test server lists
 // them in Go's map order, differently on each call. The known differences,
-// each with its reason, are [laneKnownDifferences]; docs/ARCHITECTURE.md
-// lists them too.
+// each with its reason, are [laneKnownDifferences].
 
 import (
 	"bufio"

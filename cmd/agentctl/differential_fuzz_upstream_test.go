@@ -52,7 +52,7 @@ package main
 // path uses upstream (small integers): the seeds use strings.
 //
 // The known differences, each with its reason, are
-// [laneUpstreamKnownDifferences]; docs/ARCHITECTURE.md lists them too.
+// [laneUpstreamKnownDifferences].
 
 import (
 	"bytes"
@@ -81,7 +81,7 @@ import (
 // accepted: a test of the input (as the server writes it, $PAD expanded),
 // and the reason. An inexact entry excuses only the comparison with the
 // server's answer; the paths must still agree. Every entry is a promise of
-// the README broken; docs/ARCHITECTURE.md lists them too.
+// the README broken.
 var laneUpstreamKnownDifferences = []struct {
 	applies func(answer []byte) bool
 	inexact bool
