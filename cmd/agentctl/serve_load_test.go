@@ -382,3 +382,150 @@ func jsonField(tb testing.TB, raw []byte, field string) string {
 	v, _, _ := strings.Cut(rest, `"`)
 	return v
 }
+
+// BenchmarkServeHTTPBuiltin is issue 23's row: requests/s of a built-in
+// tool (get_instance) through `agentctl serve` at concurrency 1, 8 and 32,
+// against the floor, a bare go-sdk streamable HTTP server with the same
+// tool (testdata/barehttp -instance: the same store query and
+// description per call), in both protocol eras. Each iteration is a round
+// of builtinRoundCalls calls on each server, spread over c clients (one
+// session each, every server's on its own connection pool); which server
+// goes first swaps every round. ratio/median is the median of the rounds'
+// requests/s daemon/bare (≥ 0.95 is the target); rps-* are the medians of
+// the rounds' requests/s; ms-p99-* the 99th percentile latency of every
+// call of the run.
+//
+//	go test -run '^$' -bench ServeHTTPBuiltin -benchtime 20x -count 3 ./cmd/agentctl
+func BenchmarkServeHTTPBuiltin(b *testing.B) {
+	bin := realBinary(b)
+	env, state := benchEnv(b)
+	kbDir := kbFolder(b, "kb-0")
+	out, err := exec.Command(bin, append([]string{"instance", "create", "--agent", "claude-code", "--workspace", b.TempDir(), "--kb", "docs=" + kbDir, "-o", "json"}, envArgs(env)...)...).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := jsonField(b, out, "id")
+	instanceTokens.Store(id, jsonField(b, out, "token"))
+	_, addr := serveProc(b, bin, env, "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
+	bare := buildTestdata(b, "barehttp")
+	_, bareAddr := serveProc(b, bare, env, "listening on http://", "-kb", kbDir, "-state", state, "-instance", id)
+	daemonURL, bareURL := "http://"+addr+"/instances/"+id+"/mcp", "http://"+bareAddr+"/mcp"
+	for _, era := range []struct{ name, version string }{{"stateful_2025-11-25", "2025-11-25"}, {"stateless_2026-07-28", ""}} {
+		for _, c := range []int{1, 8, 32} {
+			b.Run(fmt.Sprintf("%s/c%d", era.name, c), func(b *testing.B) {
+				benchServeHTTPBuiltin(b, daemonURL, bareURL, id, era.version, c)
+			})
+		}
+	}
+}
+
+// builtinRoundCalls is how many calls a round of BenchmarkServeHTTPBuiltin
+// makes on each server.
+const builtinRoundCalls = 512
+
+// pooledSessions connects n sessions to url over one connection pool
+// large enough for them all (http.DefaultTransport keeps 2 idle
+// connections a host: 32 clients would open and close connections on
+// every call, on either server).
+func pooledSessions(ctx context.Context, tb testing.TB, url, version string, n int) []*mcp.ClientSession {
+	tb.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2 * n
+	tb.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: pooledBearer{tr}}
+	out := make([]*mcp.ClientSession, n)
+	for i := range out {
+		c := mcp.NewClient(&mcp.Implementation{Name: "load", Version: "v1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			tb.Fatalf("connect to %s: %v", url, err)
+		}
+		tb.Cleanup(func() { cs.Close() })
+		out[i] = cs
+	}
+	return out
+}
+
+type pooledBearer struct{ base http.RoundTripper }
+
+func (p pooledBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+tokenOf(r.URL.Path))
+	return p.base.RoundTrip(r)
+}
+
+func benchServeHTTPBuiltin(b *testing.B, daemonURL, bareURL, id, version string, c int) {
+	ctx := context.Background()
+	daemon := pooledSessions(ctx, b, daemonURL, version, c)
+	bare := pooledSessions(ctx, b, bareURL, version, c)
+	if d, s := daemon[0].InitializeResult().ProtocolVersion, bare[0].InitializeResult().ProtocolVersion; d != s {
+		b.Fatalf("the daemon's session speaks %s, the bare server's %s", d, s)
+	}
+	want := `"id": "` + id + `"`
+	// round makes builtinRoundCalls calls over sessions, c at a time, and
+	// returns its requests/s and latencies.
+	round := func(sessions []*mcp.ClientSession) (float64, []time.Duration) {
+		per := builtinRoundCalls / len(sessions)
+		lat := make([]time.Duration, len(sessions)*per)
+		var failed sync.Once
+		var problem string
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i, cs := range sessions {
+			wg.Go(func() {
+				for j := range per {
+					t0 := time.Now()
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_instance_agentctl"})
+					lat[i*per+j] = time.Since(t0)
+					if err != nil || res.IsError || len(res.Content) == 0 {
+						failed.Do(func() { problem = fmt.Sprintf("get_instance: %v %v", res, err) })
+						return
+					}
+					if text, _ := res.Content[0].(*mcp.TextContent); text == nil || !strings.Contains(text.Text, want) {
+						failed.Do(func() { problem = "get_instance: an answer without " + want })
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		took := time.Since(start)
+		if problem != "" {
+			b.Fatal(problem)
+		}
+		return float64(len(lat)) / took.Seconds(), lat
+	}
+	for range 2 { // warm both up: connections open, pools at size
+		round(daemon)
+		round(bare)
+	}
+	var ratios, drps, brps []float64
+	var dlat, blat []time.Duration
+	i := 0
+	for b.Loop() {
+		var d, s float64
+		var dl, sl []time.Duration
+		if i%2 == 0 {
+			d, dl = round(daemon)
+			s, sl = round(bare)
+		} else {
+			s, sl = round(bare)
+			d, dl = round(daemon)
+		}
+		i++
+		ratios, drps, brps = append(ratios, d/s), append(drps, d), append(brps, s)
+		dlat, blat = append(dlat, dl...), append(blat, sl...)
+	}
+	b.StopTimer()
+	p99 := func(l []time.Duration) float64 {
+		slices.Sort(l)
+		return float64(l[len(l)*99/100].Microseconds()) / 1000
+	}
+	b.ReportMetric(median(ratios), "ratio/median")
+	b.ReportMetric(median(drps), "rps-daemon/median")
+	b.ReportMetric(median(brps), "rps-bare/median")
+	dp, bp := p99(dlat), p99(blat)
+	b.ReportMetric(dp, "ms-p99-daemon")
+	b.ReportMetric(bp, "ms-p99-bare")
+	b.ReportMetric(dp/bp, "p99-ratio")
+}

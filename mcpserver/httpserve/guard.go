@@ -54,16 +54,27 @@ func Guard(next http.Handler, o GuardOptions) http.Handler {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
+	// The rule is parsed once when the listen address has its port (as
+	// the daemon's does), else for each request (the port it came in on).
+	var static *hostRule
+	if _, port, ok := splitHostPort(o.Listen, 0); ok && port != 0 {
+		rule := newHostRule(o.Listen, o.AllowedHosts)
+		static = &rule
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// First, so that a body the route never reads is bounded too:
 		// net/http reads (discards) what is left of it after the answer.
 		armBodyDeadline(w, r, o.BodyTimeout)
-		listen := listenAddr(o.Listen, r)
-		if !HostAllowed(r.Host, listen, o.AllowedHosts) {
-			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not this server's address (DNS-rebinding protection); use %s", r.Host, hostHint(listen)), http.StatusForbidden)
+		rule := static
+		if rule == nil {
+			perRequest := newHostRule(listenAddr(o.Listen, r), o.AllowedHosts)
+			rule = &perRequest
+		}
+		if !rule.allows(r.Host) {
+			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not this server's address (DNS-rebinding protection); use %s", r.Host, hostHint(rule.listen)), http.StatusForbidden)
 			return
 		}
-		if ok, why := originAllowed(r, listen, o.AllowedHosts); !ok {
+		if ok, why := originAllowed(r, rule); !ok {
 			http.Error(w, "Forbidden: cross-origin request refused ("+why+"): a browser page of another origin may not call this server", http.StatusForbidden)
 			return
 		}
@@ -128,18 +139,61 @@ func hostHint(listen string) string {
 // spelling (localhost., an IPv4-mapped ::ffff:127.0.0.1, a zone), another
 // port, nor a DNS name the server was not told about.
 func HostAllowed(hostport, listen string, allowed []string) bool {
+	rule := newHostRule(listen, allowed)
+	return rule.allows(hostport)
+}
+
+// hostRule is [HostAllowed]'s rule with its listen address and allowed
+// names parsed, once for every request [Guard] checks against them.
+type hostRule struct {
+	listen string
+	// lhost and lport are listen's; lok is false when it is malformed
+	// or has no port (then only allowed names pass).
+	lhost string
+	lport int
+	lok   bool
+	// lip is lhost as an IP address, when it is one.
+	lip    netip.Addr
+	lipErr bool
+	// allowed are the allowed names (malformed or empty ones dropped),
+	// port 0 meaning any.
+	allowed []hostPort
+}
+
+type hostPort struct {
+	host string
+	port int
+}
+
+func newHostRule(listen string, allowed []string) hostRule {
+	h := hostRule{listen: listen}
+	for _, a := range allowed {
+		if ah, ap, ok := splitHostPort(a, 0); ok && ah != "" {
+			h.allowed = append(h.allowed, hostPort{ah, ap})
+		}
+	}
+	h.lhost, h.lport, h.lok = splitHostPort(listen, 0)
+	h.lok = h.lok && h.lport != 0
+	if h.lok {
+		var err error
+		h.lip, err = netip.ParseAddr(h.lhost)
+		h.lipErr = err != nil
+	}
+	return h
+}
+
+// allows is [HostAllowed] for the rule's listen address and names.
+func (h *hostRule) allows(hostport string) bool {
 	host, port, ok := splitHostPort(hostport, 80)
 	if !ok || host == "" {
 		return false
 	}
-	for _, a := range allowed {
-		ah, ap, ok := splitHostPort(a, 0)
-		if ok && ah != "" && asciiEqualFold(host, ah) && (ap == 0 || ap == port) {
+	for _, a := range h.allowed {
+		if asciiEqualFold(host, a.host) && (a.port == 0 || a.port == port) {
 			return true
 		}
 	}
-	lhost, lport, ok := splitHostPort(listen, 0)
-	if !ok || lport == 0 || port != lport {
+	if !h.lok || port != h.lport {
 		return false
 	}
 	if asciiEqualFold(host, "localhost") {
@@ -148,7 +202,7 @@ func HostAllowed(hostport, listen string, allowed []string) bool {
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
 		// A name: only the listen address itself, spelt as given.
-		return lhost != "" && asciiEqualFold(host, lhost)
+		return h.lhost != "" && asciiEqualFold(host, h.lhost)
 	}
 	if ip.Zone() != "" {
 		return false
@@ -156,14 +210,13 @@ func HostAllowed(hostport, listen string, allowed []string) bool {
 	if ip == netip.IPv6Loopback() || ip == netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
 		return true
 	}
-	if lhost == "" {
+	if h.lhost == "" {
 		return true // listening on every address: any IP literal
 	}
-	lip, err := netip.ParseAddr(lhost)
-	if err != nil {
+	if h.lipErr {
 		return false
 	}
-	return lip.IsUnspecified() || ip == lip
+	return h.lip.IsUnspecified() || ip == h.lip
 }
 
 // OriginAllowed reports whether a request's Origin header names this
@@ -171,16 +224,22 @@ func HostAllowed(hostport, listen string, allowed []string) bool {
 // Host header could give (an origin without a port has its scheme's).
 // "null" and every other scheme are refused.
 func OriginAllowed(origin, listen string, allowed []string) bool {
+	rule := newHostRule(listen, allowed)
+	return rule.originAllowed(origin)
+}
+
+// originAllowed is [OriginAllowed] for the rule's listen address and names.
+func (h *hostRule) originAllowed(origin string) bool {
 	scheme, rest, ok := strings.Cut(origin, "://")
 	if !ok {
 		return false
 	}
-	defPort := ""
+	defPort := 0
 	switch strings.ToLower(scheme) {
 	case "http":
-		defPort = "80"
+		defPort = 80
 	case "https":
-		defPort = "443"
+		defPort = 443
 	default:
 		return false
 	}
@@ -192,15 +251,15 @@ func OriginAllowed(origin, listen string, allowed []string) bool {
 		return false
 	}
 	if port == 0 {
-		return HostAllowed(net.JoinHostPort(host, defPort), listen, allowed)
+		return h.allows(net.JoinHostPort(host, strconv.Itoa(defPort)))
 	}
-	return HostAllowed(rest, listen, allowed)
+	return h.allows(rest)
 }
 
 // originAllowed is the Origin check of [Guard]: a request with an Origin
 // must name this server ([OriginAllowed]); one without may not say (by
 // Sec-Fetch-Site) that a browser sent it from another site.
-func originAllowed(r *http.Request, listen string, allowed []string) (bool, string) {
+func originAllowed(r *http.Request, rule *hostRule) (bool, string) {
 	origins := r.Header.Values("Origin")
 	switch len(origins) {
 	case 0:
@@ -211,7 +270,7 @@ func originAllowed(r *http.Request, listen string, allowed []string) (bool, stri
 			return false, "Sec-Fetch-Site: " + site
 		}
 	case 1:
-		if OriginAllowed(origins[0], listen, allowed) {
+		if rule.originAllowed(origins[0]) {
 			return true, ""
 		}
 		return false, fmt.Sprintf("Origin %q is not this server's", origins[0])

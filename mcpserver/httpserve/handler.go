@@ -104,8 +104,12 @@ type Handler struct {
 	posts  atomic.Int64 // POST requests in flight
 	calls  atomic.Int64 // MCP requests in flight (not subscriptions/listen)
 	last   atomic.Int64 // unix nanoseconds of the last request's start or end
-	idle   chan struct{}
-	idleMu sync.Mutex
+	// idle is closed when a count reaches 0 while someone waits
+	// (waiters > 0); made by the first waiter, so that a request does
+	// not make a channel each time its count goes back to 0.
+	idle    chan struct{}
+	idleMu  sync.Mutex
+	waiters atomic.Int64
 }
 
 // NewHandler returns the handler of server. It installs a receiving
@@ -122,7 +126,7 @@ func NewHandler(server *mcp.Server, o Options) *Handler {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	h := &Handler{server: server, timeout: o.RequestTimeout, maxBody: o.MaxBodyBytes, bodyTimeout: o.BodyTimeout, idle: make(chan struct{})}
+	h := &Handler{server: server, timeout: o.RequestTimeout, maxBody: o.MaxBodyBytes, bodyTimeout: o.BodyTimeout}
 	h.closing, h.close = context.WithCancelCause(context.Background())
 	h.touch()
 	get := func(*http.Request) *mcp.Server { return server }
@@ -290,8 +294,15 @@ func (h *Handler) WaitCalls(ctx context.Context) error { return h.wait(ctx, &h.c
 func (h *Handler) WaitPosts(ctx context.Context) error { return h.wait(ctx, &h.posts) }
 
 func (h *Handler) wait(ctx context.Context, n *atomic.Int64) error {
+	// Counted before n is read: a count reaching 0 from now on closes
+	// the channel (see done).
+	h.waiters.Add(1)
+	defer h.waiters.Add(-1)
 	for n.Load() > 0 {
 		h.idleMu.Lock()
+		if h.idle == nil {
+			h.idle = make(chan struct{})
+		}
 		ch := h.idle
 		h.idleMu.Unlock()
 		if n.Load() == 0 {
@@ -308,10 +319,12 @@ func (h *Handler) wait(ctx context.Context, n *atomic.Int64) error {
 
 // done decrements n and wakes the waiters when it reaches 0.
 func (h *Handler) done(n *atomic.Int64) {
-	if n.Add(-1) == 0 {
+	if n.Add(-1) == 0 && h.waiters.Load() > 0 {
 		h.idleMu.Lock()
-		close(h.idle)
-		h.idle = make(chan struct{})
+		if h.idle != nil {
+			close(h.idle)
+			h.idle = nil
+		}
 		h.idleMu.Unlock()
 	}
 }
@@ -377,24 +390,33 @@ func (e errRequestTimeout) Error() string {
 // net/http close the connection). When Guard armed it already and the
 // body is still unread, the deadline is moved to d from now: the time the
 // request waited for its route (an endpoint being built) is not taken
-// from the body. A request without a body (a GET stream) is left alone.
+// from the body (unless that was under 1% of d: then it stays where it
+// is, never later than d from now). A request without a body (a GET
+// stream) is left alone.
 func armBodyDeadline(w http.ResponseWriter, r *http.Request, d time.Duration) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return
 	}
+	now := time.Now()
 	if b, ok := r.Body.(*deadlineBody); ok {
 		b.mu.Lock()
-		if !b.done && !b.started {
-			_ = b.rc.SetReadDeadline(time.Now().Add(d))
+		// Armed with the same timeout less than 1% of it ago (the route
+		// was at hand): moving the deadline by so little is not worth a
+		// call into the poller on every request; the body keeps over 99%
+		// of its time, and never more than d.
+		if !b.done && !b.started && (d != b.d || now.Sub(b.armed) >= d/100) {
+			if b.rc.SetReadDeadline(now.Add(d)) == nil {
+				b.armed, b.d = now, d
+			}
 		}
 		b.mu.Unlock()
 		return
 	}
 	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(d)) != nil {
+	if rc.SetReadDeadline(now.Add(d)) != nil {
 		return
 	}
-	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, armed: now, d: d}
 }
 
 // deadlineBody lifts the connection's read deadline once the body has
@@ -414,6 +436,9 @@ type deadlineBody struct {
 	done bool
 	// started: the body is being read.
 	started bool
+	// armed is when the deadline was set, d past it.
+	armed time.Time
+	d     time.Duration
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {

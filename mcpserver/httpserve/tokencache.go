@@ -24,7 +24,7 @@ type tokenCache struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu sync.Mutex
+	mu sync.RWMutex           // read-locked by every request: they do not queue
 	ok map[string]cachedToken // by instance id
 }
 
@@ -41,9 +41,9 @@ const maxCachedTokens = 4096
 func (t *tokenCache) CheckToken(ctx context.Context, instanceID, token string) (bool, error) {
 	h := sha256.Sum256([]byte(token))
 	now := t.now()
-	t.mu.Lock()
+	t.mu.RLock()
 	e, found := t.ok[instanceID]
-	t.mu.Unlock()
+	t.mu.RUnlock()
 	if found && now.Before(e.until) && subtle.ConstantTimeCompare(e.hash[:], h[:]) == 1 {
 		return true, nil
 	}

@@ -14,9 +14,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// BenchmarkDaemonCall is one knowledge-base read through the daemon, in
-// process (for profiling the daemon's share; BenchmarkServeHTTPCall in
-// cmd/agentctl is the comparison with a bare server).
+// benchTools are the calls the in-process benchmarks time: a
+// knowledge-base read and a built-in tool.
+var benchTools = []struct {
+	name string
+	call mcp.CallToolParams
+}{
+	{"kb", mcp.CallToolParams{Name: "concept_read", Arguments: map[string]any{"id": "c3"}}},
+	{"builtin", mcp.CallToolParams{Name: "get_instance_agentctl"}},
+}
+
+// BenchmarkDaemonCall is one knowledge-base read, and one get_instance,
+// through the daemon, in process (for profiling the daemon's share;
+// BenchmarkServeHTTPCall and BenchmarkServeHTTPBuiltin in cmd/agentctl are
+// the comparisons with a bare server).
 func BenchmarkDaemonCall(b *testing.B) {
 	for _, era := range []struct{ name, version string }{{"stateful", "2025-11-25"}, {"stateless", ""}} {
 		b.Run(era.name, func(b *testing.B) {
@@ -25,10 +36,8 @@ func BenchmarkDaemonCall(b *testing.B) {
 			os.WriteFile(filepath.Join(dir, "c3.md"), []byte("# C3\n"), 0o644)
 			rec := w.create("claude-code", mount.Mount{Kind: mount.KindKB, Name: "docs", Path: dir})
 			cs := w.connect(rec.ID, era.version)
-			for b.Loop() {
-				if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "concept_read", Arguments: map[string]any{"id": "c3"}}); err != nil {
-					b.Fatal(err)
-				}
+			for _, tool := range benchTools {
+				b.Run(tool.name, func(b *testing.B) { benchCalls(b, cs, tool.call) })
 			}
 		})
 	}
@@ -62,11 +71,18 @@ func BenchmarkBareCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { cs.Close() })
-			for b.Loop() {
-				if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "concept_read", Arguments: map[string]any{"id": "c3"}}); err != nil {
-					b.Fatal(err)
-				}
+			for _, tool := range benchTools {
+				b.Run(tool.name, func(b *testing.B) { benchCalls(b, cs, tool.call) })
 			}
 		})
+	}
+}
+
+func benchCalls(b *testing.B, cs *mcp.ClientSession, call mcp.CallToolParams) {
+	for b.Loop() {
+		res, err := cs.CallTool(context.Background(), &call)
+		if err != nil || res.IsError {
+			b.Fatal(res, err)
+		}
 	}
 }

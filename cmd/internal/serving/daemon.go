@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
@@ -90,7 +91,9 @@ type Daemon struct {
 	log   *slog.Logger
 	guard http.Handler
 
-	mu      sync.Mutex
+	// mu guards entries, deleted and closed: read-locked by each
+	// request's look-up, so that requests do not queue behind one another.
+	mu      sync.RWMutex
 	entries map[string]*entry
 	deleted map[string]bool
 	closed  bool
@@ -103,7 +106,10 @@ type entry struct {
 	err   error
 	s     *served
 	h     *httpserve.Handler
-	users int // requests holding the entry, under Daemon.mu
+	// users counts the requests holding the entry: incremented under
+	// Daemon.mu (read-locked), so that [Daemon.stopIdle], which reads it
+	// under the write lock, never stops an entry a request just took.
+	users atomic.Int64
 }
 
 // New returns the daemon; [Daemon.Serve] or [Daemon.Handler] serve it.
@@ -229,8 +235,8 @@ func (d *Daemon) Shutdown(srv *http.Server, cause error) {
 }
 
 func (d *Daemon) builtEntries() []*entry {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	var out []*entry
 	for _, e := range d.entries {
 		select {
@@ -282,9 +288,9 @@ func (d *Daemon) instanceHealth(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d.mu.Lock()
+	d.mu.RLock()
 	e := d.entries[id]
-	d.mu.Unlock()
+	d.mu.RUnlock()
 	if e != nil {
 		select {
 		case <-e.ready:
@@ -306,9 +312,9 @@ func (d *Daemon) instanceHealth(w http.ResponseWriter, r *http.Request) {
 // lookup reads the instance's record, answering 404 when it is not
 // served (unknown, deleted, or not the one instance of --http).
 func (d *Daemon) lookup(w http.ResponseWriter, r *http.Request, id string) (*instance.Record, bool) {
-	d.mu.Lock()
+	d.mu.RLock()
 	gone := d.deleted[id]
-	d.mu.Unlock()
+	d.mu.RUnlock()
 	if gone {
 		http.Error(w, "Not Found: "+deletedError(id).Error(), http.StatusNotFound)
 		return nil, false

@@ -34,26 +34,31 @@ func (d *Daemon) serveMCP(w http.ResponseWriter, r *http.Request) {
 // its first request, and holds it until [Daemon.release]; on failure, the
 // HTTP status that says why.
 func (d *Daemon) acquire(ctx context.Context, id string) (*entry, int, error) {
-	d.mu.Lock()
-	switch {
-	case d.closed:
-		d.mu.Unlock()
-		return nil, http.StatusServiceUnavailable, errors.New("agentctl serve is stopping")
-	case d.deleted[id]:
-		d.mu.Unlock()
-		return nil, http.StatusNotFound, deletedError(id)
-	case d.o.Only != "" && id != d.o.Only:
-		d.mu.Unlock()
-		return nil, http.StatusNotFound, fmt.Errorf("this server serves instance %s only", d.o.Only)
+	// The endpoint is usually built: a read lock finds it.
+	d.mu.RLock()
+	e, status, err := d.refuse(id)
+	if err == nil && e != nil {
+		e.users.Add(1)
 	}
-	e := d.entries[id]
-	building := e == nil
-	if building {
-		e = &entry{id: id, ready: make(chan struct{})}
-		d.entries[id] = e
+	d.mu.RUnlock()
+	if err != nil {
+		return nil, status, err
 	}
-	e.users++
-	d.mu.Unlock()
+	building := false
+	if e == nil {
+		d.mu.Lock()
+		if e, status, err = d.refuse(id); err != nil {
+			d.mu.Unlock()
+			return nil, status, err
+		}
+		building = e == nil
+		if building {
+			e = &entry{id: id, ready: make(chan struct{})}
+			d.entries[id] = e
+		}
+		e.users.Add(1)
+		d.mu.Unlock()
+	}
 
 	if building {
 		// Others may wait for this build: the first caller hanging up
@@ -111,10 +116,21 @@ func (d *Daemon) build(ctx context.Context, id string) (*served, *httpserve.Hand
 	return s, h, nil
 }
 
-func (d *Daemon) release(e *entry) {
-	d.mu.Lock()
-	e.users--
-	d.mu.Unlock()
+func (d *Daemon) release(e *entry) { e.users.Add(-1) }
+
+// refuse says, under d.mu (read or write), why id is not served now (and
+// the HTTP status), or returns its entry (nil when none is built or being
+// built).
+func (d *Daemon) refuse(id string) (*entry, int, error) {
+	switch {
+	case d.closed:
+		return nil, http.StatusServiceUnavailable, errors.New("agentctl serve is stopping")
+	case d.deleted[id]:
+		return nil, http.StatusNotFound, deletedError(id)
+	case d.o.Only != "" && id != d.o.Only:
+		return nil, http.StatusNotFound, fmt.Errorf("this server serves instance %s only", d.o.Only)
+	}
+	return d.entries[id], 0, nil
 }
 
 // remove takes e out of the daemon's entries (if it is still there).
@@ -200,7 +216,7 @@ func (d *Daemon) stopIdle() {
 		default:
 			continue
 		}
-		if e.err != nil || e.users > 0 || e.h.Idle() < d.o.IdleStop {
+		if e.err != nil || e.users.Load() > 0 || e.h.Idle() < d.o.IdleStop {
 			continue
 		}
 		delete(d.entries, id)
