@@ -220,7 +220,7 @@ func New(cfg Config) (*Endpoint, error) {
 		external: map[string]*servedTool{},
 		first:    firstList{ready: make(chan struct{})}}
 	e.pool = proxy.NewPool(mounts, namespace{e}, proxy.Options{Version: cfg.Version, Logger: cfg.Logger, SDKLogger: sdkLog,
-		Stderr: cfg.ServerStderr, Stdio: e.stdioTransport, Dir: cfg.ServerDir, WriteTimeout: cfg.ServerWriteTimeout})
+		Stderr: cfg.ServerStderr, Dir: cfg.ServerDir, WriteTimeout: cfg.ServerWriteTimeout})
 	if err := e.addBuiltins(); err != nil {
 		return nil, err
 	}

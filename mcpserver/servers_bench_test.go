@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctl/agentctl/mcpserver/guard"
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 )
 
@@ -76,7 +76,7 @@ func relayTo(b *testing.B, server *rawPeer) *rawPeer {
 	}
 	b.Cleanup(func() { inW.Close(); outR.Close() })
 	copyLines := func(dst io.Writer, src io.Reader) {
-		lr := guard.NewLines(src, 0)
+		lr := wire.NewLines(src, 0)
 		for {
 			line, err := lr.Next()
 			if err != nil {

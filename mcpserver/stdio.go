@@ -1,17 +1,12 @@
 package mcpserver
 
 import (
-	"time"
-
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"os/exec"
 	"sync"
 	"syscall"
-
-	"github.com/agentctl/agentctl/mcpserver/mount"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver/guard"
@@ -38,11 +33,11 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 	// Stopped (a signal): answer what is pending now, before the servers
 	// are stopped under the calls.
 	defer context.AfterFunc(ctx, g.Close)()
-	var take func([]byte) bool
+	var take guard.Taker
 	if !e.cfg.NoFastLane {
-		l := lane.New(lane.Options{Endpoint: laneRoutes{e}, Client: g, Implementation: implementation(e.cfg), Logger: e.log,
-			CallTimeout: e.callTimeout, Report: e.reportOutput})
+		l := lane.New(lane.Options{Endpoint: laneRoutes{e}, Client: g, Implementation: implementation(e.cfg), Logger: e.log})
 		e.lane.Store(l)
+		e.pool.SetTap(l) // each stdio server's lines go by the lane first
 		take = l.FromClient
 		defer l.Close()
 	}
@@ -59,15 +54,6 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 		return nil
 	}
 	return err
-}
-
-// stdioTransport runs a stdio server through the fast lane when serving on
-// stdio with it; nil (go-sdk's own transport) otherwise.
-func (e *Endpoint) stdioTransport(cmd *exec.Cmd, server string) mcp.Transport {
-	if l := e.lane.Load(); l != nil {
-		return l.Transport(cmd, server)
-	}
-	return nil
 }
 
 // laneRoutes is the endpoint as the fast lane sees it ([lane.Endpoint]).
@@ -137,24 +123,4 @@ func (c *listing) get(e *Endpoint) (uint64, []byte, bool) {
 		c.gen, c.result = gen, b
 	}
 	return c.gen, c.result, true
-}
-
-// callTimeout is the call timeout of the external server mounted as name
-// (its mount's call_timeout, or the default), for the fast lane; the SDK
-// path reads the same from the mount.
-func (e *Endpoint) callTimeout(name string) time.Duration {
-	for _, m := range e.mounts {
-		if m.Kind == mount.KindServer && m.Name == name {
-			return m.CallTimeoutOrDefault()
-		}
-	}
-	return mount.DefaultCallTimeout
-}
-
-// reportOutput reports a line of a server's output that the fast lane
-// skipped, as the SDK path reports its own.
-func (e *Endpoint) reportOutput(server, problem string) {
-	if s := e.pool.Server(server); s != nil {
-		s.ReportOutput(problem)
-	}
 }

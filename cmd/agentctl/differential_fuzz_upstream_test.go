@@ -160,7 +160,7 @@ const (
 	fuzzMaxAnswer = 64 << 10
 )
 
-// maxLine is the limit of a server's line, on both paths (guard.MaxLine).
+// maxLine is the limit of a server's line, on both paths (wire.MaxLine).
 const maxLine = 16 << 20
 
 // upstreamSeed is one seed: the server's answer, and the length of $PAD.

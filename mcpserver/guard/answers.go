@@ -3,6 +3,8 @@ package guard
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 )
 
 // The endpoint's messages to the client: the SDK's, whose answers get the
@@ -18,14 +20,18 @@ func (g *Guard) writeSDK(p []byte) (int, error) {
 	if g.closed {
 		return 0, ErrClosed
 	}
-	msg := withoutCodeZero(p)
 	var err error
-	if isBatch(msg) {
-		if msg = g.batchFromSDKLocked(msg); msg != nil {
+	if isBatch(p) {
+		if msg := g.batchFromSDKLocked(p); msg != nil {
 			_, err = g.out.Write(msg)
 		}
 	} else {
-		err = g.fromSDKLocked(msg)
+		var m wire.Message
+		m.Envelope(p)
+		if fixed := withoutCodeZero(&m); len(fixed) != len(p) {
+			m.Envelope(fixed)
+		}
+		err = g.fromSDKLocked(&m)
 	}
 	if err != nil {
 		return 0, err
@@ -33,14 +39,14 @@ func (g *Guard) writeSDK(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// fromSDKLocked writes one message of the SDK's (not a batch).
-func (g *Guard) fromSDKLocked(msg []byte) error {
-	m := readSDK(msg, g.tokens > 0)
+// fromSDKLocked writes one message of the SDK's (not a batch), read into m.
+func (g *Guard) fromSDKLocked(m *wire.Message) error {
+	msg := m.Line
 	var old []byte
 	var with string
 	switch {
-	case m.answer:
-		seq, ok := guardSeq(m.id)
+	case m.Answer && m.Method == nil:
+		seq, ok := guardSeq(m.ID)
 		r, found := g.sdk[seq]
 		if !ok || !found {
 			break
@@ -53,10 +59,10 @@ func (g *Guard) fromSDKLocked(msg []byte) error {
 			v := negotiatedVersion(msg)
 			g.batches = v != "" && v < "2025-06-18"
 		}
-		old, with = m.id, r.id
-	case m.token != nil:
-		if seq, ok := guardToken(m.token); ok && g.sdk[seq].token != "" {
-			old, with = m.token, g.sdk[seq].token
+		old, with = m.ID, r.id
+	case m.Token != nil && g.tokens > 0:
+		if seq, ok := guardToken(m.Token); ok && g.sdk[seq].token != "" {
+			old, with = m.Token, g.sdk[seq].token
 		}
 	}
 	if old == nil {
@@ -90,17 +96,18 @@ func (g *Guard) batchFromSDKLocked(p []byte) []byte {
 		return p
 	}
 	kept := batch[:0]
+	var m wire.Message
 	for _, msg := range batch {
-		m := readSDK(msg, false)
-		seq, ok := guardSeq(m.id)
+		m.Envelope(msg)
+		seq, ok := guardSeq(m.ID)
 		r, found := g.sdk[seq]
-		if !m.answer || !ok || !found {
+		if !m.Answer || m.Method != nil || !ok || !found {
 			kept = append(kept, msg)
 			continue
 		}
 		g.settleSDKLocked(seq, r)
 		if !r.cancelled {
-			kept = append(kept, replaceAt(nil, msg, m.id, r.id))
+			kept = append(kept, replaceAt(nil, msg, m.ID, r.id))
 		}
 	}
 	if len(kept) == 0 {

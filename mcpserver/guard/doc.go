@@ -6,8 +6,9 @@
 // answers a line that is not JSON itself, with a JSON-RPC parse error
 // (-32700, id null), and reads on (go-sdk, which reads its input as one
 // stream of JSON values, would run the broken line into the next one and
-// end the connection); it offers every other line to a taker (the fast
-// lane) and hands the rest to the SDK through [Guard.Transport].
+// end the connection); it reads every other line once ([wire.Message]),
+// offers the message read to a taker (the fast lane), and hands the rest to
+// the SDK through [Guard.Transport].
 // Everything the endpoint writes to the client goes through the Guard too,
 // one message per Write ([Guard.Write]).
 //
@@ -16,7 +17,7 @@
 // the client cancels (notifications/cancelled) gets no answer, as the MCP
 // specification says: the Guard drops the one go-sdk writes for it, and
 // the lane writes none. A cancellation names requests by their ids'
-// values, as go-sdk told them apart ([AppendIDKey]: 1 and 1.0 are one id),
+// values, as go-sdk told them apart ([wire.AppendIDKey]: 1 and 1.0 are one id),
 // and cancels every request in flight with that id. When the
 // client's input ends it does not end the SDK's input at once (go-sdk
 // stops writing answers the moment its input ends, and drops those still

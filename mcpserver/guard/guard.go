@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,7 +25,7 @@ const DefaultDrain = 10 * time.Second
 
 // Options configure a [Guard].
 type Options struct {
-	// MaxLine bounds one message of the client's (0: [MaxLine], go-sdk's).
+	// MaxLine bounds one message of the client's (0: [wire.MaxLine], go-sdk's).
 	MaxLine int
 	// Drain bounds how long [Guard.Serve] waits, once the input has ended,
 	// for the answers to the requests it has read (0: [DefaultDrain]).
@@ -37,11 +39,12 @@ type Guard struct {
 	opts Options
 	out  io.Writer
 	// sdkR and sdkW carry the lines nobody took to the SDK; toSDK is the
-	// reused buffer of the line being handed over (only Serve's goroutine
-	// uses it).
+	// reused buffer of the line being handed over, msg the line read (only
+	// Serve's goroutine uses them).
 	sdkR  *io.PipeReader
 	sdkW  *io.PipeWriter
 	toSDK []byte
+	msg   wire.Message
 
 	// inputEnded: Serve has read the client's input to its end.
 	inputEnded atomic.Bool
@@ -56,7 +59,7 @@ type Guard struct {
 	sdk    map[uint64]sdkRequest
 	tokens int
 	// lane are the requests the taker (the fast lane) took and has not
-	// answered, by key ([AppendIDKey]); offer is the request being offered
+	// answered, by key ([wire.AppendIDKey]); offer is the request being offered
 	// to it (it may answer before it says it takes it).
 	lane  map[string]laneRequest
 	offer offered
@@ -116,15 +119,17 @@ func (g *Guard) Write(p []byte) (int, error) {
 	if g.closed {
 		return 0, ErrClosed
 	}
-	if g.waiting+len(g.cancelled) > 0 && !isBatch(p) {
+	var m wire.Message
+	m.Envelope(p)
+	if g.waiting+len(g.cancelled) > 0 && m.Answer && m.Method == nil {
 		// Answered, even if the client can no longer read it: there is
 		// nothing more to wait for.
 		var buf [32]byte
-		if key, ok := readAnswer(buf[:0], p); ok && g.laneAnsweredLocked(key) {
+		if key, ok := wire.AppendIDKey(buf[:0], m.ID); ok && g.laneAnsweredLocked(key) {
 			return len(p), nil
 		}
 	}
-	n, err := g.out.Write(withoutCodeZero(p))
+	n, err := g.out.Write(withoutCodeZero(&m))
 	if err == nil {
 		n = len(p)
 	}
@@ -136,34 +141,20 @@ func (g *Guard) Write(p []byte) (int, error) {
 // such errors for a request that is wrong at that point of the session
 // (mcp/shared.go, internal/jsonrpc2/wire.go: "duplicate \"initialize\"
 // received", "method ... is invalid during session initialization").
-// Anything else passes unchanged. It reads only the envelope: the top-level
-// members up to "result" or "error", never a result's value.
-func withoutCodeZero(msg []byte) []byte {
-	o := jsonscan.NewObject(msg)
-	for o.Next() {
-		switch {
-		case jsonscan.KeyIs(o.Key(), "result"):
-			return msg
-		case jsonscan.KeyIs(o.Key(), "error"):
-			e := jsonscan.NewObject(o.Value())
-			for e.Next() {
-				if !jsonscan.KeyIs(e.Key(), "code") {
-					continue
-				}
-				code := e.Value()
-				if string(code) != "0" {
-					return msg
-				}
-				at := cap(msg) - cap(code) // code is a sub-slice of msg
-				out := make([]byte, 0, len(msg)+6)
-				out = append(out, msg[:at]...)
-				out = append(out, "-32600"...)
-				return append(out, msg[at+len(code):]...)
-			}
-			return msg
+// Anything else passes unchanged. It reads only the envelope m (of
+// [wire.Message.Envelope]), never a result's value.
+func withoutCodeZero(m *wire.Message) []byte {
+	e := wire.NewObject(m.Error)
+	for e.Next() {
+		if !wire.KeyIs(e.Key(), "code") {
+			continue
 		}
+		if code := e.Value(); string(code) == "0" {
+			return replaceAt(make([]byte, 0, len(m.Line)+6), m.Line, code, strconv.Itoa(jsonrpc.CodeInvalidRequest))
+		}
+		break
 	}
-	return msg
+	return m.Line
 }
 
 // Transport is the SDK's side of the connection: it reads the lines no
@@ -178,16 +169,16 @@ func (g *Guard) Transport() mcp.Transport {
 // Serve reads the client's input until it ends. A line that is not JSON
 // is answered here with a JSON-RPC parse error (-32700), one that is JSON
 // but no message go-sdk can read with an Invalid Request error (-32600; see
-// the package documentation), and reading goes on; every other line goes
-// to take first (nil takes nothing), and to the SDK if take refuses it,
-// with the guard's ids (see ids.go). Then Serve waits for the answers to
+// the package documentation), and reading goes on; every other line goes,
+// read once, to take first (nil takes nothing), and to the SDK if take
+// refuses it, with the guard's ids (see ids.go). Then Serve waits for the answers to
 // the requests read (see the package documentation), or until ctx is done,
 // and ends the SDK's input. It returns why the input ended: nil at its end, or a line
 // over the bound.
-func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) bool) error {
-	err, sdkGone := pump(NewLines(in, g.opts.MaxLine), g.sdkW, func(line []byte) []byte { return g.route(line, take) },
-		func(tl *TooLongError) {
-			g.reply(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: %v bytes; it was skipped, send a smaller message", tl))
+func (g *Guard) Serve(ctx context.Context, in io.Reader, take Taker) error {
+	err, sdkGone := pump(wire.NewLines(in, g.opts.MaxLine), g.sdkW, func(line []byte) []byte { return g.route(line, take) },
+		func(tl *wire.TooLongError) {
+			g.reply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: %v bytes; it was skipped, send a smaller message", tl))
 		})
 	if sdkGone {
 		return err
@@ -200,6 +191,10 @@ func (g *Guard) Serve(ctx context.Context, in io.Reader, take func(line []byte) 
 	return err
 }
 
+// Taker is offered each message of the client's that the guard does not
+// answer itself, read once (the fast lane's FromClient); true: it took it.
+type Taker func(m *wire.Message) bool
+
 // InputEnded reports whether Serve has read the client's input to its end
 // (or to a line over the bound): from then on, the SDK's input ends too.
 func (g *Guard) InputEnded() bool { return g.inputEnded.Load() }
@@ -210,9 +205,9 @@ func (g *Guard) InputEnded() bool { return g.inputEnded.Load() }
 // request handed to the SDK that it names (none if it names none). The
 // requests, and their cancellations, are noted before take sees them: an
 // answer may follow at once.
-func (g *Guard) route(line []byte, take func([]byte) bool) []byte {
-	if tooDeep(line) {
-		g.reply(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: nested deeper than %d levels", maxDepth))
+func (g *Guard) route(line []byte, take Taker) []byte {
+	if wire.TooDeep(line) {
+		g.reply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: nested deeper than %d levels", wire.MaxDepth))
 		return nil
 	}
 	if !json.Valid(line) {
@@ -221,49 +216,49 @@ func (g *Guard) route(line []byte, take func([]byte) bool) []byte {
 	}
 	if isBatch(line) {
 		if why := g.checkBatch(line); why != "" {
-			g.reply(nil, codeInvalidRequest, "Invalid Request: "+why)
+			g.reply(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why)
 			return nil
 		}
 		return g.batchToSDK(line) // never taken: the lane leaves arrays to the SDK
 	}
-	if id, why := checkMessage(line); why != "" {
-		g.reply(id, codeInvalidRequest, "Invalid Request: "+why)
+	m := &g.msg
+	m.Parse(line)
+	if id, why := m.Check(); why != "" {
+		g.reply(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why)
 		return nil
 	}
 	if cap(g.toSDK) > 1<<20 {
 		g.toSDK = nil // a large request's copy is not kept
 	}
-	var buf [32]byte
-	m := readClient(buf[:0], line)
-	switch m.kind {
-	case misplacedID:
+	switch m.Kind {
+	case wire.MisplacedID:
 		// go-sdk answers this, in these words, but acts on it too (it
 		// cancels the request named), and so would the lane: an invalid
 		// request is answered and nothing else, on both paths.
-		g.reply(m.id, codeInvalidRequest, `invalid request: unexpected id for "notifications/cancelled"`)
+		g.reply(m.ID, jsonrpc.CodeInvalidRequest, `invalid request: unexpected id for "notifications/cancelled"`)
 		return nil
-	case request:
-		if take != nil && g.offerToTaker(line, m, take) {
+	case wire.Request:
+		if take != nil && g.offerToTaker(m, take) {
 			return nil
 		}
-		g.toSDK = g.requestToSDK(g.toSDK[:0], line, m)
+		g.toSDK = g.requestToSDK(g.toSDK[:0], m)
 		return g.toSDK
-	case cancellation:
-		g.cancelTakers(m.key)
-		if take != nil && take(line) {
+	case wire.Cancellation:
+		g.cancelTakers(m.Key)
+		if take != nil && take(m) {
 			// The taker (the lane) cancelled requests of its own, which it
 			// then never answers: there is no answer to drop.
 			g.mu.Lock()
-			delete(g.cancelled, string(m.key))
+			delete(g.cancelled, string(m.Key))
 			g.mu.Unlock()
 		}
-		g.toSDK = g.cancelToSDK(g.toSDK[:0], line, m)
+		g.toSDK = g.cancelToSDK(g.toSDK[:0], m)
 		if len(g.toSDK) == 0 {
 			return nil // a cancellation the SDK has nothing to do with
 		}
 		return g.toSDK
 	}
-	if take != nil && take(line) {
+	if take != nil && take(m) {
 		return nil
 	}
 	return line
@@ -294,16 +289,13 @@ func (g *Guard) reply(id []byte, code int, msg string) {
 	if id == nil {
 		id = []byte("null")
 	}
-	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, jsonString(msg))
+	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, wire.AppendString(nil, msg))
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.closed {
 		_, _ = g.out.Write(line)
 	}
 }
-
-// codeParseError is JSON-RPC 2.0's code for a message that is not JSON.
-const codeParseError = -32700
 
 // parseError answers a line that is not JSON, as JSON-RPC 2.0 says: with
 // id null, since no id can be read from it. go-sdk would read its input as
@@ -321,7 +313,7 @@ func (g *Guard) parseError(line []byte) {
 	case err != nil: // the line ends before its value does
 		msg += ": " + err.Error()
 	}
-	g.reply(nil, codeParseError, msg)
+	g.reply(nil, jsonrpc.CodeParseError, msg)
 }
 
 // drain waits until nothing is pending (true), the bound passes or ctx is
@@ -353,10 +345,6 @@ func (g *Guard) Close() {
 	g.sdkW.CloseWithError(io.EOF)
 }
 
-// codeServerClosing is go-sdk's code for a call that a closing server will
-// not answer (go-sdk v1.8.0 internal/jsonrpc2/wire.go, ErrServerClosing).
-const codeServerClosing = -32004
-
 // finish answers every pending request with an error saying why, in the
 // order they came, each with the client's id as written, and closes the
 // guard.
@@ -386,9 +374,9 @@ func (g *Guard) finish(why string) {
 		left = append(left, unanswered{o.seq, string(o.id)})
 	}
 	slices.SortStableFunc(left, func(a, b unanswered) int { return cmp.Compare(a.seq, b.seq) })
-	msg := jsonString("server is closing: " + why)
+	msg := wire.AppendString(nil, "server is closing: "+why)
 	for _, u := range left {
-		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", u.id, codeServerClosing, msg)
+		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", u.id, wire.CodeServerClosing, msg)
 		if _, err := g.out.Write(line); err != nil {
 			break
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 )
 
 // lockedBuffer is a client's output that tests read while the guard writes.
@@ -66,7 +68,7 @@ func TestGuardWritesWholeMessagesUntilClosed(t *testing.T) {
 // the connection, which ends with the input.
 func TestGuardServesTheSDKsSide(t *testing.T) {
 	g := New(io.Discard, Options{})
-	go g.Serve(context.Background(), strings.NewReader(`{"jsonrpc":"2.0","method":"a"}`+"\n"+`{"jsonrpc":"2.0","method":"b"}`+"\n"), func(line []byte) bool { return bytes.Contains(line, []byte(`"b"`)) })
+	go g.Serve(context.Background(), strings.NewReader(`{"jsonrpc":"2.0","method":"a"}`+"\n"+`{"jsonrpc":"2.0","method":"b"}`+"\n"), byLine(func(line []byte) bool { return bytes.Contains(line, []byte(`"b"`)) }))
 	got, err := io.ReadAll(g.sdkR)
 	if err != nil || string(got) != `{"jsonrpc":"2.0","method":"a"}`+"\n" {
 		t.Fatalf("the SDK read %q, %v", got, err)
@@ -96,11 +98,11 @@ func (g *Guard) pendingIDs() []string {
 // sdkID is the id the SDK got a request under: the guard's.
 func sdkID(t *testing.T, line []byte) string {
 	t.Helper()
-	m := readClient(nil, line)
-	if m.kind != request {
+	var m wire.Message
+	if m.Parse(line); m.Kind != wire.Request {
 		t.Fatalf("the SDK got %q, not a request", line)
 	}
-	return string(m.id)
+	return string(m.ID)
 }
 
 // sdkWrite writes a message of the SDK's, as its transport does.
@@ -136,9 +138,9 @@ func TestGuardHoldsTheSDKsInputUntilAnswered(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lane's"}}` + "\n"
 	served := make(chan error, 1)
 	go func() {
-		served <- g.Serve(context.Background(), strings.NewReader(in), func(line []byte) bool { return bytes.Contains(line, []byte("lane's")) })
+		served <- g.Serve(context.Background(), strings.NewReader(in), byLine(func(line []byte) bool { return bytes.Contains(line, []byte("lane's")) }))
 	}()
-	sdk := NewLines(g.sdkR, 0)
+	sdk := wire.NewLines(g.sdkR, 0)
 	var ids []string
 	for range 3 { // initialize, initialized, tools/list
 		line, err := sdk.Next()
@@ -211,7 +213,7 @@ func TestGuardAnswersWhatIsLeft(t *testing.T) {
 		defer inW.Close()
 		go g.Serve(context.Background(), inR, nil)
 		go io.WriteString(inW, requests)
-		sdk := NewLines(g.sdkR, 0)
+		sdk := wire.NewLines(g.sdkR, 0)
 		sdk.Next()
 		sdk.Next()
 		eventually(t, "the requests to be read", func() bool { return len(g.pendingIDs()) == 2 })
@@ -224,6 +226,22 @@ func TestGuardAnswersWhatIsLeft(t *testing.T) {
 			t.Fatalf("the SDK's input after Close: %v", err)
 		}
 	})
+}
+
+// eachMessage calls f with each message of a line (a batch holds several).
+func eachMessage(line []byte, f func(msg []byte)) {
+	if batch := decodeBatch(line); isBatch(line) {
+		for _, m := range batch {
+			f(m)
+		}
+		return
+	}
+	f(line)
+}
+
+// byLine is a taker that reads the line.
+func byLine(f func(line []byte) bool) Taker {
+	return func(m *wire.Message) bool { return f(m.Line) }
 }
 
 // TestGuardReadsEnvelopes: which messages are requests to wait for, which
@@ -256,10 +274,13 @@ func TestGuardReadsEnvelopes(t *testing.T) {
 	for line, want := range requests {
 		var got []string
 		eachMessage([]byte(line), func(msg []byte) {
-			switch key, k := readRequest(nil, msg); k {
-			case request:
-				got = append(got, string(key))
-			case cancellation:
+			var m wire.Message
+			switch m.Parse(msg); m.Kind {
+			case wire.Request:
+				if string(m.Name) != "subscriptions/listen" {
+					got = append(got, string(m.Key))
+				}
+			case wire.Cancellation:
 				t.Errorf("%s cancels", line)
 			}
 		})
@@ -267,8 +288,9 @@ func TestGuardReadsEnvelopes(t *testing.T) {
 			t.Errorf("%s: requests %q, want %q", line, got, want)
 		}
 	}
-	if key, k := readRequest(nil, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"x","requestId":"c"}}`)); k != cancellation || string(key) != "sc" {
-		t.Errorf("a cancellation: %q, %v", key, k)
+	var c wire.Message
+	if c.Parse([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"x","requestId":"c"}}`)); c.Kind != wire.Cancellation || string(c.Key) != "sc" {
+		t.Errorf("a cancellation: %q, %v", c.Key, c.Kind)
 	}
 	answers := map[string][]string{ // a message of the endpoint's: the ids it answers
 		`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}` + "\n":                         {"n1"},
@@ -280,9 +302,12 @@ func TestGuardReadsEnvelopes(t *testing.T) {
 	}
 	for msg, want := range answers {
 		var got []string
-		eachMessage([]byte(msg), func(m []byte) {
-			if key, ok := readAnswer(nil, m); ok {
-				got = append(got, string(key))
+		eachMessage([]byte(msg), func(msg []byte) {
+			var m wire.Message
+			if m.Envelope(msg); m.Answer && m.Method == nil {
+				if key, ok := wire.AppendIDKey(nil, m.ID); ok {
+					got = append(got, string(key))
+				}
 			}
 		})
 		if !slices.Equal(got, want) {
@@ -333,11 +358,11 @@ func TestGuardDropsTheAnswerToACancelledRequest(t *testing.T) {
 	inR, inW := io.Pipe()
 	served := make(chan error, 1)
 	go func() {
-		served <- g.Serve(context.Background(), inR, func(line []byte) bool {
+		served <- g.Serve(context.Background(), inR, byLine(func(line []byte) bool {
 			return bytes.Contains(line, []byte(`"lane's"`))
-		})
+		}))
 	}()
-	sdk := NewLines(g.sdkR, 0)
+	sdk := wire.NewLines(g.sdkR, 0)
 	send := func(line string, toSDK bool) string {
 		t.Helper()
 		if _, err := io.WriteString(inW, line+"\n"); err != nil {
@@ -430,12 +455,12 @@ func TestGuardAnswersAParseErrorAndReadsOn(t *testing.T) {
 	var offered []string
 	served := make(chan error, 1)
 	go func() {
-		served <- g.Serve(context.Background(), strings.NewReader(in), func(line []byte) bool {
+		served <- g.Serve(context.Background(), strings.NewReader(in), byLine(func(line []byte) bool {
 			offered = append(offered, string(line))
 			return false
-		})
+		}))
 	}()
-	sdk := NewLines(g.sdkR, 0)
+	sdk := wire.NewLines(g.sdkR, 0)
 	line, err := sdk.Next()
 	if err != nil || !bytes.Contains(line, []byte(`"method":"ping"`)) {
 		t.Fatalf("the SDK read %q, %v", line, err)
@@ -497,7 +522,7 @@ func TestGuardSkipsALineOverTheBound(t *testing.T) {
 	in := huge + `{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n"
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(context.Background(), strings.NewReader(in), nil) }()
-	sdk := NewLines(g.sdkR, 0)
+	sdk := wire.NewLines(g.sdkR, 0)
 	line, err := sdk.Next()
 	if err != nil || string(line) != `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n" {
 		t.Fatalf("the SDK read %q, %v", line, err)

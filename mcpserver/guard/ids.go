@@ -2,10 +2,9 @@ package guard
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 
-	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 )
 
 // Request ids and progress tokens on the SDK path.
@@ -21,7 +20,7 @@ import (
 // [tokenCarried]) goes to the SDK as "agentctl-guard-N" (N the request's
 // sequence number) and comes back in notifications/progress as the
 // client's bytes. A cancellation names requests by value, as go-sdk would
-// have matched them ([AppendIDKey]: 1 and 1.0 are one id, "a" and "\u0061"
+// have matched them ([wire.AppendIDKey]: 1 and 1.0 are one id, "a" and "\u0061"
 // too): it cancels every request in flight with that id, each under its
 // own id. Answers of the client's to the SDK's requests (no method) pass
 // unchanged: their ids are the SDK's.
@@ -41,97 +40,6 @@ type sdkRequest struct {
 	wait, cancelled, initialize bool
 }
 
-// clientMessage is what the guard reads of one message of the client's:
-// slices of it, and the key ([AppendIDKey]) in the caller's buffer.
-type clientMessage struct {
-	kind kind
-	// key is a request's id's, or a cancellation's requestId's.
-	key []byte
-	// id is a request's id, or a cancellation's requestId, as written.
-	id []byte
-	// token is a request's params._meta.progressToken as written (the last
-	// of duplicate keys, as go-sdk reads them); nil if it has none.
-	token              []byte
-	listen, initialize bool
-}
-
-// readClient reads one message of the client's: whether it is a request
-// (subscriptions/listen too) or a cancellation, and the slices of it the
-// guard maps.
-func readClient(buf, msg []byte) clientMessage {
-	var id, method, params []byte
-	o := jsonscan.NewObject(msg)
-	for o.Next() {
-		switch string(key(o.Key())) { // decoded, as go-sdk reads keys; no allocation
-		case "id":
-			id = o.Value()
-		case "method":
-			method = o.Value()
-		case "params":
-			params = o.Value()
-		}
-	}
-	m := clientMessage{key: buf}
-	name, ok := methodName(method)
-	switch {
-	case !ok:
-		// An answer of the client's to the server, or not JSON-RPC: the
-		// SDK's to judge.
-	case id != nil && bytes.Equal(name, cancelledMethod):
-		// A cancellation with an id of its own is an invalid request:
-		// answered, never acted on (see Guard.route).
-		m.kind, m.id = misplacedID, id
-	case id != nil:
-		if key, ok := AppendIDKey(buf, id); ok {
-			m.kind, m.key, m.id = request, key, id
-			m.listen = bytes.Equal(name, listenMethod)
-			m.initialize = string(name) == "initialize"
-			m.token = progressToken(params)
-		}
-	case bytes.Equal(name, cancelledMethod):
-		o := jsonscan.NewObject(params)
-		for o.Next() {
-			if string(key(o.Key())) == "requestId" {
-				v := o.Value()
-				if key, ok := AppendIDKey(buf, v); ok {
-					m.kind, m.key, m.id = cancellation, key, v
-				}
-				break
-			}
-		}
-	}
-	return m
-}
-
-var (
-	progressTokenKey = []byte("progressToken")
-	escapeMark       = []byte(`\u`)
-)
-
-// progressToken is params._meta.progressToken as written, the last of
-// duplicate keys (keys compared decoded, as go-sdk decodes them); nil if
-// there is none. Params that hold neither the key nor a \u escape (which
-// could spell it) are not scanned.
-func progressToken(params []byte) []byte {
-	if params == nil || !bytes.Contains(params, progressTokenKey) && !bytes.Contains(params, escapeMark) {
-		return nil
-	}
-	var meta, tok []byte
-	o := jsonscan.NewObject(params)
-	for o.Next() {
-		if string(key(o.Key())) == "_meta" {
-			meta = o.Value()
-		}
-	}
-	o = jsonscan.NewObject(meta)
-	for o.Next() {
-		if string(key(o.Key())) == "progressToken" {
-			tok = o.Value()
-		}
-	}
-	return tok
-}
-
 // tokenCarried reports whether go-sdk writes the progress token tok back
 // exactly as written: a string of printable ASCII without escapes (and
 // without <, > and &, which an encoder may escape) that is not one of the
@@ -141,7 +49,7 @@ func progressToken(params []byte) []byte {
 func tokenCarried(tok []byte) bool {
 	switch c := tok[0]; {
 	case c == '"':
-		s, ok := jsonscan.PlainString(tok)
+		s, ok := wire.PlainString(tok)
 		if !ok || bytes.HasPrefix(s, []byte(tokenPrefix)) {
 			return false
 		}
@@ -171,13 +79,13 @@ func tokenCarried(tok []byte) bool {
 // at is where sub, a slice of msg, starts in msg.
 func at(msg, sub []byte) int { return cap(msg) - cap(sub) }
 
-// appendToSDK appends the request msg (read into m) to dst as the SDK gets
-// it: its id the guard's, seq, and its progress token the guard's if
-// mapped.
-func appendToSDK(dst, msg []byte, m clientMessage, seq uint64, mapToken bool) []byte {
-	idAt, tokAt := at(msg, m.id), -1
+// appendToSDK appends the request m to dst as the SDK gets it: its id the
+// guard's, seq, and its progress token the guard's if mapped.
+func appendToSDK(dst []byte, m *wire.Message, seq uint64, mapToken bool) []byte {
+	msg := m.Line
+	idAt, tokAt := at(msg, m.ID), -1
 	if mapToken {
-		tokAt = at(msg, m.token)
+		tokAt = at(msg, m.Token)
 	}
 	appendID := func(dst []byte) []byte { return strconv.AppendUint(dst, seq, 10) }
 	appendTok := func(dst []byte) []byte {
@@ -186,12 +94,12 @@ func appendToSDK(dst, msg []byte, m clientMessage, seq uint64, mapToken bool) []
 	if tokAt < 0 {
 		dst = append(dst, msg[:idAt]...)
 		dst = appendID(dst)
-		return append(dst, msg[idAt+len(m.id):]...)
+		return append(dst, msg[idAt+len(m.ID):]...)
 	}
-	first, firstLen, second, secondLen := idAt, len(m.id), tokAt, len(m.token)
+	first, firstLen, second, secondLen := idAt, len(m.ID), tokAt, len(m.Token)
 	appendFirst, appendSecond := appendID, appendTok
 	if tokAt < idAt {
-		first, firstLen, second, secondLen = tokAt, len(m.token), idAt, len(m.id)
+		first, firstLen, second, secondLen = tokAt, len(m.Token), idAt, len(m.ID)
 		appendFirst, appendSecond = appendTok, appendID
 	}
 	dst = append(dst, msg[:first]...)
@@ -199,60 +107,6 @@ func appendToSDK(dst, msg []byte, m clientMessage, seq uint64, mapToken bool) []
 	dst = append(dst, msg[first+firstLen:second]...)
 	dst = appendSecond(dst)
 	return append(dst, msg[second+secondLen:]...)
-}
-
-// sdkMessage is what the guard reads of one message the SDK writes.
-type sdkMessage struct {
-	// answer: it answers a request, whose id is id.
-	answer bool
-	id     []byte
-	// token is a notifications/progress's params.progressToken, read only
-	// when asked for.
-	token []byte
-}
-
-var progressMethod = []byte(`"notifications/progress"`)
-
-// readSDK reads one message the SDK writes: only its envelope, up to its id
-// and result or error (go-sdk writes the id first), never a result's value;
-// a progress notification's token too if tokens (the guard has mapped
-// some).
-func readSDK(msg []byte, tokens bool) sdkMessage {
-	var m sdkMessage
-	var method, params []byte
-	o := jsonscan.NewObject(msg)
-	for o.Next() {
-		switch k := o.Key(); {
-		case jsonscan.KeyIs(k, "id"):
-			m.id = o.Value()
-		case jsonscan.KeyIs(k, "method"):
-			if method = o.Value(); !tokens || !bytes.Equal(method, progressMethod) {
-				return sdkMessage{} // a request or notification of the SDK's
-			}
-		case jsonscan.KeyIs(k, "params"):
-			if tokens {
-				params = o.Value()
-			}
-		case jsonscan.KeyIs(k, "result"), jsonscan.KeyIs(k, "error"):
-			m.answer = true
-		}
-		if m.answer && m.id != nil && method == nil {
-			return m
-		}
-	}
-	if method == nil {
-		if !m.answer {
-			m.id = nil
-		}
-		return m
-	}
-	p := jsonscan.NewObject(params)
-	for p.Next() {
-		if jsonscan.KeyIs(p.Key(), "progressToken") {
-			return sdkMessage{token: p.Value()}
-		}
-	}
-	return sdkMessage{}
 }
 
 // guardSeq reads an id the guard gave the SDK (a sequence number).
@@ -273,7 +127,7 @@ func guardSeq(id []byte) (uint64, bool) {
 // guardToken reads a progress token the guard gave the SDK: the sequence
 // number of its request.
 func guardToken(tok []byte) (uint64, bool) {
-	s, ok := jsonscan.PlainString(tok)
+	s, ok := wire.PlainString(tok)
 	if !ok || !bytes.HasPrefix(s, []byte(tokenPrefix)) {
 		return 0, false
 	}
@@ -296,13 +150,4 @@ func withID(dst, msg, id []byte, seq uint64) []byte {
 	dst = strconv.AppendUint(dst, seq, 10)
 	dst = append(dst, bytes.TrimRight(msg[i+len(id):], "\r\n")...)
 	return append(dst, '\n')
-}
-
-// decodeBatch is a batch's messages (nil if it is none).
-func decodeBatch(b []byte) []json.RawMessage {
-	var msgs []json.RawMessage
-	if json.Unmarshal(b, &msgs) != nil {
-		return nil
-	}
-	return msgs
 }

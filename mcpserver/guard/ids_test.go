@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 )
 
 // TestGuardGivesTheClientsIDsBack: every request reaches the SDK under an
@@ -119,7 +121,9 @@ func TestGuardMapsProgressTokens(t *testing.T) {
 		g := New(&out, Options{})
 		toSDK := g.route([]byte(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"x","_meta":`+c.meta+`}}`), nil)
 		id := sdkID(t, toSDK)
-		sdkTok := string(readClient(nil, toSDK).token)
+		var sm wire.Message
+		sm.Parse(toSDK)
+		sdkTok := string(sm.Token)
 		if mapped := sdkTok != c.token; mapped != c.mapped {
 			t.Errorf("%s: the SDK got token %s: mapped %v, want %v", c.meta, sdkTok, mapped, c.mapped)
 			continue
@@ -146,7 +150,7 @@ func TestGuardKeepsTheTakersRequests(t *testing.T) {
 	var out lockedBuffer
 	g := New(&out, Options{})
 	var offered []string
-	take := func(line []byte) bool {
+	take := byLine(func(line []byte) bool {
 		offered = append(offered, string(line))
 		switch {
 		case strings.Contains(string(line), `"list"`): // answered at once
@@ -160,7 +164,7 @@ func TestGuardKeepsTheTakersRequests(t *testing.T) {
 			return strings.Contains(string(line), `"c"`)
 		}
 		return false
-	}
+	})
 	if got := g.route([]byte(`{"jsonrpc":"2.0","id":"l","method":"list"}`), take); got != nil {
 		t.Fatalf("the SDK got %s", got)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 )
 
 // TestGuardAnswersInvalidRequests: JSON that is no JSON-RPC message go-sdk
@@ -44,7 +46,7 @@ func TestGuardAnswersInvalidRequests(t *testing.T) {
 		var out lockedBuffer
 		g := New(&out, Options{})
 		taken := false
-		if g.route([]byte(c.line), func([]byte) bool { taken = true; return false }) != nil || taken {
+		if g.route([]byte(c.line), func(*wire.Message) bool { taken = true; return false }) != nil || taken {
 			t.Errorf("%.60s went on to the SDK or the taker", c.line)
 		}
 		if want := strings.Replace(strings.Replace(invalid, "%s", c.id, 1), "%s", c.message, 1); out.String() != want {

@@ -4,27 +4,29 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 )
 
 // The client's requests and cancellations, as the guard notes them and
 // hands them on: to the taker first, then to the SDK under the guard's ids
 // (see ids.go).
 
-// offerToTaker offers the request m (line) to take, and reports whether it
-// took it. The request is noted as the taker's while it is offered.
-func (g *Guard) offerToTaker(line []byte, m clientMessage, take func([]byte) bool) bool {
+// offerToTaker offers the request m to take, and reports whether it took
+// it. The request is noted as the taker's while it is offered.
+func (g *Guard) offerToTaker(m *wire.Message, take Taker) bool {
 	g.mu.Lock()
 	o := &g.offer
 	o.active, o.answered = !g.closed, false
 	if o.active {
 		g.seq++
 		o.seq = g.seq
-		o.key = append(o.key[:0], m.key...)
-		o.id = append(o.id[:0], m.id...)
+		o.key = append(o.key[:0], m.Key...)
+		o.id = append(o.id[:0], m.ID...)
 		g.waiting++
 	}
 	g.mu.Unlock()
-	took := take(line)
+	took := take(m)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if o.active && !o.answered {
@@ -47,20 +49,22 @@ func (g *Guard) offerToTaker(line []byte, m clientMessage, take func([]byte) boo
 	return took
 }
 
-// requestToSDK notes the request m (msg), handed to the SDK, and appends
-// it to dst as the SDK gets it.
-func (g *Guard) requestToSDK(dst, msg []byte, m clientMessage) []byte {
-	mapToken := m.token != nil && !tokenCarried(m.token)
+// requestToSDK notes the request m, handed to the SDK, and appends it to
+// dst as the SDK gets it. A 2026-07-28 client's subscriptions/listen is a
+// stream of notifications, answered only when it is torn down, so it is not
+// waited for.
+func (g *Guard) requestToSDK(dst []byte, m *wire.Message) []byte {
+	mapToken := m.Token != nil && !tokenCarried(m.Token)
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		return append(dst, msg...)
+		return append(dst, m.Line...)
 	}
 	g.seq++
 	seq := g.seq
-	r := sdkRequest{id: string(m.id), wait: !m.listen, initialize: m.initialize}
+	r := sdkRequest{id: string(m.ID), wait: string(m.Name) != "subscriptions/listen", initialize: string(m.Name) == "initialize"}
 	if mapToken {
-		r.token = string(m.token)
+		r.token = string(m.Token)
 		g.tokens++
 	}
 	g.sdk[seq] = r
@@ -68,7 +72,7 @@ func (g *Guard) requestToSDK(dst, msg []byte, m clientMessage) []byte {
 		g.waiting++
 	}
 	g.mu.Unlock()
-	return appendToSDK(dst, msg, m, seq, mapToken)
+	return appendToSDK(dst, m, seq, mapToken)
 }
 
 // cancelTakers notes the cancellation of the taker's requests with the
@@ -90,18 +94,18 @@ func (g *Guard) cancelTakers(key []byte) {
 
 // cancelToSDK marks every request handed to the SDK whose id has the key of
 // the cancellation m's requestId cancelled, and appends the cancellation
-// msg to dst once for each, with the request's guard id.
-func (g *Guard) cancelToSDK(dst, msg []byte, m clientMessage) []byte {
+// to dst once for each, with the request's guard id.
+func (g *Guard) cancelToSDK(dst []byte, m *wire.Message) []byte {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, seq := range g.sdkWithKeyLocked(m.key) {
+	for _, seq := range g.sdkWithKeyLocked(m.Key) {
 		r := g.sdk[seq]
 		r.cancelled = true
 		g.sdk[seq] = r
 		if r.wait {
 			g.doneLocked(1)
 		}
-		dst = withID(dst, msg, m.id, seq)
+		dst = withID(dst, m.Line, m.RequestID, seq)
 	}
 	return dst
 }
@@ -112,7 +116,7 @@ func (g *Guard) sdkWithKeyLocked(key []byte) []uint64 {
 	var seqs []uint64
 	var buf [32]byte
 	for seq, r := range g.sdk {
-		if k, ok := AppendIDKey(buf[:0], []byte(r.id)); ok && !r.cancelled && bytes.Equal(k, key) {
+		if k, ok := wire.AppendIDKey(buf[:0], []byte(r.id)); ok && !r.cancelled && bytes.Equal(k, key) {
 			seqs = append(seqs, seq)
 		}
 	}
@@ -128,14 +132,14 @@ func (g *Guard) batchToSDK(line []byte) []byte {
 		return line
 	}
 	var out []json.RawMessage
+	var m wire.Message
 	for _, msg := range batch {
-		var buf [32]byte
-		switch m := readClient(buf[:0], msg); m.kind {
-		case request:
-			out = append(out, g.requestToSDK(nil, msg, m))
-		case cancellation:
-			g.cancelTakers(m.key)
-			for l := range bytes.Lines(g.cancelToSDK(nil, msg, m)) {
+		switch m.Parse(msg); m.Kind {
+		case wire.Request:
+			out = append(out, g.requestToSDK(nil, &m))
+		case wire.Cancellation:
+			g.cancelTakers(m.Key)
+			for l := range bytes.Lines(g.cancelToSDK(nil, &m)) {
 				out = append(out, bytes.TrimSuffix(l, []byte("\n")))
 			}
 		default:

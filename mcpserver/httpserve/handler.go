@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"io"
 	"log/slog"
 	"mime"
@@ -57,7 +58,7 @@ const DefaultBodyTimeout = 30 * time.Second
 // CodeClosing is the JSON-RPC error code of a request the server stopped
 // working on because it is closing (a signal, the instance deleted): the
 // code `mcp serve` on stdio answers such requests with.
-const CodeClosing = -32004
+const CodeClosing = wire.CodeServerClosing
 
 // Options configure a [Handler].
 type Options struct {

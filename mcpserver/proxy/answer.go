@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -51,9 +50,6 @@ type callRecord struct {
 	mu sync.Mutex
 	// forget takes the record off its connection (the call is over).
 	forget func()
-	// routes are the pool's progress routes, for a [Recorder] to forward
-	// the call's progress with.
-	routes *ProgressRoutes[progressTarget]
 
 	answered bool           // an answer arrived (result or error)
 	rpcErr   *jsonrpc.Error // the server's error answer
@@ -119,131 +115,3 @@ func (r *callRecord) broken(why string) {
 	r.answered, r.why = true, why
 	r.mu.Unlock()
 }
-
-// idScanner reads the "id" member of a JSON object fed to it a piece at a
-// time, without holding it: the id of an answer too long to keep, or of a
-// line cut short. It reads what is there: an id written before the line
-// broke is found, one after is not.
-type idScanner struct {
-	depth       int
-	inString    bool
-	escaped     bool
-	inKey       bool // reading a member name of the top-level object
-	afterKey    bool // between a top-level member's name and its colon
-	inValue     bool // in a top-level member's value
-	isID        bool // ... and that member is "id"
-	key         []byte
-	id          []byte
-	done, valid bool
-}
-
-// maxIDLen bounds an id the scanner keeps.
-const maxIDLen = 128
-
-func (s *idScanner) feed(p []byte) {
-	for _, c := range p {
-		if s.done {
-			return
-		}
-		if s.inString {
-			if s.isID && s.inValue {
-				s.keep(c)
-			}
-			switch {
-			case s.escaped:
-				s.escaped = false
-			case c == '\\':
-				s.escaped = true
-			case c == '"':
-				s.inString = false
-				if s.inKey {
-					s.inKey, s.afterKey = false, true
-				} else if s.isID && s.inValue {
-					s.finish()
-				}
-			default:
-				if s.inKey && len(s.key) < 8 {
-					s.key = append(s.key, c)
-				}
-			}
-			continue
-		}
-		top := s.depth == 1
-		switch c {
-		case '"':
-			s.inString = true
-			switch {
-			case top && !s.inValue && !s.afterKey:
-				s.inKey, s.key = true, s.key[:0]
-			case top && s.isID && s.inValue:
-				s.keep(c)
-			}
-		case '{', '[':
-			if top && s.isID && s.inValue {
-				s.done = true // an id is no object or array
-				return
-			}
-			s.depth++
-		case '}', ']':
-			if top && s.isID && s.inValue {
-				s.finish()
-			}
-			s.depth--
-			if s.depth <= 0 {
-				s.done = true
-			}
-		case ':':
-			if top && s.afterKey {
-				s.afterKey, s.inValue = false, true
-				s.isID = string(s.key) == "id"
-			}
-		case ',':
-			if top {
-				if s.isID && s.inValue {
-					s.finish()
-				}
-				s.inValue, s.isID = false, false
-			}
-		case ' ', '\t', '\r', '\n':
-			if top && s.isID && s.inValue && len(s.id) > 0 {
-				s.finish()
-			}
-		default:
-			if top && s.isID && s.inValue {
-				s.keep(c)
-			}
-		}
-	}
-}
-
-func (s *idScanner) keep(c byte) {
-	if len(s.id) >= maxIDLen {
-		s.done = true
-		return
-	}
-	s.id = append(s.id, c)
-}
-
-func (s *idScanner) finish() { s.done, s.valid = true, len(s.id) > 0 }
-
-// ID returns the id read, if a whole one was.
-func (s *idScanner) ID() (jsonrpc.ID, bool) {
-	if !s.valid {
-		return jsonrpc.ID{}, false
-	}
-	var v any
-	if json.Unmarshal(s.id, &v) != nil {
-		return jsonrpc.ID{}, false
-	}
-	if f, ok := v.(float64); ok && f != float64(int64(f)) {
-		return jsonrpc.ID{}, false
-	}
-	id, err := jsonrpc.MakeID(v)
-	if err != nil || !id.IsValid() {
-		return jsonrpc.ID{}, false
-	}
-	return id, true
-}
-
-// jsonValid reports whether line is JSON, for reports.
-func jsonValid(line []byte) bool { return json.Valid(line) }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -102,7 +103,8 @@ func NewProgressRoutes[T any](prefix string) *ProgressRoutes[T] {
 
 // Add returns a new token for progress that goes to to.
 func (p *ProgressRoutes[T]) Add(to T) string {
-	tok := p.prefix + strconv.FormatInt(p.next.Add(1), 10)
+	var buf [40]byte
+	tok := string(strconv.AppendInt(append(buf[:0], p.prefix...), p.next.Add(1), 10))
 	p.mu.Lock()
 	p.routes[tok] = to
 	p.mu.Unlock()
@@ -149,7 +151,7 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 			defer s.pool.progress.Remove(ours)
 			params.SetProgressToken(ours)
 		}
-		rec := &callRecord{routes: s.pool.progress}
+		rec := &callRecord{}
 		defer rec.done()
 		timeout := s.mount.CallTimeoutOrDefault()
 		// When cctx ends, go-sdk sends notifications/cancelled upstream
@@ -193,13 +195,9 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 // isTransportFailure tells go-sdk's own transport errors (which it reports
 // as JSON-RPC errors with its implementation codes) from a server's answer
 // where no [callRecord] says which it was (a streamable HTTP server's).
-// The codes are go-sdk v1.8.0's, internal/jsonrpc2/wire.go: ErrUnknown
-// (-32001), ErrClientClosing (-32003), ErrServerClosing (-32004) and
-// ErrRejected (-32005); that package is internal, so they are written out
-// here. Check them when go-sdk is upgraded.
 func isTransportFailure(e *jsonrpc.Error) bool {
 	switch e.Code {
-	case -32001, -32003, -32004, -32005: // unknown, client closing, server closing, rejected by transport
+	case wire.CodeUnknown, wire.CodeClientClosing, wire.CodeServerClosing, wire.CodeRejected:
 		return true
 	}
 	return false

@@ -45,7 +45,7 @@ func (s *Server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, 
 		t = &mcp.StreamableClientTransport{Endpoint: s.mount.URL, HTTPClient: &http.Client{Transport: headerTransport{s.mount.Headers}}}
 	} else {
 		cmd = s.command()
-		t = s.stdioTransport(cmd)
+		t = &commandTransport{server: s, cmd: cmd}
 	}
 	var keepAlive time.Duration
 	if s.mount.URL != "" {
@@ -123,18 +123,6 @@ func (s *Server) writeTimeout() time.Duration {
 		return d
 	}
 	return s.timeout()
-}
-
-// stdioTransport runs cmd: through the fast lane when there is one, else
-// with go-sdk's close sequence and agentctl's line framing (see
-// [commandTransport]).
-func (s *Server) stdioTransport(cmd *exec.Cmd) mcp.Transport {
-	if f := s.pool.opts.Stdio; f != nil {
-		if t := f(cmd, s.mount.Name); t != nil {
-			return t
-		}
-	}
-	return &commandTransport{server: s, cmd: cmd}
 }
 
 // explainStart says why a server did not start: its command, or the

@@ -16,9 +16,12 @@
 // session's CallTool. On stdio the fast lane (package lane) forwards most
 // calls instead, raw; what both do to a call is defined here once:
 // [Arguments], [ForwardsMeta], [ProgressRoutes], [FailedDuringCall],
-// [CallTimedOut], [AnswerUnreadable]. With the lane off, a stdio server's
-// output is read a line at a time by agentctl rather than by go-sdk's
-// stream decoder, so that a bad line costs at most the call it answers.
+// [CallTimedOut], [AnswerUnreadable]. A stdio server runs under one
+// command transport on both paths: its output is read a line at a time by
+// agentctl rather than by go-sdk's stream decoder, so that a bad line costs
+// at most the call it answers, and each line goes by the pool's [Tap] (the
+// lane's, [Pool.SetTap]) before go-sdk's client session; its input is a
+// [Link] the tap and the session share.
 //
 // The shortest use, with ns an endpoint's [Namespace]:
 //

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
@@ -209,16 +210,6 @@ func ValidUTF8(msg []byte) []byte {
 	return out
 }
 
-// ReadID reads the id of a server's answer from a line go-sdk cannot read
-// (not JSON, cut short, or not a JSON-RPC message), as the SDK path does
-// to fail the call it answers: the top-level "id" member's value, when it
-// is a whole string or integer.
-func ReadID(line []byte) (jsonrpc.ID, bool) {
-	var s idScanner
-	s.feed(line)
-	return s.ID()
-}
-
 // DecodeProgress reads a server's notifications/progress params as go-sdk
 // v1.8.0 reads them into an [mcp.ProgressNotificationParams] (members it
 // does not define dropped, keys compared exactly, the last of duplicate
@@ -264,33 +255,29 @@ func (c *stdioConn) forwardProgress(msg jsonrpc.Message) bool {
 }
 
 // errMoreAfter is what is wrong with a line that holds more than one JSON
-// value.
+// value (go-sdk reads the first and ignores the rest).
 var errMoreAfter = errors.New("more after its first JSON value")
 
-// decodeLine reads a line of a server's output as one JSON-RPC message,
-// with go-sdk's decoder (jsonrpc.DecodeMessage), as the fast lane reads
-// it: its bytes that are not UTF-8 replaced by U+FFFD first (go-sdk reads
-// them so in strings, but quotes them as they are in its errors), and a
-// line that is not JSON as a whole is none (go-sdk reads the first value
-// and ignores what follows it, {...}0).
-func decodeLine(line []byte) (jsonrpc.Message, error) {
-	if !utf8.Valid(line) {
-		line = ValidUTF8(line)
+// forwardProgress sends a server's progress of a call of [Server.Handler]
+// to its client (routes: where each of agentctl's tokens goes), from the
+// connection's reader, in the order the server wrote it: handed to go-sdk's
+// client session instead, it would go to a goroutine of its own, and the
+// call's answer, read after it, could end the call (and its route) first,
+// and the progress be lost. false when req is no progress of such a call.
+func forwardProgress(routes *ProgressRoutes[progressTarget], req *jsonrpc.Request) bool {
+	if req.IsCall() || req.Method != "notifications/progress" {
+		return false
 	}
-	msg, err := jsonrpc.DecodeMessage(line)
-	if err == nil && !jsonValid(line) {
-		return nil, errMoreAfter
+	p, ok := DecodeProgress(req.Params)
+	if !ok {
+		return false
 	}
-	return msg, err
+	tok, _ := p.ProgressToken.(string)
+	to, ok := routes.Lookup(tok)
+	if !ok {
+		return false
+	}
+	p.ProgressToken = to.token
+	_ = to.session.NotifyProgress(context.Background(), p)
+	return true
 }
-
-// IDReader reads the id of a server's answer fed to it a piece at a time,
-// without holding it, as the SDK path reads the id of a line too long to
-// hold (see [ReadID]): wherever in the line the id is.
-type IDReader struct{ s idScanner }
-
-// Feed reads the next piece of the line.
-func (r *IDReader) Feed(p []byte) { r.s.feed(p) }
-
-// ID returns the id read, if a whole one was.
-func (r *IDReader) ID() (jsonrpc.ID, bool) { return r.s.ID() }

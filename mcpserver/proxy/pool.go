@@ -5,8 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
@@ -33,11 +33,6 @@ type Options struct {
 	// Stderr receives the stdio servers' stderr, each line prefixed with
 	// the server's name; nil discards it. Never the protocol's stdout.
 	Stderr io.Writer
-	// Stdio returns the transport that runs a stdio server's command, which
-	// is ready to start (the fast lane's: see package lane). nil, or a nil
-	// result, runs it as go-sdk's [mcp.CommandTransport] does, its output
-	// framed by agentctl (the SDK path).
-	Stdio func(cmd *exec.Cmd, server string) mcp.Transport
 	// Dir is the working directory of the stdio servers: the instance's
 	// workspace, so that a relative path among a server's arguments means a
 	// path in the workspace whichever directory the client started the
@@ -47,12 +42,12 @@ type Options struct {
 	// WriteTimeout bounds each message the SDK path writes to a stdio
 	// server: one it has not taken by then (it is not reading its input)
 	// fails, and the server is stopped and started again. 0: the mount's
-	// timeout, [DefaultTimeout] unless it says otherwise. (The fast lane
-	// bounds what it queues for a server instead: see package lane.)
+	// timeout, [DefaultTimeout] unless it says otherwise. (The tap's
+	// messages are bounded by what its [Link] queues instead.)
 	WriteTimeout time.Duration
-	// MaxLine bounds one message of a stdio server's on the SDK path (0:
-	// [github.com/agentctl/agentctl/mcpserver/guard.MaxLine], go-sdk's 16 MiB, as for the client's messages). An
-	// answer over it fails its call alone.
+	// MaxLine bounds one message of a stdio server's (0: [wire.MaxLine],
+	// go-sdk's 16 MiB, as for the client's messages). An answer over it
+	// fails its call alone.
 	MaxLine int
 }
 
@@ -74,6 +69,22 @@ type Pool struct {
 	firstRound chan struct{}
 	// progress routes the SDK path's progress tokens (see Server.Handler).
 	progress *ProgressRoutes[progressTarget]
+	// tap sees the stdio servers' lines first ([Pool.SetTap]).
+	tap atomic.Value // of tapRef
+}
+
+type tapRef struct{ Tap }
+
+// SetTap gives the pool a tap (the fast lane's: see package lane) that each
+// stdio server's connection made from then on offers its lines to first,
+// and that may send the server messages of its own. Set it before
+// [Pool.Start].
+func (p *Pool) SetTap(t Tap) { p.tap.Store(tapRef{t}) }
+
+// currentTap is the pool's tap; nil if it has none.
+func (p *Pool) currentTap() Tap {
+	r, _ := p.tap.Load().(tapRef)
+	return r.Tap
 }
 
 // NewPool returns the pool of the external servers among mounts (the

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // reconciles is a Namespace that counts the pool's calls.
@@ -84,34 +82,13 @@ func TestPoolStartsOnce(t *testing.T) {
 	}
 }
 
-// TestStdioTransport: without the fast lane a stdio server runs under
-// go-sdk's own CommandTransport, in its own process group, with a
-// parent-death signal on Linux.
-func TestStdioTransport(t *testing.T) {
+// TestStdioCommand: a stdio server runs in its own process group, with a
+// parent-death signal on Linux, whoever reads its lines.
+func TestStdioCommand(t *testing.T) {
 	t.Parallel()
-	lane := &mcp.InMemoryTransport{}
-	for what, stdio := range map[string]func(*exec.Cmd, string) mcp.Transport{
-		"no lane":           nil,
-		"the lane declines": func(*exec.Cmd, string) mcp.Transport { return nil },
-		"the lane takes it": func(*exec.Cmd, string) mcp.Transport { return lane },
-	} {
-		p := NewPool([]mount.Resolved{server("up", "/bin/true")}, &reconciles{}, Options{Stdio: stdio})
-		s := p.Servers()[0]
-		cmd := s.command()
-		tr := s.stdioTransport(cmd)
-		if what == "the lane takes it" {
-			if tr != lane {
-				t.Fatalf("%s: %T", what, tr)
-			}
-			continue
-		}
-		ct, ok := tr.(*commandTransport)
-		if !ok || ct.cmd != cmd || ct.server != s {
-			t.Fatalf("%s: %T %+v", what, tr, tr)
-		}
-		if !ownProcessGroup(cmd) {
-			t.Fatalf("%s: process attributes %+v", what, cmd.SysProcAttr)
-		}
+	s := NewPool([]mount.Resolved{server("up", "/bin/true")}, &reconciles{}, Options{}).Servers()[0]
+	if cmd := s.command(); !ownProcessGroup(cmd) {
+		t.Fatalf("process attributes %+v", cmd.SysProcAttr)
 	}
 }
 

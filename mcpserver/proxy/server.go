@@ -95,15 +95,10 @@ func (s *Server) Status() ServerStatus {
 }
 
 // reportOutput reports something wrong with the server's output that
-// agentctl skipped, keeping the server: in the pool's log, in the servers'
-// log (its stderr's destination) under its name, and in its
-// [ServerStatus] (until its state changes).
-// ReportOutput reports a problem with what the server wrote (a line
-// skipped: what it was, and what it cost): get_instance shows it as the
-// server's error, the log and upstreams.log have it. The fast lane, which
-// reads its servers' output itself, reports through it too.
-func (s *Server) ReportOutput(problem string) { s.reportOutput(problem) }
-
+// agentctl skipped, keeping the server (a line skipped: what it was, and
+// what it cost): in the pool's log, in the servers' log (its stderr's
+// destination) under its name, and in its [ServerStatus], which
+// get_instance shows, until its state changes.
 func (s *Server) reportOutput(problem string) {
 	problem = s.scrub(errors.New(problem)).Error()
 	s.mu.Lock()

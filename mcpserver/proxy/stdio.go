@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,20 +14,22 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
-	"github.com/agentctl/agentctl/mcpserver/guard"
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// commandTransport runs a stdio server for the SDK path (the fast lane
-// off). It is go-sdk v1.8.0's [mcp.CommandTransport] (mcp/cmd.go) but for
-// how the server's output is read: a line at a time here (with
-// [guard.Lines]), so that one bad line costs at most the call it answers,
-// where go-sdk's stream decoder ends the connection and fails every call
-// in flight, or waits for the server's next output to finish a truncated
-// line (see [stdioConn.Read]), and for how it is written: with a deadline,
-// so that a server that stops reading its input fails a call and is
+// commandTransport runs a stdio server, on both paths: go-sdk v1.8.0's
+// [mcp.CommandTransport] (mcp/cmd.go) but for how the server's output is
+// read: a line at a time here (with [wire.Lines]), so that one bad line
+// costs at most the call it answers, where go-sdk's stream decoder ends the
+// connection and fails every call in flight, or waits for the server's
+// next output to finish a truncated line (see [stdioConn.Read]); and each
+// line is offered to the pool's [Tap] (the fast lane) first, if it has one.
+// Its input is a [Link], shared with the tap, whose writes are bounded, so
+// that a server that stops reading its input fails a call and is
 // restarted, where go-sdk's write blocks for ever (see [stdioConn.Write]).
 type commandTransport struct {
 	server *Server
@@ -34,8 +37,8 @@ type commandTransport struct {
 }
 
 // Connect starts the server, as [mcp.CommandTransport.Connect] does, but
-// with the server's input a pipe of its own (an *os.File), whose writes
-// can have a deadline (see [stdioConn.Write]).
+// with the server's input a pipe of its own (an *os.File), which the link
+// writes without blocking.
 func (t *commandTransport) Connect(context.Context) (mcp.Connection, error) {
 	stdout, err := t.cmd.StdoutPipe()
 	if err != nil {
@@ -52,11 +55,34 @@ func (t *commandTransport) Connect(context.Context) (mcp.Connection, error) {
 		stdin.Close()
 		return nil, err
 	}
-	c := &stdioConn{server: t.server, cmd: t.cmd, stdin: stdin, stdout: stdout, calls: map[jsonrpc.ID]*callRecord{},
-		writeTimeout: t.server.writeTimeout()}
-	c.lines = guard.NewLines(stdout, t.server.pool.opts.MaxLine)
-	c.lines.Skipped = c.skipped.feed
+	s := t.server
+	c := &stdioConn{server: s, cmd: t.cmd, stdin: stdin, stdout: stdout, calls: map[jsonrpc.ID]*callRecord{},
+		writeTimeout: s.writeTimeout(), link: NewLink(s.mount.Name, stdin, 0), tap: s.pool.currentTap()}
+	c.link.CallTimeout = s.mount.CallTimeoutOrDefault()
+	c.lines = wire.NewLines(stdout, s.pool.opts.MaxLine)
+	c.lines.Skipped = c.skipped.Feed
+	if c.tap != nil {
+		c.tap.Up(c.link)
+	}
 	return c, nil
+}
+
+// Tap sees a stdio server's connection before the SDK path does: the fast
+// lane (package lane), which sends calls of its own through the server's
+// [Link] and takes their answers and progress. Its methods are called from
+// the connection's reader, in the order of the server's lines.
+type Tap interface {
+	// Up: the server's connection is up, written through link.
+	Up(link *Link)
+	// Line offers a line of the server's that is JSON (in valid UTF-8),
+	// read into m, before go-sdk decodes it; true: the tap took it.
+	Line(link *Link, m *wire.Message) bool
+	// Answer offers the server's answer as go-sdk read it, or, when
+	// unreadable says why, the id of an answer that could not be read;
+	// true: it answers a call of the tap's, which took it.
+	Answer(link *Link, resp *jsonrpc.Response, unreadable string) bool
+	// Down: the connection ended, and why.
+	Down(link *Link, cause error)
 }
 
 // stdioConn is the SDK's connection to a stdio server.
@@ -65,18 +91,21 @@ type stdioConn struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
 	stdout io.Closer
-	lines  *guard.Lines
-	// skipped reads the id of a line over the bound as it is skipped.
-	skipped idScanner
-	// lineNo counts the server's lines, for reports.
-	lineNo int
+	lines  *wire.Lines
+	link   *Link
+	tap    Tap // nil: none
+	// skipped reads the id of a line over the bound as it is skipped; msg
+	// is the line read for the tap; lineNo counts the server's lines, for
+	// reports (only the reader uses them).
+	skipped wire.IDReader
+	msg     wire.Message
+	lineNo  int
 
 	// writeTimeout bounds each write ([Server.writeTimeout]); notReading,
 	// once set, is why the connection's writes fail: one did not end in
-	// time, so the server is being stopped. Both under writeMu.
+	// time, so the server is being stopped.
 	writeTimeout time.Duration
-	writeMu      sync.Mutex
-	notReading   error
+	notReading   atomic.Pointer[notReadingError]
 	// stopped is why Read ends once the connection was closed for not
 	// reading: what the session's end reports.
 	stopped atomic.Pointer[stoppedError]
@@ -92,11 +121,11 @@ type stdioConn struct {
 
 func (c *stdioConn) SessionID() string { return "" }
 
-// Write sends msg to the server, a line, within writeTimeout (see
-// [stdioConn.stuck]; ctx is not heeded: a write cut short would leave
-// part of a line in the pipe). A tools/call of [Server.Handler]
-// (its ctx carries a [callRecord]) is noted, so that its answer can be
-// recorded as the server wrote it.
+// Write sends msg to the server, a line, through the link, in order with
+// the tap's, within writeTimeout (see [stdioConn.stuck]; ctx is not
+// heeded: a write cut short would leave part of a line in the pipe). A
+// tools/call of [Server.Handler] (its ctx carries a [callRecord]) is noted,
+// so that its answer can be recorded as the server wrote it.
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" {
 		if rec, ok := ctx.Value(callRecordKey{}).(*callRecord); ok {
@@ -114,16 +143,10 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if c.notReading != nil {
-		return c.notReading
+	if nr := c.notReading.Load(); nr != nil {
+		return nr
 	}
-	// Where the system cannot set a deadline on a pipe, the write is not
-	// bounded, as go-sdk's is not.
-	_ = c.stdin.SetWriteDeadline(time.Now().Add(c.writeTimeout))
-	_, err = c.stdin.Write(append(b, '\n'))
-	if errors.Is(err, os.ErrDeadlineExceeded) {
+	if err = c.link.write(append(b, '\n'), true, c.writeTimeout); errors.Is(err, errWaited) {
 		return c.stuck()
 	}
 	return err
@@ -131,15 +154,18 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 // stuck ends a connection whose server did not take a message within
 // writeTimeout: it is not reading its input. Part of the message may be in
-// the pipe, so nothing more can follow it: the connection is closed in the
-// background (the server stopped as [stdioConn.Close] stops it), its
-// session ends with a [stoppedError] and the server's run loop starts it
-// again, as after a crash. The write and every later one fail with a
-// [notReadingError]. The caller holds writeMu.
+// the pipe, so nothing more can follow it: the link is closed, the
+// connection too in the background (the server stopped as
+// [stdioConn.Close] stops it), its session ends with a [stoppedError] and
+// the server's run loop starts it again, as after a crash. The write and
+// every later one fail with a [notReadingError].
 func (c *stdioConn) stuck() error {
 	nr := &notReadingError{waited: c.writeTimeout}
-	c.notReading = nr
+	if !c.notReading.CompareAndSwap(nil, nr) {
+		return c.notReading.Load() // another write found it first
+	}
 	c.stopped.Store(&stoppedError{nr})
+	c.link.close()
 	c.server.log.Warn("MCP server is not reading its input; stopping it, to start it again", "waited", c.writeTimeout)
 	go c.Close()
 	return nr
@@ -160,9 +186,8 @@ func (e *notReadingError) Error() string {
 
 func (e *notReadingError) Unwrap() error { return errRejected }
 
-// errRejected is go-sdk's ErrRejected (internal/jsonrpc2/wire.go, code
-// -32005, compared by code), which its internal package keeps from us.
-var errRejected = &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
+// errRejected is go-sdk's ErrRejected (compared by code).
+var errRejected = &jsonrpc.Error{Code: wire.CodeRejected, Message: "rejected by transport"}
 
 // stoppedError ends the session of a server stopped for not reading its
 // input: the server's status, and what the calls in flight then fail
@@ -175,15 +200,15 @@ func (e *stoppedError) Error() string { return "agentctl stopped it: " + e.cause
 // Read returns the server's next message. A line that is not a JSON-RPC
 // message, or that is over the size limit, is reported (see
 // [Server.reportOutput]) and skipped, and reading goes on; if it answers
-// a tools/call of [Server.Handler] whose id can be read from it, that call
-// alone fails (see [callRecord]). Only the end of the output (or a read
-// error) ends the connection.
+// a call whose id can be read from it (the tap's, or [Server.Handler]'s),
+// that call alone fails (see [callRecord]). Only the end of the output (or
+// a read error) ends the connection, and the tap hears of it.
 func (c *stdioConn) Read(context.Context) (jsonrpc.Message, error) {
 	for {
-		c.skipped = idScanner{}
+		c.skipped = wire.IDReader{}
 		line, err := c.lines.Next()
 		c.lineNo++
-		if tl := (*guard.TooLongError)(nil); errors.As(err, &tl) {
+		if tl := (*wire.TooLongError)(nil); errors.As(err, &tl) {
 			if m := c.failAnswer(&c.skipped, fmt.Sprintf("an answer of %d bytes, over the limit of %d (ask the tool for less)", tl.Size, tl.Max), nil); m != nil {
 				return m, nil
 			}
@@ -196,7 +221,11 @@ func (c *stdioConn) Read(context.Context) (jsonrpc.Message, error) {
 		}
 		if err != nil {
 			if stopped := c.stopped.Load(); stopped != nil {
-				return nil, stopped
+				err = stopped
+			}
+			c.link.close()
+			if c.tap != nil {
+				c.tap.Down(c.link, err)
 			}
 			return nil, err
 		}
@@ -204,14 +233,31 @@ func (c *stdioConn) Read(context.Context) (jsonrpc.Message, error) {
 }
 
 // message is the message a line of the server's holds; nil when it holds
-// none go-sdk could use, and nothing is to be answered in its place.
+// none for go-sdk (the tap took it, or it is skipped), and nothing is to be
+// answered in its place. The line is read as go-sdk reads it
+// (jsonrpc.DecodeMessage), its bytes that are not UTF-8 replaced by U+FFFD
+// first (go-sdk reads them so in strings, but quotes them as they are in
+// its errors); a line that is not JSON as a whole is none (go-sdk reads the
+// first value and ignores what follows it, {...}0: [errMoreAfter]).
 func (c *stdioConn) message(line []byte) jsonrpc.Message {
-	msg, err := decodeLine(line) // exact.go
+	if !utf8.Valid(line) {
+		line = ValidUTF8(line)
+	}
+	valid := json.Valid(line)
+	if valid && c.tap != nil {
+		if c.msg.Parse(line); c.tap.Line(c.link, &c.msg) {
+			return nil
+		}
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err == nil && !valid {
+		err = errMoreAfter
+	}
 	if err != nil {
-		var ids idScanner
-		ids.feed(line)
+		var ids wire.IDReader
+		ids.Feed(line)
 		why := "a line that is not JSON"
-		if jsonValid(line) {
+		if valid {
 			why = "a line that is not a JSON-RPC message"
 		}
 		return c.failAnswer(&ids, why, err)
@@ -222,6 +268,9 @@ func (c *stdioConn) message(line []byte) jsonrpc.Message {
 			return nil
 		}
 		return msg
+	}
+	if c.tap != nil && c.tap.Answer(c.link, resp, "") {
+		return nil
 	}
 	c.mu.Lock()
 	rec := c.calls[resp.ID]
@@ -235,20 +284,23 @@ func (c *stdioConn) message(line []byte) jsonrpc.Message {
 
 // failAnswer reports a line of the server's that was skipped (what it
 // was: why, and what go-sdk said of it: detail, if anything) and, when ids
-// read the id of a call of [Server.Handler] from it, returns the answer
-// that fails that call in its place. The call's tool error says why, the
-// same on both paths; the report also has the detail.
-func (c *stdioConn) failAnswer(ids *idScanner, why string, detail error) jsonrpc.Message {
+// read an id from it, fails the call it answered: the tap's, or else the
+// answer returned goes to go-sdk in its place (and fails a call of
+// [Server.Handler] with why, the same on both paths; the report also has
+// the detail).
+func (c *stdioConn) failAnswer(ids *wire.IDReader, why string, detail error) jsonrpc.Message {
 	id, ok := ids.ID()
 	var rec *callRecord
+	tapped := false
 	if ok {
 		c.mu.Lock()
 		rec = c.calls[id]
 		delete(c.calls, id)
 		c.mu.Unlock()
+		tapped = rec == nil && c.tap != nil && c.tap.Answer(c.link, &jsonrpc.Response{ID: id}, why)
 	}
 	which := "no call's answer could be matched to it"
-	if rec != nil {
+	if rec != nil || tapped {
 		which = fmt.Sprintf("the call it answered (agentctl's id %v upstream) failed", id.Raw())
 	}
 	what := why
@@ -261,10 +313,12 @@ func (c *stdioConn) failAnswer(ids *idScanner, why string, detail error) jsonrpc
 		what = fmt.Sprintf("%s (%s)", why, d)
 	}
 	c.server.reportOutput(fmt.Sprintf("line %d of its output was %s; it was skipped and %s, and the server is kept", c.lineNo, what, which))
-	if rec == nil {
+	if !ok || tapped {
 		return nil
 	}
-	rec.broken(why)
+	if rec != nil {
+		rec.broken(why)
+	}
 	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: why}}
 }
 
@@ -286,6 +340,8 @@ func (c *stdioConn) Close() error {
 }
 
 func (c *stdioConn) stop() error {
+	c.link.close()
+	// A write blocked on a server that stopped reading fails now.
 	if err := c.stdin.Close(); err != nil {
 		return fmt.Errorf("closing stdin: %v", err)
 	}

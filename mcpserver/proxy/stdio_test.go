@@ -5,15 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's writers and a reader.
@@ -184,5 +189,124 @@ func TestStdioConnBoundsItsWrites(t *testing.T) {
 	conn.Close() // returns once the close under way has stopped the server
 	if cmd.ProcessState == nil {
 		t.Fatal("the server was not stopped")
+	}
+}
+
+// recordingTap takes the lines and answers whose id names "tap".
+type recordingTap struct {
+	mu                    sync.Mutex
+	up                    *Link
+	lines, answers, downs []string
+}
+
+func (r *recordingTap) Up(link *Link) { r.mu.Lock(); r.up = link; r.mu.Unlock() }
+
+func (r *recordingTap) Line(_ *Link, m *wire.Message) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, string(m.ID))
+	return bytes.Contains(m.ID, []byte("tap-")) // not one written with escapes
+}
+
+func (r *recordingTap) Answer(_ *Link, resp *jsonrpc.Response, unreadable string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := fmt.Sprint(resp.ID.Raw())
+	r.answers = append(r.answers, id+" "+unreadable)
+	return strings.Contains(id, "tap")
+}
+
+func (r *recordingTap) Down(link *Link, cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.downs = append(r.downs, fmt.Sprint(link == r.up, cause))
+}
+
+// TestStdioConnOffersLinesToTheTap: the pool's tap hears of the connection,
+// is offered each line of the server's that is JSON, read once, then each
+// answer as go-sdk read it, and the ids of the answers that could not be
+// read; what it takes never reaches go-sdk; it hears of the connection's
+// end.
+func TestStdioConnOffersLinesToTheTap(t *testing.T) {
+	t.Parallel()
+	out := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":"tap-1","result":{}}`,
+		`{"jsonrpc":"2.0","id":"tap-2","result":{"content":[{"type":"te`,
+		`{"jsonrpc":"2.0","id":"tap\u002d3","result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+	}, "\n") + "\n"
+	var stderr syncBuffer
+	p := NewPool([]mount.Resolved{server("up", "sh")}, &reconciles{}, Options{Stderr: &stderr})
+	tap := &recordingTap{}
+	p.SetTap(tap)
+	cmd := exec.Command("sh", "-c", `printf '%s' "$1"; exec cat >/dev/null`, "sh", out)
+	conn, err := (&commandTransport{server: p.Servers()[0], cmd: cmd}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if m, err := conn.Read(context.Background()); err != nil || m.(*jsonrpc.Response).ID != intID(t, 1) {
+		t.Fatalf("go-sdk read %#v, %v", m, err)
+	}
+	if _, err := conn.Read(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("at the end: %v", err)
+	}
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	if tap.up == nil || tap.up.Server() != "up" || tap.up.CallTimeout != mount.DefaultCallTimeout {
+		t.Fatalf("the tap's link: %+v", tap.up)
+	}
+	if want := []string{`"tap-1"`, `"tap\u002d3"`, `1`}; !slices.Equal(tap.lines, want) {
+		t.Errorf("lines offered %q, want %q", tap.lines, want)
+	}
+	if want := []string{"tap-2 a line that is not JSON", "tap-3 ", "1 "}; !slices.Equal(tap.answers, want) {
+		t.Errorf("answers offered %q, want %q", tap.answers, want)
+	}
+	if want := []string{"true EOF"}; !slices.Equal(tap.downs, want) {
+		t.Errorf("downs %q, want %q", tap.downs, want)
+	}
+	if want := "[up] agentctl: line 2 of its output was a line that is not JSON"; !strings.Contains(stderr.String(), want) ||
+		!strings.Contains(stderr.String(), "the call it answered (agentctl's id tap-2 upstream) failed") {
+		t.Errorf("stderr:\n%s\nwant %q", stderr.String(), want)
+	}
+}
+
+// TestStopAsTheSDKDoes pins the stdio transport's copy of go-sdk's stdio
+// shutdown (stdioConn.stop, from go-sdk v1.8.0 pipeRWC.Close): the same
+// servers stopped by it and by mcp.CommandTransport end the same way, and
+// that way shows the order: a server that reads its input ends when it is
+// closed; one that does not is sent SIGTERM; one that ignores SIGTERM too
+// is killed.
+func TestStopAsTheSDKDoes(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("signals")
+	}
+	t.Parallel()
+	servers := []struct {
+		what, script, want string // want: what Close returns
+	}{
+		{"reads its input", `cat >/dev/null`, "<nil>"},
+		{"ignores its closed input", `exec 0</dev/null; while :; do sleep 0.05; done`, "signal: terminated"},
+		{"ignores SIGTERM too", `trap '' TERM; exec 0</dev/null; while :; do sleep 0.05; done`, "signal: killed"},
+	}
+	for _, s := range servers {
+		for _, sdk := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/sdk=%v", s.what, sdk), func(t *testing.T) {
+				t.Parallel()
+				cmd := exec.Command("/bin/sh", "-c", s.script)
+				p := NewPool([]mount.Resolved{server("s", "sh")}, &reconciles{}, Options{})
+				var tr mcp.Transport = &commandTransport{server: p.Servers()[0], cmd: cmd}
+				if sdk {
+					tr = &mcp.CommandTransport{Command: cmd, TerminateDuration: StopGrace}
+				}
+				conn, err := tr.Connect(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fmt.Sprint(conn.Close()); got != s.want {
+					t.Fatalf("Close: %s, want %s", got, s.want)
+				}
+			})
+		}
 	}
 }

@@ -2,6 +2,7 @@ package lane
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,8 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentctl/agentctl/mcpserver/guard"
-	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -63,25 +63,14 @@ type Options struct {
 	Implementation *mcp.Implementation
 	// Logger receives the lane's debug logs; nil discards them.
 	Logger *slog.Logger
-	// CallTimeout is how long a call to the server named server may take
-	// (its mount's call_timeout, mount.Mount.CallTimeoutOrDefault): then
-	// the call fails with a tool error naming the server and is cancelled
-	// upstream. nil, or 0 for a server, sets no bound.
-	CallTimeout func(server string) time.Duration
-	// Report, if set, is told of a line of a server's output the lane
-	// skipped (problem says what it was and what it cost), as the SDK
-	// path reports it (proxy.Server.ReportOutput); else the lane logs it.
-	Report func(server, problem string)
 }
 
 // Lane forwards tools/call of external tools between one client connection
 // and the external servers' connections, and answers tools/list.
 type Lane struct {
-	ep          Endpoint
-	client      io.Writer
-	log         *slog.Logger
-	callTimeout func(server string) time.Duration
-	report      func(server, problem string)
+	ep     Endpoint
+	client io.Writer
+	log    *slog.Logger
 	// serverInfo is agentctl's implementation, as 2026-07-28 results name it.
 	serverInfo json.RawMessage
 	// session is the SDK's session with the client, once connected: the
@@ -102,21 +91,30 @@ type Lane struct {
 	// listing is tools/list's result for 2026-07-28 requests.
 	listing statelessListing
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// expiry fails the calls whose timeout ran out: one timer, set for the
+	// earliest deadline of the calls in flight (expiryAt, zero once it has
+	// fired), so that a call costs no timer of its own (each would wake the
+	// runtime's network poller).
+	expiry   *time.Timer
+	expiryAt time.Time
 	calls    map[string]*call       // by upstream id
-	byClient map[string][]*call     // by the client's request id (a client may reuse one)
-	links    map[string]*serverLink // by server name: each stdio server's current connection
+	links    map[string]*proxy.Link // by server name: each stdio server's current connection
 }
 
 // call is one forwarded call.
 type call struct {
-	clientID    json.RawMessage
-	clientKey   string          // the client's id by value (idKey)
-	clientToken json.RawMessage // nil: the client asked for no progress
-	upID, upTok string
-	link        *serverLink
-	proto       protocol
-	timer       *time.Timer // the call's timeout, if it has one (under Lane.mu)
+	// clientID is the client's id as written; clientKey, by value
+	// (wire.Message.Key): a client may use one id for several calls.
+	clientID, clientKey string
+	clientToken         json.RawMessage // nil: the client asked for no progress
+	seq                 int64           // the call's number, in upID
+	upID, upTok         string
+	link                *proxy.Link
+	proto               protocol
+	// limit is the call's timeout (0: none), which runs out at deadline.
+	limit    time.Duration
+	deadline time.Time
 }
 
 type sessionRef struct{ ss Session }
@@ -128,8 +126,8 @@ func New(opts Options) *Lane {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Lane{ep: opts.Endpoint, client: opts.Client, log: log, serverInfo: info, callTimeout: opts.CallTimeout, report: opts.Report,
-		calls: map[string]*call{}, byClient: map[string][]*call{}, links: map[string]*serverLink{},
+	return &Lane{ep: opts.Endpoint, client: opts.Client, log: log, serverInfo: info,
+		calls: map[string]*call{}, links: map[string]*proxy.Link{},
 		progress: proxy.NewProgressRoutes[*call](tokenPrefix)}
 }
 
@@ -152,62 +150,43 @@ func (l *Lane) Stats() Stats {
 	return Stats{Forwarded: l.forwarded.Load(), Listed: l.listed.Load(), InFlight: l.inflight.Load()}
 }
 
-var (
-	toolsCallMethod = []byte(`"tools/call"`)
-	toolsListMethod = []byte(`"tools/list"`)
-	cancelledMethod = []byte(`"notifications/cancelled"`)
-	laneMarker      = []byte(`"agentctl-`)
-)
-
-// FromClient takes the client's line if it is the lane's to answer or
-// forward; false leaves it to the SDK. The line is one the input guard
-// offers: a JSON value it has checked, so the lane does not check it again.
-func (l *Lane) FromClient(line []byte) bool {
-	// A cheap look first: most lines are none of the lane's.
-	if l.closed.Load() || !(bytes.Contains(line, toolsCallMethod) || bytes.Contains(line, toolsListMethod) ||
-		l.inflight.Load() > 0 && bytes.Contains(line, cancelledMethod)) {
+// FromClient takes the client's message if it is the lane's to answer or
+// forward; false leaves it to the SDK. The message is one the input guard
+// offers, read once: a request, a cancellation or a notification go-sdk
+// reads. The lane reads only what it reads plainly ([wire.Message.Plain]).
+func (l *Lane) FromClient(m *wire.Message) bool {
+	if l.closed.Load() || !m.Plain {
 		return false
 	}
-	m, ok := readMessage(line, true)
-	if !ok {
-		return false
-	}
-	switch m.method {
+	switch string(m.Name) {
 	case "tools/call":
-		return l.call(m)
+		return m.Kind == wire.Request && l.call(m)
 	case "tools/list":
-		return l.list(m)
+		return m.Kind == wire.Request && l.list(m)
 	case "notifications/cancelled":
-		if m.id != nil {
-			// With an id it is a request, which the SDK answers (an
-			// Invalid Request error); go-sdk cancels what it names all
-			// the same, so the lane does too.
-			l.cancel(m)
-			return false
-		}
-		return l.cancel(m)
+		return m.Kind == wire.Cancellation && l.inflight.Load() > 0 && l.cancel(m)
 	}
 	return false
 }
 
 // call forwards a tools/call of an external tool whose server is up; false
 // leaves the request to the SDK.
-func (l *Lane) call(m message) bool {
-	if !isID(m.id) {
+func (l *Lane) call(m *wire.Message) bool {
+	if !wire.Exact(m.ID) {
 		return false
 	}
 	var (
 		name, args, meta []byte
 		ok               bool
 	)
-	known := jsonscan.EachMember(m.params, func(k, v []byte) bool {
+	known := wire.EachMember(m.Params, func(k, v []byte) bool {
 		switch {
-		case jsonscan.KeyIs(k, "name"):
-			name, ok = jsonscan.PlainString(v)
+		case wire.KeyIs(k, "name"):
+			name, ok = wire.PlainString(v)
 			return ok
-		case jsonscan.KeyIs(k, "arguments"):
+		case wire.KeyIs(k, "arguments"):
 			args = v
-		case jsonscan.KeyIs(k, "_meta"):
+		case wire.KeyIs(k, "_meta"):
 			meta = v
 		default:
 			return false // a field the lane does not know (MRTR, tasks): the SDK's
@@ -237,18 +216,15 @@ func (l *Lane) call(m message) bool {
 		return false
 	}
 
-	key, ok := idKey(m.id)
-	if !ok {
-		return false
-	}
-	n := l.next.Add(1)
-	c := &call{clientID: bytes.Clone(m.id), clientKey: key, link: link, proto: proto}
-	c.upID = idPrefix + strconv.FormatInt(n, 10)
-	msg := make([]byte, 0, len(args)+len(meta)+len(r.Tool)+128)
+	ids := string(m.Key) + string(m.ID) // one allocation for both
+	c := &call{clientKey: ids[:len(m.Key)], clientID: ids[len(m.Key):], seq: l.next.Add(1), link: link, proto: proto}
+	var up [32]byte
+	c.upID = string(strconv.AppendInt(append(up[:0], idPrefix...), c.seq, 10))
+	msg := make([]byte, 0, len(args)+len(meta)+len(r.Tool)+192)
 	msg = append(msg, `{"jsonrpc":"2.0","id":"`...)
 	msg = append(msg, c.upID...)
 	msg = append(msg, `","method":"tools/call","params":{"name":`...)
-	msg = jsonscan.AppendString(msg, r.Tool)
+	msg = wire.AppendString(msg, r.Tool)
 	msg = append(msg, `,"arguments":`...)
 	msg = append(msg, args...)
 	if meta != nil {
@@ -265,7 +241,7 @@ func (l *Lane) call(m message) bool {
 			}
 			first = false
 		}
-		jsonscan.EachMember(meta, func(k, v []byte) bool {
+		wire.EachMember(meta, func(k, v []byte) bool {
 			if !forwardsMeta(k) {
 				return true
 			}
@@ -278,7 +254,7 @@ func (l *Lane) call(m message) bool {
 			c.upTok = l.progress.Add(c)
 			sep()
 			msg = append(msg, `"progressToken":`...)
-			msg = jsonscan.AppendString(msg, c.upTok)
+			msg = wire.AppendString(msg, c.upTok)
 		}
 		if first {
 			msg = msg[:start]
@@ -288,46 +264,36 @@ func (l *Lane) call(m message) bool {
 	}
 	msg = append(msg, "}}\n"...)
 
-	var limit time.Duration
-	if l.callTimeout != nil {
-		limit = l.callTimeout(r.Server)
-	}
-	l.add(c, limit)
+	l.add(c, link.CallTimeout)
 	l.forwarded.Add(1)
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {
 		l.log.Debug("tools/call", "tool", r.Canonical, "lane", "fast")
 	}
-	if err := link.send(msg); err != nil {
+	if err := link.Send(msg); err != nil {
 		// Answer here only if it is still ours to answer (a server going
 		// away fails its calls from its reader too).
 		if l.take(c.upID) != nil {
-			l.replyError(c, fmt.Sprintf("MCP server %q did not get the call: %v", link.server, err))
+			l.replyError(c, proxy.DidNotGetCall(link.Server(), err))
 		}
 	}
 	return true
 }
 
-// forwardsMeta is [proxy.ForwardsMeta] of a key as jsonscan gives it.
-func forwardsMeta(key []byte) bool {
-	if k, ok := jsonscan.PlainString(key); ok {
-		return proxy.ForwardsMeta(string(k))
-	}
-	k, ok := jsonscan.String(key)
-	return !ok || proxy.ForwardsMeta(k)
-}
+// forwardsMeta is [proxy.ForwardsMeta] of a key as [wire.Object] gives it.
+func forwardsMeta(key []byte) bool { return proxy.ForwardsMeta(string(wire.Key(key))) }
 
 // list answers tools/list from the endpoint's encoding, kept until the
 // tools change: the SDK encodes every definition again on every list, some
 // 5 ms for a few hundred tools. false leaves the request to the SDK: a
 // cursor, a client not yet initialized, or the endpoint's refusal (see
 // [Endpoint.ToolsList]).
-func (l *Lane) list(m message) bool {
-	if !isID(m.id) {
+func (l *Lane) list(m *wire.Message) bool {
+	if !wire.Exact(m.ID) {
 		return false
 	}
 	var meta []byte
-	if m.params != nil && string(m.params) != "null" && !jsonscan.EachMember(m.params, func(k, v []byte) bool {
-		if jsonscan.KeyIs(k, "_meta") {
+	if m.Params != nil && string(m.Params) != "null" && !wire.EachMember(m.Params, func(k, v []byte) bool {
+		if wire.KeyIs(k, "_meta") {
 			meta = v
 			return true
 		}
@@ -346,9 +312,9 @@ func (l *Lane) list(m message) bool {
 	if proto.stateless {
 		result = l.listing.get(gen, result, l.serverInfo)
 	}
-	msg := make([]byte, 0, len(result)+len(m.id)+40)
+	msg := make([]byte, 0, len(result)+len(m.ID)+40)
 	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
-	msg = append(msg, m.id...)
+	msg = append(msg, m.ID...)
 	msg = append(msg, `,"result":`...)
 	msg = append(msg, result...)
 	msg = append(msg, "}\n"...)
@@ -382,10 +348,10 @@ func (s *statelessListing) get(gen uint64, plain, info []byte) []byte {
 func (l *Lane) add(c *call, limit time.Duration) {
 	l.mu.Lock()
 	if limit > 0 {
-		c.timer = time.AfterFunc(limit, func() { l.expire(c, limit) })
+		c.limit, c.deadline = limit, time.Now().Add(limit)
+		l.armLocked(c.deadline)
 	}
 	l.calls[c.upID] = c
-	l.byClient[c.clientKey] = append(l.byClient[c.clientKey], c)
 	l.mu.Unlock()
 	l.inflight.Add(1)
 }
@@ -404,17 +370,9 @@ func (l *Lane) take(upID string) *call {
 }
 
 func (l *Lane) removeLocked(c *call) {
-	if c.timer != nil {
-		c.timer.Stop()
-	}
 	delete(l.calls, c.upID)
 	if c.upTok != "" {
 		l.progress.Remove(c.upTok)
-	}
-	if same := slices.DeleteFunc(l.byClient[c.clientKey], func(o *call) bool { return o == c }); len(same) == 0 {
-		delete(l.byClient, c.clientKey)
-	} else {
-		l.byClient[c.clientKey] = same
 	}
 	l.inflight.Add(-1)
 }
@@ -423,33 +381,23 @@ func (l *Lane) removeLocked(c *call) {
 // id's value as go-sdk names it (so 6.0 and 6.5 both cancel 6, as on the
 // SDK path): every call in flight with that id, as the input guard cancels
 // every request with it; false leaves the cancellation to the SDK: no lane
-// call has that id, or the requestId is no id.
-func (l *Lane) cancel(m message) bool {
-	var requestID, reason []byte
-	jsonscan.EachMember(m.params, func(k, v []byte) bool {
-		switch k = plainKey(k); {
-		case jsonscan.KeyIs(k, "requestId"):
-			requestID = v
-		case jsonscan.KeyIs(k, "reason"):
-			reason = v
-		}
-		return true
-	})
-	key, ok := idKey(requestID)
-	if !ok {
-		return false
-	}
+// call has that id.
+func (l *Lane) cancel(m *wire.Message) bool {
+	var cs []*call
 	l.mu.Lock()
-	cs := slices.Clone(l.byClient[key])
-	for _, c := range cs {
-		l.removeLocked(c)
+	for _, c := range l.calls {
+		if c.clientKey == string(m.Key) {
+			cs = append(cs, c)
+			l.removeLocked(c)
+		}
 	}
 	l.mu.Unlock()
+	slices.SortFunc(cs, func(a, b *call) int { return cmp.Compare(a.seq, b.seq) })
 	if len(cs) == 0 {
 		return false
 	}
 	for _, c := range cs {
-		c.cancelUpstream(reason)
+		c.cancelUpstream(m.Reason)
 	}
 	return true
 }
@@ -457,126 +405,54 @@ func (l *Lane) cancel(m message) bool {
 // cancelUpstream tells the call's server that it is cancelled, with the
 // reason (a JSON string) if not nil.
 func (c *call) cancelUpstream(reason []byte) {
-	msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), jsonscan.AppendString(nil, c.upID)...)
+	msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), wire.AppendString(nil, c.upID)...)
 	if reason != nil {
 		msg = append(append(msg, `,"reason":`...), reason...)
 	}
 	msg = append(msg, "}}\n"...)
-	_ = c.link.send(msg) // a server that is gone or stuck has nothing to cancel
+	_ = c.link.Send(msg) // a server that is gone or stuck has nothing to cancel
 }
 
-// expire fails a call its server did not answer within limit, and cancels
-// it upstream.
-func (l *Lane) expire(c *call, limit time.Duration) {
-	if l.take(c.upID) == nil {
-		return // answered, cancelled or failed meanwhile
+// armLocked makes the expiry timer fire by at.
+func (l *Lane) armLocked(at time.Time) {
+	switch {
+	case l.expiry == nil:
+		l.expiry = time.AfterFunc(time.Until(at), l.expire)
+	case l.expiryAt.IsZero() || at.Before(l.expiryAt):
+		l.expiry.Reset(time.Until(at))
+	default:
+		return // it fires sooner
 	}
-	c.cancelUpstream(jsonscan.AppendString(nil, fmt.Sprintf("agentctl's call timeout (%s) ran out", limit)))
-	l.log.Warn("MCP server did not answer a call in time; cancelled it", "mcp_server", c.link.server, "call_timeout", limit)
-	l.replyError(c, proxy.CallTimedOut(c.link.server, limit)) // the SDK path's words
+	l.expiryAt = at
 }
 
-// message is the part of a JSON-RPC message the lane reads: slices of the
-// line it came in.
-type message struct {
-	id, params, result, rpcErr []byte
-	method                     string
-	// hasMethod: the message has a "method" member (go-sdk takes one of
-	// "" for a request too).
-	hasMethod bool
-}
-
-// readMessage reads a JSON-RPC 2.0 message's members; ok is false for
-// anything the lane leaves to the SDK (invalid JSON, a batch, a member it
-// does not know, a method written with escapes). checked says the line is
-// already known to be valid JSON (the guard's lines are).
-func readMessage(line []byte, checked bool) (m message, ok bool) {
-	if !checked && !json.Valid(line) {
-		return m, false
-	}
-	version := false
-	ok = jsonscan.EachMember(line, func(k, v []byte) bool {
+// expire fails the calls their servers did not answer within their
+// timeout, cancels them upstream, and sets the timer for the next.
+func (l *Lane) expire() {
+	now := time.Now()
+	var late []*call
+	var next time.Time
+	l.mu.Lock()
+	for _, c := range l.calls {
 		switch {
-		case jsonscan.KeyIs(k, "jsonrpc"):
-			version = string(v) == `"2.0"`
-		case jsonscan.KeyIs(k, "id"):
-			m.id = v
-		case jsonscan.KeyIs(k, "method"):
-			s, plain := jsonscan.PlainString(v)
-			if !plain {
-				return false
-			}
-			m.method, m.hasMethod = string(s), true
-		case jsonscan.KeyIs(k, "params"):
-			m.params = v
-		case jsonscan.KeyIs(k, "result"):
-			m.result = v
-		case jsonscan.KeyIs(k, "error"):
-			if string(v) != "null" { // some servers write "error": null beside a result
-				m.rpcErr = v
-			}
-		default:
-			return false
+		case c.limit == 0:
+		case !c.deadline.After(now):
+			late = append(late, c)
+		case next.IsZero() || c.deadline.Before(next):
+			next = c.deadline
 		}
-		return true
-	})
-	return m, ok && version
-}
-
-// isID reports whether raw is a request id the lane can echo exactly as
-// the SDK answers it: a string, or a number that is an [exactInteger].
-// go-sdk reads numeric ids through a float64 and answers with its integer
-// part (9007199254740993 is answered as 9007199254740992, 1.5 as 1, 1e3
-// as 1000): any other number is the SDK's to answer.
-func isID(raw json.RawMessage) bool {
-	return len(raw) > 0 && (raw[0] == '"' || exactInteger(raw))
-}
-
-// maxExact is the largest magnitude up to which a float64 holds every
-// integer: 2^53.
-const maxExact = 1 << 53
-
-// exactInteger reports whether the JSON number raw is an integer written
-// without fraction or exponent, of at most 2^53 in magnitude: a number
-// that go-sdk, which decodes numbers into float64s, writes back the same.
-func exactInteger(raw []byte) bool {
-	digits := raw
-	if len(digits) > 0 && digits[0] == '-' {
-		digits = digits[1:]
 	}
-	if len(digits) == 0 || len(digits) > 16 {
-		return false
+	for _, c := range late {
+		l.removeLocked(c)
 	}
-	var n int64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-		n = n*10 + int64(c-'0')
+	if l.expiryAt = (time.Time{}); !next.IsZero() {
+		l.armLocked(next)
 	}
-	return n <= maxExact
-}
-
-// idKey is a request id as the lane indexes its calls: by value, as go-sdk
-// tells ids apart ([guard.AppendIDKey]), so that a cancellation names a
-// call however it writes the id ("c\u0033" is "c3", 6.0 is 6), as on the
-// SDK path. false for what is no id.
-func idKey(raw []byte) (string, bool) {
-	var buf [32]byte
-	key, ok := guard.AppendIDKey(buf[:0], raw)
-	return string(key), ok
-}
-
-// plainKey is a member's key as jsonscan gives it, its escapes decoded
-// ("request\u0049d" is "requestId" to go-sdk), so that [jsonscan.KeyIs]
-// compares what go-sdk compares; a key that does not decode stays as it is.
-func plainKey(k []byte) []byte {
-	if bytes.IndexByte(k, '\\') < 0 {
-		return k
+	l.mu.Unlock()
+	slices.SortFunc(late, func(a, b *call) int { return a.deadline.Compare(b.deadline) })
+	for _, c := range late {
+		c.cancelUpstream(wire.AppendString(nil, fmt.Sprintf("agentctl's call timeout (%s) ran out", c.limit)))
+		l.log.Warn("MCP server did not answer a call in time; cancelled it", "mcp_server", c.link.Server(), "call_timeout", c.limit)
+		l.replyError(c, proxy.CallTimedOut(c.link.Server(), c.limit)) // the SDK path's words
 	}
-	key, ok := jsonscan.String(k)
-	if !ok {
-		return k
-	}
-	return jsonscan.AppendString(nil, key)
 }

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
+	"github.com/agentctl/agentctl/mcpserver/proxy"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,22 +37,37 @@ func (r *routes) ToolsList() (uint64, []byte, bool) {
 }
 
 // laneWithTool sets up a lane in front of one external tool "echo" whose
-// server writes to w, without processes or pipes.
-func laneWithTool(tb testing.TB, w io.Writer, client io.Writer) (*Lane, *serverLink) {
+// server's input is w, without processes or pipes.
+func laneWithTool(tb testing.TB, w io.Writer, client io.Writer) (*Lane, *proxy.Link) {
 	tb.Helper()
 	ep := &routes{byName: map[string]Route{"echo": {Server: "up", Tool: "echo", Canonical: "echo"}}}
 	l := New(Options{Endpoint: ep, Client: client, Implementation: &mcp.Implementation{Name: "agentctl", Version: "test"}})
-	link := newServerLink("up", w)
-	tb.Cleanup(link.close)
-	l.links["up"] = link
+	link := proxy.NewLink("up", w, 0)
+	l.Up(link)
 	l.SetSession(initializedAs("2025-11-25"))
 	return l, link
 }
 
-// takeLine offers the lane a line of its server "up", as readServer
-// does; what would go to the SDK's session is dropped.
+// takeLine offers the lane a line of its server "up" as the server's
+// connection does: read once, then, if the lane did not take it, as go-sdk
+// reads it; what would go to the SDK's session is dropped.
 func (l *Lane) takeLine(line []byte) bool {
-	return l.fromServer(l.link("up"), line, io.Discard)
+	link := l.link("up")
+	var m wire.Message
+	if m.Parse(line); l.Line(link, &m) {
+		return true
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	resp, ok := msg.(*jsonrpc.Response)
+	return err == nil && ok && l.Answer(link, resp, "")
+}
+
+// fromLine offers the lane a line of the client's, read as the input
+// guard reads it (which answers a cancellation with an id itself).
+func (l *Lane) fromLine(line []byte) bool {
+	var m wire.Message
+	m.Parse(line)
+	return m.Kind != wire.MisplacedID && l.FromClient(&m)
 }
 
 // initializedAs is a session the SDK has initialized with version v.
@@ -100,15 +118,15 @@ func TestLaneStuckServer(t *testing.T) {
 	}
 	t.Cleanup(func() { stuckR.Close(); stuck.Close() })
 	var client syncBuffer
-	l, link := laneWithTool(t, stuck, &client)
-	link.max = 64 << 10
+	l, _ := laneWithTool(t, stuck, &client)
+	l.Up(proxy.NewLink("up", stuck, 64<<10))
 	done := make(chan struct{})
 	calls := 0
 	go func() {
 		defer close(done)
 		// Far more than the pipe (64 KiB on Linux) and the queue hold.
 		for ; calls < 5000; calls++ {
-			if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(calls) + `,"method":"tools/call","params":{"name":"echo","arguments":{"padding":"` + strings.Repeat("x", 100) + `"}}}` + "\n")) {
+			if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(calls) + `,"method":"tools/call","params":{"name":"echo","arguments":{"padding":"` + strings.Repeat("x", 100) + `"}}}` + "\n")) {
 				t.Error("the lane did not take the call")
 				return
 			}
@@ -126,24 +144,6 @@ func TestLaneStuckServer(t *testing.T) {
 	if !strings.Contains(client.String(), `"isError":true`) {
 		t.Fatal("refusals must be tool errors")
 	}
-	// The SDK's own writes wait for the queue; closing the link ends them.
-	werr := make(chan error, 1)
-	go func() { werr <- link.write([]byte("{}\n"), true) }()
-	eventually(t, "the write to wait in the queue", func() bool {
-		link.mu.Lock()
-		defer link.mu.Unlock()
-		return len(link.queue) > 0 && link.queue[len(link.queue)-1].done != nil
-	})
-	link.close()
-	stuckR.Close() // the blocked flusher's write fails
-	select {
-	case err := <-werr:
-		if err == nil {
-			t.Fatal("a write queued behind a closed link succeeded")
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("a waiting write outlived the link")
-	}
 }
 
 // TestLaneOddAnswers: answers the lane does not read with its scanner (a
@@ -156,7 +156,7 @@ func TestLaneOddAnswers(t *testing.T) {
 	l, _ := laneWithTool(t, io.Discard, &client)
 	call := func(id string) {
 		t.Helper()
-		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+		if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
 			t.Fatal("the lane did not take the call")
 		}
 	}
@@ -183,53 +183,27 @@ func TestLaneOddAnswers(t *testing.T) {
 	}
 }
 
-// TestLaneLinkTakesALargeMessageBehindASmallQueue: the queue's bound is on
-// what is already waiting, so one message larger than the bound still goes
-// to a server that is reading, just slowly.
-func TestLaneLinkTakesALargeMessageBehindASmallQueue(t *testing.T) {
-	t.Parallel()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close(); w.Close() })
-	link := newServerLink("up", w)
-	link.max = 1 << 20
-	// More than the pipe holds: the rest waits in the queue.
-	if err := link.send(bytes.Repeat([]byte("a"), 1<<17)); err != nil {
-		t.Fatal(err)
-	}
-	if err := link.send(bytes.Repeat([]byte("b"), 2<<20)); err != nil {
-		t.Fatalf("a 2 MiB message behind %d queued bytes: %v", link.queued, err)
-	}
-	// Past the bound, the next one is refused; a reader drains it all.
-	if err := link.send([]byte("c")); err != errNotReading {
-		t.Fatalf("over the bound: %v", err)
-	}
-	n, err := io.Copy(io.Discard, io.LimitReader(r, 1<<17+2<<20))
-	if err != nil || n != 1<<17+2<<20 {
-		t.Fatalf("read %d: %v", n, err)
-	}
-}
-
 // BenchmarkLaneWork is the lane's own work for one call, without any I/O:
 // reading and rewriting the client's request, then the server's answer.
 // It is the part of the proxy hop that agentctl's code decides; the rest is
 // the operating system moving bytes (see BenchmarkProxyCall/relay in
 // package mcpserver).
 func BenchmarkLaneWork(b *testing.B) {
-	l, _ := laneWithTool(b, io.Discard, io.Discard)
+	l, link := laneWithTool(b, io.Discard, io.Discard)
 	req := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"progressToken":"p-17"}}}` + "\n")
-	var resp []byte
+	var (
+		resp []byte
+		m    wire.Message // reused, as the guard and the connection reuse theirs
+	)
 	b.ReportAllocs()
 	for i := int64(1); b.Loop(); i++ {
-		if !l.FromClient(req) {
+		if m.Parse(req); !l.FromClient(&m) {
 			b.Fatal("the lane did not take the call")
 		}
 		resp = append(resp[:0], `{"jsonrpc":"2.0","id":"agentctl-call-`...)
 		resp = strconv.AppendInt(resp, l.next.Load(), 10)
 		resp = append(resp, `","result":{"content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}}`+"\n"...)
-		if !l.takeLine(resp) {
+		if m.Parse(resp); !l.Line(link, &m) {
 			b.Fatal("the lane did not take the answer")
 		}
 	}
@@ -246,12 +220,12 @@ func TestLaneForwardsTheMetaTheSDKPathDoes(t *testing.T) {
 	var up syncBuffer
 	l, _ := laneWithTool(t, &up, io.Discard)
 	meta := `{"trace":"a","progress\u0054oken":"x","x\u002dmine":1,"progressToken":"p"}`
-	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":` + meta + `}}`)) {
+	if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":` + meta + `}}`)) {
 		t.Fatal("the lane did not take the call")
 	}
 	// A protocol key written with escapes is one to go-sdk: without a
 	// protocol version, the SDK's to judge.
-	if l.FromClient([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.model\u0063ontextprotocol/clientInfo":{}}}}`)) {
+	if l.fromLine([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.model\u0063ontextprotocol/clientInfo":{}}}}`)) {
 		t.Fatal("the lane took a call with an escaped protocol key")
 	}
 	want := `"_meta":{"trace":"a","x\u002dmine":1,"progressToken":"agentctl-progress-1"}`
@@ -270,7 +244,7 @@ func TestLaneSendsNoEmptyMeta(t *testing.T) {
 	l, _ := laneWithTool(t, &up, io.Discard)
 	for i, meta := range []string{`{}`, `{"progressToken":null}`, `{ "progress\u0054oken" : null }`} {
 		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":%s}}`, i+1, meta)
-		if !l.FromClient([]byte(call)) {
+		if !l.fromLine([]byte(call)) {
 			t.Fatalf("the lane did not take %s", call)
 		}
 	}
@@ -324,10 +298,10 @@ func TestLaneLeavesInexactNumbersToTheSDK(t *testing.T) {
 		if c.token != "" {
 			listLine = `{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/list","params":{"_meta":{"progressToken":` + c.token + `}}}`
 		}
-		if got := l.FromClient([]byte(callLine)); got != c.lane {
+		if got := l.fromLine([]byte(callLine)); got != c.lane {
 			t.Errorf("tools/call with id %s, token %s: the lane took it: %v, want %v", c.id, c.token, got, c.lane)
 		}
-		if got := l.FromClient([]byte(listLine)); got != c.lane {
+		if got := l.fromLine([]byte(listLine)); got != c.lane {
 			t.Errorf("tools/list with id %s, token %s: the lane took it: %v, want %v", c.id, c.token, got, c.lane)
 		}
 	}
@@ -348,13 +322,13 @@ func TestLaneCancelsByValue(t *testing.T) {
 		{`7`, `7.5`, "agentctl-call-4"},
 		{`8`, `8e0`, "agentctl-call-5"},
 	} {
-		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+		if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
 			t.Fatalf("the lane did not take the call %s", c.id)
 		}
-		if l.FromClient([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)) {
+		if l.fromLine([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)) {
 			t.Fatal("the lane took the cancellation of a call it does not have")
 		}
-		if !l.FromClient([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + c.requestID + `}}`)) {
+		if !l.fromLine([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + c.requestID + `}}`)) {
 			t.Fatalf("call %s: the lane did not take the cancellation of %s", c.id, c.requestID)
 		}
 		if want := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + c.upID + `"}}`; !strings.Contains(up.String(), want) {
@@ -377,7 +351,7 @@ func TestLaneTakesTheLastProgressToken(t *testing.T) {
 	var up syncBuffer
 	l, _ := laneWithTool(t, &up, io.Discard)
 	for i, meta := range []string{`{"progressToken":"a","progressToken":null}`, `{"progressToken":null,"progressToken":"b"}`} {
-		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":` + meta + `}}`)) {
+		if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":` + meta + `}}`)) {
 			t.Fatal("the lane did not take the call")
 		}
 	}
@@ -390,21 +364,20 @@ func TestLaneTakesTheLastProgressToken(t *testing.T) {
 // TestLaneCancelsEveryCallWithTheID: one cancellation names every call in
 // flight with its id (a client may reuse an id; the input guard cancels
 // them all too), however its requestId key is written; a cancellation
-// that carries an id of its own is the SDK's to answer, but cancels all
-// the same, as go-sdk does.
+// that carries an id of its own cancels nothing (the guard answers it).
 func TestLaneCancelsEveryCallWithTheID(t *testing.T) {
 	t.Parallel()
 	var up, client syncBuffer
 	l, _ := laneWithTool(t, &up, &client)
 	for range 2 {
-		if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+		if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
 			t.Fatal("the lane did not take the call")
 		}
 	}
-	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":"other","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+	if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":"other","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
 		t.Fatal("the lane did not take the call")
 	}
-	if !l.FromClient([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"request\u0049d":"dup"}}`)) {
+	if !l.fromLine([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"request\u0049d":"dup"}}`)) {
 		t.Fatal("the lane left the cancellation of its calls to the SDK")
 	}
 	for _, id := range []string{"agentctl-call-1", "agentctl-call-2"} {
@@ -412,8 +385,12 @@ func TestLaneCancelsEveryCallWithTheID(t *testing.T) {
 			t.Fatalf("no cancellation of %s went upstream:\n%s", id, up.String())
 		}
 	}
-	if l.FromClient([]byte(`{"jsonrpc":"2.0","id":9,"method":"notifications/cancelled","params":{"requestId":"other"}}`)) {
-		t.Fatal("the lane took a cancellation with an id of its own: the SDK answers it")
+	var misplaced wire.Message
+	if misplaced.Parse([]byte(`{"jsonrpc":"2.0","id":9,"method":"notifications/cancelled","params":{"requestId":"other"}}`)); l.FromClient(&misplaced) || l.Stats().InFlight != 1 {
+		t.Fatal("the lane took a cancellation with an id of its own: the guard answers it, and it cancels nothing")
+	}
+	if !l.fromLine([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"other"}}`)) {
+		t.Fatal("the lane left the cancellation of its call to the SDK")
 	}
 	if !strings.Contains(up.String(), `"requestId":"agentctl-call-3"`) || l.Stats().InFlight != 0 {
 		t.Fatalf("%d calls in flight; upstream got:\n%s", l.Stats().InFlight, up.String())
@@ -435,14 +412,9 @@ func TestLaneCancelsEveryCallWithTheID(t *testing.T) {
 func TestLaneCallTimeout(t *testing.T) {
 	t.Parallel()
 	var up, client syncBuffer
-	l, _ := laneWithTool(t, &up, &client)
-	l.callTimeout = func(server string) time.Duration {
-		if server != "up" {
-			t.Errorf("call timeout asked for %q", server)
-		}
-		return 20 * time.Millisecond
-	}
-	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+	l, link := laneWithTool(t, &up, &client)
+	link.CallTimeout = 20 * time.Millisecond
+	if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
 		t.Fatal("the lane did not take the call")
 	}
 	eventually(t, "the call's timeout", func() bool { return client.String() != "" })
@@ -458,19 +430,38 @@ func TestLaneCallTimeout(t *testing.T) {
 		t.Fatalf("%d answers, %d in flight:\n%s", n, l.Stats().InFlight, client.String())
 	}
 
-	// Answered in time: the timer is stopped, nothing more comes.
-	l.callTimeout = func(string) time.Duration { return time.Hour }
-	if !l.FromClient([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+	// Answered in time: nothing more comes, not even when the timer
+	// set for it fires.
+	link.CallTimeout = 50 * time.Millisecond
+	if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
 		t.Fatal("the lane did not take the call")
 	}
-	l.mu.Lock()
-	c := l.calls["agentctl-call-2"]
-	l.mu.Unlock()
-	if c == nil || c.timer == nil {
-		t.Fatal("the call has no timer")
-	}
 	l.takeLine([]byte(`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]}}`))
-	if c.timer.Stop() {
-		t.Fatal("the answered call's timer still runs")
+	time.Sleep(100 * time.Millisecond)
+	if n := strings.Count(client.String(), "\n"); n != 2 || !strings.Contains(client.String(), `"text":"two"`) || strings.Count(up.String(), "cancelled") != 1 {
+		t.Fatalf("%d answers:\n%s\nupstream got:\n%s", n, client.String(), up.String())
+	}
+}
+
+// TestLaneCallTimeoutsShareATimer: calls with different timeouts each fail
+// when theirs runs out, a later call with a shorter one first.
+func TestLaneCallTimeoutsShareATimer(t *testing.T) {
+	t.Parallel()
+	var client syncBuffer
+	l, link := laneWithTool(t, io.Discard, &client)
+	for i, d := range []time.Duration{300 * time.Millisecond, 30 * time.Millisecond, time.Hour} {
+		link.CallTimeout = d
+		if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i+1) + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
+			t.Fatal("the lane did not take the call")
+		}
+	}
+	eventually(t, "two timeouts", func() bool { return strings.Count(client.String(), "\n") == 2 })
+	answers := strings.Split(client.String(), "\n")
+	if !strings.Contains(answers[0], `"id":2,`) || !strings.Contains(answers[0], "within 30ms") ||
+		!strings.Contains(answers[1], `"id":1,`) || !strings.Contains(answers[1], "within 300ms") {
+		t.Fatalf("the client got:\n%s", client.String())
+	}
+	if n := l.Stats().InFlight; n != 1 {
+		t.Fatalf("%d calls in flight, want the one with an hour left", n)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -52,7 +52,7 @@ func (l *Lane) protocolOf(meta []byte) (tok []byte, p protocol, ok bool) {
 // 2026-07-28 request (which needs no initialize). ok is false when the
 // lane should leave the request to the SDK: an older version named per
 // request, protocol keys without a version (the SDK explains), or a
-// numeric progress token that is not an [exactInteger]. It
+// numeric progress token that is not exact ([wire.Exact]). It
 // mirrors go-sdk v1.8.0's validateRequestMeta (mcp/shared.go), taking only
 // what that function accepts without a doubt.
 func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
@@ -61,27 +61,27 @@ func readMeta(meta []byte) (tok []byte, stateless, ok bool) {
 	}
 	var version, caps, info []byte
 	protocolKeys := false
-	if !jsonscan.EachMember(meta, func(k, v []byte) bool {
+	if !wire.EachMember(meta, func(k, v []byte) bool {
 		// A key written with escapes is the key it decodes to, for go-sdk:
 		// "progress\u0054oken" is the progress token.
-		switch k = plainKey(k); {
-		case jsonscan.KeyIs(k, "progressToken"):
+		switch k = wire.Key(k); {
+		case string(k) == "progressToken":
 			tok = v
 			if string(v) == "null" { // null asks for no progress
 				tok = nil
 			}
 			// A number the SDK path would not send back as written (it
 			// reads tokens through a float64): the SDK's.
-			if c := v[0]; (c == '-' || c >= '0' && c <= '9') && !exactInteger(v) {
+			if !wire.Exact(v) && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
 				return false
 			}
-		case jsonscan.KeyIs(k, "io.modelcontextprotocol/protocolVersion"):
+		case string(k) == "io.modelcontextprotocol/protocolVersion":
 			version = v
-		case jsonscan.KeyIs(k, "io.modelcontextprotocol/clientCapabilities"):
+		case string(k) == "io.modelcontextprotocol/clientCapabilities":
 			caps = v
-		case jsonscan.KeyIs(k, "io.modelcontextprotocol/clientInfo"):
+		case string(k) == "io.modelcontextprotocol/clientInfo":
 			info = v
-		case bytes.HasPrefix(k, []byte(`"io.modelcontextprotocol/`)):
+		case bytes.HasPrefix(k, []byte("io.modelcontextprotocol/")):
 			protocolKeys = true
 		}
 		return true
@@ -146,7 +146,7 @@ func withMember(result []byte, key, value string) []byte {
 	}
 	has := false
 	if bytes.Contains(result, []byte(key)) {
-		jsonscan.EachMember(result, func(k, _ []byte) bool {
+		wire.EachMember(result, func(k, _ []byte) bool {
 			has = string(k) == key
 			return !has
 		})

@@ -2,232 +2,88 @@ package lane
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 
-	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Transport runs a stdio server's command, as go-sdk's
-// [mcp.CommandTransport] does, and reads the server's output through the
-// lane: answers to the lane's calls go to the client directly, the rest to
-// the SDK client session. cmd is ready to start (its environment, stderr
-// and process attributes set); server is the server's name, which
-// [Endpoint.Route] gives for its tools.
-func (l *Lane) Transport(cmd *exec.Cmd, server string) mcp.Transport {
-	return &commandTransport{lane: l, cmd: cmd, server: server, terminate: proxy.StopGrace}
+// The lane's side of its servers' connections: it is the pool's
+// [proxy.Tap], which each stdio server's connection tells when it is up
+// and down, and offers each of the server's lines first.
+
+// Up notes a server's connection, through which the lane sends the calls
+// of the server's tools.
+func (l *Lane) Up(link *proxy.Link) {
+	l.mu.Lock()
+	l.links[link.Server()] = link
+	l.mu.Unlock()
 }
 
 // link returns the connection to the server named server, if it has one.
-func (l *Lane) link(server string) *serverLink {
+func (l *Lane) link(server string) *proxy.Link {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.links[server]
 }
 
-// commandTransport starts an external stdio server; see [Lane.Transport].
-type commandTransport struct {
-	lane      *Lane
-	cmd       *exec.Cmd
-	server    string
-	terminate time.Duration
-}
-
-// Connect starts the server. It mirrors go-sdk v1.8.0's
-// CommandTransport.Connect (mcp/cmd.go), except that the server's output is
-// read line by line here and its input is an *os.File the lane can write to
-// without blocking.
-func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	stdout, err := t.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdinR, stdin, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	t.cmd.Stdin = stdinR
-	err = t.cmd.Start()
-	stdinR.Close()
-	if err != nil {
-		stdin.Close()
-		return nil, err
-	}
-	l := t.lane
-	link := newServerLink(t.server, stdin)
-	ps := &processStdin{stdin: stdin, cmd: t.cmd, link: link, terminate: t.terminate}
-	l.mu.Lock()
-	l.links[t.server] = link
-	l.mu.Unlock()
-	pr, pw := io.Pipe()
-	conn, err := (&mcp.IOTransport{Reader: pr, Writer: ps}).Connect(ctx)
-	if err != nil {
-		ps.Close()
-		return nil, err
-	}
-	// The calls the lane leaves to the SDK are answered as with the lane
-	// off (proxy.Recorder).
-	link.sdk = proxy.RecordCalls(conn)
-	go func() {
-		err := l.readServer(link, stdout, pw, 0)
-		pw.CloseWithError(err)
-		link.close()
-		l.linkDown(link, orEOF(err))
-	}()
-	return link.sdk, nil
-}
-
-func orEOF(err error) error {
-	if err == nil {
-		return io.EOF
-	}
-	return err
-}
-
-// processStdin is the server's input as the SDK holds it: its writes go
-// through the link, in order with the lane's.
-type processStdin struct {
-	stdin     io.Closer
-	cmd       *exec.Cmd
-	link      *serverLink
-	terminate time.Duration
-	once      sync.Once
-	err       error
-}
-
-func (p *processStdin) Write(b []byte) (int, error) {
-	if err := p.link.write(b, true); err != nil {
-		return 0, err
-	}
-	return len(b), nil
-}
-
-func (p *processStdin) Close() error {
-	p.once.Do(func() { p.err = p.stop() })
-	return p.err
-}
-
-// stop ends the server as the MCP specification says a client should:
-// close its input, wait, then SIGTERM, then SIGKILL. It mirrors go-sdk
-// v1.8.0's pipeRWC.Close (mcp/cmd.go), which the lane cannot use because
-// it owns the server's pipes; TestStopAsTheSDKDoes compares the two.
-func (p *processStdin) stop() error {
-	p.link.close()
-	// A write blocked on a server that stopped reading fails now.
-	if err := p.stdin.Close(); err != nil {
-		return fmt.Errorf("closing stdin: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	wait := func() (error, bool) {
-		select {
-		case err := <-done:
-			return err, true
-		case <-time.After(p.terminate):
-			return nil, false
-		}
-	}
-	if err, ok := wait(); ok {
-		return err
-	}
-	if p.cmd.Process.Signal(syscall.SIGTERM) == nil {
-		if err, ok := wait(); ok {
-			return err
-		}
-	}
-	if err := p.cmd.Process.Kill(); err != nil {
-		return err
-	}
-	if err, ok := wait(); ok {
-		return err
-	}
-	return errors.New("unresponsive subprocess")
-}
-
-// fromServer handles a server's line (JSON in valid UTF-8; readServer
-// checked it): it takes an answer or progress of a lane call, and a line
-// go-sdk cannot read as a JSON-RPC message (which would end the SDK's
-// session: it is skipped as on the SDK path, see badLine); false hands the
-// line to the SDK's session.
-//
-// An answer of the lane's in the common shape (JSON-RPC's members, written
-// plainly; a result; no deep nesting) is read here by one scan. Any other
-// line is read by go-sdk's own decoder (jsonrpc.DecodeMessage, what the
-// SDK path reads every line with), so that the lane takes, fails or hands
-// on exactly what the SDK path would.
-func (l *Lane) fromServer(link *serverLink, line []byte, sdk io.Writer) bool {
-	// A line of the lane's names one of its ids or tokens, plainly or
-	// with escapes ("\u0061gentctl-call-1" is an answer of the lane's too).
-	mine := l.inflight.Load() > 0 && (bytes.Contains(line, laneMarker) || bytes.IndexByte(line, '\\') >= 0)
-	if mine {
-		m, ok := readMessage(line, true)
-		switch {
-		case !ok || !shallow(line):
-		case !m.hasMethod && m.id != nil && m.result != nil && m.rpcErr == nil:
-			if id, ok := jsonscan.PlainString(m.id); ok && bytes.HasPrefix(id, []byte(idPrefix)) {
-				if c := l.take(string(id)); c != nil {
-					l.reply(c, m.result, nil, nil)
-				}
-				return true // a late answer to a cancelled call is dropped
-			}
-		case m.method == "notifications/progress":
-			if l.progressOf(m.params) {
-				return true
-			}
-		}
-	}
-	msg, err := jsonrpc.DecodeMessage(line)
-	if err != nil {
-		l.badLine(link, line, sdk, errNotJSONRPC)
-		return true
-	}
-	resp, ok := msg.(*jsonrpc.Response)
-	if !ok || !mine {
+// Line takes an answer or progress of a lane call in the common shape
+// ([wire.Message.Plain]; a result; no deep nesting), read once: the answer
+// goes to the client with only the id put back. Every other line goes on
+// to go-sdk's decoder (jsonrpc.DecodeMessage, what the SDK path reads every
+// line with), so that the lane takes, fails or hands on exactly what the
+// SDK path would (see [Lane.Answer]).
+func (l *Lane) Line(_ *proxy.Link, m *wire.Message) bool {
+	if l.inflight.Load() == 0 || !m.Plain || m.Depth > wire.MaxDepth {
 		return false
 	}
+	switch {
+	case m.Method == nil && m.Result != nil && (m.Error == nil || string(m.Error) == "null"):
+		if id, ok := wire.PlainString(m.ID); ok && bytes.HasPrefix(id, []byte(idPrefix)) {
+			if c := l.take(string(id)); c != nil {
+				l.reply(c, m.Result, nil, nil)
+			}
+			return true // a late answer to a cancelled call is dropped
+		}
+	case string(m.Name) == "notifications/progress":
+		return l.progressOf(m.Params)
+	}
+	return false
+}
+
+// Answer takes the server's answer to a lane call, as go-sdk read it, or
+// fails the call when its answer could not be read (unreadable says why,
+// in the SDK path's words); false for an answer to the SDK's own call.
+func (l *Lane) Answer(link *proxy.Link, resp *jsonrpc.Response, unreadable string) bool {
 	id, ok := resp.ID.Raw().(string)
 	if !ok || !strings.HasPrefix(id, idPrefix) {
 		return false
 	}
-	if c := l.take(id); c != nil {
-		var rpcErr []byte
-		if resp.Error != nil {
-			// go-sdk's error, as the SDK path passes it on: its code,
-			// message and data.
-			var we *jsonrpc.Error
-			if !errors.As(resp.Error, &we) {
-				we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: resp.Error.Error()}
-			}
-			if rpcErr, err = json.Marshal(we); err != nil {
-				l.replyError(c, proxy.AnswerUnreadable(link.server, errNotJSONRPC.Error()))
-				return true
-			}
+	c := l.take(id)
+	switch {
+	case c == nil: // a late answer to a cancelled call is dropped
+	case unreadable != "":
+		l.replyError(c, proxy.AnswerUnreadable(link.Server(), unreadable))
+	case resp.Error != nil:
+		// go-sdk's error, as the SDK path passes it on: its code, message
+		// and data.
+		var we *jsonrpc.Error
+		if !errors.As(resp.Error, &we) {
+			we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: resp.Error.Error()}
 		}
-		l.reply(c, resp.Result, rpcErr, nil)
+		rpcErr, err := json.Marshal(we)
+		if err != nil {
+			l.replyError(c, proxy.AnswerUnreadable(link.Server(), "a line that is not a JSON-RPC message"))
+			return true
+		}
+		l.reply(c, nil, rpcErr, nil)
+	default:
+		l.reply(c, resp.Result, nil, nil)
 	}
 	return true
-}
-
-// maxDepth is how deep go-sdk v1.8.0 reads JSON (internal/json's
-// defaultMaxDepth): a line nested deeper is no message to it.
-const maxDepth = 1000
-
-// shallow reports whether line certainly nests no deeper than maxDepth:
-// it has no more brackets than that.
-func shallow(line []byte) bool {
-	return bytes.Count(line, []byte("{"))+bytes.Count(line, []byte("[")) <= maxDepth
 }
 
 // progressOf forwards a server's progress of a lane call to the client, as
@@ -266,18 +122,15 @@ func (l *Lane) progressOf(params []byte) bool {
 // when the server failed (failure != nil), a tool error naming it.
 func (l *Lane) reply(c *call, result, rpcErr []byte, failure error) {
 	if failure != nil {
-		l.replyError(c, proxy.FailedDuringCall(c.link.server, failure))
+		l.replyError(c, proxy.FailedDuringCall(c.link.Server(), failure))
 		return
-	}
-	if string(rpcErr) == "null" {
-		rpcErr = nil // some servers write "error": null beside a result
 	}
 	if len(rpcErr) == 0 {
 		shaped, err := sdkResult(result)
 		if err != nil {
 			// go-sdk cannot read it: the call fails with go-sdk's words
 			// and the server is kept, as on the SDK path.
-			l.replyError(c, proxy.NotACallResult(c.link.server, err))
+			l.replyError(c, proxy.NotACallResult(c.link.Server(), err))
 			return
 		}
 		result = shaped
@@ -312,12 +165,12 @@ func (l *Lane) write(msg []byte) {
 	}
 }
 
-// linkDown forgets a server's connection that went away, and fails the
-// calls still waiting on it.
-func (l *Lane) linkDown(link *serverLink, cause error) {
+// Down forgets a server's connection that went away, and fails the calls
+// still waiting on it ([proxy.Tap]).
+func (l *Lane) Down(link *proxy.Link, cause error) {
 	l.mu.Lock()
-	if l.links[link.server] == link {
-		delete(l.links, link.server)
+	if l.links[link.Server()] == link {
+		delete(l.links, link.Server())
 	}
 	var failed []*call
 	for _, c := range l.calls {

@@ -2,9 +2,8 @@ package lane
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 
-	"github.com/agentctl/agentctl/mcpserver/internal/jsonscan"
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -48,22 +47,20 @@ func sdkResult(result []byte) (out []byte, err error) {
 
 // plainResult reports whether go-sdk would write result back the same, by
 // value: an object of content (text items only, each with a type and a
-// text), structuredContent and isError true, all in valid UTF-8 and with
-// plain keys. Numbers in structuredContent are not looked at: both paths
-// pass structuredContent on as written.
+// text), structuredContent and isError true, with plain keys. (It is valid
+// UTF-8: the server's connection made its line so, as go-sdk reads it.)
+// Numbers in structuredContent are not looked at: both paths pass
+// structuredContent on as written.
 func plainResult(result []byte) bool {
-	if !utf8.Valid(result) {
-		return false
-	}
 	content := false
-	return jsonscan.EachMember(result, func(k, v []byte) bool {
+	return wire.EachMember(result, func(k, v []byte) bool {
 		switch {
-		case jsonscan.KeyIs(k, "content"):
+		case wire.KeyIs(k, "content"):
 			content = true
 			return plainContent(v)
-		case jsonscan.KeyIs(k, "structuredContent"):
+		case wire.KeyIs(k, "structuredContent"):
 			return string(v) != "null"
-		case jsonscan.KeyIs(k, "isError"):
+		case wire.KeyIs(k, "isError"):
 			return string(v) == "true"
 		}
 		return false
@@ -73,14 +70,14 @@ func plainResult(result []byte) bool {
 // plainContent reports whether v is an array of text items, each just a
 // type and a text.
 func plainContent(v []byte) bool {
-	return jsonscan.EachElement(v, func(it []byte) bool {
+	return wire.EachElement(v, func(it []byte) bool {
 		typ, text := false, false
-		return jsonscan.EachMember(it, func(k, v []byte) bool {
+		return wire.EachMember(it, func(k, v []byte) bool {
 			switch {
-			case jsonscan.KeyIs(k, "type"):
+			case wire.KeyIs(k, "type"):
 				typ = string(v) == `"text"`
 				return typ
-			case jsonscan.KeyIs(k, "text"):
+			case wire.KeyIs(k, "text"):
 				text = len(v) > 0 && v[0] == '"'
 				return text
 			}

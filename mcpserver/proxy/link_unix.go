@@ -1,6 +1,6 @@
 //go:build unix
 
-package lane
+package proxy
 
 import "syscall"
 

@@ -1,12 +1,10 @@
-// Package jsonscan reads the top-level members of a JSON object without
-// decoding or allocating: where each member's key and value are. The input
-// guard and the fast lane use it to read JSON-RPC envelopes (id, method,
-// params) on every message, which encoding/json would decode in full.
-//
-// It assumes valid JSON where it matters (the lane checks each message with
-// json.Valid first; the guard only reads what it then checks) and reports
-// false on anything it does not expect.
-package jsonscan
+package wire
+
+// Reading the top-level members of a JSON object without decoding or
+// allocating: where each member's key and value are, which encoding/json
+// would decode in full. It assumes valid JSON where it matters (every line
+// is checked with json.Valid first) and reports false on anything it does
+// not expect.
 
 import "encoding/json"
 
@@ -15,9 +13,9 @@ import "encoding/json"
 // [Object.Next], so a caller that stops at the keys it needs never scans
 // the values after them.
 //
-//	o := jsonscan.NewObject(b)
+//	o := wire.NewObject(b)
 //	for o.Next() {
-//		if jsonscan.KeyIs(o.Key(), "id") {
+//		if wire.KeyIs(o.Key(), "id") {
 //			id := o.Value()
 //		}
 //	}
@@ -29,6 +27,8 @@ type Object struct {
 	// val is the value's start; valEnd its end once read (0: not read).
 	val, valEnd int
 	state       uint8
+	// depth is how deep the values read or skipped so far nest.
+	depth int
 }
 
 const (
@@ -63,8 +63,7 @@ func (o *Object) Next() bool {
 	case stateMember:
 		end := o.valEnd
 		if end == 0 {
-			if end = skipValue(b, o.val); end < 0 {
-				o.state = stateBad
+			if end = o.skip(); end < 0 {
 				return false
 			}
 		}
@@ -114,14 +113,23 @@ func (o *Object) Key() []byte { return o.key }
 // Value reads the current member's value; nil if it is malformed.
 func (o *Object) Value() []byte {
 	if o.valEnd == 0 {
-		end := skipValue(o.b, o.val)
+		end := o.skip()
 		if end < 0 {
-			o.state = stateBad
 			return nil
 		}
 		o.valEnd = end
 	}
 	return o.b[o.val:o.valEnd]
+}
+
+// skip finds the end of the current member's value (-1: malformed).
+func (o *Object) skip() int {
+	end, depth := skipValue(o.b, o.val)
+	if end < 0 {
+		o.state = stateBad
+	}
+	o.depth = max(o.depth, depth)
+	return end
 }
 
 // Done reports whether the object was read to its end and well-formed.
@@ -156,7 +164,7 @@ func EachElement(b []byte, f func(value []byte) bool) bool {
 		return skipSpace(b, i+1) == len(b)
 	}
 	for i < len(b) {
-		e := skipValue(b, i)
+		e, _ := skipValue(b, i)
 		if e < 0 || !f(b[i:e]) {
 			return false
 		}
@@ -197,14 +205,15 @@ func skipString(b []byte, i int) int {
 	return -1
 }
 
-// skipValue returns the index after the value starting at b[i], or -1.
-func skipValue(b []byte, i int) int {
+// skipValue returns the index after the value starting at b[i], or -1,
+// and how deep the value nests arrays and objects (0 for neither).
+func skipValue(b []byte, i int) (end, deepest int) {
 	if i >= len(b) {
-		return -1
+		return -1, 0
 	}
 	switch b[i] {
 	case '"':
-		return skipString(b, i)
+		return skipString(b, i), 0
 	case '{', '[':
 		depth := 0
 		for ; i < len(b); i++ {
@@ -212,35 +221,36 @@ func skipValue(b []byte, i int) int {
 			case '"':
 				e := skipString(b, i)
 				if e < 0 {
-					return -1
+					return -1, deepest
 				}
 				i = e - 1
 			case '{', '[':
 				depth++
+				deepest = max(deepest, depth)
 			case '}', ']':
 				depth--
 				if depth == 0 {
-					return i + 1
+					return i + 1, deepest
 				}
 			}
 		}
-		return -1
+		return -1, deepest
 	default: // a number, true, false or null
 		s := i
 		for i < len(b) {
 			switch b[i] {
 			case ',', '}', ']', ' ', '\t', '\n', '\r':
 				if i == s {
-					return -1
+					return -1, 0
 				}
-				return i
+				return i, 0
 			}
 			i++
 		}
 		if i == s {
-			return -1
+			return -1, 0
 		}
-		return i
+		return i, 0
 	}
 }
 
@@ -277,6 +287,27 @@ func String(v []byte) (string, bool) {
 // (written without escapes).
 func KeyIs(key []byte, name string) bool {
 	return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
+}
+
+// Key is a member's key decoded, as go-sdk compares keys (empty if it is
+// not a string); a key written without escapes, as nearly all are, is not
+// copied.
+func Key(k []byte) []byte {
+	if s, ok := PlainString(k); ok {
+		return s
+	}
+	s, _ := String(k)
+	return []byte(s)
+}
+
+// IsString reports whether v is a JSON string, equal to want unless want
+// is empty; one written without escapes is not decoded.
+func IsString(v []byte, want string) bool {
+	if s, ok := PlainString(v); ok {
+		return want == "" || string(s) == want
+	}
+	s, ok := String(v)
+	return ok && (want == "" || s == want)
 }
 
 // AppendString appends s as a JSON string.

@@ -1,4 +1,4 @@
-package guard
+package wire
 
 import (
 	"bytes"

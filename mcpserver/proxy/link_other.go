@@ -1,8 +1,8 @@
 //go:build !unix
 
-package lane
+package proxy
 
-// canTryWrite: elsewhere every lane message goes through the link's queue.
+// canTryWrite: elsewhere every message goes through the link's queue.
 const canTryWrite = false
 
 func writeNonblock(uintptr, []byte) (int, error) { return 0, nil }
