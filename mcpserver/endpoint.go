@@ -67,6 +67,10 @@ type Config struct {
 	// [New] checks them and resolves their prefixes with PrefixMode.
 	Mounts     []mount.Mount
 	PrefixMode mount.PrefixMode
+	// Resolved, when set, are the mounts already resolved (an instance's
+	// record, checked against the prefix contract by whoever read it):
+	// taken as they are, instead of Mounts and PrefixMode.
+	Resolved []mount.Resolved
 	// ServerStderr receives external servers' stderr, each line prefixed
 	// with the server's name; nil discards it. Never the protocol's stdout.
 	ServerStderr io.Writer
@@ -200,16 +204,7 @@ func New(cfg Config) (*Endpoint, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	for _, m := range cfg.Mounts {
-		if err := m.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	mode, err := mount.ParsePrefixMode(string(cfg.PrefixMode))
-	if err != nil {
-		return nil, err
-	}
-	mounts, err := mount.Resolve(cfg.ServerName, mode, cfg.Mounts)
+	mounts, err := resolveMounts(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +232,24 @@ func New(cfg Config) (*Endpoint, error) {
 
 func implementation(cfg Config) *mcp.Implementation {
 	return &mcp.Implementation{Name: "agentctl", Title: "agentctl instance " + cfg.Instance.ID, Version: cfg.Version}
+}
+
+// resolveMounts is cfg.Resolved, or cfg.Mounts checked and resolved with
+// cfg.PrefixMode.
+func resolveMounts(cfg Config) ([]mount.Resolved, error) {
+	if cfg.Resolved != nil {
+		return cfg.Resolved, nil
+	}
+	for _, m := range cfg.Mounts {
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	mode, err := mount.ParsePrefixMode(string(cfg.PrefixMode))
+	if err != nil {
+		return nil, err
+	}
+	return mount.Resolve(cfg.ServerName, mode, cfg.Mounts)
 }
 
 // addMounts opens each knowledge base and registers its tools (external

@@ -101,7 +101,7 @@ func Build(ctx context.Context, st *instance.Store, rec *instance.Record, o Endp
 		announce(line)
 	}
 	cfg := EndpointConfig(rec, st, logger, o.Version)
-	cfg.Mounts, cfg.PrefixMode = provision.Unresolved(ts.Mounts), mount.PrefixMode(rec.ToolPrefixMode)
+	cfg.Resolved = ts.Mounts // resolved once, by RecordToolset
 	cfg.KBIndexDir, cfg.KBRefreshInterval = o.KBIndexDir, o.KBRefreshInterval
 	cfg.FirstListWait, cfg.NoFastLane = o.FirstListWait, o.NoFastLane
 	if slices.ContainsFunc(ts.Mounts, func(m mount.Resolved) bool { return m.Kind == mount.KindServer }) {
