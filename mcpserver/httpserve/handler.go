@@ -18,7 +18,7 @@
 // The shortest use:
 //
 //	h := httpserve.NewHandler(ep.Server(), httpserve.Options{})
-//	srv := httpserve.NewServer(httpserve.Guard(h, httpserve.GuardOptions{Listen: addr}), httpserve.ServerOptions{})
+//	srv := httpserve.NewServer(httpserve.Protect(h, httpserve.ProtectOptions{Listen: addr}), httpserve.ServerOptions{})
 //	srv.Serve(listener)
 package httpserve
 
@@ -73,8 +73,8 @@ type Options struct {
 	RequestTimeout time.Duration
 	// BodyTimeout bounds reading a request's body (a client that sends
 	// its body slowly, or never ends it); 0 means [DefaultBodyTimeout].
-	// [Guard] arms this deadline first, for every route
-	// ([GuardOptions.BodyTimeout]); this one is for a Handler served
+	// [Protect] arms this deadline first, for every route
+	// ([ProtectOptions.BodyTimeout]); this one is for a Handler served
 	// without it.
 	BodyTimeout time.Duration
 	// SessionTimeout closes a stateful session that made no request for
@@ -116,7 +116,7 @@ type Handler struct {
 // NewHandler returns the handler of server. It installs a receiving
 // middleware on server (the per-request timeout and [Handler.Interrupt]),
 // so give each server to one Handler. It checks neither Host nor Origin:
-// serve it behind [Guard].
+// serve it behind [Protect].
 func NewHandler(server *mcp.Server, o Options) *Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
@@ -131,7 +131,7 @@ func NewHandler(server *mcp.Server, o Options) *Handler {
 	h.closing, h.close = context.WithCancelCause(context.Background())
 	h.touch()
 	get := func(*http.Request) *mcp.Server { return server }
-	// Host and origin checks are Guard's, one rule for every URL of the
+	// Host and origin checks are Protect's, one rule for every URL of the
 	// server; the SDK's own DNS-rebinding check (a loopback listener only,
 	// and "localhost" in lower case only) would disagree with it.
 	h.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
@@ -167,7 +167,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.posts.Add(1)
 		defer h.done(&h.posts)
 	}
-	// Guard arms it first; this is for a Handler served without Guard.
+	// Protect arms it first; this is for a Handler served without Protect.
 	armBodyDeadline(w, r, h.bodyTimeout)
 	if IsStateless(r) {
 		h.stateless.ServeHTTP(w, r)
@@ -388,7 +388,7 @@ func (e errRequestTimeout) Error() string {
 }
 
 // armBodyDeadline makes reading r's body fail once d has passed (and
-// net/http close the connection). When Guard armed it already and the
+// net/http close the connection). When Protect armed it already and the
 // body is still unread, the deadline is moved to d from now: the time the
 // request waited for its route (an endpoint being built) is not taken
 // from the body (unless that was under 1% of d: then it stays where it

@@ -33,7 +33,7 @@ func serve(t *testing.T, s *mcp.Server, o httpserve.Options) (*httpserve.Handler
 	t.Helper()
 	h := httpserve.NewHandler(s, o)
 	ts := httptest.NewServer(nil)
-	ts.Config.Handler = httpserve.Guard(h, httpserve.GuardOptions{Listen: ts.Listener.Addr().String(), MaxBodyBytes: o.MaxBodyBytes})
+	ts.Config.Handler = httpserve.Protect(h, httpserve.ProtectOptions{Listen: ts.Listener.Addr().String(), MaxBodyBytes: o.MaxBodyBytes})
 	t.Cleanup(ts.Close)
 	return h, ts
 }
@@ -126,7 +126,7 @@ func post(t *testing.T, url string, body string, hdr map[string]string) *http.Re
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 
-func TestGuardRefuses(t *testing.T) {
+func TestProtectRefuses(t *testing.T) {
 	_, ts := serve(t, newServer(), httpserve.Options{MaxBodyBytes: 1024})
 	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("x", 2048) + `"}}}`
 	for _, c := range []struct {
@@ -303,9 +303,9 @@ func TestRequestTimeout(t *testing.T) {
 
 // The Host check covers a listener beyond loopback, which go-sdk's own
 // DNS-rebinding check (loopback listeners only) does not.
-func TestGuardChecksHostOnANonLoopbackListener(t *testing.T) {
+func TestProtectChecksHostOnANonLoopbackListener(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	g := httpserve.Guard(ok, httpserve.GuardOptions{Listen: "192.168.1.5:7821"})
+	g := httpserve.Protect(ok, httpserve.ProtectOptions{Listen: "192.168.1.5:7821"})
 	for host, want := range map[string]int{
 		"192.168.1.5:7821":        http.StatusNoContent,
 		"localhost:7821":          http.StatusNoContent,

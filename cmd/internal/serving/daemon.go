@@ -53,7 +53,7 @@ type Options struct {
 	// Checker checks each request's bearer token.
 	Checker httpserve.TokenChecker
 	// Listen is the address served (for the Host check: see
-	// [httpserve.GuardOptions]); AllowedHosts are more names clients may
+	// [httpserve.ProtectOptions]); AllowedHosts are more names clients may
 	// use for it.
 	Listen       string
 	AllowedHosts []string
@@ -134,12 +134,12 @@ func New(o Options) *Daemon {
 	mux.HandleFunc("GET /health", d.health)
 	mux.HandleFunc("/instances/{id}/mcp", d.serveMCP)
 	mux.HandleFunc("GET /instances/{id}/health", d.instanceHealth)
-	d.guard = httpserve.Guard(mux, httpserve.GuardOptions{Listen: o.Listen, AllowedHosts: o.AllowedHosts,
+	d.guard = httpserve.Protect(mux, httpserve.ProtectOptions{Listen: o.Listen, AllowedHosts: o.AllowedHosts,
 		MaxBodyBytes: o.MaxBodyBytes, BodyTimeout: o.BodyTimeout})
 	return d
 }
 
-// Handler returns the daemon's HTTP handler, behind [httpserve.Guard].
+// Handler returns the daemon's HTTP handler, behind [httpserve.Protect].
 func (d *Daemon) Handler() http.Handler { return d.guard }
 
 // Serve serves on ln until ctx is done, then stops gracefully (see

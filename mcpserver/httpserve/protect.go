@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// GuardOptions configure [Guard].
-type GuardOptions struct {
+// ProtectOptions configure [Protect].
+type ProtectOptions struct {
 	// Listen is the address the server listens on (host:port). A request's
 	// Host, and its Origin if it has one, must name it (see [HostAllowed]):
 	// never a DNS name the server was not told about, which is what a DNS
@@ -30,7 +30,7 @@ type GuardOptions struct {
 	// a body at the cap, whatever it announced). 0 means
 	// [DefaultMaxBodyBytes].
 	MaxBodyBytes int64
-	// BodyTimeout bounds reading a request's body, from the moment Guard
+	// BodyTimeout bounds reading a request's body, from the moment Protect
 	// sees the request (a [Handler] behind it restarts the count with its
 	// own [Options.BodyTimeout] when it gets the request, so the time
 	// spent building an endpoint is not taken from the body): a client
@@ -42,12 +42,12 @@ type GuardOptions struct {
 	BodyTimeout time.Duration
 }
 
-// Guard wraps next with the checks every request passes first, whatever
+// Protect wraps next with the checks every request passes first, whatever
 // its route: the Host (DNS-rebinding protection, 403) and the Origin (a
 // browser page of another origin, 403), both by [HostAllowed]; the body's
 // announced size (413); and the body's read deadline
-// ([GuardOptions.BodyTimeout]).
-func Guard(next http.Handler, o GuardOptions) http.Handler {
+// ([ProtectOptions.BodyTimeout]).
+func Protect(next http.Handler, o ProtectOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -144,7 +144,7 @@ func HostAllowed(hostport, listen string, allowed []string) bool {
 }
 
 // hostRule is [HostAllowed]'s rule with its listen address and allowed
-// names parsed, once for every request [Guard] checks against them.
+// names parsed, once for every request [Protect] checks against them.
 type hostRule struct {
 	listen string
 	// lhost and lport are listen's; lok is false when it is malformed
@@ -256,7 +256,7 @@ func (h *hostRule) originAllowed(origin string) bool {
 	return h.allows(rest)
 }
 
-// originAllowed is the Origin check of [Guard]: a request with an Origin
+// originAllowed is the Origin check of [Protect]: a request with an Origin
 // must name this server ([OriginAllowed]); one without may not say (by
 // Sec-Fetch-Site) that a browser sent it from another site.
 func originAllowed(r *http.Request, rule *hostRule) (bool, string) {
@@ -427,8 +427,8 @@ type ServerOptions struct {
 // no ReadTimeout nor WriteTimeout: a session's event stream and a call
 // waiting for a person's answer live long on purpose; each request is
 // bounded by [Options.RequestTimeout] instead, and a body is read under
-// the cap of [Options.MaxBodyBytes] and, behind [Guard], before
-// [GuardOptions.BodyTimeout] (a read deadline lifted once the body is
+// the cap of [Options.MaxBodyBytes] and, behind [Protect], before
+// [ProtectOptions.BodyTimeout] (a read deadline lifted once the body is
 // read).
 func NewServer(h http.Handler, o ServerOptions) *http.Server {
 	if o.ReadHeaderTimeout <= 0 {

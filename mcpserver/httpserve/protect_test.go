@@ -17,10 +17,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// serveGuarded serves s's Handler at /mcp behind Guard (with g; its Listen
+// serveGuarded serves s's Handler at /mcp behind Protect (with g; its Listen
 // is the test server's), with /noread, a route that answers 401 without
 // reading the body, beside it.
-func serveGuarded(t *testing.T, s *mcp.Server, o httpserve.Options, g httpserve.GuardOptions) (*httpserve.Handler, *httptest.Server) {
+func serveGuarded(t *testing.T, s *mcp.Server, o httpserve.Options, g httpserve.ProtectOptions) (*httpserve.Handler, *httptest.Server) {
 	t.Helper()
 	h := httpserve.NewHandler(s, o)
 	mux := http.NewServeMux()
@@ -30,7 +30,7 @@ func serveGuarded(t *testing.T, s *mcp.Server, o httpserve.Options, g httpserve.
 	})
 	ts := httptest.NewServer(nil)
 	g.Listen = ts.Listener.Addr().String()
-	ts.Config.Handler = httpserve.Guard(mux, g)
+	ts.Config.Handler = httpserve.Protect(mux, g)
 	t.Cleanup(ts.Close)
 	return h, ts
 }
@@ -78,10 +78,10 @@ func SlowBody(t *testing.T, addr, path, host, headers string, bound time.Duratio
 // A body sent one byte at a time is cut at the body timeout, on every
 // route: one that reads it (the MCP handler, both eras), one that answers
 // without reading it (net/http then reads the rest to reuse the
-// connection), and a request the Guard refuses.
+// connection), and a request Protect refuses.
 func TestSlowBodyIsCut(t *testing.T) {
 	bt := 200 * time.Millisecond
-	_, ts := serveGuarded(t, newServer(), httpserve.Options{BodyTimeout: bt}, httpserve.GuardOptions{BodyTimeout: bt})
+	_, ts := serveGuarded(t, newServer(), httpserve.Options{BodyTimeout: bt}, httpserve.ProtectOptions{BodyTimeout: bt})
 	addr := ts.Listener.Addr().String()
 	for _, c := range []struct{ name, path, host, headers string }{
 		{"MCP, session era", "/mcp", addr, ""},
@@ -115,7 +115,7 @@ func TestLongCallOutlivesTheBodyTimeout(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
 	})
 	bt := 100 * time.Millisecond
-	_, ts := serveGuarded(t, s, httpserve.Options{BodyTimeout: bt}, httpserve.GuardOptions{BodyTimeout: bt})
+	_, ts := serveGuarded(t, s, httpserve.Options{BodyTimeout: bt}, httpserve.ProtectOptions{BodyTimeout: bt})
 	old, oldChanged := connect(t, ts.URL+"/mcp", "2025-11-25")
 	stateless, _ := connect(t, ts.URL+"/mcp", "")
 	for _, cs := range []*mcp.ClientSession{old, stateless} {
@@ -137,7 +137,7 @@ func TestLongCallOutlivesTheBodyTimeout(t *testing.T) {
 // The Host and the Origin follow one rule, on every route: every loopback
 // form of the listen address with its port, and nothing else.
 func TestGuardHostAndOriginForms(t *testing.T) {
-	_, ts := serveGuarded(t, newServer(), httpserve.Options{}, httpserve.GuardOptions{})
+	_, ts := serveGuarded(t, newServer(), httpserve.Options{}, httpserve.ProtectOptions{})
 	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
 	good := []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "LocalHost:" + port, "[::1]:" + port}
 	bad := []string{"127.0.0.2:" + port, "localhost:1", "localhost", "localhost.:" + port, "[::ffff:127.0.0.1]:" + port, "evil.example:" + port, "0.0.0.0:" + port}
@@ -193,7 +193,7 @@ func TestGuardHostAndOriginForms(t *testing.T) {
 // A session-era request without Mcp-Session-Id that is not an initialize
 // is 400 with a JSON-RPC error (invalid request), not a 200 of code 0.
 func TestSessionEraRequestWithoutSession(t *testing.T) {
-	_, ts := serveGuarded(t, newServer(), httpserve.Options{}, httpserve.GuardOptions{})
+	_, ts := serveGuarded(t, newServer(), httpserve.Options{}, httpserve.ProtectOptions{})
 	for _, c := range []struct {
 		name, body string
 		id         any
