@@ -223,7 +223,7 @@ func New(cfg Config) (*Endpoint, error) {
 		e.Close()
 		return nil, err
 	}
-	e.inProcess = describeTools(e.registry, cfg.ServerName, cfg.Naming)
+	e.inProcess = registryTools(e.registry, cfg.ServerName, cfg.Naming)
 	// Installed last, so it runs first: before the SDK's lookup, validation,
 	// logging and dispatch.
 	server.AddReceivingMiddleware(e.presentation)
@@ -432,7 +432,7 @@ func (e *Endpoint) presentList(lr *mcp.ListToolsResult) *mcp.ListToolsResult {
 // ToolNames lists the registered tools with their transport and
 // model-visible names, sorted by canonical name.
 func (e *Endpoint) ToolNames() []PlannedTool {
-	return describeTools(e.registry, e.cfg.ServerName, e.cfg.Naming)
+	return registryTools(e.registry, e.cfg.ServerName, e.cfg.Naming)
 }
 
 // sdkLogger quiets the SDK's connection chatter (logged at info) unless debug

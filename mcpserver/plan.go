@@ -36,9 +36,9 @@ func PlanTools(server string, naming agents.ToolNaming, mounts []mount.Resolved)
 	return out, nil
 }
 
-// describeTools lists a registry's tools with their names for this client
+// registryTools lists a registry's tools with their names for this client
 // and their problems (see [LintTools]): what get_instance shows.
-func describeTools(reg *Registry, server string, naming agents.ToolNaming) []PlannedTool {
+func registryTools(reg *Registry, server string, naming agents.ToolNaming) []PlannedTool {
 	rows := nameEntries(reg.Entries(), reg, server, naming, nil)
 	LintTools(server, naming, rows)
 	out := make([]PlannedTool, len(rows))
