@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -142,14 +143,7 @@ func testConfig(style agents.Namespacing, st Store) Config {
 
 func listNames(t testing.TB, cs *mcp.ClientSession) []string {
 	t.Helper()
-	res, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
+	names := testkit.ToolNames(context.Background(), t, cs)
 	slices.Sort(names)
 	return names
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -53,7 +54,7 @@ func TestFirstListDoesNotWaitForASlowServer(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("no tools/list_changed when the slow server came up")
 		}
-		eventually(t, "the slow server's tools in tools/list", func() bool {
+		testkit.Eventually(t, "the slow server's tools in tools/list", func() bool {
 			return slices.Contains(listWithin(t, p.cs), "slow__tool_0")
 		})
 	})
@@ -84,13 +85,5 @@ func listWithin(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), listDeadline)
 	defer cancel()
-	res, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	var names []string
-	for _, tl := range res.Tools {
-		names = append(names, tl.Name)
-	}
-	return names
+	return testkit.ToolNames(ctx, t, cs)
 }

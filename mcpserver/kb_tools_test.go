@@ -11,29 +11,16 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/kb"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// writeKBFiles writes files (slash paths relative to dir) for a test KB.
-func writeKBFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func openTestKB(t testing.TB, name string, files map[string]string, opts kb.Options) (*kb.Base, string) {
 	t.Helper()
 	dir := t.TempDir()
-	writeKBFiles(t, dir, files)
+	testkit.WriteFiles(t, dir, files)
 	kbase, err := kb.Open(name, dir, opts)
 	if err != nil {
 		t.Fatal(err)

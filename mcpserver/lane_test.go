@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 )
@@ -306,7 +307,7 @@ func TestLaneAnswersAsTheSDKDoesStateless(t *testing.T) {
 func TestLaneProgressCancellationAndCrash(t *testing.T) {
 	t.Parallel()
 	bin := serverBin(t)
-	log := &syncBuffer{}
+	log := &testkit.Buffer{}
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
 	cfg.Mounts = []mount.Mount{{Kind: mount.KindServer, Name: "up", Command: bin}}
 	cfg.ServerStderr = log
@@ -351,12 +352,12 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 	p.send(t, `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"slow","arguments":{"ms":60000},"_meta":{"progressToken":"k1"}}}`)
 	started()
 	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"changed my mind"}}`)
-	eventually(t, "the server to see the cancellation", func() bool { return strings.Contains(log.String(), "[up] slow cancelled") })
+	testkit.Eventually(t, "the server to see the cancellation", func() bool { return strings.Contains(log.String(), "[up] slow cancelled") })
 	// A reason that names a method is still a cancellation.
 	p.send(t, `{"jsonrpc":"2.0","id":"c2","method":"tools/call","params":{"name":"slow","arguments":{"ms":60000},"_meta":{"progressToken":"k2"}}}`)
 	started()
 	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c2","reason":"tools/call took too long"}}`)
-	eventually(t, "the server to see the second cancellation", func() bool { return strings.Count(log.String(), "[up] slow cancelled") == 2 })
+	testkit.Eventually(t, "the server to see the second cancellation", func() bool { return strings.Count(log.String(), "[up] slow cancelled") == 2 })
 	ans, before := p.request(t, "tools/call", `{"name":"echo","arguments":{"text":"after"}}`)
 	for _, n := range before {
 		if !bytes.Contains(n, []byte(`"method":"notifications/progress"`)) { // sent before the cancellation arrived

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,13 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -72,29 +69,11 @@ func serverBin(tb testing.TB) string {
 	return serverPath
 }
 
-// syncBuffer is a log sink safe for the servers' stderr goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type proxyEnv struct {
 	ep     *Endpoint
 	cs     *mcp.ClientSession
-	log    *syncBuffer // the servers' stderr
-	stderr *syncBuffer // the endpoint's own log
+	log    *testkit.Buffer // the servers' stderr
+	stderr *testkit.Buffer // the endpoint's own log
 	cancel context.CancelFunc
 	done   chan struct{}
 	notes  chan string // tools/list_changed and progress seen by the client
@@ -148,7 +127,7 @@ func startProxyWith(t *testing.T, path servePath, configure func(*Config), mode 
 	t.Helper()
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
 	cfg.Mounts, cfg.PrefixMode = mounts, mode
-	logBuf, stderr := &syncBuffer{}, &syncBuffer{}
+	logBuf, stderr := &testkit.Buffer{}, &testkit.Buffer{}
 	cfg.ServerStderr = logBuf
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	if configure != nil {
@@ -241,18 +220,6 @@ func (p *proxyEnv) stop(t *testing.T) {
 	}
 }
 
-// eventually polls cond; a minute is far beyond any machine's slowness.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func mcpMount(name string, args ...string) mount.Mount {
 	return mount.Mount{Kind: mount.KindServer, Name: name, Command: "", Args: args}
 }
@@ -265,20 +232,6 @@ func withBin(t *testing.T, m mount.Mount) mount.Mount {
 func (p *proxyEnv) call(t *testing.T, name string, args map[string]any) (*mcp.CallToolResult, error) {
 	t.Helper()
 	return p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-}
-
-func readPID(t *testing.T, file string) int {
-	t.Helper()
-	var pid int
-	eventually(t, "the pid file", func() bool {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
-	})
-	return pid
 }
 
 func fileExists(p string) bool {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 )
 
@@ -64,7 +65,7 @@ func TestInProcessNamesReservedAtRunTime(t *testing.T) {
 		kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
 		up := withBin(t, mcpMount("up", "-tools", "1", "-tool-names", "ask_user_question_agentctl,ask_user_question,concept_read"))
 		p := startProxyOn(t, path, mount.PrefixModeOff, kb, up)
-		eventually(t, "the server's tools", func() bool { return p.ep.Registry().Has("tool_0") && len(p.ep.Withheld()) == 3 })
+		testkit.Eventually(t, "the server's tools", func() bool { return p.ep.Registry().Has("tool_0") && len(p.ep.Withheld()) == 3 })
 
 		if e, _ := p.ep.Registry().Lookup("ask_user_question_agentctl"); e.Kind != KindBuiltin {
 			t.Fatalf("ask_user_question_agentctl is %+v", e)
@@ -116,7 +117,7 @@ func TestInProcessNamesReservedAtRunTime(t *testing.T) {
 		if _, err := p.call(t, "change_tools", nil); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the relist", func() bool { return p.ep.Registry().Has("tool_new") })
+		testkit.Eventually(t, "the relist", func() bool { return p.ep.Registry().Has("tool_new") })
 		log := p.stderr.String()
 		if n := strings.Count(log, "an external tool is withheld"); n != 3 {
 			t.Fatalf("reported %d times, want once per tool:\n%s", n, log)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,14 +42,14 @@ func secretMount(t *testing.T, base string) mount.Mount {
 type secretEnv struct {
 	ep  *Endpoint
 	cs  *mcp.ClientSession
-	log *syncBuffer
+	log *testkit.Buffer
 }
 
 func startSecretEnv(t *testing.T, m mount.Mount) *secretEnv {
 	t.Helper()
 	cfg := testConfig(agents.NamespacingSuffix, newFakeStore())
 	cfg.Mounts, cfg.PrefixMode = []mount.Mount{m}, mount.PrefixModeMountName
-	log := &syncBuffer{}
+	log := &testkit.Buffer{}
 	cfg.ServerStderr = log
 	cfg.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ep, err := New(cfg)
@@ -94,7 +95,7 @@ func (e *secretEnv) checkNoSecrets(t *testing.T, more ...string) {
 
 func (e *secretEnv) waitDown(t *testing.T) proxy.ServerStatus {
 	t.Helper()
-	eventually(t, "the server to be down", func() bool {
+	testkit.Eventually(t, "the server to be down", func() bool {
 		st := e.ep.ServerStatuses()[0]
 		return st.State == proxy.StateDown && st.Error != ""
 	})
@@ -140,7 +141,7 @@ func TestHTTPServerSecretsNeverShow(t *testing.T) {
 		t.Parallel()
 		_, srv := httpServer(t, "hello")
 		e := startSecretEnv(t, secretMount(t, srv.URL))
-		eventually(t, "the remote tools", func() bool { return e.ep.Registry().Has("hello") })
+		testkit.Eventually(t, "the remote tools", func() bool { return e.ep.Registry().Has("hello") })
 		srv.CloseClientConnections()
 		srv.Close()
 		r, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hello", Arguments: map[string]any{}})

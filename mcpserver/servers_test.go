@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,7 +27,7 @@ func TestProxyListsAndForwards(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
 		kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
 		p := startProxyOn(t, path, mount.PrefixModeMountName, kb, withBin(t, mcpMount("up", "-tools", "5", "-page2")))
-		eventually(t, "the server's tools", func() bool { return p.ep.Registry().Has("up__tool_4") })
+		testkit.Eventually(t, "the server's tools", func() bool { return p.ep.Registry().Has("up__tool_4") })
 
 		res, err := p.cs.ListTools(context.Background(), nil)
 		if err != nil {
@@ -76,7 +77,7 @@ func TestProxyListsAndForwards(t *testing.T) {
 func TestProxyForwardsProgressAndCancellation(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
 		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("up")))
-		eventually(t, "tools", func() bool { return p.ep.Registry().Has("slow") })
+		testkit.Eventually(t, "tools", func() bool { return p.ep.Registry().Has("slow") })
 
 		params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 300}}
 		params.SetProgressToken("tok-1")
@@ -99,7 +100,7 @@ func TestProxyForwardsProgressAndCancellation(t *testing.T) {
 		if _, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 60000}}); err == nil {
 			t.Fatal("a cancelled call succeeded")
 		}
-		eventually(t, "the server to see the cancellation", func() bool { return strings.Contains(p.log.String(), "[up] slow cancelled") })
+		testkit.Eventually(t, "the server to see the cancellation", func() bool { return strings.Contains(p.log.String(), "[up] slow cancelled") })
 		p.checkPath(t, path, 2)
 	})
 }
@@ -108,15 +109,15 @@ func TestProxyCrashMidCallAndRestart(t *testing.T) {
 	forEachPath(t, func(t *testing.T, path servePath) {
 		pidfile := filepath.Join(t.TempDir(), "pid")
 		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-pidfile", pidfile, "-stderr", "hello from the server")))
-		eventually(t, "tools", func() bool { return p.ep.Registry().Has("crash") })
-		firstPID := readPID(t, pidfile)
+		testkit.Eventually(t, "tools", func() bool { return p.ep.Registry().Has("crash") })
+		firstPID := testkit.WaitPID(t, pidfile)
 
 		r, err := p.call(t, "crash", nil)
 		if err != nil || !r.IsError || !strings.Contains(resultText(r), `MCP server "up" failed during the call`) {
 			t.Fatalf("crash: %v %+v", err, r)
 		}
-		eventually(t, "a restarted server", func() bool {
-			return fileExists(pidfile) && readPID(t, pidfile) != firstPID && p.ep.Registry().Has("echo")
+		testkit.Eventually(t, "a restarted server", func() bool {
+			return fileExists(pidfile) && testkit.WaitPID(t, pidfile) != firstPID && p.ep.Registry().Has("echo")
 		})
 		if r, err := p.call(t, "echo", map[string]any{"text": "again"}); err != nil || resultText(r) != "again" {
 			t.Fatalf("after restart: %v %+v", err, r)
@@ -126,9 +127,9 @@ func TestProxyCrashMidCallAndRestart(t *testing.T) {
 			t.Fatalf("log: %q", p.log.String())
 		}
 		p.checkPath(t, path, 2)
-		pid := readPID(t, pidfile)
+		pid := testkit.WaitPID(t, pidfile)
 		p.stop(t)
-		if alive(pid) {
+		if testkit.Alive(pid) {
 			t.Fatalf("server %d still running after the endpoint stopped", pid)
 		}
 	})
@@ -141,7 +142,7 @@ func TestStartThenRunStartsServersOnce(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	cfg := testConfig(agents.NamespacingPrefix, newFakeStore())
 	cfg.Mounts = []mount.Mount{withBin(t, mcpMount("up", "-stderr", "started", "-pidfile", pidfile))}
-	log := &syncBuffer{}
+	log := &testkit.Buffer{}
 	cfg.ServerStderr = log
 	ep, err := New(cfg)
 	if err != nil {
@@ -161,7 +162,7 @@ func TestStartThenRunStartsServersOnce(t *testing.T) {
 	if _, err := cs.ListTools(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	pid := readPID(t, pidfile)
+	pid := testkit.WaitPID(t, pidfile)
 	cs.Close()
 	select {
 	case err := <-ran:
@@ -174,7 +175,7 @@ func TestStartThenRunStartsServersOnce(t *testing.T) {
 	if n := strings.Count(log.String(), "[up] started\n"); n != 1 {
 		t.Errorf("the server started %d times, want once:\n%s", n, log.String())
 	}
-	if alive(pid) {
+	if testkit.Alive(pid) {
 		t.Errorf("server %d outlived Run", pid)
 	}
 }
@@ -186,7 +187,7 @@ func TestProxyFaultsAtStart(t *testing.T) {
 		m := mcpMount("gone")
 		m.Command = filepath.Join(t.TempDir(), "no-such-server")
 		p := startProxy(t, mount.PrefixModeMountName, m)
-		eventually(t, "the failure", func() bool { return p.ep.ServerStatuses()[0].State == proxy.StateDown })
+		testkit.Eventually(t, "the failure", func() bool { return p.ep.ServerStatuses()[0].State == proxy.StateDown })
 		st := p.ep.ServerStatuses()[0]
 		if !strings.Contains(st.Error, "cannot start") {
 			t.Fatalf("status %+v", st)
@@ -204,7 +205,7 @@ func TestProxyFaultsAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := startProxy(t, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-flag-file", flag)))
-		eventually(t, "the failure", func() bool {
+		testkit.Eventually(t, "the failure", func() bool {
 			st := p.ep.ServerStatuses()[0]
 			return st.State == proxy.StateDown && st.Error != ""
 		})
@@ -212,8 +213,8 @@ func TestProxyFaultsAtStart(t *testing.T) {
 			t.Fatal("tools of a failed server are served")
 		}
 		os.Remove(flag)
-		eventually(t, "the retry", func() bool { return p.ep.Registry().Has("echo") })
-		eventually(t, "tools/list_changed", func() bool {
+		testkit.Eventually(t, "the retry", func() bool { return p.ep.Registry().Has("echo") })
+		testkit.Eventually(t, "tools/list_changed", func() bool {
 			for {
 				select {
 				case n := <-p.notes:
@@ -232,11 +233,11 @@ func TestProxyFaultsAtStart(t *testing.T) {
 		m := withBin(t, mcpMount("up", "-hang-start", "-pidfile", pidfile))
 		m.Timeout = mount.Duration(300 * time.Millisecond)
 		p := startProxy(t, mount.PrefixModeMountName, m)
-		eventually(t, "the timeout", func() bool {
+		testkit.Eventually(t, "the timeout", func() bool {
 			return strings.Contains(p.ep.ServerStatuses()[0].Error, "no answer within 300ms")
 		})
-		pid := readPID(t, pidfile)
-		eventually(t, "the hung server to be stopped", func() bool { return !alive(pid) })
+		pid := testkit.WaitPID(t, pidfile)
+		testkit.Eventually(t, "the hung server to be stopped", func() bool { return !testkit.Alive(pid) })
 		// Calls meanwhile are not hung: the built-ins answer at once.
 		if r, err := p.call(t, "get_instance", nil); err != nil || r.IsError {
 			t.Fatalf("%v %+v", err, r)
@@ -249,7 +250,7 @@ func TestProxyToolListChange(t *testing.T) {
 		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("up")))
 		// The lane lists once the first round is over (before, the SDK
 		// waits for it).
-		eventually(t, "tools", func() bool { return p.ep.Registry().Has("tool_0") && p.ep.firstRoundDone() })
+		testkit.Eventually(t, "tools", func() bool { return p.ep.Registry().Has("tool_0") && p.ep.firstRoundDone() })
 		// Listed once before the change: a kept encoding must not outlive it.
 		if res, err := p.cs.ListTools(context.Background(), nil); err != nil || !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "tool_0" }) {
 			t.Fatalf("before the change: %v", err)
@@ -257,7 +258,7 @@ func TestProxyToolListChange(t *testing.T) {
 		if r, err := p.call(t, "change_tools", nil); err != nil || r.IsError {
 			t.Fatalf("%v %+v", err, r)
 		}
-		eventually(t, "the new list", func() bool { return p.ep.Registry().Has("tool_new") && !p.ep.Registry().Has("tool_0") })
+		testkit.Eventually(t, "the new list", func() bool { return p.ep.Registry().Has("tool_new") && !p.ep.Registry().Has("tool_0") })
 		res, err := p.cs.ListTools(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -278,13 +279,13 @@ func TestProxyCollisionsServeNeither(t *testing.T) {
 		// Mode off: both servers' tools are unprefixed, so their names collide,
 		// except tool_3 and tool_4, which only b has.
 		p := startProxyOn(t, path, mount.PrefixModeOff, withBin(t, mcpMount("a", "-tools", "3")), withBin(t, mcpMount("b", "-tools", "5")))
-		eventually(t, "both up", func() bool {
+		testkit.Eventually(t, "both up", func() bool {
 			s := p.ep.ServerStatuses()
 			return s[0].State == proxy.StateUp && s[1].State == proxy.StateUp
 		})
 		// A server is marked up just before its tools are reconciled: wait for
 		// the collision to be seen.
-		eventually(t, "reconciled", func() bool { return p.ep.Registry().Has("tool_4") && len(p.ep.Conflicts()) > 0 })
+		testkit.Eventually(t, "reconciled", func() bool { return p.ep.Registry().Has("tool_4") && len(p.ep.Conflicts()) > 0 })
 		for _, n := range []string{"echo", "tool_0", "slow"} {
 			if p.ep.Registry().Has(n) {
 				t.Errorf("%s is served although both servers offer it; log:\n%s", n, p.stderr.String())
@@ -328,7 +329,7 @@ func TestProxyStreamableHTTP(t *testing.T) {
 
 	m := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer s3cret"}}
 	p := startProxy(t, mount.PrefixModeMountName, m)
-	eventually(t, "the remote tools", func() bool { return p.ep.Registry().Has("shout") })
+	testkit.Eventually(t, "the remote tools", func() bool { return p.ep.Registry().Has("shout") })
 	if r, err := p.call(t, "shout", map[string]any{"text": "hi"}); err != nil || resultText(r) != "HI" {
 		t.Fatalf("%v %+v", err, r)
 	}
@@ -337,7 +338,7 @@ func TestProxyStreamableHTTP(t *testing.T) {
 	m.Headers = nil
 	m.Timeout = mount.Duration(5 * time.Second)
 	p2 := startProxy(t, mount.PrefixModeMountName, m)
-	eventually(t, "the refusal", func() bool { return p2.ep.ServerStatuses()[0].State == proxy.StateDown })
+	testkit.Eventually(t, "the refusal", func() bool { return p2.ep.ServerStatuses()[0].State == proxy.StateDown })
 	if st := p2.ep.ServerStatuses()[0]; !strings.Contains(st.Error, "nauthorized") {
 		t.Fatalf("status %+v", st)
 	}
@@ -363,7 +364,7 @@ func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
 		}
 	})
 	p := startProxy(t, mount.PrefixModeMountName, mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL})
-	eventually(t, "tools", func() bool { return p.ep.Registry().Has("hello") })
+	testkit.Eventually(t, "tools", func() bool { return p.ep.Registry().Has("hello") })
 	gen, _ := p.ep.Registry().Listed()
 
 	stop := make(chan struct{})
@@ -389,12 +390,12 @@ func TestProxyRelistKeepsUnchangedTools(t *testing.T) {
 		before := lists.Load()
 		// The same definition again: the server announces a change.
 		mcp.AddTool(up, &mcp.Tool{Name: "hello", Description: "Says its name."}, hello)
-		eventually(t, "a relist", func() bool { return lists.Load() > before })
+		testkit.Eventually(t, "a relist", func() bool { return lists.Load() > before })
 	}
 	// A real change last: once it is served, every relist before it has
 	// been reconciled (one relist worker per server, in order).
 	mcp.AddTool(up, &mcp.Tool{Name: "marker", Description: "Says its name."}, hello)
-	eventually(t, "the last relist", func() bool { return p.ep.Registry().Has("marker") })
+	testkit.Eventually(t, "the last relist", func() bool { return p.ep.Registry().Has("marker") })
 	close(stop)
 	if err := <-calls; err != nil {
 		t.Fatal(err)
@@ -411,15 +412,15 @@ func TestProxyHTTPServerDies(t *testing.T) {
 	_, srv := httpServer(t, "hello")
 	m := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL, Timeout: mount.Duration(2 * time.Second)}
 	p := startProxy(t, mount.PrefixModeMountName, m)
-	eventually(t, "the remote tools", func() bool { return p.ep.Registry().Has("hello") })
+	testkit.Eventually(t, "the remote tools", func() bool { return p.ep.Registry().Has("hello") })
 	srv.CloseClientConnections()
 	srv.Close()
 	r, err := p.call(t, "hello", nil)
 	if err != nil || !r.IsError || !strings.Contains(resultText(r), `MCP server "remote" failed during the call`) {
 		t.Fatalf("got %v %+v", err, r)
 	}
-	eventually(t, "the server to be marked not up", func() bool { return p.ep.ServerStatuses()[0].State != proxy.StateUp })
-	eventually(t, "its tools to be withdrawn", func() bool { return !p.ep.Registry().Has("hello") })
+	testkit.Eventually(t, "the server to be marked not up", func() bool { return p.ep.ServerStatuses()[0].State != proxy.StateUp })
+	testkit.Eventually(t, "its tools to be withdrawn", func() bool { return !p.ep.Registry().Has("hello") })
 }
 
 // TestProxyCollisionWithholdsAndRestoresAKnowledgeBaseTool: an external
@@ -431,7 +432,7 @@ func TestProxyKnowledgeBaseKeepsItsNameAtRunTime(t *testing.T) {
 	kb := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: t.TempDir()}
 	remote := mount.Mount{Kind: mount.KindServer, Name: "remote", URL: srv.URL}
 	p := startProxy(t, mount.PrefixModeOff, kb, remote)
-	eventually(t, "the external tool withheld", func() bool { return len(p.ep.Withheld()) == 1 })
+	testkit.Eventually(t, "the external tool withheld", func() bool { return len(p.ep.Withheld()) == 1 })
 	if e, ok := p.ep.Registry().Lookup("concept_read"); !ok || e.Kind != KindKB {
 		t.Fatalf("concept_read must stay the knowledge base's: %+v %v", e, ok)
 	}
@@ -448,7 +449,7 @@ func TestProxyKnowledgeBaseKeepsItsNameAtRunTime(t *testing.T) {
 		t.Fatalf("the knowledge base's tool: %v %+v", err, r)
 	}
 	up.RemoveTools("concept_read") // the server sends tools/list_changed
-	eventually(t, "nothing withheld", func() bool { return len(p.ep.Withheld()) == 0 })
+	testkit.Eventually(t, "nothing withheld", func() bool { return len(p.ep.Withheld()) == 0 })
 	if e, ok := p.ep.Registry().Lookup("concept_read"); !ok || e.Kind != KindKB {
 		t.Fatalf("concept_read: %+v %v", e, ok)
 	}
@@ -469,11 +470,11 @@ func TestProxyStopsALaunchersChildren(t *testing.T) {
 	m.Command = "/bin/sh"
 	m.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$2"`, "sh", childPID, serverBin(t)}
 	p := startProxy(t, mount.PrefixModeMountName, m)
-	eventually(t, "the server", func() bool { return p.ep.Registry().Has("echo") })
-	pid := readPID(t, childPID)
-	if !alive(pid) {
+	testkit.Eventually(t, "the server", func() bool { return p.ep.Registry().Has("echo") })
+	pid := testkit.WaitPID(t, childPID)
+	if !testkit.Alive(pid) {
 		t.Fatalf("the launcher's child %d is not running", pid)
 	}
 	p.stop(t)
-	eventually(t, "the launcher's child to be gone", func() bool { return !alive(pid) })
+	testkit.Eventually(t, "the launcher's child to be gone", func() bool { return !testkit.Alive(pid) })
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 )
@@ -55,11 +56,11 @@ func TestFailedServerShowsItsStderr(t *testing.T) {
 			"-stderr", "upstream: starting", "-flag-file", flag, "-pidfile", pidfile))
 		m.Env = map[string]string{"API_TOKEN": plantedStdioSecret}
 		p := startProxyOn(t, path, mount.PrefixModeMountName, m)
-		eventually(t, "the server's tools", func() bool { return p.ep.Registry().Has("echo") })
+		testkit.Eventually(t, "the server's tools", func() bool { return p.ep.Registry().Has("echo") })
 		if st := instanceServers(t, p)[0]; st.State != proxy.StateUp || st.StderrTail != nil {
 			t.Fatalf("an up server: %+v", st)
 		}
-		pid := readPID(t, pidfile)
+		pid := testkit.WaitPID(t, pidfile)
 		// It crashes, and its restarts fail at start.
 		if err := os.WriteFile(flag, nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -67,12 +68,12 @@ func TestFailedServerShowsItsStderr(t *testing.T) {
 		if r, err := p.call(t, "crash", nil); err != nil || !r.IsError {
 			t.Fatalf("crash: %v %+v", err, r)
 		}
-		eventually(t, "the restart that fails", func() bool { return readPID(t, pidfile) != pid })
+		testkit.Eventually(t, "the restart that fails", func() bool { return testkit.WaitPID(t, pidfile) != pid })
 		// The first process's lines, then each failed restart's.
 		first := []string{"API_TOKEN=<redacted>", "\x1b[31mred\uFFFD", "upstream: starting", "upstream: crash tool called"}
 		restart := first[:3]
 		var st proxy.ServerStatus
-		eventually(t, "the server down, its stderr shown", func() bool {
+		testkit.Eventually(t, "the server down, its stderr shown", func() bool {
 			st = instanceServers(t, p)[0]
 			return st.State == proxy.StateDown && len(st.StderrTail) > len(first)
 		})
@@ -97,8 +98,8 @@ func TestSDKPathServerNotReadingItsInput(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	m := withBin(t, mcpMount("up", "-stop-reading", "-pidfile", pidfile))
 	p := startProxyWith(t, viaSDK, func(c *Config) { c.ServerWriteTimeout = 300 * time.Millisecond }, mount.PrefixModeMountName, m)
-	eventually(t, "the server's tools", func() bool { return p.ep.Registry().Has("echo") })
-	pid := readPID(t, pidfile)
+	testkit.Eventually(t, "the server's tools", func() bool { return p.ep.Registry().Has("echo") })
+	pid := testkit.WaitPID(t, pidfile)
 
 	type answer struct {
 		text  string
@@ -118,7 +119,7 @@ func TestSDKPathServerNotReadingItsInput(t *testing.T) {
 		return ch
 	}
 	deaf := callAsync("STOP-READING")
-	eventually(t, "the server to stop reading", func() bool { return strings.Contains(p.log.String(), "[up] upstream: no longer reading stdin") })
+	testkit.Eventually(t, "the server to stop reading", func() bool { return strings.Contains(p.log.String(), "[up] upstream: no longer reading stdin") })
 	stuck := callAsync(strings.Repeat("x", 4<<20)) // far more than a pipe holds
 	// The endpoint answers meanwhile.
 	if r, err := p.call(t, "get_instance", nil); err != nil || r.IsError {
@@ -141,8 +142,8 @@ func TestSDKPathServerNotReadingItsInput(t *testing.T) {
 	if want := `MCP server "up" failed during the call: agentctl stopped it: it is not reading its input (a message waited 300ms for it); agentctl is restarting it`; a.err != nil || !a.isErr || a.text != want {
 		t.Fatalf("the call the server had taken: %+v\nwant the tool error %q", a, want)
 	}
-	eventually(t, "a restarted server", func() bool {
-		return readPID(t, pidfile) != pid && p.ep.Registry().Has("echo") && p.ep.ServerStatuses()[0].State == proxy.StateUp
+	testkit.Eventually(t, "a restarted server", func() bool {
+		return testkit.WaitPID(t, pidfile) != pid && p.ep.Registry().Has("echo") && p.ep.ServerStatuses()[0].State == proxy.StateUp
 	})
 	r, err := p.call(t, "echo", map[string]any{"text": "again"})
 	if err != nil || r.IsError || resultText(r) != "again" {
@@ -151,7 +152,7 @@ func TestSDKPathServerNotReadingItsInput(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "MCP server is not reading its input; stopping it, to start it again") {
 		t.Fatalf("the endpoint's log:\n%s", p.stderr)
 	}
-	if alive(pid) {
+	if testkit.Alive(pid) {
 		t.Fatalf("the server that stopped reading (%s) is still running", strconv.Itoa(pid))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 )
 
@@ -34,7 +35,7 @@ func serveInput(t *testing.T, ep *Endpoint, lines ...string) []byte {
 		}
 		inW.Close()
 	}()
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- ep.ServeStdio(context.Background(), inR, out) }()
 	select {

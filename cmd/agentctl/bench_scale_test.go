@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/oklog/ulid/v2"
 	_ "modernc.org/sqlite"
 )
@@ -57,7 +58,7 @@ func BenchmarkStoreScale(b *testing.B) {
 	// program that links only the go-sdk and the driver. Against version,
 	// it is what SQLite alone costs a listing; the listing against it is
 	// what agentctl adds (decoding, redacting and printing the records).
-	floor := buildTestdata(b, "minimallist")
+	floor := testkit.Build(b, "minimallist", staticBuild...)
 	db := filepath.Join(largeState, "state.db")
 	b.Run("list_floor_vs_version", func(b *testing.B) {
 		pairedProcesses(b, "version", func() time.Duration { return timeProcess(b, bin, large, "version") },

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // Whole-process benchmarks of the real binary. Each reports the median
@@ -100,7 +102,7 @@ func BenchmarkProcess(b *testing.B) {
 	bin := realBinary(b)
 	env, _ := benchEnv(b)
 	// Built as agentctl is (static): the same start-up path on both sides.
-	minimal, minimalSQLite := buildTestdata(b, "minimal"), buildTestdata(b, "minimalsqlite")
+	minimal, minimalSQLite := testkit.Build(b, "minimal", staticBuild...), testkit.Build(b, "minimalsqlite", staticBuild...)
 	b.Run("floor_minimal_gosdk", func(b *testing.B) { runProcess(b, minimal, env) })
 	b.Run("baseline_version", func(b *testing.B) { runProcess(b, bin, env, "version") })
 	b.Run("agents_list", func(b *testing.B) { runProcess(b, bin, env, "agents", "list") })
@@ -148,7 +150,7 @@ func BenchmarkServeStartup(b *testing.B) {
 	})
 	// The floor: a minimal go-sdk stdio server with three tools
 	// (testdata/minimalstdio), alternately with agentctl (target: 1.3x).
-	minimal := buildTestdata(b, "minimalstdio")
+	minimal := testkit.Build(b, "minimalstdio", staticBuild...)
 	b.Run("serve_vs_minimal_stdio", func(b *testing.B) {
 		pairedProcesses(b, "minimal_stdio", func() time.Duration { d, _ := timeFirstList(b, minimal, env); return d },
 			"serve", func() time.Duration { d, _ := timeFirstList(b, bin, env, "mcp", "serve", "--instance", id); return d })

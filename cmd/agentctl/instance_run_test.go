@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // fakeReport is the JSON report of the fake client (FAKECLIENT_REPORT).
@@ -385,7 +387,7 @@ func TestInstanceRunKilled(t *testing.T) {
 	}
 	go io.Copy(io.Discard, stdout) // the client's output, until it ends
 	_ = cmd.Wait()
-	for processAlive(pid) {
+	for testkit.Alive(pid) {
 		if ctx.Err() != nil {
 			t.Fatalf("the client (pid %d) still runs after its agentctl was killed", pid)
 		}

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -129,19 +130,6 @@ func goConnect(ctx context.Context, t *testing.T, url, version string) *mcp.Clie
 	return cs
 }
 
-func goToolNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) []string {
-	t.Helper()
-	res, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tl := range res.Tools {
-		out = append(out, tl.Name)
-	}
-	return out
-}
-
 // The same daemon presents each instance's names for its own client: an
 // Auggie instance's suffix stripped, a Claude Code instance's canonical, in
 // both protocol eras.
@@ -179,7 +167,7 @@ func TestServeHTTPPresentsNamesPerInstance(t *testing.T) {
 		if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
 			t.Errorf("the go-sdk client negotiated %s, want the stateless era", v)
 		}
-		if names := goToolNames(ctx, t, cs); !slices.Contains(names, c.want) {
+		if names := testkit.ToolNames(ctx, t, cs); !slices.Contains(names, c.want) {
 			t.Errorf("%s over HTTP (go-sdk, 2026-07-28) lists %v, want %s", c.rec.Agent, names, c.want)
 		}
 	}
@@ -271,7 +259,7 @@ func TestServeHTTPRefuses(t *testing.T) {
 	// A deleted instance: its open session ends, and its token (deleted
 	// with it) opens nothing any more.
 	cs := goConnect(ctx, t, d.url(doomed.ID), "2025-11-25")
-	goToolNames(ctx, t, cs)
+	testkit.ToolNames(ctx, t, cs)
 	// Its endpoint holds the serve lock: a plain delete refuses.
 	if res := e.run(ctx, "instance", "delete", doomed.ID); res.code == 0 {
 		t.Errorf("instance delete of a served instance succeeded without --force\n%s", res)
@@ -337,7 +325,7 @@ func TestServeHTTPUpstreamCrashIsIsolated(t *testing.T) {
 			t.Fatalf("B's tool after A's server crashed (call %d): %v %v", i, res, err)
 		}
 	}
-	if names := goToolNames(ctx, t, csA); !slices.Contains(names, "get_instance_agentctl") {
+	if names := testkit.ToolNames(ctx, t, csA); !slices.Contains(names, "get_instance_agentctl") {
 		t.Errorf("A's session after its server crashed: %v", names)
 	}
 }
@@ -410,7 +398,7 @@ func TestServeHTTPListChangedReachesBothEras(t *testing.T) {
 	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
 		t.Fatalf("the go-sdk client negotiated %s", v)
 	}
-	if names := goToolNames(ctx, t, cs); slices.Contains(names, "echo") {
+	if names := testkit.ToolNames(ctx, t, cs); slices.Contains(names, "echo") {
 		t.Fatalf("the gated server's tools are listed before it started: %v", names)
 	}
 	plan := httpPlan(d.url(rec.ID), tsStep{Op: "list"}, tsStep{Op: "touch", Path: gate}, tsStep{Op: "await_list_changed"}, tsStep{Op: "list"})
@@ -427,7 +415,7 @@ func TestServeHTTPListChangedReachesBothEras(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the go-sdk client (2026-07-28) got no tools/list_changed")
 	}
-	if names := goToolNames(ctx, t, cs); !slices.Contains(names, "echo") {
+	if names := testkit.ToolNames(ctx, t, cs); !slices.Contains(names, "echo") {
 		t.Errorf("the go-sdk client's list after the change: %v", names)
 	}
 }

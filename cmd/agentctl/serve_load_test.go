@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -267,7 +267,7 @@ func benchServeHTTPCall(b *testing.B, version string) {
 	id := jsonField(b, out, "id")
 	instanceTokens.Store(id, jsonField(b, out, "token"))
 	_, addr := serveProc(b, bin, env, "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
-	bare := buildTestdata(b, "barehttp")
+	bare := testkit.Build(b, "barehttp", staticBuild...)
 	_, bareAddr := serveProc(b, bare, env, "listening on http://", "-kb", kbDir)
 	daemon := connectHTTP(ctx, b, "http://"+addr+"/instances/"+id+"/mcp", version)
 	baseline := connectHTTP(ctx, b, "http://"+bareAddr+"/mcp", version)
@@ -361,18 +361,6 @@ func median(v []float64) float64 {
 	return v[len(v)/2]
 }
 
-func buildTestdata(tb testing.TB, name string) string {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), name)
-	_, file, _, _ := runtime.Caller(0)
-	// Built as agentctl is: the baselines of its benchmarks.
-	build := goBuild(context.Background(), path, filepath.Join(filepath.Dir(file), "..", ".."), "./testdata/"+name, staticBuild...)
-	if out, err := build.CombinedOutput(); err != nil {
-		tb.Fatalf("build testdata/%s: %v\n%s", name, err, out)
-	}
-	return path
-}
-
 func jsonField(tb testing.TB, raw []byte, field string) string {
 	tb.Helper()
 	_, rest, ok := strings.Cut(string(raw), `"`+field+`": "`)
@@ -407,7 +395,7 @@ func BenchmarkServeHTTPBuiltin(b *testing.B) {
 	id := jsonField(b, out, "id")
 	instanceTokens.Store(id, jsonField(b, out, "token"))
 	_, addr := serveProc(b, bin, env, "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
-	bare := buildTestdata(b, "barehttp")
+	bare := testkit.Build(b, "barehttp", staticBuild...)
 	_, bareAddr := serveProc(b, bare, env, "listening on http://", "-kb", kbDir, "-state", state, "-instance", id)
 	daemonURL, bareURL := "http://"+addr+"/instances/"+id+"/mcp", "http://"+bareAddr+"/mcp"
 	for _, era := range []struct{ name, version string }{{"stateful_2025-11-25", "2025-11-25"}, {"stateless_2026-07-28", ""}} {

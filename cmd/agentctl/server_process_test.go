@@ -2,15 +2,16 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // TestServeStopsServers: when the endpoint ends (end of input, SIGTERM,
@@ -64,7 +65,7 @@ func TestServeStopsServers(t *testing.T) {
 			if !strings.Contains(list, `"name":"echo"`) {
 				t.Fatalf("tools/list: %s", list)
 			}
-			pid := waitPID(t, pidfile)
+			pid := testkit.WaitPID(t, pidfile)
 			switch how {
 			case "eof":
 				stdin.Close()
@@ -77,13 +78,7 @@ func TestServeStopsServers(t *testing.T) {
 			if how != "sigkill" && err != nil {
 				t.Fatalf("serve exited with %v", err)
 			}
-			deadline := time.Now().Add(time.Minute)
-			for processAlive(pid) {
-				if time.Now().After(deadline) {
-					t.Fatalf("server %d outlived the endpoint (%s)", pid, how)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			testkit.Eventually(t, fmt.Sprintf("server %d to exit with the endpoint (%s)", pid, how), func() bool { return !testkit.Alive(pid) })
 			if how != "sigkill" {
 				logData, _ := os.ReadFile(filepath.Join(dir, "state", "instances", id, "upstreams.log"))
 				if !strings.Contains(string(logData), "[up] hello from the server") {
@@ -91,19 +86,5 @@ func TestServeStopsServers(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func waitPID(t *testing.T, file string) int {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		b, err := os.ReadFile(file)
-		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no pid file")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -1,7 +1,9 @@
 // Package testkit holds what agentctl's tests share: a buffer that
 // several goroutines write while a test reads it, polling until a
-// condition holds, and building a program of the module's testdata. It is
-// imported by tests only.
+// condition holds, building a program of the module's testdata, writing a
+// tree of files, waiting for a pid file, telling whether a process is
+// alive, listing an MCP session's tool names and sending an HTTP body
+// slowly. It is imported by tests only.
 package testkit
 
 import (
@@ -11,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -81,6 +84,37 @@ func Eventually(tb testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// WriteFiles writes files, slash paths relative to dir mapped to their
+// contents, making the folders they need.
+func WriteFiles(tb testing.TB, dir string, files map[string]string) {
+	tb.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// WaitPID waits (as [Eventually]) until file holds a process id, and
+// returns it.
+func WaitPID(tb testing.TB, file string) int {
+	tb.Helper()
+	var pid int
+	Eventually(tb, "the pid file "+file, func() bool {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return pid
 }
 
 // Root is the module's root directory.

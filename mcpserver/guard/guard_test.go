@@ -12,31 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 )
-
-// lockedBuffer is a client's output that tests read while the guard writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestGuardWritesWholeMessagesUntilClosed: concurrent writers' messages
 // never interleave, and nothing is written after Close.
 func TestGuardWritesWholeMessagesUntilClosed(t *testing.T) {
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{})
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -113,24 +96,12 @@ func sdkWrite(t *testing.T, g *Guard, msg string) {
 	}
 }
 
-// eventually polls cond; a minute is far beyond any machine's slowness.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // TestGuardHoldsTheSDKsInputUntilAnswered: when the client's input ends,
 // the SDK's goes on until every request read is answered (by the SDK or by
 // the taker, through the guard), then ends.
 func TestGuardHoldsTheSDKsInputUntilAnswered(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{Drain: time.Hour})
 	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n" +
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
@@ -151,7 +122,7 @@ func TestGuardHoldsTheSDKsInputUntilAnswered(t *testing.T) {
 			ids = append(ids, sdkID(t, line))
 		}
 	}
-	eventually(t, "the input to be read", func() bool { return len(g.pendingIDs()) == 3 })
+	testkit.Eventually(t, "the input to be read", func() bool { return len(g.pendingIDs()) == 3 })
 	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+ids[0]+`,"result":{}}`)
 	if _, err := g.Write([]byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[]}}` + "\n")); err != nil {
 		t.Fatal(err)
@@ -187,7 +158,7 @@ func TestGuardAnswersWhatIsLeft(t *testing.T) {
 	const requests = `{"jsonrpc":"2.0","id":"a\u0062","method":"tools/call"}` + "\n" + `{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n"
 	t.Run("at the drain bound", func(t *testing.T) {
 		t.Parallel()
-		var out lockedBuffer
+		var out testkit.Buffer
 		g := New(&out, Options{Drain: 20 * time.Millisecond})
 		go io.Copy(io.Discard, g.sdkR)
 		if err := g.Serve(context.Background(), strings.NewReader(requests), nil); err != nil {
@@ -207,7 +178,7 @@ func TestGuardAnswersWhatIsLeft(t *testing.T) {
 	})
 	t.Run("at Close", func(t *testing.T) {
 		t.Parallel()
-		var out lockedBuffer
+		var out testkit.Buffer
 		g := New(&out, Options{})
 		inR, inW := io.Pipe() // the client never ends its input
 		defer inW.Close()
@@ -216,7 +187,7 @@ func TestGuardAnswersWhatIsLeft(t *testing.T) {
 		sdk := wire.NewLines(g.sdkR, 0)
 		sdk.Next()
 		sdk.Next()
-		eventually(t, "the requests to be read", func() bool { return len(g.pendingIDs()) == 2 })
+		testkit.Eventually(t, "the requests to be read", func() bool { return len(g.pendingIDs()) == 2 })
 		g.Close()
 		if got := out.String(); strings.Count(got, `"message":"server is closing: agentctl stopped before answering"`) != 2 ||
 			strings.Index(got, `"a\u0062"`) > strings.Index(got, `"id":7`) {
@@ -353,7 +324,7 @@ func BenchmarkGuardWork(b *testing.B) {
 // has does not reach it.
 func TestGuardDropsTheAnswerToACancelledRequest(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{Drain: time.Hour})
 	inR, inW := io.Pipe()
 	served := make(chan error, 1)
@@ -394,7 +365,7 @@ func TestGuardDropsTheAnswerToACancelledRequest(t *testing.T) {
 	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8,"x":"lane's"}}`, false)
 	// An id never used: nothing to drop later, nothing for the SDK.
 	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`, false)
-	eventually(t, "the input to be read", func() bool { return slices.Equal(g.pendingIDs(), []string{"7", "9"}) })
+	testkit.Eventually(t, "the input to be read", func() bool { return slices.Equal(g.pendingIDs(), []string{"7", "9"}) })
 	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+c1+`,"error":{"code":0,"message":"context canceled"}}`)
 	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+six+`,"result":{"content":[]}}`) // finished before it heard of the cancellation
 	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+nine+`,"result":{}}`)
@@ -425,7 +396,7 @@ func TestGuardDropsTheAnswerToACancelledRequest(t *testing.T) {
 // others get the client's ids back.
 func TestGuardDropsCancelledAnswersFromABatch(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{})
 	g.batches = true // a 2025-03-26 session
 	toSDK := g.route([]byte(`[{"jsonrpc":"2.0","id":"a","method":"a"},{"jsonrpc":"2.0","id":"b","method":"b"},{"jsonrpc":"2.0","id":"c","method":"c"}]`), nil)
@@ -446,7 +417,7 @@ func TestGuardDropsCancelledAnswersFromABatch(t *testing.T) {
 // which read the next line as usual; at the end of the input too.
 func TestGuardAnswersAParseErrorAndReadsOn(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{Drain: time.Hour})
 	in := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"cut short"}` + "\n" +
 		`{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n" +
@@ -516,7 +487,7 @@ func TestGuardSendsNoCodeZero(t *testing.T) {
 // message over the bound, and the next message is served as usual.
 func TestGuardSkipsALineOverTheBound(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{Drain: time.Hour, MaxLine: 1 << 10})
 	huge := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("x", 1<<20) + `"}}` + "\n"
 	in := huge + `{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n"

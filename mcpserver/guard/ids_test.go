@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestGuardGivesTheClientsIDsBack(t *testing.T) {
 	t.Parallel()
 	ids := []string{`12345678901234567890`, `-0`, `1e2`, `1E2`, `"\u0061"`, `1.5`, `1`, `7`, `7`, `"a\/b"`, `-9007199254740993`, `0.0`}
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{})
 	var sdkIDs []string
 	for _, id := range ids {
@@ -58,7 +59,7 @@ func TestGuardGivesTheClientsIDsBack(t *testing.T) {
 // the client.
 func TestGuardCancelsEveryRequestWithTheID(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{})
 	one := sdkID(t, g.route([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`), nil))
 	other := sdkID(t, g.route([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call"}`), nil))
@@ -117,7 +118,7 @@ func TestGuardMapsProgressTokens(t *testing.T) {
 		{`{"progressToken":-7}`, `-7`, false},
 		{`{"progressToken":0}`, `0`, false},
 	} {
-		var out lockedBuffer
+		var out testkit.Buffer
 		g := New(&out, Options{})
 		toSDK := g.route([]byte(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"x","_meta":`+c.meta+`}}`), nil)
 		id := sdkID(t, toSDK)
@@ -147,7 +148,7 @@ func TestGuardMapsProgressTokens(t *testing.T) {
 // reaches both the taker and the SDK when each has a request with that id.
 func TestGuardKeepsTheTakersRequests(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{})
 	var offered []string
 	take := byLine(func(line []byte) bool {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 )
 
@@ -43,7 +44,7 @@ func TestGuardAnswersInvalidRequests(t *testing.T) {
 		{strings.Repeat("[", 1001) + strings.Repeat("]", 1001), "null", "nested deeper than 1000 levels"},
 		{`{"jsonrpc":"2.0","method":"x","params":` + strings.Repeat(`{"a":`, 1000) + "1" + strings.Repeat("}", 1000) + "}", "null", "nested deeper than 1000 levels"},
 	} {
-		var out lockedBuffer
+		var out testkit.Buffer
 		g := New(&out, Options{})
 		taken := false
 		if g.route([]byte(c.line), func(*wire.Message) bool { taken = true; return false }) != nil || taken {
@@ -81,7 +82,7 @@ func TestGuardPassesValidMessages(t *testing.T) {
 		if want == "" {
 			want = line
 		}
-		var out lockedBuffer
+		var out testkit.Buffer
 		g := New(&out, Options{})
 		if got := g.route([]byte(line), nil); string(got) != want || out.String() != "" {
 			t.Errorf("%.60s: the SDK got %.60s, want %.60s; refused with %s", line, got, want, out.String())
@@ -99,7 +100,7 @@ func TestGuardPassesBatchesOnlyToSessionsThatHaveThem(t *testing.T) {
 		version string
 		passes  bool
 	}{{"2024-11-05", true}, {"2025-03-26", true}, {"2025-06-18", false}, {"2025-11-25", false}} {
-		var out lockedBuffer
+		var out testkit.Buffer
 		g := New(&out, Options{})
 		if g.route([]byte(batch), nil) != nil {
 			t.Errorf("%s: a batch before initialize went to the SDK", c.version)
@@ -111,7 +112,7 @@ func TestGuardPassesBatchesOnlyToSessionsThatHaveThem(t *testing.T) {
 		}
 	}
 
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{})
 	g.batches = true
 	g.route([]byte(`{"jsonrpc":"2.0","id":9,"method":"slow"}`), nil)
@@ -137,7 +138,7 @@ func TestGuardPassesBatchesOnlyToSessionsThatHaveThem(t *testing.T) {
 // mark is read without it.
 func TestGuardSkipsAByteOrderMark(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out testkit.Buffer
 	g := New(&out, Options{Drain: time.Hour})
 	in := "\ufeff" + `{"jsonrpc":"2.0","method":"a"}` + "\n"
 	go g.Serve(context.Background(), strings.NewReader(in), nil)

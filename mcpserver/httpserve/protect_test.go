@@ -3,8 +3,6 @@ package httpserve_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,46 +34,6 @@ func serveGuarded(t *testing.T, s *mcp.Server, o httpserve.Options, g httpserve.
 	return h, ts
 }
 
-// SlowBody sends a request on a raw connection whose body (announced as
-// 100000 bytes) comes one byte every 50ms, and reports whether the server
-// closed the connection within bound (what it answered before, if
-// anything, is returned).
-func SlowBody(t *testing.T, addr, path, host, headers string, bound time.Duration) (answer string, closed bool) {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n%s\r\n{", path, host, headers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				if _, err := conn.Write([]byte(" ")); err != nil {
-					return
-				}
-			}
-		}
-	}()
-	_ = conn.SetReadDeadline(time.Now().Add(bound))
-	b, err := io.ReadAll(conn)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return string(b), false
-	}
-	return string(b), true // EOF or reset: closed
-}
-
 // A body sent one byte at a time is cut at the body timeout, on every
 // route: one that reads it (the MCP handler, both eras), one that answers
 // without reading it (net/http then reads the rest to reuse the
@@ -94,7 +53,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			if answer, closed := SlowBody(t, addr, c.path, c.host, c.headers, 15*time.Second); !closed {
+			if answer, closed := testkit.SlowBody(t, addr, c.path, c.host, c.headers, 15*time.Second); !closed {
 				t.Errorf("the connection is still open 15s after a body timeout of 200ms (answered %q)", answer)
 			}
 		})

@@ -10,26 +10,14 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// writeFiles writes files (slash paths relative to dir) for a test knowledge base.
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/agentctl/agentctl/internal/testkit"
+)
 
 func openTest(t testing.TB, name string, files map[string]string, opts Options) (*Base, string) {
 	t.Helper()
 	dir := t.TempDir()
-	writeFiles(t, dir, files)
+	testkit.WriteFiles(t, dir, files)
 	kb, err := Open(name, dir, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 func TestListPagination(t *testing.T) {
@@ -47,7 +49,7 @@ func TestListPagination(t *testing.T) {
 		}
 		if pages == 1 {
 			// A concept added behind the cursor does not disturb the pages.
-			writeFiles(t, dir, map[string]string{"p/a-first.md": "x"})
+			testkit.WriteFiles(t, dir, map[string]string{"p/a-first.md": "x"})
 		}
 		cursor = out.NextCursor
 	}
@@ -114,7 +116,7 @@ func TestCrashSafety(t *testing.T) {
 	}
 	dir := t.TempDir()
 	initial := "# Initial\n"
-	writeFiles(t, dir, map[string]string{"big.md": initial})
+	testkit.WriteFiles(t, dir, map[string]string{"big.md": initial})
 	valid := map[string]string{initial: "initial", strings.Repeat("A", crashSize): "A", strings.Repeat("B", crashSize): "B"}
 	seen := map[string]int{}
 	rng := rand.New(rand.NewPCG(1, 2))

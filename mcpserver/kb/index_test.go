@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 func searchIDs(t *testing.T, kb *Base, query string, limit int) []string {
@@ -233,7 +235,7 @@ func TestSearchNeverStale(t *testing.T) {
 	if ids := searchIDs(t, kb, "alpha", 5); len(ids) != 2 {
 		t.Fatal(ids)
 	}
-	writeFiles(t, dir, map[string]string{"a.md": "gamma words, longer now"})
+	testkit.WriteFiles(t, dir, map[string]string{"a.md": "gamma words, longer now"})
 	if ids := searchIDs(t, kb, "alpha", 5); !slices.Equal(ids, []string{"b"}) {
 		t.Fatalf("search alpha after a.md lost it: %v", ids)
 	}
@@ -255,7 +257,7 @@ func TestStaleSearchDoesNotWaitForTheWalk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, dir, map[string]string{"late.md": "wombat"})
+	testkit.WriteFiles(t, dir, map[string]string{"late.md": "wombat"})
 	done := make(chan []string)
 	go func() {
 		out, _ := kb.Search(context.Background(), "alpha wombat", 5)

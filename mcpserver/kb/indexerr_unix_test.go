@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // TestUnwritableHelper is the process TestIndexUnwritable starts as another
@@ -55,7 +57,7 @@ func TestIndexUnwritable(t *testing.T) {
 		os.RemoveAll(root)
 	})
 	dir, indexDir := filepath.Join(root, "kb"), filepath.Join(root, "index")
-	writeFiles(t, dir, map[string]string{"a.md": "alpha", "b.md": "beta"})
+	testkit.WriteFiles(t, dir, map[string]string{"a.md": "alpha", "b.md": "beta"})
 	ageFiles(t, dir)
 	kb, err := Open("docs", dir, Options{IndexDir: indexDir})
 	if err != nil {
@@ -66,7 +68,7 @@ func TestIndexUnwritable(t *testing.T) {
 	}
 	path := kb.IndexFile()
 	kb.Close()
-	writeFiles(t, dir, map[string]string{"c.md": "gamma"}) // so that a search must write
+	testkit.WriteFiles(t, dir, map[string]string{"c.md": "gamma"}) // so that a search must write
 	for _, p := range []string{root, dir, filepath.Join(dir, "a.md"), filepath.Join(dir, "b.md"), filepath.Join(dir, "c.md")} {
 		if err := os.Chmod(p, 0o755); err != nil {
 			t.Fatal(err)

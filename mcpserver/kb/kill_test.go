@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // TestKillHelper is the process the kill tests start and kill: it indexes
@@ -74,7 +76,7 @@ func TestKillDuringIndexBuild(t *testing.T) {
 		files[fmt.Sprintf("d%d/c%04d.md", i%10, i)] = fmt.Sprintf("# C%d\nunique%d shared words", i, i)
 	}
 	dir, indexDir := t.TempDir(), t.TempDir()
-	writeFiles(t, dir, files)
+	testkit.WriteFiles(t, dir, files)
 	ageFiles(t, dir)
 	cmd, lines := startHelper(t, "index", dir, indexDir)
 	for lines.Scan() {
@@ -123,7 +125,7 @@ func TestKillDuringWrites(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	dir, indexDir := t.TempDir(), t.TempDir()
-	writeFiles(t, dir, map[string]string{"a.md": "alpha"})
+	testkit.WriteFiles(t, dir, map[string]string{"a.md": "alpha"})
 	cmd, lines := startHelper(t, "write", dir, indexDir)
 	for lines.Scan() {
 		if lines.Text() == "wrote 200" {

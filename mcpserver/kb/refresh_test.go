@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // waitForSearch polls until check accepts the search's ids.
@@ -40,11 +42,11 @@ func TestSearchFreshness(t *testing.T) {
 	waitForSearch(t, kb, "alpha", has("a"))
 
 	// Edits outside agentctl: added, changed (same size too), removed.
-	writeFiles(t, dir, map[string]string{"sub/new.md": "gamma", "a.md": "delta beta"})
+	testkit.WriteFiles(t, dir, map[string]string{"sub/new.md": "gamma", "a.md": "delta beta"})
 	waitForSearch(t, kb, "gamma", has("sub/new"))
 	waitForSearch(t, kb, "alpha", has())
 	waitForSearch(t, kb, "delta", has("a"))
-	writeFiles(t, dir, map[string]string{"a.md": "omega beta"}) // same size, same second
+	testkit.WriteFiles(t, dir, map[string]string{"a.md": "omega beta"}) // same size, same second
 	waitForSearch(t, kb, "omega", has("a"))
 	if err := os.RemoveAll(filepath.Join(dir, "sub")); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // scoreCorpus is the knowledge base of the one-score tests: concepts of
@@ -102,7 +104,7 @@ func TestSearchOneScoreEveryPath(t *testing.T) {
 				t.Fatal(err)
 			}
 		} else {
-			writeFiles(t, keptDir, map[string]string{name: files[name]})
+			testkit.WriteFiles(t, keptDir, map[string]string{name: files[name]})
 		}
 	}
 	for _, name := range []string{"c0003.md", "c0100.md", "c0150.md"} {

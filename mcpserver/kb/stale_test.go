@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // TestRemoveStaleIndexes: the index of a folder that no longer exists goes,
@@ -18,7 +20,7 @@ func TestRemoveStaleIndexes(t *testing.T) {
 	indexDir := t.TempDir()
 	build := func(name string) (dir, path string) {
 		dir = filepath.Join(t.TempDir(), name)
-		writeFiles(t, dir, map[string]string{"a.md": "alpha " + name})
+		testkit.WriteFiles(t, dir, map[string]string{"a.md": "alpha " + name})
 		kb, err := Open(name, dir, Options{IndexDir: indexDir})
 		if err != nil {
 			t.Fatal(err)

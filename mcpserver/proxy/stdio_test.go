@@ -15,29 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's writers and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func intID(t *testing.T, n int64) jsonrpc.ID {
 	id, err := jsonrpc.MakeID(float64(n))
@@ -61,7 +44,7 @@ func TestStdioConnSkipsBadLines(t *testing.T) {
 		`not JSON at all`,
 		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
 	}, "\n") + "\n"
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	p := NewPool([]mount.Resolved{server("up", "sh")}, &reconciles{}, Options{Stderr: &stderr, MaxLine: 256})
 	s := p.Servers()[0]
 	// The server prints its lines, then reads its stdin until the test
@@ -235,7 +218,7 @@ func TestStdioConnOffersLinesToTheTap(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"tap\u002d3","result":{}}`,
 		`{"jsonrpc":"2.0","id":1,"result":{}}`,
 	}, "\n") + "\n"
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	p := NewPool([]mount.Resolved{server("up", "sh")}, &reconciles{}, Options{Stderr: &stderr})
 	tap := &recordingTap{}
 	p.SetTap(tap)

@@ -18,6 +18,7 @@ import (
 	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -246,28 +247,15 @@ func TestInstanceHealthShowsAFailedServersStderr(t *testing.T) {
 	}
 }
 
-func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
-	t.Helper()
-	res, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tl := range res.Tools {
-		out = append(out, tl.Name)
-	}
-	return out
-}
-
 // Each instance's URL presents names for its own client, in both eras.
 func TestPresentationPerInstance(t *testing.T) {
 	w := newWorld(t, nil)
 	aug, cc := w.create("auggie"), w.create("claude-code")
 	for _, version := range []string{"2025-11-25", ""} {
-		if got := toolNames(t, w.connect(aug.ID, version)); !slices.Contains(got, "get_instance") {
+		if got := testkit.ToolNames(context.Background(), t, w.connect(aug.ID, version)); !slices.Contains(got, "get_instance") {
 			t.Errorf("%q: auggie instance lists %v, want the suffix stripped (get_instance)", version, got)
 		}
-		if got := toolNames(t, w.connect(cc.ID, version)); !slices.Contains(got, "get_instance_agentctl") {
+		if got := testkit.ToolNames(context.Background(), t, w.connect(cc.ID, version)); !slices.Contains(got, "get_instance_agentctl") {
 			t.Errorf("%q: claude-code instance lists %v, want canonical names (get_instance_agentctl)", version, got)
 		}
 	}
@@ -297,7 +285,7 @@ func TestDeletedInstanceEndsItsSessions(t *testing.T) {
 	if _, err := cs.ListTools(context.Background(), nil); err == nil {
 		t.Error("the deleted instance's session still answers")
 	}
-	if got := toolNames(t, keep); !slices.Contains(got, "get_instance_agentctl") {
+	if got := testkit.ToolNames(context.Background(), t, keep); !slices.Contains(got, "get_instance_agentctl") {
 		t.Errorf("the other instance's session: %v", got)
 	}
 }
@@ -306,7 +294,7 @@ func TestIdleEndpointStops(t *testing.T) {
 	w := newWorld(t, func(o *serving.Options) { o.IdleStop = 50 * time.Millisecond })
 	rec := w.create("claude-code")
 	cs := w.connect(rec.ID, "")
-	toolNames(t, cs)
+	testkit.ToolNames(context.Background(), t, cs)
 	deadline := time.Now().Add(time.Minute) // a backstop only
 	for {
 		_, _, body := w.get("/instances/"+rec.ID+"/health", token)
@@ -319,7 +307,7 @@ func TestIdleEndpointStops(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// The next request builds it again.
-	if got := toolNames(t, cs); !slices.Contains(got, "get_instance_agentctl") {
+	if got := testkit.ToolNames(context.Background(), t, cs); !slices.Contains(got, "get_instance_agentctl") {
 		t.Errorf("after the idle stop: %v", got)
 	}
 }

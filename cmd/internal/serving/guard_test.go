@@ -2,8 +2,6 @@ package serving_test
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/cmd/internal/serving"
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
@@ -100,42 +99,6 @@ func TestHostAndOriginFormsOnEveryRoute(t *testing.T) {
 	}
 }
 
-// slowBody sends a request on a raw connection whose body (announced as
-// 100000 bytes) comes one byte every 50ms, and reports whether the server
-// closed the connection within bound.
-func slowBody(t *testing.T, addr, path, host, headers string, bound time.Duration) bool {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n%s\r\n{", path, host, headers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				if _, err := conn.Write([]byte(" ")); err != nil {
-					return
-				}
-			}
-		}
-	}()
-	_ = conn.SetReadDeadline(time.Now().Add(bound))
-	_, err = io.ReadAll(conn)
-	var ne net.Error
-	return !errors.As(err, &ne) || !ne.Timeout()
-}
-
 // A body sent one byte at a time is cut at the body timeout on every
 // route, whether the route reads it or not.
 func TestSlowBodyIsCutOnEveryRoute(t *testing.T) {
@@ -154,7 +117,7 @@ func TestSlowBodyIsCutOnEveryRoute(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			if !slowBody(t, addr, c.path, c.host, c.headers, 15*time.Second) {
+			if _, closed := testkit.SlowBody(t, addr, c.path, c.host, c.headers, 15*time.Second); !closed {
 				t.Error("the connection is still open 15s after a body timeout of 200ms")
 			}
 		})

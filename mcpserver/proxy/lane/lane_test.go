@@ -1,7 +1,6 @@
 package lane
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -77,36 +77,6 @@ func (v initializedAs) InitializeParams() *mcp.InitializeParams {
 	return &mcp.InitializeParams{ProtocolVersion: string(v)}
 }
 
-// syncBuffer is a client's output that tests read while the lane writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// eventually polls cond; a minute is far beyond any machine's slowness.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestLaneStuckServer: a server that stops reading its input stalls
 // neither the client's other messages nor the lane: once its pipe and
 // agentctl's queue to it are full, further calls get a tool error at once.
@@ -117,7 +87,7 @@ func TestLaneStuckServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stuckR.Close(); stuck.Close() })
-	var client syncBuffer
+	var client testkit.Buffer
 	l, _ := laneWithTool(t, stuck, &client)
 	l.Up(proxy.NewLink("up", stuck, 64<<10))
 	done := make(chan struct{})
@@ -152,7 +122,7 @@ func TestLaneStuckServer(t *testing.T) {
 // for: no JSON encoder escapes the ASCII the lane's ids are made of.)
 func TestLaneOddAnswers(t *testing.T) {
 	t.Parallel()
-	var client syncBuffer
+	var client testkit.Buffer
 	l, _ := laneWithTool(t, io.Discard, &client)
 	call := func(id string) {
 		t.Helper()
@@ -217,7 +187,7 @@ func BenchmarkLaneWork(b *testing.B) {
 // escapes.
 func TestLaneForwardsTheMetaTheSDKPathDoes(t *testing.T) {
 	t.Parallel()
-	var up syncBuffer
+	var up testkit.Buffer
 	l, _ := laneWithTool(t, &up, io.Discard)
 	meta := `{"trace":"a","progress\u0054oken":"x","x\u002dmine":1,"progressToken":"p"}`
 	if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":` + meta + `}}`)) {
@@ -240,7 +210,7 @@ func TestLaneForwardsTheMetaTheSDKPathDoes(t *testing.T) {
 // the two paths end to end.)
 func TestLaneSendsNoEmptyMeta(t *testing.T) {
 	t.Parallel()
-	var up syncBuffer
+	var up testkit.Buffer
 	l, _ := laneWithTool(t, &up, io.Discard)
 	for i, meta := range []string{`{}`, `{"progressToken":null}`, `{ "progress\u0054oken" : null }`} {
 		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":%s}}`, i+1, meta)
@@ -313,7 +283,7 @@ func TestLaneLeavesInexactNumbersToTheSDK(t *testing.T) {
 // no lane call goes to the SDK.
 func TestLaneCancelsByValue(t *testing.T) {
 	t.Parallel()
-	var up, client syncBuffer
+	var up, client testkit.Buffer
 	l, _ := laneWithTool(t, &up, &client)
 	for _, c := range []struct{ id, requestID, upID string }{
 		{`"c3"`, `"c\u0033"`, "agentctl-call-1"},
@@ -348,7 +318,7 @@ func TestLaneCancelsByValue(t *testing.T) {
 // then the call asks for no progress.
 func TestLaneTakesTheLastProgressToken(t *testing.T) {
 	t.Parallel()
-	var up syncBuffer
+	var up testkit.Buffer
 	l, _ := laneWithTool(t, &up, io.Discard)
 	for i, meta := range []string{`{"progressToken":"a","progressToken":null}`, `{"progressToken":null,"progressToken":"b"}`} {
 		if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":` + meta + `}}`)) {
@@ -367,7 +337,7 @@ func TestLaneTakesTheLastProgressToken(t *testing.T) {
 // that carries an id of its own cancels nothing (the guard answers it).
 func TestLaneCancelsEveryCallWithTheID(t *testing.T) {
 	t.Parallel()
-	var up, client syncBuffer
+	var up, client testkit.Buffer
 	l, _ := laneWithTool(t, &up, &client)
 	for range 2 {
 		if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
@@ -411,13 +381,13 @@ func TestLaneCancelsEveryCallWithTheID(t *testing.T) {
 // and calls answered in time are not touched.
 func TestLaneCallTimeout(t *testing.T) {
 	t.Parallel()
-	var up, client syncBuffer
+	var up, client testkit.Buffer
 	l, link := laneWithTool(t, &up, &client)
 	link.CallTimeout = 20 * time.Millisecond
 	if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
 		t.Fatal("the lane did not take the call")
 	}
-	eventually(t, "the call's timeout", func() bool { return client.String() != "" })
+	testkit.Eventually(t, "the call's timeout", func() bool { return client.String() != "" })
 	want := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"MCP server \"up\" did not answer within 20ms, so agentctl cancelled the call (the server keeps running); if its tools need longer, raise the mount's call_timeout`
 	if !strings.HasPrefix(client.String(), want) || !strings.Contains(client.String(), `"isError":true`) {
 		t.Fatalf("the client got:\n%s\nwant it to start %s", client.String(), want)
@@ -447,7 +417,7 @@ func TestLaneCallTimeout(t *testing.T) {
 // when theirs runs out, a later call with a shorter one first.
 func TestLaneCallTimeoutsShareATimer(t *testing.T) {
 	t.Parallel()
-	var client syncBuffer
+	var client testkit.Buffer
 	l, link := laneWithTool(t, io.Discard, &client)
 	for i, d := range []time.Duration{300 * time.Millisecond, 30 * time.Millisecond, time.Hour} {
 		link.CallTimeout = d
@@ -455,7 +425,7 @@ func TestLaneCallTimeoutsShareATimer(t *testing.T) {
 			t.Fatal("the lane did not take the call")
 		}
 	}
-	eventually(t, "two timeouts", func() bool { return strings.Count(client.String(), "\n") == 2 })
+	testkit.Eventually(t, "two timeouts", func() bool { return strings.Count(client.String(), "\n") == 2 })
 	answers := strings.Split(client.String(), "\n")
 	if !strings.Contains(answers[0], `"id":2,`) || !strings.Contains(answers[0], "within 30ms") ||
 		!strings.Contains(answers[1], `"id":1,`) || !strings.Contains(answers[1], "within 300ms") {

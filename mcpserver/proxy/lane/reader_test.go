@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -15,7 +16,7 @@ import (
 // lane's; the calls after it are answered, an error as go-sdk read it.
 func TestLaneFailsACallWhoseAnswerIsUnreadable(t *testing.T) {
 	t.Parallel()
-	var client syncBuffer
+	var client testkit.Buffer
 	l, link := laneWithTool(t, io.Discard, &client)
 	for _, id := range []string{`1`, `2`, `3`} {
 		if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {

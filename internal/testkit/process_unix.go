@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package testkit
 
 import (
 	"os"
@@ -10,9 +10,9 @@ import (
 	"syscall"
 )
 
-// processAlive reports whether process pid exists and is not a zombie waiting to
+// Alive reports whether process pid exists and is not a zombie waiting to
 // be reaped (which counts as gone).
-func processAlive(pid int) bool {
+func Alive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
 	}

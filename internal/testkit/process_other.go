@@ -1,11 +1,11 @@
 //go:build !unix
 
-package mcpserver
+package testkit
 
 import "os"
 
-// alive reports whether process pid exists.
-func alive(pid int) bool {
+// Alive reports whether process pid exists.
+func Alive(pid int) bool {
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return false
