@@ -83,10 +83,10 @@ type ProgressOutput struct {
 // InstanceOutput is the result of get_instance.
 type InstanceOutput struct {
 	Instance
-	Mounts      []MountInfo   `json:"mounts"`
-	ServerName  string        `json:"server_name"`
-	Namespacing string        `json:"namespacing"`
-	Tools       []PlannedTool `json:"tools"`
+	Mounts      []MountInfo `json:"mounts"`
+	ServerName  string      `json:"server_name"`
+	Namespacing string      `json:"namespacing"`
+	Tools       []NamedTool `json:"tools"`
 	// MCPServers are the external servers' states (why one's tools are absent).
 	MCPServers []proxy.ServerStatus `json:"mcp_servers"`
 	// Conflicts are tool names that several external servers want: none is

@@ -45,11 +45,11 @@ const (
 )
 
 // ToolRow is one tool as `agentctl tools list` shows it: every name it has
-// ([PlannedTool]), the model-visible length against the client's limit, and
+// ([NamedTool]), the model-visible length against the client's limit, and
 // what is wrong with it. The JSON field names are a CLI contract: add
 // fields, never rename them.
 type ToolRow struct {
-	PlannedTool
+	NamedTool
 	// Kind is builtin, kb or mcp.
 	Kind Kind `json:"kind"`
 	// Length is the model-visible name's length in characters (its
@@ -86,7 +86,7 @@ type Description struct {
 // canonical, transport or model-visible name: the in-process tool keeps its
 // name and the external one is withheld. Two external tools with one
 // canonical name are both withheld. A configuration the contract refuses
-// (two knowledge bases with one name) is an error, as for [PlanTools].
+// (two knowledge bases with one name) is an error, as for [NameTools].
 func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resolved, listings []ServerListing) (Description, error) {
 	static, err := staticRegistry(server, mounts)
 	if err != nil {
@@ -130,9 +130,9 @@ func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resol
 	extRows := nameEntries(ext, static, server, naming, origins)
 	// The run-time rule is the endpoint's own: WithheldExternal decides
 	// which external tools an in-process tool keeps out.
-	inProcess := make([]PlannedTool, len(rows))
+	inProcess := make([]NamedTool, len(rows))
 	for i := range rows {
-		inProcess[i] = rows[i].PlannedTool
+		inProcess[i] = rows[i].NamedTool
 	}
 	offered := make([]ExternalTool, len(extRows))
 	for i, r := range extRows {
@@ -202,7 +202,7 @@ func staticRegistry(server string, mounts []mount.Resolved) (*Registry, error) {
 
 // nameEntries gives each entry its transport name (presented against
 // names) and model-visible name for this client: the one place where a
-// tool's names are computed, for [PlanTools], get_instance and
+// tool's names are computed, for [NameTools], get_instance and
 // [DescribeTools].
 func nameEntries(entries []Entry, names NameSet, server string, naming agents.ToolNaming, origins map[string]mount.PrefixOrigin) []ToolRow {
 	maxLen := naming.MaxLength
@@ -214,7 +214,7 @@ func nameEntries(entries []Entry, names NameSet, server string, naming agents.To
 		tn := PresentToolName(names, naming.Namespacing, server, e.Name)
 		r := agents.RenderModelName(naming, server, tn)
 		out[i] = ToolRow{
-			PlannedTool: PlannedTool{Canonical: e.Name, Transport: tn, ModelVisible: r.Name, Source: e.Source,
+			NamedTool: NamedTool{Canonical: e.Name, Transport: tn, ModelVisible: r.Name, Source: e.Source,
 				Mount: e.Mount, Base: e.Base, PrefixOrigin: origins[e.Mount]},
 			Kind: e.Kind, Length: modelNameLength(naming, r.Name), MaxLength: maxLen, Status: StatusServed,
 		}

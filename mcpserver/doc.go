@@ -10,7 +10,7 @@
 //     [PresentToolName] (the name tools/list sends) and [RouteToolCall]
 //     (the registered name a tools/call means, or why there is none) are
 //     pure, and a receiving middleware applies them before the SDK looks
-//     a tool up, validates, logs or dispatches. [PlanTools] gives the same
+//     a tool up, validates, logs or dispatches. [NameTools] gives the same
 //     names from the configuration alone, before anything runs.
 //   - The built-in tools are ask_user_question, report_progress and
 //     get_instance, each named <base>_<server> ([BuiltinName]).

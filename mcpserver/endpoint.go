@@ -146,7 +146,7 @@ type Endpoint struct {
 	// the rest (servers.go).
 	pool      *proxy.Pool
 	nsMu      sync.RWMutex           // held by reconcile; tools/list and routing read under it
-	inProcess []PlannedTool          // built-in and knowledge-base tools, with their names for this client
+	inProcess []NamedTool            // built-in and knowledge-base tools, with their names for this client
 	external  map[string]*servedTool // served external names
 	reported  map[string][]string    // collisions already logged
 	conflicts []Conflict
@@ -431,7 +431,7 @@ func (e *Endpoint) presentList(lr *mcp.ListToolsResult) *mcp.ListToolsResult {
 
 // ToolNames lists the registered tools with their transport and
 // model-visible names, sorted by canonical name.
-func (e *Endpoint) ToolNames() []PlannedTool {
+func (e *Endpoint) ToolNames() []NamedTool {
 	return registryTools(e.registry, e.cfg.ServerName, e.cfg.Naming)
 }
 

@@ -28,7 +28,7 @@ type InstructionsInput struct {
 	Agent      string
 	ServerName string
 	Mounts     []mount.Resolved
-	Tools      []PlannedTool
+	Tools      []NamedTool
 }
 
 // RenderInstructions writes an agent-neutral description of the instance's
@@ -40,7 +40,7 @@ func RenderInstructions(in InstructionsInput) string {
 	fmt.Fprintf(&b, "# Tools of agentctl instance %s\n\n", in.InstanceID)
 	fmt.Fprintf(&b, "This instance (%s) reaches agentctl's tools through the MCP server %q. "+
 		"The names below are the tools' canonical names, the same for every client; your client may show them with a prefix of its own in front.\n", in.Agent, in.ServerName)
-	section := func(title string, filter func(PlannedTool) bool) {
+	section := func(title string, filter func(NamedTool) bool) {
 		fmt.Fprintf(&b, "\n## %s\n\n", title)
 		for _, t := range in.Tools {
 			if filter(t) {
@@ -48,7 +48,7 @@ func RenderInstructions(in InstructionsInput) string {
 			}
 		}
 	}
-	section("Built-in tools", func(t PlannedTool) bool { return t.Mount == "" })
+	section("Built-in tools", func(t NamedTool) bool { return t.Mount == "" })
 	for _, m := range in.Mounts {
 		var title string
 		switch m.Kind {
@@ -57,7 +57,7 @@ func RenderInstructions(in InstructionsInput) string {
 		default:
 			title = fmt.Sprintf("MCP server %q", m.Name)
 		}
-		section(title, func(t PlannedTool) bool { return t.Mount == m.Name })
+		section(title, func(t NamedTool) bool { return t.Mount == m.Name })
 		switch {
 		case m.EffectivePrefix != "":
 			fmt.Fprintf(&b, "\nIts tools are prefixed `%s__` (%s).", m.EffectivePrefix, m.PrefixOrigin)
@@ -78,8 +78,8 @@ func RenderInstructions(in InstructionsInput) string {
 }
 
 // instructions is what the endpoint says at initialize: the built-ins by
-// their canonical names, identical for every client (those [PlanTools]
-// gives them; none when a server name makes one invalid, where PlanTools
+// their canonical names, identical for every client (those [NameTools]
+// gives them; none when a server name makes one invalid, where NameTools
 // fails).
 func instructions(cfg Config) string {
 	name := map[string]string{}

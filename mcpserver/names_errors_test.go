@@ -30,7 +30,7 @@ func TestRouteToolCallSuggestsEveryCandidate(t *testing.T) {
 // the explicit tool_prefix each could take.
 func TestModeOffCollisionNamesEachMountsEscape(t *testing.T) {
 	ms := kbMounts(t, mount.PrefixModeOff, mount.Mount{Name: "team docs"}, mount.Mount{Name: "runbooks"})
-	_, err := PlanTools("agentctl", namings[agents.NamespacingPrefix], ms)
+	_, err := NameTools("agentctl", namings[agents.NamespacingPrefix], ms)
 	var ce *CollisionError
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %v", err)

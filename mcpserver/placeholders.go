@@ -26,12 +26,12 @@ func (e *PlaceholderError) Error() string {
 // ExpandPlaceholders replaces {{tool:REF}} in text with the tool's canonical
 // name, the same for every client (ask_user_question_agentctl,
 // docs__concept_read), and {{tool:REF|model}} with the name this instance's
-// client shows its model ([PlannedTool.ModelVisible]). REF is a built-in's
+// client shows its model ([NamedTool.ModelVisible]). REF is a built-in's
 // base name ({{tool:ask_user_question}}), MOUNT/TOOL
 // ({{tool:docs/concept_read}}), a canonical name, or a tool name that exactly
 // one mount offers. An unknown REF or form is an error naming the file and
 // line.
-func ExpandPlaceholders(file, text string, tools []PlannedTool) (string, error) {
+func ExpandPlaceholders(file, text string, tools []NamedTool) (string, error) {
 	var firstErr error
 	line := 1
 	var b strings.Builder
@@ -60,7 +60,7 @@ func ExpandPlaceholders(file, text string, tools []PlannedTool) (string, error) 
 
 // expandPlaceholder returns the name {{tool:ref}} stands for, or why there
 // is none.
-func expandPlaceholder(ref string, tools []PlannedTool) (string, string) {
+func expandPlaceholder(ref string, tools []NamedTool) (string, string) {
 	ref, form, hasForm := strings.Cut(ref, "|")
 	ref, form = strings.TrimSpace(ref), strings.TrimSpace(form)
 	if hasForm && form != placeholderModel {
@@ -79,7 +79,7 @@ func expandPlaceholder(ref string, tools []PlannedTool) (string, string) {
 // placeholderModel is the form of {{tool:REF|model}}.
 const placeholderModel = "model"
 
-func resolvePlaceholder(ref string, tools []PlannedTool) (PlannedTool, string) {
+func resolvePlaceholder(ref string, tools []NamedTool) (NamedTool, string) {
 	if mount, base, ok := strings.Cut(ref, "/"); ok {
 		for _, t := range tools {
 			if t.Mount == mount && t.Base == base {
@@ -93,11 +93,11 @@ func resolvePlaceholder(ref string, tools []PlannedTool) (PlannedTool, string) {
 			}
 		}
 		if !slices.Contains(mounts, mount) {
-			return PlannedTool{}, fmt.Sprintf("no mount %q (mounts: %s)", mount, orNone(mounts))
+			return NamedTool{}, fmt.Sprintf("no mount %q (mounts: %s)", mount, orNone(mounts))
 		}
-		return PlannedTool{}, fmt.Sprintf("mount %q has no tool %q", mount, base)
+		return NamedTool{}, fmt.Sprintf("mount %q has no tool %q", mount, base)
 	}
-	var hits []PlannedTool
+	var hits []NamedTool
 	for _, t := range tools {
 		if t.Canonical == ref {
 			return t, ""
@@ -116,13 +116,13 @@ func resolvePlaceholder(ref string, tools []PlannedTool) (PlannedTool, string) {
 				bases = append(bases, t.Base)
 			}
 		}
-		return PlannedTool{}, fmt.Sprintf("no such tool; use a built-in (%s) or MOUNT/TOOL such as docs/concept_read", strings.Join(bases, ", "))
+		return NamedTool{}, fmt.Sprintf("no such tool; use a built-in (%s) or MOUNT/TOOL such as docs/concept_read", strings.Join(bases, ", "))
 	}
 	var refs []string
 	for _, t := range hits {
 		refs = append(refs, "{{tool:"+t.Mount+"/"+t.Base+"}}")
 	}
-	return PlannedTool{}, fmt.Sprintf("several mounts offer %q; write one of %s", ref, strings.Join(refs, ", "))
+	return NamedTool{}, fmt.Sprintf("several mounts offer %q; write one of %s", ref, strings.Join(refs, ", "))
 }
 
 func orNone(s []string) string {

@@ -46,7 +46,7 @@ func (w Withheld) String() string {
 }
 
 // WithheldExternal returns the external tools that the in-process tools
-// (the built-ins and knowledge bases' tools, as [PlanTools] describes them
+// (the built-ins and knowledge bases' tools, as [NameTools] describes them
 // for this client) keep out of the namespace, sorted by name and source: one
 // whose canonical name an in-process tool has, and one that this client
 // would show its model under an in-process tool's model-visible name (on
@@ -56,9 +56,9 @@ func (w Withheld) String() string {
 // template renders both alike. The endpoint serves neither; [DescribeTools]
 // applies the same rule, so `tools list` and `tools lint` report what the
 // endpoint does. It is pure.
-func WithheldExternal(server string, naming agents.ToolNaming, inProcess []PlannedTool, external []ExternalTool) []Withheld {
-	byName := make(map[string]PlannedTool, len(inProcess))
-	byVisible := make(map[string]PlannedTool, len(inProcess))
+func WithheldExternal(server string, naming agents.ToolNaming, inProcess []NamedTool, external []ExternalTool) []Withheld {
+	byName := make(map[string]NamedTool, len(inProcess))
+	byVisible := make(map[string]NamedTool, len(inProcess))
 	for _, t := range inProcess {
 		byName[t.Canonical] = t
 		byVisible[t.ModelVisible] = t

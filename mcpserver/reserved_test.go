@@ -26,7 +26,7 @@ func TestWithheldExternal(t *testing.T) {
 		agents.NamespacingPrefix: {"ask_user_question_agentctl", "concept_read"},
 		agents.NamespacingNone:   {"ask_user_question_agentctl", "concept_read"},
 	} {
-		inProcess, err := PlanTools("agentctl", namings[style], ms)
+		inProcess, err := NameTools("agentctl", namings[style], ms)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestWithheldExternal(t *testing.T) {
 			t.Errorf("%s: withheld %q, want %q", style, got, want)
 		}
 	}
-	inProcess, _ := PlanTools("agentctl", namings[agents.NamespacingSuffix], ms)
+	inProcess, _ := NameTools("agentctl", namings[agents.NamespacingSuffix], ms)
 	ws := WithheldExternal("agentctl", namings[agents.NamespacingSuffix], inProcess, offered[1:2])
 	want := Withheld{
 		Name: "ask_user_question", Source: "mcp up", Holder: "ask_user_question_agentctl", HolderSource: "built-in",

@@ -120,8 +120,8 @@ func (c *MountChange) Apply(ctx context.Context, st *instance.Store) (*instance.
 
 // Renames lists the tools present before and after whose canonical names
 // change, in the order of before.
-func Renames(before, after []mcpserver.PlannedTool) []Rename {
-	key := func(t mcpserver.PlannedTool) string { return t.Mount + "\x00" + t.Base }
+func Renames(before, after []mcpserver.NamedTool) []Rename {
+	key := func(t mcpserver.NamedTool) string { return t.Mount + "\x00" + t.Base }
 	now := map[string]string{}
 	for _, t := range after {
 		now[key(t)] = t.Canonical

@@ -117,11 +117,11 @@ func TestPrefixRenames(t *testing.T) {
 }
 
 func TestRenames(t *testing.T) {
-	tool := func(m, base, canonical string) mcpserver.PlannedTool {
-		return mcpserver.PlannedTool{Mount: m, Base: base, Canonical: canonical}
+	tool := func(m, base, canonical string) mcpserver.NamedTool {
+		return mcpserver.NamedTool{Mount: m, Base: base, Canonical: canonical}
 	}
-	before := []mcpserver.PlannedTool{tool("", "ask_user_question", "ask_user_question_agentctl"), tool("a", "concept_read", "concept_read"), tool("gone", "concept_read", "gone__concept_read")}
-	after := []mcpserver.PlannedTool{tool("", "ask_user_question", "ask_user_question_agentctl"), tool("a", "concept_read", "a__concept_read"), tool("b", "concept_read", "b__concept_read")}
+	before := []mcpserver.NamedTool{tool("", "ask_user_question", "ask_user_question_agentctl"), tool("a", "concept_read", "concept_read"), tool("gone", "concept_read", "gone__concept_read")}
+	after := []mcpserver.NamedTool{tool("", "ask_user_question", "ask_user_question_agentctl"), tool("a", "concept_read", "a__concept_read"), tool("b", "concept_read", "b__concept_read")}
 	got := provision.Renames(before, after)
 	want := []provision.Rename{{Old: "concept_read", New: "a__concept_read"}}
 	if !slices.Equal(got, want) {

@@ -88,7 +88,7 @@ func TestCreateWritesPlanAndFiles(t *testing.T) {
 	if got := plan.Announcements(); len(got) != 2 || !strings.Contains(got[1], "team_notes__") {
 		t.Errorf("announcements %q", got)
 	}
-	if !slices.ContainsFunc(plan.Tools, func(p mcpserver.PlannedTool) bool { return p.Canonical == "team_notes__concept_read" }) {
+	if !slices.ContainsFunc(plan.Tools, func(p mcpserver.NamedTool) bool { return p.Canonical == "team_notes__concept_read" }) {
 		t.Errorf("plan lacks team_notes__concept_read: %+v", plan.Tools)
 	}
 	data, err := os.ReadFile(filepath.Join(rec.Dir, "instructions.md"))

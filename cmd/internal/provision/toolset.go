@@ -13,7 +13,7 @@ import (
 // they and the built-ins serve, with every name each tool has.
 type Toolset struct {
 	Mounts []mount.Resolved
-	Tools  []mcpserver.PlannedTool
+	Tools  []mcpserver.NamedTool
 }
 
 // Announcements are the lines that announce derived prefixes, one per mount
@@ -57,14 +57,14 @@ func (e *InvalidError) Unwrap() []error { return []error{e.Err, instance.ErrInva
 func invalid(err error) error { return &InvalidError{Err: err} }
 
 // ResolveToolset applies the prefix contract to mounts ([mount.Resolve]) and
-// plans the instance's whole namespace ([mcpserver.PlanTools]), so a clash
+// plans the instance's whole namespace ([mcpserver.NameTools]), so a clash
 // is refused before anything is written or served.
 func ResolveToolset(server string, naming agents.ToolNaming, mode mount.PrefixMode, mounts []mount.Mount) (Toolset, error) {
 	resolved, err := mount.Resolve(server, mode, mounts)
 	if err != nil {
 		return Toolset{}, invalid(err)
 	}
-	tools, err := mcpserver.PlanTools(server, naming, resolved)
+	tools, err := mcpserver.NameTools(server, naming, resolved)
 	if err != nil {
 		return Toolset{}, invalid(err)
 	}

@@ -23,7 +23,7 @@ func kbMounts(t *testing.T, mode mount.PrefixMode, specs ...mount.Mount) []mount
 	return rs
 }
 
-func canonicals(tools []PlannedTool) string {
+func canonicals(tools []NamedTool) string {
 	var names []string
 	for _, t := range tools {
 		names = append(names, t.Canonical+"="+t.Transport)
@@ -31,10 +31,10 @@ func canonicals(tools []PlannedTool) string {
 	return strings.Join(names, " ")
 }
 
-func TestPlanTools(t *testing.T) {
+func TestNameTools(t *testing.T) {
 	suffixNaming := namings[agents.NamespacingSuffix]
 	t.Run("two derived", func(t *testing.T) {
-		tools, err := PlanTools("agentctl", suffixNaming, kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes"}))
+		tools, err := NameTools("agentctl", suffixNaming, kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestPlanTools(t *testing.T) {
 	t.Run("single mount is bare, read-only has no write", func(t *testing.T) {
 		ms := kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"})
 		ms[0].ReadOnly = true
-		tools, err := PlanTools("agentctl", suffixNaming, ms)
+		tools, err := NameTools("agentctl", suffixNaming, ms)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestPlanTools(t *testing.T) {
 		}
 	})
 	t.Run("mode off collides", func(t *testing.T) {
-		_, err := PlanTools("agentctl", suffixNaming, kbMounts(t, mount.PrefixModeOff, mount.Mount{Name: "a"}, mount.Mount{Name: "b"}))
+		_, err := NameTools("agentctl", suffixNaming, kbMounts(t, mount.PrefixModeOff, mount.Mount{Name: "a"}, mount.Mount{Name: "b"}))
 		var ce *CollisionError
 		if !errors.As(err, &ce) || ce.Name != "concept_list" || ce.First != "kb a" || ce.Second != "kb b" {
 			t.Fatalf("got %v", err)
@@ -72,7 +72,7 @@ func TestPlanTools(t *testing.T) {
 	t.Run("the client renders two names the same", func(t *testing.T) {
 		letters := agents.ToolNaming{Namespacing: agents.NamespacingNone, Template: "{tool}", MaxLength: 64, Charset: "^[a-z_]+$"}
 		ms := kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "a", ToolPrefix: "kb1"}, mount.Mount{Name: "b", ToolPrefix: "kb2"})
-		tools, err := PlanTools("agentctl", letters, ms)
+		tools, err := NameTools("agentctl", letters, ms)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestPlanTools(t *testing.T) {
 }
 
 func TestExpandPlaceholders(t *testing.T) {
-	tools, err := PlanTools("agentctl", namings[agents.NamespacingSuffix], kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes"}))
+	tools, err := NameTools("agentctl", namings[agents.NamespacingSuffix], kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestExpandPlaceholdersCanonicalForEveryClient(t *testing.T) {
 		agents.NamespacingPrefix: "Your model calls mcp__agentctl__ask_user_question_agentctl and mcp__agentctl__docs__concept_read.\n",
 		agents.NamespacingNone:   "Your model calls ask_user_question_agentctl and docs__concept_read.\n",
 	} {
-		tools, err := PlanTools("agentctl", namings[style], kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes"}))
+		tools, err := NameTools("agentctl", namings[style], kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestExpandPlaceholdersCanonicalForEveryClient(t *testing.T) {
 
 func TestRenderInstructions(t *testing.T) {
 	ms := kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes", ToolPrefix: "n"})
-	tools, err := PlanTools("agentctl", namings[agents.NamespacingSuffix], ms)
+	tools, err := NameTools("agentctl", namings[agents.NamespacingSuffix], ms)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,13 +181,13 @@ func TestInstructionsAtInitializeUseCanonicalNames(t *testing.T) {
 }
 
 // TestInstructionsNameWhatPlanToolsNames: the instructions name the
-// built-ins as PlanTools does, also for a server name that makes their
+// built-ins as NameTools does, also for a server name that makes their
 // names invalid (none named).
 func TestInstructionsNameWhatPlanToolsNames(t *testing.T) {
 	for _, server := range []string{"agentctl", "my.server-2", "has space", strings.Repeat("s", 120), ""} {
 		cfg := Config{Instance: Instance{ID: "i1", Agent: "a"}, ServerName: server, Naming: namings[agents.NamespacingPrefix]}
 		name := map[string]string{}
-		if tools, err := PlanTools(server, cfg.Naming, nil); err == nil {
+		if tools, err := NameTools(server, cfg.Naming, nil); err == nil {
 			for _, t := range tools {
 				name[t.Base] = t.Canonical
 			}
