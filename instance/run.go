@@ -401,6 +401,20 @@ func (s *Store) EndpointEntry(r *Record, executable string) ServerEntry {
 	return ServerEntry{Command: executable, Args: []string{"mcp", "serve", "--instance", r.ID, "--state-dir", s.dir}}
 }
 
+// HeadlessRun reports whether a headless `agentctl instance run` of
+// instance id is under way ([Store.RunMode]).
+func (s *Store) HeadlessRun(ctx context.Context, id string) (bool, error) {
+	mode, err := s.RunMode(ctx, id)
+	return mode == RunHeadless, err
+}
+
+// RecordUnanswered stores the event, of status [StatusUnanswered], that a
+// question of tool ended without an answer.
+func (s *Store) RecordUnanswered(ctx context.Context, id, tool, message string) error {
+	_, err := s.RecordProgress(ctx, id, tool, StatusUnanswered, message, nil)
+	return err
+}
+
 // RunMode says how the `agentctl instance run` of instance id under way
 // runs ("headless" or "interactive", the record's last_run mode), or ""
 // when none is: the last run has ended, or nothing holds the run lock (the

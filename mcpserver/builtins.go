@@ -153,7 +153,7 @@ func builtinTools(s string) (ask, prog, get *mcp.Tool, err error) {
 	}
 	progSchema.Required = []string{"message"}
 	progSchema.Properties["status"].Enum = toAny(ProgressStatuses())
-	progSchema.Properties["status"].Default = json.RawMessage(strconv.Quote(StatusRunning))
+	progSchema.Properties["status"].Default = json.RawMessage(strconv.Quote(ProgressStatuses()[0]))
 	pct := progSchema.Properties["percent"]
 	pct.Minimum, pct.Maximum = ptr(0.0), ptr(100.0)
 	prog.InputSchema = progSchema
@@ -215,12 +215,12 @@ func (e *Endpoint) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest
 // way, the interactive place otherwise. A store that cannot say counts as
 // headless: a question kept in the store is never lost.
 func (e *Endpoint) askPlace(ctx context.Context) agents.AskVia {
-	mode, err := e.cfg.Store.RunMode(ctx, e.cfg.Instance.ID)
+	headless, err := e.cfg.Store.HeadlessRun(ctx, e.cfg.Instance.ID)
 	if err != nil {
 		e.log.Warn("cannot tell whether a headless run is under way; the question goes to the store", "err", err)
 		return agents.AskViaStore
 	}
-	if mode == RunHeadless {
+	if headless {
 		return e.cfg.Questions.Headless
 	}
 	return e.cfg.Questions.Interactive
@@ -296,7 +296,7 @@ func (e *Endpoint) elicited(ctx context.Context, req *mcp.CallToolRequest, in As
 // nobodyAt says why nobody at the client can have declined a question
 // asked with request state state, or "" if a person may have.
 func (e *Endpoint) nobodyAt(ctx context.Context, state string) string {
-	if mode, err := e.cfg.Store.RunMode(ctx, e.cfg.Instance.ID); err != nil || mode == RunHeadless {
+	if headless, err := e.cfg.Store.HeadlessRun(ctx, e.cfg.Instance.ID); err != nil || headless {
 		return "a headless run is under way"
 	}
 	if ns, err := strconv.ParseInt(strings.TrimPrefix(state, askedAtPrefix), 10, 64); err == nil && strings.HasPrefix(state, askedAtPrefix) {
@@ -377,20 +377,20 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 	}
 }
 
-// unanswered records that question qid ended without an answer, as an
-// event of status [StatusUnanswered]: `instance wait` then does not report a
-// clean end of a run in which the agent went on without its answer.
+// unanswered records that question qid ended without an answer
+// ([Store.RecordUnanswered]): `instance wait` then does not report a clean
+// end of a run in which the agent went on without its answer.
 func (e *Endpoint) unanswered(ctx context.Context, qid, question, why string) {
 	tool := BuiltinName(BaseAskUserQuestion, e.cfg.ServerName)
 	msg := fmt.Sprintf("question %s got no answer: %s (%q)", qid, why, question)
-	if _, err := e.cfg.Store.RecordProgress(context.WithoutCancel(ctx), e.cfg.Instance.ID, tool, StatusUnanswered, msg, nil); err != nil && !IsInstanceDeleted(err) {
+	if err := e.cfg.Store.RecordUnanswered(context.WithoutCancel(ctx), e.cfg.Instance.ID, tool, msg); err != nil && !IsInstanceDeleted(err) {
 		e.log.Warn("could not record the unanswered question", "question", qid, "err", err)
 	}
 }
 
 func (e *Endpoint) reportProgress(ctx context.Context, req *mcp.CallToolRequest, in ProgressInput) (*mcp.CallToolResult, ProgressOutput, error) {
 	if in.Status == "" {
-		in.Status = StatusRunning
+		in.Status = ProgressStatuses()[0]
 	}
 	if strings.TrimSpace(in.Message) == "" {
 		return toolError("message is empty; say in one sentence what is happening"), ProgressOutput{}, nil

@@ -35,18 +35,14 @@ type Store interface {
 	// Exists reports whether the instance is still in the store; get_instance
 	// says so when it was deleted while the endpoint runs.
 	Exists(ctx context.Context, instanceID string) (bool, error)
-	// RunMode says how the instance's `agentctl instance run` under way
-	// runs: [RunHeadless] or [RunInteractive], or "" when none is (the
-	// client was started some other way). ask_user_question asks where
-	// the question policy says for that kind of run.
-	RunMode(ctx context.Context, instanceID string) (string, error)
+	// HeadlessRun reports whether a headless `agentctl instance run` of
+	// the instance is under way: ask_user_question then asks where the
+	// question policy says for headless runs.
+	HeadlessRun(ctx context.Context, instanceID string) (bool, error)
+	// RecordUnanswered stores the event that a question of tool ended
+	// without an answer (the store names its status).
+	RecordUnanswered(ctx context.Context, instanceID, tool, message string) error
 }
-
-// The kinds of run [Store.RunMode] reports.
-const (
-	RunHeadless    = "headless"
-	RunInteractive = "interactive"
-)
 
 // Instance describes the instance an endpoint serves, as get_instance shows it.
 type Instance struct {

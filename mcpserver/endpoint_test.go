@@ -23,7 +23,7 @@ type fakeStore struct {
 	questions map[string]*fakeQuestion
 	events    []fakeEvent
 	asked     chan string
-	runMode   string // what RunMode reports
+	headless  bool // what HeadlessRun reports
 }
 
 type fakeQuestion struct {
@@ -86,10 +86,19 @@ func (s *fakeStore) RecordProgress(_ context.Context, _, tool, status, message s
 // has a store whose instance is).
 func (s *fakeStore) Exists(context.Context, string) (bool, error) { return true, nil }
 
-func (s *fakeStore) RunMode(context.Context, string) (string, error) {
+func (s *fakeStore) HeadlessRun(context.Context, string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.runMode, nil
+	return s.headless, nil
+}
+
+// unansweredStatus is the status the fake records an unanswered question
+// under.
+const unansweredStatus = "unanswered"
+
+func (s *fakeStore) RecordUnanswered(ctx context.Context, id, tool, message string) error {
+	_, err := s.RecordProgress(ctx, id, tool, unansweredStatus, message, nil)
+	return err
 }
 
 func (s *fakeStore) answer(id, text string) {
@@ -356,20 +365,20 @@ func answerWhenAsked(st *fakeStore, text string) {
 func TestAskUserQuestionNobodyAtTheClient(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		runMode    string
+		headless   bool
 		policy     agents.Questions
 		action     string // the client's answer to an elicitation
 		wantElicit bool
 	}{
-		{name: "headless run", runMode: RunHeadless, action: "decline"},
-		{name: "headless run, client policy, instant decline", runMode: RunHeadless, policy: agents.Questions{Headless: agents.AskViaClient}, action: "decline", wantElicit: true},
-		{name: "interactive, store policy", runMode: RunInteractive, policy: agents.Questions{Interactive: agents.AskViaStore}, action: "decline"},
+		{name: "headless run", headless: true, action: "decline"},
+		{name: "headless run, client policy, instant decline", headless: true, policy: agents.Questions{Headless: agents.AskViaClient}, action: "decline", wantElicit: true},
+		{name: "interactive, store policy", policy: agents.Questions{Interactive: agents.AskViaStore}, action: "decline"},
 		{name: "no run, instant decline", action: "decline", wantElicit: true},
 		{name: "no run, instant cancel", action: "cancel", wantElicit: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newFakeStore()
-			st.runMode = tc.runMode
+			st.headless = tc.headless
 			elicited := 0
 			opts := &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				elicited++
@@ -403,7 +412,7 @@ func TestAskUserQuestionUnansweredIsAnEvent(t *testing.T) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if len(st.events) != 1 || st.events[0].status != StatusUnanswered || st.events[0].tool != "ask_user_question_agentctl" ||
+	if len(st.events) != 1 || st.events[0].status != unansweredStatus || st.events[0].tool != "ask_user_question_agentctl" ||
 		!strings.Contains(st.events[0].message, "q0") || !strings.Contains(st.events[0].message, "Which DB?") {
 		t.Fatalf("events %+v, want one unanswered event naming q0 and the question", st.events)
 	}

@@ -8,25 +8,8 @@ const (
 	AskExpired   = "expired"   // no answer within the question timeout
 )
 
-// Progress statuses: the values report_progress_<S> accepts (its input
-// schema's enum) and that `agentctl instance wait --status` waits for. The
-// endpoint owns them, because the tool defines them; the store keeps an
-// event's status as the tool gave it.
-const (
-	StatusRunning = "running"
-	StatusBlocked = "blocked"
-	StatusDone    = "done"
-	StatusFailed  = "failed"
-)
-
-// StatusUnanswered is the status of the event ask_user_question records
-// when a question ends without an answer: it expired, or the client stopped
-// waiting for it. It is not a progress status (report_progress does not
-// take it); `agentctl instance wait` reports a run that had one.
-const StatusUnanswered = "unanswered"
-
-// ProgressStatuses returns the valid progress statuses, in the order the
-// tool's schema lists them.
-func ProgressStatuses() []string {
-	return []string{StatusRunning, StatusBlocked, StatusDone, StatusFailed}
-}
+// ProgressStatuses are the values report_progress_<S> accepts (its input
+// schema's enum, the first its default), in the schema's order: the
+// statuses of the instance record (instance.ProgressStatuses, to which
+// serving's tests hold these), which the store keeps as the tool gave them.
+func ProgressStatuses() []string { return []string{"running", "blocked", "done", "failed"} }
