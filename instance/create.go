@@ -229,6 +229,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (rec *Recor
 		Mounts:          append([]mount.Resolved{}, o.Mounts...),
 		Transport:       tr,
 		Dir:             filepath.Join(s.instancesDir(), id),
+		Host:            s.host,
 		QuestionTimeout: Duration(o.QuestionTimeout),
 	}
 
@@ -276,7 +277,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (rec *Recor
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -292,8 +293,13 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (rec *Recor
 			return nil, &InvalidError{Msg: fmt.Sprintf("an instance labelled %q already exists; choose another --name or delete it first", rec.Name)}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO instances (id, name, agent, created_at, record) VALUES (?, ?, ?, ?, ?)`,
-		rec.ID, name, rec.Agent, now.Format(timeFormat), string(raw)); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO instances (id, name, agent, created_at, record, host) VALUES (?, ?, ?, ?, ?, ?)`,
+		rec.ID, name, rec.Agent, now.Format(timeFormat), string(raw), rec.Host); err != nil {
+		if s.db.be.isUnique(err) && rec.Name != "" {
+			// Another process took the label since the check above
+			// (PostgreSQL checks it at the insert, not at BEGIN).
+			return nil, &InvalidError{Msg: fmt.Sprintf("an instance labelled %q already exists; choose another --name or delete it first", rec.Name)}
+		}
 		return nil, err
 	}
 	if err := setTokenHash(ctx, tx, rec.ID, token); err != nil {
@@ -347,11 +353,14 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one writer at a time
+	tx, err := s.db.BeginTx(ctx) // BEGIN IMMEDIATE: one writer at a time
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
+	if err := tx.lock(ctx, "instance:"+r.ID); err != nil {
+		return nil, err
+	}
 	var raw string
 	if err := tx.QueryRowContext(ctx, `SELECT record FROM instances WHERE id = ?`, r.ID).Scan(&raw); err != nil {
 		return nil, err

@@ -24,6 +24,9 @@ type ListOptions struct {
 	Status string
 	// Since keeps the instances created at or after this time.
 	Since time.Time
+	// Host keeps the instances whose files are on this host (see
+	// [Record.Host]).
+	Host string
 }
 
 // Listed is one instance as [Store.Records] yields it: the record, the
@@ -111,12 +114,16 @@ func listQuery(o ListOptions) (string, []any) {
 		where = append(where, latestStatus+" = ?")
 		args = append(args, o.Status)
 	}
+	if o.Host != "" {
+		where = append(where, "i.host = ?")
+		args = append(args, o.Host)
+	}
 	q := "SELECT i.id, i.record, " + latestStatus + ", " + openQuestions + " FROM instances i"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	if o.Limit > 0 {
-		q = "SELECT * FROM (" + q + " ORDER BY i.id DESC LIMIT ?) ORDER BY 1"
+		q = "SELECT * FROM (" + q + " ORDER BY i.id DESC LIMIT ?) AS t ORDER BY 1"
 		args = append(args, o.Limit)
 	} else {
 		q += " ORDER BY i.id"

@@ -63,8 +63,8 @@ func TestMigrationStatusBackfill(t *testing.T) {
 	}
 	st := stores[0]
 	var v int
-	if err := st.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != len(migrations) {
-		t.Fatalf("user_version %d (%v), want %d", v, err, len(migrations))
+	if err := st.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != len(sqliteMigrations) {
+		t.Fatalf("user_version %d (%v), want %d", v, err, len(sqliteMigrations))
 	}
 	for _, status := range []string{"", "running", "blocked", "done", "failed"} {
 		var got []string
@@ -104,7 +104,7 @@ func TestMigrationStatusBackfill(t *testing.T) {
 }
 
 // makeStoreAt makes the database of a store in dir with only the first n
-// migrations applied, as an agentctl of that schema left it.
+// sqliteMigrations applied, as an agentctl of that schema left it.
 func makeStoreAt(ctx context.Context, dir string, n int) error {
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DBFile))
 	if err != nil {
@@ -114,7 +114,7 @@ func makeStoreAt(ctx context.Context, dir string, n int) error {
 	if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
 		return err
 	}
-	for _, m := range migrations[:n] {
+	for _, m := range sqliteMigrations[:n] {
 		if _, err := db.ExecContext(ctx, m); err != nil {
 			return err
 		}

@@ -39,7 +39,7 @@ func TestMinimalListIsTheStores(t *testing.T) {
 	q, args := listQuery(ListOptions{Limit: 50})
 	for name, want := range map[string]constant.Value{
 		"dsnParams":     constant.MakeString(dsnParams()),
-		"schemaVersion": constant.MakeInt64(int64(len(migrations))),
+		"schemaVersion": constant.MakeInt64(int64(len(sqliteMigrations))),
 		"query":         constant.MakeString(q),
 	} {
 		if got, ok := consts[name]; !ok || !constant.Compare(got, token.EQL, want) {

@@ -17,6 +17,22 @@ type EventSource interface {
 	Exists(ctx context.Context, id string) (bool, error)
 }
 
+// EventWatcher is what waking a [Poller] early needs of the store:
+// [*Store] has it, and wakes it through PostgreSQL's LISTEN/NOTIFY (on
+// SQLite its channel is nil, and the poller polls).
+type EventWatcher interface {
+	WatchEvents(ctx context.Context, instanceID string) (<-chan struct{}, func())
+}
+
+// watch returns the channel that wakes p early for instanceID's events,
+// nil when its store has none, and the function that ends the watch.
+func (p *Poller) watch(ctx context.Context, instanceID string) (<-chan struct{}, func()) {
+	if w, ok := p.Source.(EventWatcher); ok {
+		return w.WatchEvents(ctx, instanceID)
+	}
+	return nil, func() {}
+}
+
 // Poller polls the store for an instance's progress events: the loop behind
 // `instance events --follow` and `instance wait`.
 type Poller struct {
@@ -74,6 +90,12 @@ func (p *Poller) Events(ctx context.Context, instanceID string, follow bool) ite
 // already).
 func (p *Poller) events(ctx context.Context, instanceID string, first []*Event, follow bool, after int64) iter.Seq2[*Event, error] {
 	return func(yield func(*Event, error) bool) {
+		var wake <-chan struct{}
+		if follow {
+			var stop func()
+			wake, stop = p.watch(ctx, instanceID)
+			defer stop()
+		}
 		for {
 			evs, err := first, error(nil)
 			if first == nil {
@@ -101,6 +123,7 @@ func (p *Poller) events(ctx context.Context, instanceID string, first []*Event, 
 				yield(nil, ctx.Err())
 				return
 			case <-p.after():
+			case <-wake:
 			}
 			if ok, err := p.Source.Exists(ctx, instanceID); err == nil && !ok {
 				yield(nil, &NotFoundError{What: "instance", Ref: instanceID, Deleted: true, Hint: "it reports nothing more"})
@@ -243,11 +266,15 @@ func (p *Poller) WaitRun(ctx context.Context, instanceID string, which Which) (*
 		}
 		return r, err
 	}
+	wake, stop := p.watch(ctx, instanceID)
+	defer stop()
 	pause := func() error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-p.after():
+			return nil
+		case <-wake:
 			return nil
 		}
 	}

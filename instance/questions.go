@@ -38,13 +38,18 @@ func scanQuestion(sc interface{ Scan(...any) error }) (*Question, error) {
 	if err := sc.Scan(&q.ID, &q.InstanceID, &q.Text, &choices, &q.Status, &asked, &q.Answer, &answered); err != nil {
 		return nil, err
 	}
+	fillQuestion(&q, choices, asked, answered)
+	return &q, nil
+}
+
+// fillQuestion sets q's choices and times from their stored text.
+func fillQuestion(q *Question, choices, asked, answered string) {
 	_ = json.Unmarshal([]byte(choices), &q.Choices)
 	q.AskedAt, _ = time.Parse(timeFormat, asked)
 	if answered != "" {
 		t, _ := time.Parse(timeFormat, answered)
 		q.AnsweredAt = &t
 	}
-	return &q, nil
 }
 
 // Question returns one question of an instance.
@@ -78,6 +83,52 @@ func (s *Store) Questions(ctx context.Context, instanceID string, all bool) ([]*
 		out = append(out, qq)
 	}
 	return out, rows.Err()
+}
+
+// Inbox returns every open question in the store, of every instance and
+// host, oldest first: the inbox of the person on call. It reads the
+// questions_open index (status, id): its cost is that of the open
+// questions, whatever the number of instances. limit > 0 keeps the oldest
+// limit.
+func (s *Store) Inbox(ctx context.Context, limit int) ([]*InboxQuestion, error) {
+	q := `SELECT q.id, q.instance_id, q.question, q.choices, q.status, q.asked_at, coalesce(q.answer, ''), coalesce(q.answered_at, ''),
+		coalesce(i.name, ''), i.agent, i.host FROM questions q JOIN instances i ON i.id = q.instance_id
+		WHERE q.status = ? ORDER BY q.id`
+	args := []any{QuestionOpen}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.dbError(err)
+	}
+	defer rows.Close()
+	out := []*InboxQuestion{}
+	for rows.Next() {
+		var iq InboxQuestion
+		var choices, asked, answered string
+		qq := &iq.Question
+		if err := rows.Scan(&qq.ID, &qq.InstanceID, &qq.Text, &choices, &qq.Status, &asked, &qq.Answer, &answered,
+			&iq.InstanceName, &iq.Agent, &iq.Host); err != nil {
+			return nil, s.dbError(err)
+		}
+		fillQuestion(qq, choices, asked, answered)
+		out = append(out, &iq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbError(err)
+	}
+	return out, nil
+}
+
+// InboxQuestion is an open question as [Store.Inbox] lists it: with the
+// label, agent and host of its instance.
+type InboxQuestion struct {
+	Question
+	InstanceName string `json:"instance_name"`
+	Agent        string `json:"agent"`
+	Host         string `json:"host,omitempty"`
 }
 
 // Answer answers an open question. With an empty questionID the instance must
@@ -124,13 +175,21 @@ func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer strin
 		answer = choice
 	}
 	now := s.stamp()
-	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status = ?, answer = ?, answered_at = ? WHERE id = ? AND status = ?`,
-		QuestionAnswered, answer, now.Format(timeFormat), q.ID, QuestionOpen)
+	err = s.inTx(ctx, instanceID, func(tx *dbTx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE questions SET status = ?, answer = ?, answered_at = ? WHERE id = ? AND status = ?`,
+			QuestionAnswered, answer, now.Format(timeFormat), q.ID, QuestionOpen)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return &InvalidError{Msg: fmt.Sprintf("question %s was closed while answering; it cannot be answered any more", q.ID)}
+		}
+		// Wakes the waiting ask_user_question at once, on any host (see
+		// [Store.Watch]).
+		return tx.notify(ctx, chanAnswers, q.ID)
+	})
 	if err != nil {
 		return nil, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, &InvalidError{Msg: fmt.Sprintf("question %s was closed while answering; it cannot be answered any more", q.ID)}
 	}
 	q.Status, q.Answer, q.AnsweredAt = QuestionAnswered, answer, &now
 	return q, nil
@@ -169,7 +228,12 @@ func (s *Store) CancelQuestion(ctx context.Context, instanceID, questionID strin
 // AddEvent records a progress event and returns it with its sequence number.
 func (s *Store) AddEvent(ctx context.Context, e Event) (*Event, error) {
 	e.At = s.stamp()
-	seq, run, err := insertEvent(ctx, s.db, e.At, e.InstanceID, e)
+	var seq int64
+	var run string
+	err := s.inTx(ctx, e.InstanceID, func(tx *dbTx) (err error) {
+		seq, run, err = insertEvent(ctx, tx, e.At, e.InstanceID, e)
+		return err
+	})
 	if err != nil {
 		return nil, s.orDeleted(ctx, e.InstanceID, err)
 	}

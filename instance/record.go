@@ -25,8 +25,12 @@ type Record struct {
 	Mounts         []mount.Resolved `json:"mounts"`
 	Transport      Transport        `json:"transport"`
 	MCPConfigPath  string           `json:"mcp_config_path"`
-	// Dir is the instance's directory, holding the files written for its client.
+	// Dir is the instance's directory, holding the files written for its
+	// client, on Host.
 	Dir string `json:"dir"`
+	// Host is the host whose state directory holds Dir (and the run logs,
+	// locks and client files); "" in records made before hosts were kept.
+	Host string `json:"host,omitempty"`
 	// QuestionTimeout is how long ask_user_question waits for an answer.
 	QuestionTimeout Duration `json:"question_timeout"`
 	// Files lists the files written into Dir for the client and the model

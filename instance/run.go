@@ -279,7 +279,7 @@ func (s *Store) StartRun(ctx context.Context, id string, r Run, ev Event) (int64
 		r.ID = s.NewRunID()
 	}
 	var seq int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, id, func(tx *dbTx) error {
 		if err := setLastRun(ctx, tx, id, r); err != nil {
 			return err
 		}
@@ -300,7 +300,7 @@ func (s *Store) StartRun(ctx context.Context, id string, r Run, ev Event) (int64
 // ev was added.
 func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Event) (added bool, err error) {
 	final := []string{StatusDone, StatusFailed}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, id, func(tx *dbTx) error {
 		q := `SELECT count(*) FROM events WHERE instance_id = ? AND seq > ? AND tool <> ? AND status IN (` +
 			strings.TrimSuffix(strings.Repeat("?,", len(final)), ",") + `)`
 		args := []any{id, after, RunTool}
@@ -325,12 +325,20 @@ func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Ev
 	return added, nil
 }
 
-func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE
+// inTx runs fn in a write transaction that holds instance id's lock (see
+// [backend.lockKey]): the writes of one instance's events, runs and record
+// are serialised, on PostgreSQL as in SQLite, so that its events commit in
+// the order of their sequence numbers and a follower that resumes after
+// the last one it saw misses none.
+func (s *Store) inTx(ctx context.Context, id string, fn func(*dbTx) error) error {
+	tx, err := s.db.BeginTx(ctx) // BEGIN IMMEDIATE
 	if err != nil {
 		return s.dbError(err)
 	}
 	defer tx.Rollback()
+	if err := tx.lock(ctx, "instance:"+id); err != nil {
+		return s.dbError(err)
+	}
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -347,9 +355,12 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // has finished (as QueryRow's Scan does) never reaches SQLite's WAL hook,
 // and a long-lived endpoint's WAL then grows with every event, never
 // checkpointed.
-func insertEvent(ctx context.Context, tx querier, at time.Time, id string, e Event) (seq int64, run string, err error) {
+//
+// It wakes the instance's followers once tx commits (see [Store.Watch]).
+func insertEvent(ctx context.Context, tx *dbTx, at time.Time, id string, e Event) (seq int64, run string, err error) {
+	be := tx.be
 	rows, err := tx.QueryContext(ctx, `INSERT INTO events (instance_id, at, tool, status, message, percent, run_id) VALUES (?, ?, ?, ?, ?, ?,
-		coalesce((SELECT json_extract(record, '$.last_run.id') FROM instances WHERE id = ? AND json_extract(record, '$.last_run.ended_at') IS NULL), ''))
+		coalesce((SELECT `+be.jsonText("record", "last_run.id")+` FROM instances WHERE id = ? AND `+be.jsonText("record", "last_run.ended_at")+` IS NULL), ''))
 		RETURNING seq, run_id`,
 		id, at.Format(timeFormat), e.Tool, e.Status, e.Message, e.Percent, id)
 	if err != nil {
@@ -369,22 +380,17 @@ func insertEvent(ctx context.Context, tx querier, at time.Time, id string, e Eve
 	if !got {
 		return 0, "", sql.ErrNoRows
 	}
-	return seq, run, nil
-}
-
-// querier is what runs a query: the database or a transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	return seq, run, tx.notify(ctx, chanEvents, id)
 }
 
 // setLastRun sets the record's last_run in place, without decoding the
 // record.
-func setLastRun(ctx context.Context, tx *sql.Tx, id string, r Run) error {
+func setLastRun(ctx context.Context, tx *dbTx, id string, r Run) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE instances SET record = json_set(record, '$.last_run', json(?)) WHERE id = ?`, string(b), id)
+	res, err := tx.ExecContext(ctx, `UPDATE instances SET record = `+tx.be.jsonSet("record", "last_run")+` WHERE id = ?`, string(b), id)
 	if err != nil {
 		return err
 	}
@@ -398,7 +404,13 @@ func setLastRun(ctx context.Context, tx *sql.Tx, id string, r Run) error {
 // writes it into the client's configuration: executable (agentctl's
 // absolute path) with `mcp serve --instance ID --state-dir DIR`.
 func (s *Store) EndpointEntry(r *Record, executable string) ServerEntry {
-	return ServerEntry{Command: executable, Args: []string{"mcp", "serve", "--instance", r.ID, "--state-dir", s.dir}}
+	args := []string{"mcp", "serve", "--instance", r.ID, "--state-dir", s.dir}
+	if s.url != "" {
+		// Without its password: the endpoint finds that where libpq's
+		// tools do (PGPASSWORD, ~/.pgpass), never in a client's file.
+		args = append(args, "--store", s.StoreName())
+	}
+	return ServerEntry{Command: executable, Args: args}
 }
 
 // HeadlessRun reports whether a headless `agentctl instance run` of

@@ -16,78 +16,22 @@ import (
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/oklog/ulid/v2"
-
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 )
 
-// DBFile is the name of the state database inside the state directory.
-const DBFile = "state.db"
-
-// migrations are applied in order; PRAGMA user_version counts those applied.
-// Never edit one that has shipped: append a new one.
-var migrations = []string{
-	`CREATE TABLE instances (
-		id         TEXT PRIMARY KEY,
-		name       TEXT,
-		agent      TEXT NOT NULL,
-		created_at TEXT NOT NULL,
-		record     TEXT NOT NULL
-	);
-	CREATE UNIQUE INDEX instances_name ON instances(name) WHERE name IS NOT NULL;
-	CREATE TABLE questions (
-		id          TEXT PRIMARY KEY,
-		instance_id TEXT NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
-		question    TEXT NOT NULL,
-		choices     TEXT NOT NULL,
-		status      TEXT NOT NULL,
-		asked_at    TEXT NOT NULL,
-		answer      TEXT,
-		answered_at TEXT
-	);
-	CREATE INDEX questions_instance ON questions(instance_id, status);
-	CREATE TABLE events (
-		seq         INTEGER PRIMARY KEY AUTOINCREMENT,
-		instance_id TEXT NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
-		at          TEXT NOT NULL,
-		tool        TEXT NOT NULL,
-		status      TEXT NOT NULL,
-		message     TEXT NOT NULL,
-		percent     REAL
-	);
-	CREATE INDEX events_instance ON events(instance_id, seq);`,
-	// 2: `instance list --agent` reads only that agent's rows.
-	`CREATE INDEX instances_agent ON instances(agent, id);`,
-	// 3: each instance's bearer token, as its SHA-256 only (see token.go);
-	// never in the record, which `instance show` prints.
-	`CREATE TABLE instance_tokens (
-		instance_id TEXT PRIMARY KEY REFERENCES instances(id) ON DELETE CASCADE,
-		hash        BLOB NOT NULL
-	);`,
-	// 4: each instance's latest progress status beside its record, so that
-	// `instance list --status` reads the instances_status index instead of
-	// every instance's latest event. Backfilled here, in the migration's
-	// transaction; from then on the trigger sets it in the statement (and
-	// so the transaction) of every event insert, whichever code makes it,
-	// an endpoint of an older agentctl that is still serving included.
-	`ALTER TABLE instances ADD COLUMN status TEXT NOT NULL DEFAULT '';
-	UPDATE instances SET status = (SELECT e.status FROM events e WHERE e.instance_id = instances.id ORDER BY e.seq DESC LIMIT 1)
-		WHERE id IN (SELECT instance_id FROM events);
-	CREATE INDEX instances_status ON instances(status, id);
-	CREATE TRIGGER events_status AFTER INSERT ON events BEGIN
-		UPDATE instances SET status = NEW.status WHERE id = NEW.instance_id AND status <> NEW.status;
-	END;`,
-	// 5: the run an event belongs to: the id of the `instance run` under
-	// way (the record's last_run without an end) when it was recorded, ''
-	// for none; `instance wait --run` reads a run's events by it.
-	`ALTER TABLE events ADD COLUMN run_id TEXT NOT NULL DEFAULT '';`,
-}
-
-// Store is the SQLite state of agentctl: instance records, questions, events.
-// It is safe for concurrent use, also by many processes at once.
+// Store is the state of agentctl: instance records, their tokens,
+// questions, events and runs, in SQLite or PostgreSQL (see [backend]), and
+// the instance directories of this host. It is safe for concurrent use, also
+// by many processes (and, on PostgreSQL, many hosts) at once.
 type Store struct {
-	db  *sql.DB
+	db  *db
 	dir string
 	now func() time.Time
+	// url names the database (see [WithStore]); sqlitePath is the SQLite
+	// file's, "" on PostgreSQL.
+	url        StoreURL
+	sqlitePath string
+	// host names this host in the records it creates (see [WithHost]).
+	host string
 
 	idMu    sync.Mutex
 	entropy io.Reader // monotonic ULID entropy
@@ -134,16 +78,17 @@ const walCheckpointPages = 100
 // file with the database (or use sqlite3's .backup).
 func ClosedByExit() Option { return func(s *Store) { s.exiting = true } }
 
-// dsnParams are the connection settings of the state database: wait up to
-// 30 s for another process's lock, enforce foreign keys, sync at
-// checkpoints only (WAL), checkpoint every [walCheckpointPages], and take
-// the write lock at BEGIN.
-func dsnParams() string {
-	return fmt.Sprintf("?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"+
-		"&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", walCheckpointPages)
-}
+// WithStore sets the database the store keeps its state in (see
+// [StoreURL]); by default, SQLite in the state directory.
+func WithStore(u StoreURL) Option { return func(s *Store) { s.url = u } }
+
+// WithHost sets the name of this host, which the records of the instances
+// created here carry (default: os.Hostname).
+func WithHost(name string) Option { return func(s *Store) { s.host = name } }
 
 // Open opens (creating if needed) the store in dir and migrates its schema.
+// dir holds the instance directories of this host; the records live in the
+// database [WithStore] names, by default SQLite in dir.
 func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if dir == "" {
 		return nil, invalidf("no state directory; set --state-dir or AGENTCTL_STATE_DIR")
@@ -156,144 +101,58 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(abs, "instances"), 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	dbPath := filepath.Join(abs, DBFile)
-	if err := checkNotEmptied(dbPath, filepath.Join(abs, "instances")); err != nil {
-		return nil, err
-	}
-	db, err := sql.Open("sqlite", "file:"+dbPath+dsnParams())
-	if err != nil {
-		return nil, fmt.Errorf("open state database %s: %w", dbPath, err)
-	}
-	s := &Store{db: db, dir: abs, now: time.Now, entropy: ulid.Monotonic(rand.Reader, 0)}
+	s := &Store{dir: abs, now: time.Now, entropy: ulid.Monotonic(rand.Reader, 0)}
 	for _, o := range opts {
 		o(s)
 	}
-	if err := s.init(ctx, inWAL(dbPath)); err != nil {
-		db.Close()
-		if isDiskFull(err) {
-			return nil, &DiskFullError{Dir: abs, Op: "open the state database " + dbPath, Err: err}
+	if s.host == "" {
+		s.host, _ = os.Hostname()
+	}
+	kind, where, err := parseStore(s.url, abs)
+	if err != nil {
+		return nil, err
+	}
+	var sqldb *sql.DB
+	var be backend
+	switch kind {
+	case "postgres":
+		sqldb, be, err = openPostgres(ctx, where)
+	default:
+		if !filepath.IsAbs(where) {
+			where, _ = filepath.Abs(where)
 		}
-		return nil, fmt.Errorf("open state database %s: %w", dbPath, err)
+		var sb *sqliteBackend
+		sqldb, sb, err = openSQLite(ctx, where, s.instancesDir())
+		s.sqlitePath, be = where, sb
 	}
-	for _, f := range []string{DBFile, DBFile + "-wal", DBFile + "-shm"} {
-		_ = os.Chmod(filepath.Join(abs, f), 0o600) // SQLite creates them by the umask
+	if err != nil {
+		return nil, err
 	}
+	s.db = &db{DB: sqldb, be: be}
 	return s, nil
-}
-
-// checkNotEmptied refuses a zero-length database beside instance
-// directories: SQLite takes an empty file for an empty database, which would
-// orphan every instance (a truncated file, a failed copy or restore). No
-// database, or an empty one with no instance directory, is a new store.
-func checkNotEmptied(dbPath, instancesDir string) error {
-	fi, err := os.Stat(dbPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("state database %s: %w", dbPath, err)
-	}
-	if fi.Size() != 0 {
-		return nil
-	}
-	entries, err := os.ReadDir(instancesDir)
-	if err != nil {
-		return fmt.Errorf("state database %s is empty (0 bytes), and its instance directories cannot be read: %w", dbPath, err)
-	}
-	n := 0
-	for _, e := range entries {
-		if e.IsDir() && isID(e.Name()) {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	return fmt.Errorf("state database %s is empty (0 bytes) but %s holds %d instance directories, which it would orphan; "+
-		"restore %s (and its -wal file) from a backup, or move the state directory %s aside to start afresh", dbPath, instancesDir, n, DBFile, filepath.Dir(dbPath))
-}
-
-// inWAL reports whether the database file at path is in WAL mode already,
-// as its header says (bytes 18 and 19, the file format's write and read
-// versions, are 2 in WAL mode; the mode persists in the file). Unreadable
-// or short: false, and init sets the mode.
-func inWAL(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var hdr [20]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil {
-		return false
-	}
-	return string(hdr[:16]) == "SQLite format 3\x00" && hdr[18] == 2 && hdr[19] == 2
-}
-
-// init turns WAL on (unless the file says it is on: a statement fewer for
-// every command) and applies pending migrations, safely against other
-// processes doing the same at the same moment.
-func (s *Store) init(ctx context.Context, wal bool) error {
-	// Switching to WAL needs a moment alone with the file; SQLite reports
-	// SQLITE_BUSY at once rather than waiting, so retry briefly.
-	var mode string
-	for i := 0; !wal; i++ {
-		err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
-		if err == nil {
-			break
-		}
-		if i >= 200 || !isBusy(err) {
-			return err
-		}
-		time.Sleep(time.Duration(5+i%10) * time.Millisecond)
-	}
-	var v int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return err
-	}
-	if v == len(migrations) {
-		return nil
-	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one migrator at a time
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return err
-	}
-	if v > len(migrations) {
-		return fmt.Errorf("the state database has schema version %d, newer than this agentctl knows (%d); upgrade agentctl", v, len(migrations))
-	}
-	for i := v; i < len(migrations); i++ {
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
-			return fmt.Errorf("migration %d: %w", i+1, err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // dbError names the state database in an error from it.
 func (s *Store) dbError(err error) error {
-	return fmt.Errorf("state database %s: %w", filepath.Join(s.dir, DBFile), err)
-}
-
-func isBusy(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+	if s.sqlitePath != "" {
+		return fmt.Errorf("state database %s: %w", s.sqlitePath, err)
+	}
+	return storeError(s.db.be, err)
 }
 
 // Close closes the database. With [ClosedByExit] it leaves it open, but
 // folds a WAL grown past [walCheckpointPages] into the database first (see
 // trimWAL).
 func (s *Store) Close() error {
-	if s.exiting {
+	if s.exiting && s.sqlitePath != "" {
 		s.trimWAL()
 		return nil
 	}
-	return s.db.Close()
+	err := s.db.Close()
+	if c, ok := s.db.be.(interface{ Close() }); ok {
+		c.Close()
+	}
+	return err
 }
 
 // walFrameBytes is the size of one WAL frame: a page (SQLite's default
@@ -310,7 +169,7 @@ const walFrameBytes = 4096 + 24
 // so, the WAL grew by every write command, and every command's first read
 // and every automatic checkpoint cost more as it did.
 func (s *Store) trimWAL() {
-	fi, err := os.Stat(filepath.Join(s.dir, DBFile+"-wal"))
+	fi, err := os.Stat(s.sqlitePath + "-wal")
 	if err != nil || fi.Size() <= 32+walCheckpointPages*walFrameBytes {
 		return
 	}
@@ -326,6 +185,26 @@ func (s *Store) trimWAL() {
 	defer conn.ExecContext(ctx, "PRAGMA busy_timeout = 30000")
 	var busy, frames, done int
 	_ = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done)
+}
+
+// Kind is the kind of database the store keeps its state in: "sqlite" or
+// "postgres".
+func (s *Store) Kind() string { return s.db.be.Kind() }
+
+// StoreName names the database the store keeps its state in, as messages
+// show it: a SQLite file's path, or a PostgreSQL URL without its password.
+func (s *Store) StoreName() string { return s.db.be.Name() }
+
+// Host is the name of this host, as the records of the instances created
+// here carry it.
+func (s *Store) Host() string { return s.host }
+
+// Ping reports whether the database answers (for /health).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return s.dbError(err)
+	}
+	return nil
 }
 
 // Dir is the absolute state directory.
@@ -377,7 +256,7 @@ func (s *Store) resolve(ctx context.Context, ref string) (*instanceRow, error) {
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+instanceRowCols+` FROM instances WHERE id >= ? AND id < ? ORDER BY id LIMIT 6`, ref, ref+"\xff")
+	rows, err := s.db.QueryContext(ctx, `SELECT `+instanceRowCols+` FROM instances WHERE id >= ? AND id < ? ORDER BY id LIMIT 6`, ref, ref+"\U0010FFFF")
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func (s *Store) CheckToken(ctx context.Context, instanceID, token string) (bool,
 }
 
 // setTokenHash stores token's hash as instance id's, replacing any.
-func setTokenHash(ctx context.Context, tx *sql.Tx, id, token string) error {
+func setTokenHash(ctx context.Context, tx *dbTx, id, token string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO instance_tokens (instance_id, hash) VALUES (?, ?)
 		ON CONFLICT (instance_id) DO UPDATE SET hash = excluded.hash`, id, hashToken(token))
 	return err
@@ -106,7 +106,7 @@ func (s *Store) RotateToken(ctx context.Context, ref string, getenv func(string)
 	}
 	rot := &Rotation{Record: r, Token: token}
 	var rewritten map[string][]byte
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, r.ID, func(tx *dbTx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM instances WHERE id = ?`, r.ID).Scan(&n); err != nil {
 			return s.dbError(err)

@@ -324,6 +324,12 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 	defer deadline.Stop()
 	poll := time.NewTicker(e.cfg.PollInterval)
 	defer poll.Stop()
+	var answered <-chan struct{} // nil: the store has no notifications; poll
+	if w, ok := e.cfg.Store.(AnswerWatcher); ok {
+		var stop func()
+		answered, stop = w.WatchAnswer(ctx, qid)
+		defer stop()
+	}
 	heartbeat := time.NewTicker(e.cfg.HeartbeatInterval)
 	defer heartbeat.Stop()
 	token := req.Params.GetProgressToken()
@@ -359,6 +365,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			}
 			continue
 		case <-poll.C:
+		case <-answered:
 		}
 		answer, ok, err := e.cfg.Store.PollAnswer(ctx, id, qid)
 		if IsInstanceDeleted(err) {

@@ -44,6 +44,14 @@ type Store interface {
 	RecordUnanswered(ctx context.Context, instanceID, tool, message string) error
 }
 
+// AnswerWatcher is what a store offers, beside [Store], when it can say
+// that a question was answered (PostgreSQL's LISTEN/NOTIFY, from any host):
+// ask_user_question then reads the answer at once instead of at its next
+// poll. A receive means "read again"; a nil channel never receives.
+type AnswerWatcher interface {
+	WatchAnswer(ctx context.Context, questionID string) (<-chan struct{}, func())
+}
+
 // Instance describes the instance an endpoint serves, as get_instance shows it.
 type Instance struct {
 	ID        string `json:"id"`

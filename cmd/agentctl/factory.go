@@ -77,7 +77,10 @@ func newFactory(io *IOStreams, getenv func(string) string, args0 string) *Factor
 		return d, err
 	}
 	f.Store = func(ctx context.Context, create bool) (*instance.Store, error) {
-		return openStore(ctx, f.Config.StateDir(), create, f.Now, f.exitAfter)
+		return openStore(ctx, f.Config.StateDir(), storeOptions{
+			url: instance.StoreURL(f.Config.String(keyStore)), host: f.Config.String(keyHost),
+			create: create, now: f.Now, exitAfter: f.exitAfter,
+		})
 	}
 	f.TokenChecker = func(st *instance.Store, log *slog.Logger) httpserve.TokenChecker {
 		return newTokenChecker(st, log, getenv)
@@ -85,15 +88,25 @@ func newFactory(io *IOStreams, getenv func(string) string, args0 string) *Factor
 	return f
 }
 
-// openStore opens the store in dir (see [storeOpener]).
-func openStore(ctx context.Context, dir string, create bool, now func() time.Time, exitAfter bool) (*instance.Store, error) {
-	if !create {
-		if _, err := os.Stat(filepath.Join(dir, instance.DBFile)); errors.Is(err, os.ErrNotExist) {
+// storeOptions say which store [openStore] opens, and how.
+type storeOptions struct {
+	url       instance.StoreURL // "" is SQLite in the state directory
+	host      string            // "" is the host name
+	create    bool              // create a SQLite store that is not there
+	now       func() time.Time
+	exitAfter bool // the process exits after the command ([instance.ClosedByExit])
+}
+
+// openStore opens the store whose instance directories are in dir (see
+// [storeOpener]).
+func openStore(ctx context.Context, dir string, o storeOptions) (*instance.Store, error) {
+	if db, ok := o.url.SQLitePath(dir); ok && !o.create {
+		if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
 			return nil, &noStateError{dir: dir}
 		}
 	}
-	opts := []instance.Option{instance.WithClock(now)}
-	if exitAfter {
+	opts := []instance.Option{instance.WithClock(o.now), instance.WithStore(o.url), instance.WithHost(o.host)}
+	if o.exitAfter {
 		opts = append(opts, instance.ClosedByExit())
 	}
 	return instance.Open(ctx, dir, opts...)

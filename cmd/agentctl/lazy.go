@@ -45,7 +45,7 @@ func (l cmdLine) add(parent *cobra.Command, subs ...sub) {
 
 // valueFlags are the flags that can come before a subcommand's name and take
 // a value: the root's persistent ones.
-var valueFlags = []string{"--" + settingFor(keyConfig).Flag, "--" + settingFor(keyStateDir).Flag, "--" + settingFor(keyAgentsDir).Flag}
+var valueFlags = []string{"--" + settingFor(keyConfig).Flag, "--" + settingFor(keyStateDir).Flag, "--" + settingFor(keyStore).Flag, "--" + settingFor(keyAgentsDir).Flag}
 
 // next is the line's next word that is not a flag, and the words after it;
 // ok is false when there is none, or a word that may change what the line

@@ -129,6 +129,7 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 	pf := root.PersistentFlags()
 	addSettingFlag(pf, keyConfig)
 	addSettingFlag(pf, keyStateDir)
+	addSettingFlag(pf, keyStore)
 	addSettingFlag(pf, keyAgentsDir)
 
 	line.add(root,

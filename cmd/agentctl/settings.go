@@ -23,6 +23,8 @@ import (
 const (
 	keyConfig          = "config"
 	keyStateDir        = "state_dir"
+	keyStore           = "store"
+	keyHost            = "host"
 	keyAgentsDir       = "agents_dir"
 	keyLogLevel        = "log_level"
 	keyServerName      = "server_name"
@@ -52,7 +54,11 @@ var settings = []setting{
 	{Key: keyConfig, Flag: "config", Env: "AGENTCTL_CONFIG", DefaultHelp: "$XDG_CONFIG_HOME/agentctl/config.toml",
 		Help: "config file"},
 	{Key: keyStateDir, Flag: "state-dir", Env: "AGENTCTL_STATE_DIR", DefaultHelp: "$XDG_STATE_HOME/agentctl, else ~/.local/state/agentctl", File: true,
-		Help: "state directory"},
+		Help: "state directory: this host's instance directories, and the store unless --store says otherwise"},
+	{Key: keyStore, Flag: "store", Env: "AGENTCTL_STORE", DefaultHelp: "SQLite in the state directory", File: true,
+		Help: "where records, questions and events live: a path or sqlite:PATH, or postgres://USER@HOST:PORT/DATABASE shared by many hosts (its password from PGPASSWORD or ~/.pgpass, or in the URL, never shown)"},
+	{Key: keyHost, Env: "AGENTCTL_HOST", DefaultHelp: "the host name", File: true,
+		Help: "the name this host's instances carry in a shared store (instance list --host)"},
 	{Key: keyAgentsDir, Flag: "agents-dir", Env: "AGENTCTL_AGENTS_DIR", DefaultHelp: "$XDG_CONFIG_HOME/agentctl/agents", File: true,
 		Help: "directory of user agent definitions"},
 	{Key: keyLogLevel, Flag: "log-level", Env: "AGENTCTL_LOG_LEVEL", Default: "info", File: true,

@@ -28,12 +28,12 @@ const dsnParams = "?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=
 	"&_pragma=wal_autocheckpoint(100)&_txlock=immediate"
 
 // schemaVersion is the store's number of migrations.
-const schemaVersion = 5
+const schemaVersion = 6
 
 // query is the one instance.Store.Records runs for ListOptions{Limit: 50}.
 const query = `SELECT * FROM (SELECT i.id, i.record, i.status, ` +
 	`(SELECT count(*) FROM questions q WHERE q.instance_id = i.id AND q.status = 'open') ` +
-	`FROM instances i ORDER BY i.id DESC LIMIT ?) ORDER BY 1`
+	`FROM instances i ORDER BY i.id DESC LIMIT ?) AS t ORDER BY 1`
 
 func main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "minimallist", Version: "1"}, nil)

@@ -1,0 +1,239 @@
+package instance
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// A backend is the database under a [Store]: SQLite (a file in the state
+// directory, the default) or PostgreSQL (one database that many hosts
+// share). The store's statements are written once, in the SQL the two
+// share, with ? placeholders; a backend connects, migrates, rebinds the
+// placeholders, spells the few expressions that differ, serialises the
+// writers of one key, classifies its errors and, where it can, wakes
+// waiters when something changes instead of leaving them to poll.
+type backend interface {
+	// Kind is "sqlite" or "postgres".
+	Kind() string
+	// Name names the database in messages: a path, or a URL without its
+	// password.
+	Name() string
+	// rebind turns the ? and ?N placeholders of q into the backend's.
+	rebind(q string) string
+	// lockKey serialises, until tx ends, the transactions that take the same
+	// key: what SQLite's one writer gives for free.
+	lockKey(ctx context.Context, tx *sql.Tx, key string) error
+	// jsonText is the SQL expression of the text at path (dotted) in the
+	// JSON document col; NULL when missing or null.
+	jsonText(col, path string) string
+	// jsonSet is the SQL expression of document col with path (one key)
+	// set to the JSON document in the placeholder that follows.
+	jsonSet(col, key string) string
+	// isUnique reports a unique-constraint violation.
+	isUnique(err error) bool
+	// notify wakes, once tx commits, the waiters of channel and payload
+	// (see [Store.Watch]); a backend without notifications does nothing.
+	notify(ctx context.Context, tx *sql.Tx, channel, payload string) error
+	// watch returns a channel that receives when channel's payload is
+	// notified, or when notifications may have been missed (after a
+	// reconnection), and a function that stops the watch; nil for a
+	// backend without notifications, whose waiters poll.
+	watch(ctx context.Context, channel, payload string) (<-chan struct{}, func())
+}
+
+// Notification channels.
+const (
+	chanEvents  = "agentctl_events"  // payload: the instance id
+	chanAnswers = "agentctl_answers" // payload: the question id
+)
+
+// db is the store's database: database/sql with the backend's driver,
+// every statement rebound for the backend. Only the Context methods are
+// used; the embedded ones are the backend's own business (SQLite's
+// checkpoints and VACUUM).
+type db struct {
+	*sql.DB
+	be backend
+}
+
+func (d *db) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return d.DB.ExecContext(ctx, d.be.rebind(q), args...)
+}
+
+func (d *db) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return d.DB.QueryContext(ctx, d.be.rebind(q), args...)
+}
+
+func (d *db) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return d.DB.QueryRowContext(ctx, d.be.rebind(q), args...)
+}
+
+// BeginTx begins a write transaction (SQLite: BEGIN IMMEDIATE).
+func (d *db) BeginTx(ctx context.Context) (*dbTx, error) {
+	tx, err := d.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &dbTx{Tx: tx, be: d.be}, nil
+}
+
+// dbTx is a transaction of a [db].
+type dbTx struct {
+	*sql.Tx
+	be backend
+}
+
+func (t *dbTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.Tx.ExecContext(ctx, t.be.rebind(q), args...)
+}
+
+func (t *dbTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.Tx.QueryContext(ctx, t.be.rebind(q), args...)
+}
+
+func (t *dbTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.Tx.QueryRowContext(ctx, t.be.rebind(q), args...)
+}
+
+// lock serialises this transaction with the others that lock key (see
+// [backend.lockKey]).
+func (t *dbTx) lock(ctx context.Context, key string) error { return t.be.lockKey(ctx, t.Tx, key) }
+
+// notify wakes channel's waiters of payload once t commits.
+func (t *dbTx) notify(ctx context.Context, channel, payload string) error {
+	return t.be.notify(ctx, t.Tx, channel, payload)
+}
+
+// StoreURL is where the state database is: "" or a path or sqlite:PATH
+// for SQLite in the state directory (the default) or at PATH, or a
+// postgres:// (postgresql://) URL.
+type StoreURL string
+
+// parseStore says which backend u names and where.
+func parseStore(u StoreURL, stateDir string) (kind, where string, err error) {
+	s := strings.TrimSpace(string(u))
+	switch {
+	case s == "":
+		return "sqlite", filepath.Join(stateDir, DBFile), nil
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		if _, err := url.Parse(s); err != nil {
+			return "", "", invalidf("store URL: %s; write it as postgres://USER@HOST:PORT/DATABASE", RedactStore(s))
+		}
+		return "postgres", s, nil
+	case strings.HasPrefix(s, "sqlite:"):
+		s = strings.TrimPrefix(s, "sqlite:")
+		s = strings.TrimPrefix(s, "//")
+		if s == "" {
+			return "", "", invalidf("store %q names no file; write sqlite:PATH", string(u))
+		}
+		return "sqlite", s, nil
+	case strings.Contains(s, "://"):
+		scheme, _, _ := strings.Cut(s, "://")
+		return "", "", invalidf("store %q: unknown kind %q; use a path, sqlite:PATH or postgres://USER@HOST/DATABASE", RedactStore(s), scheme)
+	default:
+		return "sqlite", s, nil
+	}
+}
+
+// RedactStore is a store URL as messages show it: without its password.
+func RedactStore(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		if i := strings.Index(s, "://"); i >= 0 {
+			if j := strings.LastIndex(s, "@"); j > i {
+				return s[:i+3] + "…" + s[j:]
+			}
+		}
+		return s
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.User(u.User.Username())
+		}
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Del("password")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// rebindDollar turns ? and ?N placeholders into $N (PostgreSQL), outside
+// quoted literals and identifiers. The store's statements are constants
+// (or built from constants), so the answers are remembered.
+func rebindDollar(q string) string {
+	if v, ok := rebound.Load(q); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 8)
+	n := 0
+	var quote byte
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+			b.WriteByte(c)
+		case c == '\'' || c == '"':
+			quote = c
+			b.WriteByte(c)
+		case c == '?':
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			if j > i+1 {
+				b.WriteString("$" + q[i+1:j])
+				i = j - 1
+			} else {
+				n++
+				b.WriteString("$" + strconv.Itoa(n))
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	out := b.String()
+	rebound.Store(q, out)
+	return out
+}
+
+var rebound sync.Map // statement → rebound statement
+
+// storeError names the database in an error from it.
+func storeError(be backend, err error) error {
+	return fmt.Errorf("%s store %s: %w", be.Kind(), be.Name(), err)
+}
+
+// WatchEvents returns a channel that receives soon after instance id
+// records an event, on any host, and a function that ends the watch. A
+// receive means "read again", not "there is one": the channel also
+// receives after the store reconnects, when events may have gone
+// unannounced. On SQLite the channel is nil (it never receives) and
+// followers poll; on PostgreSQL it is LISTEN/NOTIFY, and followers poll
+// as well, more slowly, in case a notification is lost.
+func (s *Store) WatchEvents(ctx context.Context, id string) (<-chan struct{}, func()) {
+	return s.db.be.watch(ctx, chanEvents, id)
+}
+
+// WatchAnswer is [Store.WatchEvents] for the answer to question qid.
+func (s *Store) WatchAnswer(ctx context.Context, qid string) (<-chan struct{}, func()) {
+	return s.db.be.watch(ctx, chanAnswers, qid)
+}
+
+// SQLitePath is the SQLite file u names for the state directory
+// stateDir, and false when u names another kind of store.
+func (u StoreURL) SQLitePath(stateDir string) (string, bool) {
+	kind, where, err := parseStore(u, stateDir)
+	return where, err == nil && kind == "sqlite"
+}

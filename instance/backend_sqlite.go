@@ -1,0 +1,246 @@
+package instance
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+)
+
+// sqliteBackend is the default [backend]: a file in the state directory
+// (or where sqlite:PATH says), in WAL mode, one writer at a time.
+type sqliteBackend struct{ path string }
+
+func (b *sqliteBackend) Kind() string           { return "sqlite" }
+func (b *sqliteBackend) Name() string           { return b.path }
+func (b *sqliteBackend) rebind(q string) string { return q }
+func (b *sqliteBackend) isUnique(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// lockKey: a write transaction begins IMMEDIATE, so it holds the one write
+// lock already.
+func (b *sqliteBackend) lockKey(context.Context, *sql.Tx, string) error { return nil }
+
+func (b *sqliteBackend) jsonText(col, path string) string {
+	return "json_extract(" + col + ", '$." + path + "')"
+}
+
+func (b *sqliteBackend) jsonSet(col, key string) string {
+	return "json_set(" + col + ", '$." + key + "', json(?))"
+}
+
+func (b *sqliteBackend) notify(context.Context, *sql.Tx, string, string) error { return nil }
+
+func (b *sqliteBackend) watch(context.Context, string, string) (<-chan struct{}, func()) {
+	return nil, func() {}
+}
+
+// openSQLite opens (creating if needed) the SQLite database at path, whose
+// instance directories are in instancesDir, and migrates its schema.
+func openSQLite(ctx context.Context, path, instancesDir string) (*sql.DB, *sqliteBackend, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("state database %s: %w", path, err)
+	}
+	if err := checkNotEmptied(path, instancesDir); err != nil {
+		return nil, nil, err
+	}
+	db, err := sql.Open("sqlite", "file:"+path+dsnParams())
+	if err != nil {
+		return nil, nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	if err := sqliteInit(ctx, db, inWAL(path)); err != nil {
+		db.Close()
+		if isDiskFull(err) {
+			return nil, nil, &DiskFullError{Dir: filepath.Dir(path), Op: "open the state database " + path, Err: err}
+		}
+		return nil, nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Chmod(f, 0o600) // SQLite creates them by the umask
+	}
+	return db, &sqliteBackend{path: path}, nil
+}
+
+// DBFile is the name of the state database inside the state directory.
+const DBFile = "state.db"
+
+// sqliteMigrations are applied in order; PRAGMA user_version counts those
+// applied.
+// Never edit one that has shipped: append a new one.
+var sqliteMigrations = []string{
+	`CREATE TABLE instances (
+		id         TEXT PRIMARY KEY,
+		name       TEXT,
+		agent      TEXT NOT NULL,
+		created_at TEXT NOT NULL,
+		record     TEXT NOT NULL
+	);
+	CREATE UNIQUE INDEX instances_name ON instances(name) WHERE name IS NOT NULL;
+	CREATE TABLE questions (
+		id          TEXT PRIMARY KEY,
+		instance_id TEXT NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
+		question    TEXT NOT NULL,
+		choices     TEXT NOT NULL,
+		status      TEXT NOT NULL,
+		asked_at    TEXT NOT NULL,
+		answer      TEXT,
+		answered_at TEXT
+	);
+	CREATE INDEX questions_instance ON questions(instance_id, status);
+	CREATE TABLE events (
+		seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+		instance_id TEXT NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
+		at          TEXT NOT NULL,
+		tool        TEXT NOT NULL,
+		status      TEXT NOT NULL,
+		message     TEXT NOT NULL,
+		percent     REAL
+	);
+	CREATE INDEX events_instance ON events(instance_id, seq);`,
+	// 2: `instance list --agent` reads only that agent's rows.
+	`CREATE INDEX instances_agent ON instances(agent, id);`,
+	// 3: each instance's bearer token, as its SHA-256 only (see token.go);
+	// never in the record, which `instance show` prints.
+	`CREATE TABLE instance_tokens (
+		instance_id TEXT PRIMARY KEY REFERENCES instances(id) ON DELETE CASCADE,
+		hash        BLOB NOT NULL
+	);`,
+	// 4: each instance's latest progress status beside its record, so that
+	// `instance list --status` reads the instances_status index instead of
+	// every instance's latest event. Backfilled here, in the migration's
+	// transaction; from then on the trigger sets it in the statement (and
+	// so the transaction) of every event insert, whichever code makes it,
+	// an endpoint of an older agentctl that is still serving included.
+	`ALTER TABLE instances ADD COLUMN status TEXT NOT NULL DEFAULT '';
+	UPDATE instances SET status = (SELECT e.status FROM events e WHERE e.instance_id = instances.id ORDER BY e.seq DESC LIMIT 1)
+		WHERE id IN (SELECT instance_id FROM events);
+	CREATE INDEX instances_status ON instances(status, id);
+	CREATE TRIGGER events_status AFTER INSERT ON events BEGIN
+		UPDATE instances SET status = NEW.status WHERE id = NEW.instance_id AND status <> NEW.status;
+	END;`,
+	// 5: the run an event belongs to: the id of the `instance run` under
+	// way (the record's last_run without an end) when it was recorded, ''
+	// for none; `instance wait --run` reads a run's events by it.
+	`ALTER TABLE events ADD COLUMN run_id TEXT NOT NULL DEFAULT '';`,
+	// 6: the host that holds each instance's files (`instance list --host`),
+	// and the fleet's open questions oldest first (`instance questions`).
+	`ALTER TABLE instances ADD COLUMN host TEXT NOT NULL DEFAULT '';
+	CREATE INDEX instances_host ON instances(host, id);
+	CREATE INDEX questions_open ON questions(status, id);`,
+}
+
+// dsnParams are the connection settings of the state database: wait up to
+// 30 s for another process's lock, enforce foreign keys, sync at
+// checkpoints only (WAL), checkpoint every [walCheckpointPages], and take
+// the write lock at BEGIN.
+func dsnParams() string {
+	return fmt.Sprintf("?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"+
+		"&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", walCheckpointPages)
+}
+
+// checkNotEmptied refuses a zero-length database beside instance
+// directories: SQLite takes an empty file for an empty database, which would
+// orphan every instance (a truncated file, a failed copy or restore). No
+// database, or an empty one with no instance directory, is a new store.
+func checkNotEmptied(dbPath, instancesDir string) error {
+	fi, err := os.Stat(dbPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state database %s: %w", dbPath, err)
+	}
+	if fi.Size() != 0 {
+		return nil
+	}
+	entries, err := os.ReadDir(instancesDir)
+	if err != nil {
+		return fmt.Errorf("state database %s is empty (0 bytes), and its instance directories cannot be read: %w", dbPath, err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() && isID(e.Name()) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("state database %s is empty (0 bytes) but %s holds %d instance directories, which it would orphan; "+
+		"restore %s (and its -wal file) from a backup, or move the state directory %s aside to start afresh", dbPath, instancesDir, n, DBFile, filepath.Dir(dbPath))
+}
+
+// inWAL reports whether the database file at path is in WAL mode already,
+// as its header says (bytes 18 and 19, the file format's write and read
+// versions, are 2 in WAL mode; the mode persists in the file). Unreadable
+// or short: false, and init sets the mode.
+func inWAL(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var hdr [20]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return false
+	}
+	return string(hdr[:16]) == "SQLite format 3\x00" && hdr[18] == 2 && hdr[19] == 2
+}
+
+// init turns WAL on (unless the file says it is on: a statement fewer for
+// every command) and applies pending migrations, safely against other
+// processes doing the same at the same moment.
+func sqliteInit(ctx context.Context, db *sql.DB, wal bool) error {
+	// Switching to WAL needs a moment alone with the file; SQLite reports
+	// SQLITE_BUSY at once rather than waiting, so retry briefly.
+	var mode string
+	for i := 0; !wal; i++ {
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil {
+			break
+		}
+		if i >= 200 || !isBusy(err) {
+			return err
+		}
+		time.Sleep(time.Duration(5+i%10) * time.Millisecond)
+	}
+	var v int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v == len(sqliteMigrations) {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one migrator at a time
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v > len(sqliteMigrations) {
+		return fmt.Errorf("the state database has schema version %d, newer than this agentctl knows (%d); upgrade agentctl", v, len(sqliteMigrations))
+	}
+	for i := v; i < len(sqliteMigrations); i++ {
+		if _, err := tx.ExecContext(ctx, sqliteMigrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(sqliteMigrations))); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func isBusy(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+}
