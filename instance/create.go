@@ -230,6 +230,7 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (rec *Recor
 		Transport:       tr,
 		Dir:             filepath.Join(s.instancesDir(), id),
 		Host:            s.host,
+		NoTrust:         o.NoTrust,
 		QuestionTimeout: Duration(o.QuestionTimeout),
 	}
 
@@ -368,6 +369,14 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 	if r, err = decodeRecord(r.ID, raw); err != nil {
 		return nil, err
 	}
+	// fn sees, and the files go to, this host's directory; the record
+	// keeps its own host's (see [Store.localize]).
+	restore := s.localize(r)
+	if s.Foreign(r) {
+		if err := os.MkdirAll(r.Dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
 	write, err := fn(r)
 	if err != nil {
 		return nil, err
@@ -388,7 +397,9 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 			r.Files = append(r.Files, name)
 		}
 	}
+	restore()
 	b, err := json.Marshal(r)
+	s.localize(r)
 	if err != nil {
 		return nil, err
 	}

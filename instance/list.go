@@ -62,7 +62,7 @@ func (s *Store) Records(ctx context.Context, o ListOptions) iter.Seq2[*Listed, e
 				yield(nil, s.dbError(err))
 				return
 			}
-			r, err := decodeRecord(id, raw)
+			r, err := s.decode(id, raw)
 			if err != nil {
 				if !yield(nil, err) {
 					return

@@ -75,6 +75,14 @@ func (s *Store) lockServed(ctx context.Context, id string) (*os.File, error) {
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if errors.Is(err, os.ErrNotExist) {
+			// Another host's instance gets a directory here, for its
+			// locks and logs, at its first serving.
+			if r, gerr := s.Get(ctx, id); gerr == nil && s.Foreign(r) {
+				if err := os.MkdirAll(r.Dir, 0o700); err != nil {
+					return nil, fmt.Errorf("instance %s (of host %s): make its directory on this host: %w", id, r.Host, err)
+				}
+				continue
+			}
 			// A delete moves the directory aside before it removes the
 			// record: give one in progress the time to finish.
 			if s.deletedSoon(ctx, id) {

@@ -31,6 +31,9 @@ type Record struct {
 	// Host is the host whose state directory holds Dir (and the run logs,
 	// locks and client files); "" in records made before hosts were kept.
 	Host string `json:"host,omitempty"`
+	// NoTrust: its client configuration leaves out "trust" (create
+	// --no-trust), as another host that writes it again must.
+	NoTrust bool `json:"no_trust,omitempty"`
 	// QuestionTimeout is how long ask_user_question waits for an answer.
 	QuestionTimeout Duration `json:"question_timeout"`
 	// Files lists the files written into Dir for the client and the model

@@ -224,7 +224,39 @@ func (s *Store) Get(ctx context.Context, ref string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeRecord(row.id, row.raw)
+	return s.decode(row.id, row.raw)
+}
+
+// decode is [decodeRecord] as this host sees the record (see
+// [Store.localize]).
+func (s *Store) decode(id, raw string) (*Record, error) {
+	r, err := decodeRecord(id, raw)
+	if err == nil {
+		s.localize(r)
+	}
+	return r, err
+}
+
+// Foreign reports whether r's files are another host's: it was created on
+// a host of another name that shares the store.
+func (s *Store) Foreign(r *Record) bool { return r.Host != "" && r.Host != s.host }
+
+// localize points a record made on another host (see [Store.Foreign]) at
+// this host's directory for it, which serving and running it here use (for
+// its locks and logs, and the client files made again here): Dir and
+// MCPConfigPath move under this host's state directory. The record in the
+// store keeps its own host's paths. restore undoes it.
+func (s *Store) localize(r *Record) (restore func()) {
+	if !s.Foreign(r) {
+		return func() {}
+	}
+	dir, cfg := r.Dir, r.MCPConfigPath
+	local := filepath.Join(s.instancesDir(), r.ID)
+	r.Dir = local
+	if rel, err := filepath.Rel(dir, cfg); err == nil && filepath.IsLocal(rel) {
+		r.MCPConfigPath = filepath.Join(local, rel)
+	}
+	return func() { r.Dir, r.MCPConfigPath = dir, cfg }
 }
 
 // instanceRow is an instance's row: the columns beside the record, and the
@@ -303,6 +335,15 @@ func decodeRecord(id, raw string) (*Record, error) {
 		r.Files = []string{}
 	}
 	return &r, nil
+}
+
+// Count is the number of instances in the store.
+func (s *Store) Count(ctx context.Context) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM instances`).Scan(&n); err != nil {
+		return 0, s.dbError(err)
+	}
+	return n, nil
 }
 
 // IDs returns every instance id with its label, for shell completion.

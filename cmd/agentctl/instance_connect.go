@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"github.com/agentctl/agentctl/agents"
 
 	"github.com/agentctl/agentctl/instance"
 	"github.com/spf13/cobra"
@@ -14,6 +15,10 @@ type InstanceConnectOptions struct {
 	IO     *IOStreams
 	Store  storeOpener
 	Getenv func(string) string
+	// Definition and Executable make the files of another host's
+	// instance here (see [rebuildHere]); nil leaves them to that host.
+	Definition func(id string) (*agents.Definition, error)
+	Executable func() (string, error)
 
 	Instance string
 	Scope    string
@@ -44,7 +49,7 @@ they read instead. ~/.config is $XDG_CONFIG_HOME when set (on macOS, VS Code's i
 // NewCmdInstanceConnect is `agentctl instance connect`; runF replaces
 // [instanceConnectRun] in tests.
 func NewCmdInstanceConnect(f *Factory, runF func(context.Context, *InstanceConnectOptions) error) *cobra.Command {
-	opts := &InstanceConnectOptions{IO: f.IOStreams, Store: f.Store, Getenv: f.Config.getenv}
+	opts := &InstanceConnectOptions{IO: f.IOStreams, Store: f.Store, Getenv: f.Config.getenv, Definition: f.Definition, Executable: f.Executable}
 	cmd := &cobra.Command{
 		Use:   "connect INSTANCE [--scope workspace|user]",
 		Short: "Write the instance's MCP server into the file its client reads",
@@ -119,7 +124,12 @@ func checkConnectFlags(opts *InstanceConnectOptions) error {
 // instanceConnectRun runs op (connect or disconnect) on the instance and
 // says what it did.
 func instanceConnectRun(ctx context.Context, opts *InstanceConnectOptions, op func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error)) error {
-	return withInstance(ctx, opts.Store, opts.Instance, func(_ *instance.Store, r *instance.Record) error {
+	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		if opts.Definition != nil {
+			if err := rebuildHere(st, r, opts.Definition, opts.Executable); err != nil {
+				return err
+			}
+		}
 		res, err := op(r, instance.ConnectOptions{Scope: opts.Scope, Getenv: opts.Getenv, Force: opts.Force})
 		if err != nil {
 			return err

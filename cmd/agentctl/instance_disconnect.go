@@ -10,7 +10,7 @@ import (
 // NewCmdInstanceDisconnect is `agentctl instance disconnect`; runF replaces
 // its run in tests.
 func NewCmdInstanceDisconnect(f *Factory, runF func(context.Context, *InstanceConnectOptions) error) *cobra.Command {
-	opts := &InstanceConnectOptions{IO: f.IOStreams, Store: f.Store, Getenv: f.Config.getenv}
+	opts := &InstanceConnectOptions{IO: f.IOStreams, Store: f.Store, Getenv: f.Config.getenv, Definition: f.Definition, Executable: f.Executable}
 	cmd := &cobra.Command{
 		Use:   "disconnect INSTANCE [--scope workspace|user]",
 		Short: "Remove the instance's MCP server from the file its client reads",

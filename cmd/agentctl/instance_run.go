@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/instance/launch"
 	"github.com/agentctl/agentctl/mcpserver"
@@ -149,6 +150,9 @@ func runInstance(ctx context.Context, opts *InstanceRunOptions) error {
 		if opts.hasPrompt {
 			mode = launch.Headless
 		}
+		if err := rebuildHere(st, r, opts.Definition, opts.Executable); err != nil {
+			return err
+		}
 		// A client that rewrites the file it is handed gets a private copy.
 		if def, err := opts.Definition(r.Agent); err == nil && def.Run.RewritesConfig && !opts.DryRun {
 			c, remove, err := instance.PrivateRunCopy(r)
@@ -273,4 +277,21 @@ type runEndJSON struct {
 	instance.Run
 	Status  string `json:"status"`
 	Message string `json:"message"`
+}
+
+// rebuildHere makes on this host the files of an instance that another
+// host created, when a store is shared (see [provision.Rebuild]).
+func rebuildHere(st *instance.Store, r *instance.Record, definition func(string) (*agents.Definition, error), executable func() (string, error)) error {
+	if !st.Foreign(r) {
+		return nil
+	}
+	def, err := definition(r.Agent)
+	if err != nil {
+		return fmt.Errorf("instance %s was created on host %s; making its files here needs its agent definition: %w", r.ID, r.Host, err)
+	}
+	exe, err := executable()
+	if err != nil {
+		return err
+	}
+	return provision.Rebuild(st, r, def, exe)
 }

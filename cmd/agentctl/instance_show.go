@@ -61,7 +61,7 @@ func instanceShowRun(ctx context.Context, opts *InstanceShowOptions) error {
 		ex := exampleName(tn, r.ServerName)
 		fields := [][2]string{
 			{"id", r.ID}, {"name", orDash(r.Name)}, {"agent", r.Agent},
-			{"created", r.CreatedAt.Format(time.RFC3339)}, {"server name", r.ServerName},
+			{"created", r.CreatedAt.Format(time.RFC3339)}, {"host", orDash(r.Host)}, {"server name", r.ServerName},
 			{"namespacing", string(tn.Namespacing)}, {"template", tn.Template},
 			{"tools list changed", listChangedText(r.Capabilities.ToolsListChanged)},
 			{"workspace", r.Workspace}, {"transport", strings.TrimSpace(r.Transport.Kind + " " + r.Transport.URL)},

@@ -330,6 +330,16 @@ func (c *Config) StateDir() string {
 	return filepath.Join(c.home(), ".local", "state", "agentctl")
 }
 
+// HostName is this host's name in a shared store: AGENTCTL_HOST, the
+// config file's host, else the host name.
+func (c *Config) HostName() string {
+	if h := c.String(keyHost); h != "" {
+		return h
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
 // AgentsDir is where user agent definitions live.
 func (c *Config) AgentsDir() string {
 	if d := c.path(keyAgentsDir); d != "" {

@@ -250,24 +250,39 @@ func (d *Daemon) builtEntries() []*entry {
 	return out
 }
 
-// health is GET /health: the daemon is up, its version and how many
-// instances it serves; no instance's data.
+// Health is what GET /health answers: the daemon is up, its version, how
+// many instances it serves, and its store's kind and whether it answers;
+// no instance's data.
+type Health struct {
+	// Status is "ok", or "degraded" (HTTP 503) while the store does not
+	// answer: sessions already open go on, what needs the store fails.
+	Status    string `json:"status"`
+	Version   string `json:"version"`
+	Instances int    `json:"instances"`
+	Store     string `json:"store"` // "sqlite" or "postgres"
+	StoreOK   bool   `json:"store_ok"`
+	// StoreError is why the store did not answer (without its password).
+	StoreError string `json:"store_error,omitempty"`
+}
+
+// health is GET /health (see [Health]).
 func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
-	n := 1
+	h := Health{Status: "ok", Version: d.o.Endpoint.Version, Instances: 1, Store: d.o.Store.Kind(), StoreOK: true}
+	var err error
 	if d.o.Only == "" {
-		ids, err := d.o.Store.IDs(r.Context())
-		if err != nil {
-			d.log.Error("health: reading the store failed", "error", err)
-			http.Error(w, "Internal Server Error: the instance store could not be read", http.StatusInternalServerError)
-			return
-		}
-		n = len(ids)
+		h.Instances, err = d.o.Store.Count(r.Context())
+	} else {
+		err = d.o.Store.Ping(r.Context())
 	}
-	writeJSON(w, struct {
-		Status    string `json:"status"`
-		Version   string `json:"version"`
-		Instances int    `json:"instances"`
-	}{"ok", d.o.Endpoint.Version, n})
+	if err != nil {
+		d.log.Error("health: the store does not answer", "error", err)
+		h.Status, h.StoreOK, h.StoreError, h.Instances = "degraded", false, err.Error(), 0
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(h)
+		return
+	}
+	writeJSON(w, h)
 }
 
 // InstanceHealth is what GET /instances/{id}/health answers.
