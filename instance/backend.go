@@ -51,6 +51,7 @@ type backend interface {
 const (
 	chanEvents  = "agentctl_events"  // payload: the instance id
 	chanAnswers = "agentctl_answers" // payload: the question id
+	chanLogs    = "agentctl_logs"    // payload: the instance id
 )
 
 // db is the store's database: database/sql with the backend's driver,

@@ -131,10 +131,20 @@ var sqliteMigrations = []string{
 	// for none; `instance wait --run` reads a run's events by it.
 	`ALTER TABLE events ADD COLUMN run_id TEXT NOT NULL DEFAULT '';`,
 	// 6: the host that holds each instance's files (`instance list --host`),
-	// and the fleet's open questions oldest first (`instance questions`).
+	// the fleet's open questions oldest first (`instance questions`), and
+	// headless runs' output in chunks, for `instance logs` on other hosts
+	// (written when the store is shared; see runlog.go).
 	`ALTER TABLE instances ADD COLUMN host TEXT NOT NULL DEFAULT '';
 	CREATE INDEX instances_host ON instances(host, id);
-	CREATE INDEX questions_open ON questions(status, id);`,
+	CREATE INDEX questions_open ON questions(status, id);
+	CREATE TABLE run_logs (
+		seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+		instance_id TEXT NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
+		run_id      TEXT NOT NULL,
+		at          TEXT NOT NULL,
+		data        BLOB NOT NULL
+	);
+	CREATE INDEX run_logs_instance ON run_logs(instance_id, seq);`,
 }
 
 // dsnParams are the connection settings of the state database: wait up to

@@ -36,7 +36,10 @@ its time and command line. An interactive run has the terminal to itself and is 
 logged.
 
 With --follow it keeps printing what the client writes until the run under way ends;
-when none is under way, it waits for the next run and follows that one to its end.`,
+when none is under way, it waits for the next run and follows that one to its end.
+
+In a store that many hosts share (--store postgres://...), runs' output is kept in
+the store as well, and logs prints another host's instance's from there.`,
 		Example: `  agentctl instance logs fix-login
   agentctl instance run "$id" --prompt-file task.md & agentctl instance logs "$id" --follow`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
@@ -55,6 +58,9 @@ when none is under way, it waits for the next run and follows that one to its en
 
 func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		if st.Foreign(r) && st.SharesLogs() {
+			return sharedLogs(ctx, opts, st, r)
+		}
 		path := filepath.Join(r.Dir, instance.RunLogFile)
 		f, err := os.Open(path)
 		if errors.Is(err, os.ErrNotExist) && !opts.Follow {
@@ -116,4 +122,62 @@ func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
 func ranSince(ctx context.Context, st *instance.Store, id string, t time.Time) bool {
 	r, err := st.Get(ctx, id)
 	return err == nil && r.LastRun != nil && !r.LastRun.StartedAt.Before(t)
+}
+
+// sharedLogs is `instance logs` of an instance that another host runs:
+// its output as the shared store keeps it (see [instance.Store.RunLog]),
+// followed through the store's notifications, and its polls.
+func sharedLogs(ctx context.Context, opts *InstanceLogsOptions, st *instance.Store, r *instance.Record) error {
+	var after int64
+	printNew := func() (bool, error) {
+		chunks, err := st.RunLog(ctx, r.ID, after)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range chunks {
+			if _, err := opts.IO.Out.Write(c.Data); err != nil {
+				return false, err
+			}
+			after = c.Seq
+		}
+		return len(chunks) > 0, nil
+	}
+	if !opts.Follow {
+		printed, err := printNew()
+		if err == nil && !printed {
+			opts.IO.Narrate("Instance %s (of host %s) has no run log in the store yet: it has not been run headless with 'agentctl instance run' since the store was shared.", r.ID, r.Host)
+		}
+		return err
+	}
+	wake, stop := st.WatchRunLog(ctx, r.ID)
+	defer stop()
+	tick := time.NewTicker(max(opts.PollInterval, time.Second))
+	defer tick.Stop()
+	since := time.Now()
+	seen := false
+	for {
+		// The record before the output: output stored before the run
+		// ended is then always printed.
+		cur, err := st.Get(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		lr := cur.LastRun
+		running := lr != nil && lr.EndedAt == nil
+		if running || (lr != nil && !lr.StartedAt.Before(since)) {
+			seen = true
+		}
+		if _, err := printNew(); err != nil {
+			return err
+		}
+		if !running && seen {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		case <-wake:
+		}
+	}
 }

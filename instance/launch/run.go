@@ -48,6 +48,7 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 		return nil, err
 	}
 	bg := context.WithoutCancel(ctx)
+	run := instance.Run{ID: st.NewRunID(), Program: p.Program, Mode: string(p.Mode)}
 	var log io.Writer
 	if p.Mode == Headless {
 		f, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
@@ -55,10 +56,15 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 			return nil, fmt.Errorf("open the run log: %w", err)
 		}
 		defer f.Close()
-		fmt.Fprintf(f, "=== %s agentctl instance run: %s\n", time.Now().UTC().Format(time.RFC3339), p.Redacted().CommandLine())
 		log = f
+		if st.SharesLogs() {
+			// A shared store keeps the output too, for other hosts.
+			shared := st.NewRunLogWriter(rec.ID, run.ID)
+			defer shared.Close()
+			log = io.MultiWriter(f, shared)
+		}
+		fmt.Fprintf(log, "=== %s agentctl instance run: %s\n", time.Now().UTC().Format(time.RFC3339), p.Redacted().CommandLine())
 	}
-	run := instance.Run{ID: st.NewRunID(), Program: p.Program, Mode: string(p.Mode)}
 	// The start is recorded while the client starts, not before.
 	type startRecord struct {
 		seq int64
