@@ -2,8 +2,10 @@ package serving
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -114,6 +116,16 @@ func Build(ctx context.Context, st *instance.Store, rec *instance.Record, o Endp
 		logFile, cfg.ServerStderr = f, f
 	}
 	if built, err = mcpserver.New(cfg); err != nil {
+		if me, ok := errors.AsType[*mcpserver.MountError](err); ok && errors.Is(err, fs.ErrNotExist) {
+			// A knowledge base is a folder of the host that created the
+			// instance: in a shared store, another host may not have it.
+			where := "this host (" + st.Host() + ")"
+			if st.Foreign(rec) {
+				where += "; the instance was created on host " + rec.Host
+			}
+			return nil, nil, fmt.Errorf("instance %s: knowledge base %q: its folder %s is missing on %s; make that folder here (a checkout or mount of the same files), or serve the instance where it is: %w",
+				rec.ID, me.Mount, mountPath(ts.Mounts, me.Mount), where, err)
+		}
 		return nil, nil, fmt.Errorf("instance %s: %w", rec.ID, err)
 	}
 	return built, end, nil
@@ -167,3 +179,13 @@ func recordHealth(rec *instance.Record) (mcpserver.Health, error) {
 // server whose endpoint is not running: it starts with the instance's
 // first MCP request.
 const StateStopped = "stopped"
+
+// mountPath is the folder of the mount named name.
+func mountPath(ms []mount.Resolved, name string) string {
+	for _, m := range ms {
+		if m.Name == name {
+			return m.Path
+		}
+	}
+	return "?"
+}
