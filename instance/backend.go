@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -37,6 +38,9 @@ type backend interface {
 	jsonSet(col, key string) string
 	// isUnique reports a unique-constraint violation.
 	isUnique(err error) bool
+	// isUnavailable reports an error of a database that could not be
+	// reached, or whose connection was lost.
+	isUnavailable(err error) bool
 	// notify wakes, once tx commits, the waiters of channel and payload
 	// (see [Store.Watch]); a backend without notifications does nothing.
 	notify(ctx context.Context, tx *sql.Tx, channel, payload string) error
@@ -211,8 +215,22 @@ func rebindDollar(q string) string {
 
 var rebound sync.Map // statement → rebound statement
 
-// storeError names the database in an error from it.
+// Explain is err as a command reports it: an error of a store that could
+// not be reached names the store (without its password) and matches
+// [ErrUnavailable], wherever in the command it came from.
+func (s *Store) Explain(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) || !s.db.be.isUnavailable(err) {
+		return err
+	}
+	return storeError(s.db.be, err)
+}
+
+// storeError names the database in an error from it; one of a database
+// that could not be reached also matches [ErrUnavailable].
 func storeError(be backend, err error) error {
+	if be.isUnavailable(err) {
+		return fmt.Errorf("%s store %s: %w (%w)", be.Kind(), be.Name(), err, ErrUnavailable)
+	}
 	return fmt.Errorf("%s store %s: %w", be.Kind(), be.Name(), err)
 }
 

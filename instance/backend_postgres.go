@@ -3,8 +3,11 @@ package instance
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -101,6 +104,25 @@ func (b *pgBackend) isUnique(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
+// isUnavailable: no connection could be made, or the one in use broke (the
+// server stopped, the network went away, a timeout).
+func (b *pgBackend) isUnavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, driver.ErrBadConn), pgconn.Timeout(err):
+		return true
+	case errors.As(err, &pe):
+		// The server is shutting down, or starting and not ready yet.
+		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	return strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "closed pool")
+}
+
 func (b *pgBackend) lockKey(ctx context.Context, tx *sql.Tx, key string) error {
 	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, key)
 	return err
@@ -150,6 +172,9 @@ func openPostgres(ctx context.Context, raw string) (*sql.DB, backend, error) {
 	b.lis = &pgListener{pool: pool, subs: map[string]map[*pgSub]struct{}{}}
 	if err := pgMigrate(ctx, pool); err != nil {
 		pool.Close()
+		if b.isUnavailable(err) {
+			return nil, nil, fmt.Errorf("postgres store %s: %s (%w)", name, redactSecret(err.Error(), raw), ErrUnavailable)
+		}
 		return nil, nil, fmt.Errorf("postgres store %s: %s", name, redactSecret(err.Error(), raw))
 	}
 	return stdlib.OpenDBFromPool(pool), b, nil

@@ -18,9 +18,10 @@ import (
 // (or where sqlite:PATH says), in WAL mode, one writer at a time.
 type sqliteBackend struct{ path string }
 
-func (b *sqliteBackend) Kind() string           { return "sqlite" }
-func (b *sqliteBackend) Name() string           { return b.path }
-func (b *sqliteBackend) rebind(q string) string { return q }
+func (b *sqliteBackend) Kind() string             { return "sqlite" }
+func (b *sqliteBackend) Name() string             { return b.path }
+func (b *sqliteBackend) rebind(q string) string   { return q }
+func (b *sqliteBackend) isUnavailable(error) bool { return false }
 func (b *sqliteBackend) isUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }

@@ -14,6 +14,10 @@ var (
 	// ErrDeleted marks a [NotFoundError] for an instance that existed and was
 	// deleted under its caller, typically an endpoint still serving it.
 	ErrDeleted = errors.New("deleted")
+	// ErrUnavailable marks an error of a store that could not be reached
+	// (a PostgreSQL server down or out of reach): trying again later may
+	// work, and nothing was changed.
+	ErrUnavailable = errors.New("store unavailable")
 )
 
 // NotFoundError says which instance or question was not found.

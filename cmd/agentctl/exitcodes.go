@@ -13,16 +13,17 @@ import (
 // Exit codes. They are part of the CLI contract and documented in
 // `agentctl help exit-codes`.
 const (
-	ExitOK         = 0   // success
-	ExitError      = 1   // any other error
-	ExitUsage      = 2   // bad command line: unknown flag, missing argument
-	ExitNotFound   = 3   // unknown agent, instance or question
-	ExitInvalid    = 4   // invalid configuration or input, or a conflict
-	ExitTimeout    = 5   // a wait ran out of time
-	ExitFailed     = 6   // the instance reported status failed (instance wait)
-	ExitProblems   = 7   // tools lint found problems in the tool names
-	ExitUnanswered = 8   // instance wait: done, but a question of the run got no answer
-	ExitSignal     = 130 // interrupted (SIGINT); 143 for SIGTERM
+	ExitOK          = 0   // success
+	ExitError       = 1   // any other error
+	ExitUsage       = 2   // bad command line: unknown flag, missing argument
+	ExitNotFound    = 3   // unknown agent, instance or question
+	ExitInvalid     = 4   // invalid configuration or input, or a conflict
+	ExitTimeout     = 5   // a wait ran out of time
+	ExitFailed      = 6   // the instance reported status failed (instance wait)
+	ExitProblems    = 7   // tools lint found problems in the tool names
+	ExitUnanswered  = 8   // instance wait: done, but a question of the run got no answer
+	ExitUnavailable = 9   // the store could not be reached (PostgreSQL down): try again later
+	ExitSignal      = 130 // interrupted (SIGINT); 143 for SIGTERM
 )
 
 const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI can tell outcomes apart:
@@ -43,6 +44,9 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
                 the agent asked in it got no answer (it expired, or the client
                 stopped waiting): nobody was asked, or nobody answered in time;
                 --allow-unanswered accepts that as done
+  9  unavailable the store could not be reached, or its connection was lost (a
+                PostgreSQL server down or out of reach); a change is made whole or
+                not at all, so check with a read and try again later
   127 'instance run': the client's program is not installed
   130 interrupted by SIGINT (143 by SIGTERM); 'mcp serve' exits 0 on either;
       version, agents list/show and instance list/show, which read and print,
@@ -107,6 +111,8 @@ func exitCode(ctx context.Context, err error) int {
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		return ExitSignal
+	case errors.Is(err, instance.ErrUnavailable):
+		return ExitUnavailable
 	case errors.Is(err, agents.ErrUnknownAgent), errors.Is(err, instance.ErrNotFound):
 		return ExitNotFound
 	case errors.As(err, &de), errors.As(err, &fp), errors.As(err, &ce), errors.As(err, &me),

@@ -135,7 +135,7 @@ func withStore(ctx context.Context, open storeOpener, fn func(*instance.Store) e
 		return err
 	}
 	defer st.Close()
-	return fn(st)
+	return st.Explain(fn(st))
 }
 
 // withInstance opens the existing store and resolves ref (an id, a unique id
