@@ -256,3 +256,14 @@ func (u StoreURL) SQLitePath(stateDir string) (string, bool) {
 	kind, where, err := parseStore(u, stateDir)
 	return where, err == nil && kind == "sqlite"
 }
+
+// SameDatabase reports whether u and v name the same PostgreSQL database
+// as the same user, whatever their passwords.
+func (u StoreURL) SameDatabase(v StoreURL) bool {
+	a, err1 := url.Parse(string(u))
+	b, err2 := url.Parse(string(v))
+	if err1 != nil || err2 != nil || a.Scheme == "" || !strings.HasPrefix(a.Scheme, "postgres") || !strings.HasPrefix(b.Scheme, "postgres") {
+		return false
+	}
+	return a.Host == b.Host && a.Path == b.Path && a.User.Username() == b.User.Username()
+}

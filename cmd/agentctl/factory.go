@@ -78,7 +78,7 @@ func newFactory(io *IOStreams, getenv func(string) string, args0 string) *Factor
 	}
 	f.Store = func(ctx context.Context, create bool) (*instance.Store, error) {
 		return openStore(ctx, f.Config.StateDir(), storeOptions{
-			url: instance.StoreURL(f.Config.String(keyStore)), host: f.Config.String(keyHost),
+			url: f.Config.Store(), host: f.Config.String(keyHost),
 			create: create, now: f.Now, exitAfter: f.exitAfter,
 		})
 	}

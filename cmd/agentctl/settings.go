@@ -330,6 +330,20 @@ func (c *Config) StateDir() string {
 	return filepath.Join(c.home(), ".local", "state", "agentctl")
 }
 
+// Store is the store's URL: --store, AGENTCTL_STORE, the config file's
+// store, else "" (SQLite in the state directory). The endpoint entries that
+// create writes name the store without its password ([instance.Store]'s
+// EndpointEntry); when such a URL comes as --store and AGENTCTL_STORE
+// names the same database with a password, the password is taken from
+// there (as from PGPASSWORD or ~/.pgpass, which the driver reads itself).
+func (c *Config) Store() instance.StoreURL {
+	v := instance.StoreURL(c.String(keyStore))
+	if env := instance.StoreURL(c.getenv(settingFor(keyStore).Env)); env != "" && env != v && v.SameDatabase(env) {
+		return env
+	}
+	return v
+}
+
 // HostName is this host's name in a shared store: AGENTCTL_HOST, the
 // config file's host, else the host name.
 func (c *Config) HostName() string {

@@ -1,0 +1,81 @@
+package instance
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseStore(t *testing.T) {
+	for _, tc := range []struct {
+		in, kind, where, err string
+	}{
+		{"", "sqlite", "/state/state.db", ""},
+		{"/data/s.db", "sqlite", "/data/s.db", ""},
+		{"sqlite:/data/s.db", "sqlite", "/data/s.db", ""},
+		{"sqlite:///data/s.db", "sqlite", "/data/s.db", ""},
+		{"postgres://u@h/db", "postgres", "postgres://u@h/db", ""},
+		{"postgresql://u:pw@h/db", "postgres", "postgresql://u:pw@h/db", ""},
+		{"sqlite:", "", "", "names no file"},
+		{"mysql://u:secret@h/db", "", "", `unknown kind "mysql"`},
+	} {
+		kind, where, err := parseStore(StoreURL(tc.in), "/state")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want one with %q", tc.in, err, tc.err)
+			}
+			if err != nil && strings.Contains(err.Error(), "secret") {
+				t.Errorf("%q: the error shows the password: %v", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || kind != tc.kind || where != tc.where {
+			t.Errorf("%q: %q %q %v, want %q %q", tc.in, kind, where, err, tc.kind, tc.where)
+		}
+	}
+}
+
+func TestRedactStore(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:secret@h:5432/db?sslmode=disable": "postgres://u@h:5432/db?sslmode=disable",
+		"postgres://u@h/db":                             "postgres://u@h/db",
+		"postgres://h/db?password=secret&sslmode=off":   "postgres://h/db?sslmode=off",
+		"/var/lib/agentctl/state.db":                    "/var/lib/agentctl/state.db",
+	} {
+		if got := RedactStore(in); got != want {
+			t.Errorf("RedactStore(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestRebindDollar: the store's statements, written with ? and ?N, become
+// PostgreSQL's $N, leaving quoted text alone.
+func TestRebindDollar(t *testing.T) {
+	for in, want := range map[string]string{
+		`SELECT a FROM t WHERE x = ? AND y = ?`:                 `SELECT a FROM t WHERE x = $1 AND y = $2`,
+		`SELECT a FROM t WHERE x = ?1 AND y <= ?2 OR z = ?1`:    `SELECT a FROM t WHERE x = $1 AND y <= $2 OR z = $1`,
+		`SELECT '?' , "a?b", ? FROM t`:                          `SELECT '?' , "a?b", $1 FROM t`,
+		`UPDATE t SET r = jsonb_set(r::jsonb, '{k}', ?::jsonb)`: `UPDATE t SET r = jsonb_set(r::jsonb, '{k}', $1::jsonb)`,
+	} {
+		if got := rebindDollar(in); got != want {
+			t.Errorf("rebindDollar(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSameDatabase(t *testing.T) {
+	for _, tc := range []struct {
+		a, b StoreURL
+		want bool
+	}{
+		{"postgres://u@h:5432/db", "postgres://u:pw@h:5432/db", true},
+		{"postgres://u@h:5432/db?sslmode=disable", "postgresql://u:pw@h:5432/db", true},
+		{"postgres://u@h:5432/db", "postgres://u:pw@h:5433/db", false},
+		{"postgres://u@h/db", "postgres://v:pw@h/db", false},
+		{"postgres://u@h/db", "postgres://u:pw@h/other", false},
+		{"/state.db", "/state.db", false},
+	} {
+		if got := tc.a.SameDatabase(tc.b); got != tc.want {
+			t.Errorf("%q.SameDatabase(%q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
