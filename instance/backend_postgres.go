@@ -113,12 +113,14 @@ func (b *pgBackend) isUnavailable(err error) bool {
 	switch {
 	case err == nil:
 		return false
+	case errors.As(err, &pe):
+		// The server answered: unavailable only while it is shutting
+		// down or starting (a refused password or a missing database is
+		// not something to wait out).
+		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
 	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, driver.ErrBadConn), pgconn.Timeout(err):
 		return true
-	case errors.As(err, &pe):
-		// The server is shutting down, or starting and not ready yet.
-		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
 	}
 	return strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "closed pool")
 }

@@ -138,6 +138,7 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 		sub{[]string{"kb"}, func(l cmdLine) *cobra.Command { return NewCmdKB(f, l) }},
 		sub{[]string{"mcp"}, func(l cmdLine) *cobra.Command { return NewCmdMCP(f, l) }},
 		sub{[]string{"serve"}, func(cmdLine) *cobra.Command { return NewCmdServe(f, nil) }},
+		sub{[]string{"store"}, func(l cmdLine) *cobra.Command { return NewCmdStore(f, l) }},
 		sub{[]string{"tools"}, func(l cmdLine) *cobra.Command { return NewCmdTools(f, l) }},
 		sub{[]string{"version"}, func(cmdLine) *cobra.Command { return NewCmdVersion(f, nil) }},
 		sub{[]string{"gc"}, func(cmdLine) *cobra.Command { return NewCmdGC(f, nil) }},

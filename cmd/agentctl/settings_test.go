@@ -40,7 +40,7 @@ command = "web-server"
 	}
 
 	for _, tc := range []struct{ file, want string }{
-		{`server-name = "typo"`, `unknown key "server-name" (known keys: agents_dir, first_list_wait, kb_refresh_interval, kbs, log_level, mcp.tool_prefix_mode, mcp_servers, question_timeout, server_name, state_dir)`},
+		{`server-name = "typo"`, `unknown key "server-name" (known keys: agents_dir, first_list_wait, host, kb_refresh_interval, kbs, log_level, mcp.tool_prefix_mode, mcp_servers, question_timeout, server_name, state_dir, store)`},
 		{"[mcp]\ntool_prefix = \"off\"", `unknown key "mcp.tool_prefix"`},
 		{"[[kbs]]\nname = \"a\"\npaht = \"x\"", `unknown key "kbs.paht"`},
 		{"[other]\nx = 1", `unknown key "other"`},
@@ -70,7 +70,7 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("%s has no help", s.Key)
 		}
 	}
-	if got := settingFor(keyStateDir).usage(); got != "state directory (env AGENTCTL_STATE_DIR; default $XDG_STATE_HOME/agentctl, else ~/.local/state/agentctl)" {
+	if got := settingFor(keyStateDir).usage(); got != "state directory: this host's instance directories, and the store unless --store says otherwise (env AGENTCTL_STATE_DIR; default $XDG_STATE_HOME/agentctl, else ~/.local/state/agentctl)" {
 		t.Errorf("usage %q", got)
 	}
 }
