@@ -41,9 +41,18 @@ type backend interface {
 	// isUnavailable reports an error of a database that could not be
 	// reached, or whose connection was lost.
 	isUnavailable(err error) bool
-	// notify wakes, once tx commits, the waiters of channel and payload
-	// (see [Store.Watch]); a backend without notifications does nothing.
-	notify(ctx context.Context, tx *sql.Tx, channel, payload string) error
+	// notify wakes the waiters of channel and payload (see
+	// [Store.WatchEvents]) once ex's transaction commits, or at once
+	// outside one; a backend without notifications does nothing.
+	notify(ctx context.Context, ex execer, channel, payload string) error
+	// notifying is statement q, which ends RETURNING one column, made to
+	// notify channel with each returned value as payload, in the same
+	// round trip; it still yields the returned values.
+	notifying(q, channel string) string
+	// failed is told of every error of a statement: a backend may drop
+	// connections a server restart left dead, so the next try gets a
+	// live one.
+	failed(err error)
 	// watch returns a channel that receives when channel's payload is
 	// notified, or when notifications may have been missed (after a
 	// reconnection), and a function that stops the watch; nil for a
@@ -67,12 +76,25 @@ type db struct {
 	be backend
 }
 
+// execer runs a statement: a [*sql.DB] or [*sql.Tx].
+type execer interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
 func (d *db) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return d.DB.ExecContext(ctx, d.be.rebind(q), args...)
+	res, err := d.DB.ExecContext(ctx, d.be.rebind(q), args...)
+	if err != nil {
+		d.be.failed(err)
+	}
+	return res, err
 }
 
 func (d *db) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return d.DB.QueryContext(ctx, d.be.rebind(q), args...)
+	rows, err := d.DB.QueryContext(ctx, d.be.rebind(q), args...)
+	if err != nil {
+		d.be.failed(err)
+	}
+	return rows, err
 }
 
 func (d *db) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
@@ -83,6 +105,7 @@ func (d *db) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Ro
 func (d *db) BeginTx(ctx context.Context) (*dbTx, error) {
 	tx, err := d.DB.BeginTx(ctx, nil)
 	if err != nil {
+		d.be.failed(err)
 		return nil, err
 	}
 	return &dbTx{Tx: tx, be: d.be}, nil
@@ -95,11 +118,19 @@ type dbTx struct {
 }
 
 func (t *dbTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.Tx.ExecContext(ctx, t.be.rebind(q), args...)
+	res, err := t.Tx.ExecContext(ctx, t.be.rebind(q), args...)
+	if err != nil {
+		t.be.failed(err)
+	}
+	return res, err
 }
 
 func (t *dbTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.Tx.QueryContext(ctx, t.be.rebind(q), args...)
+	rows, err := t.Tx.QueryContext(ctx, t.be.rebind(q), args...)
+	if err != nil {
+		t.be.failed(err)
+	}
+	return rows, err
 }
 
 func (t *dbTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {

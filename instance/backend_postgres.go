@@ -138,9 +138,22 @@ func (b *pgBackend) jsonSet(col, key string) string {
 	return "jsonb_set(" + col + "::jsonb, '{" + key + "}', ?::jsonb)::text"
 }
 
-func (b *pgBackend) notify(ctx context.Context, tx *sql.Tx, channel, payload string) error {
-	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
+func (b *pgBackend) notify(ctx context.Context, ex execer, channel, payload string) error {
+	_, err := ex.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
 	return err
+}
+
+func (b *pgBackend) notifying(q, channel string) string {
+	return `WITH changed(v) AS (` + q + `) SELECT v FROM changed, pg_notify('` + channel + `', v)`
+}
+
+// failed drops the pool's idle connections when a statement found the
+// server gone: after a restart every one of them is dead, and the pool's
+// ping finds that only of those idle for over a second.
+func (b *pgBackend) failed(err error) {
+	if b.isUnavailable(err) {
+		b.pool.Reset()
+	}
 }
 
 func (b *pgBackend) watch(ctx context.Context, channel, payload string) (<-chan struct{}, func()) {
@@ -165,6 +178,10 @@ func openPostgres(ctx context.Context, raw string) (*sql.DB, backend, error) {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
 	cfg.MaxConns = 8
+	// Statements go in one round trip each, without a prepare: most
+	// processes are CLI commands that run each statement once, on a new
+	// connection, where a prepared statement is never used again.
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	cfg.ConnConfig.RuntimeParams["application_name"] = "agentctl"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

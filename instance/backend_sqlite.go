@@ -38,7 +38,9 @@ func (b *sqliteBackend) jsonSet(col, key string) string {
 	return "json_set(" + col + ", '$." + key + "', json(?))"
 }
 
-func (b *sqliteBackend) notify(context.Context, *sql.Tx, string, string) error { return nil }
+func (b *sqliteBackend) notify(context.Context, execer, string, string) error { return nil }
+func (b *sqliteBackend) failed(error)                                         {}
+func (b *sqliteBackend) notifying(q, _ string) string                         { return q }
 
 func (b *sqliteBackend) watch(context.Context, string, string) (<-chan struct{}, func()) {
 	return nil, func() {}

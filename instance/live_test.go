@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // The test binary, run with these set, is a helper process that serves an
@@ -27,7 +28,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperStateEnv); dir != "" {
 		serveLockHelper(dir, os.Getenv(helperInstanceEnv))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testkit.StopSharedPostgres() // started by the store conformance suite
+	os.Exit(code)
 }
 
 func serveLockHelper(dir, id string) {

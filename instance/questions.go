@@ -175,21 +175,23 @@ func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer strin
 		answer = choice
 	}
 	now := s.stamp()
-	err = s.inTx(ctx, instanceID, func(tx *dbTx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE questions SET status = ?, answer = ?, answered_at = ? WHERE id = ? AND status = ?`,
-			QuestionAnswered, answer, now.Format(timeFormat), q.ID, QuestionOpen)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return &InvalidError{Msg: fmt.Sprintf("question %s was closed while answering; it cannot be answered any more", q.ID)}
-		}
-		// Wakes the waiting ask_user_question at once, on any host (see
-		// [Store.Watch]).
-		return tx.notify(ctx, chanAnswers, q.ID)
-	})
+	// The statement also wakes the waiting ask_user_question at once, on
+	// any host (see [Store.WatchAnswer]): one round trip. Its rows are
+	// read to their end (see insertEvent).
+	rows, err := s.db.QueryContext(ctx, s.db.be.notifying(`UPDATE questions SET status = ?, answer = ?, answered_at = ? WHERE id = ? AND status = ? RETURNING id`, chanAnswers),
+		QuestionAnswered, answer, now.Format(timeFormat), q.ID, QuestionOpen)
 	if err != nil {
-		return nil, err
+		return nil, s.dbError(err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, s.dbError(err)
+	}
+	if n == 0 {
+		return nil, &InvalidError{Msg: fmt.Sprintf("question %s was closed while answering; it cannot be answered any more", q.ID)}
 	}
 	q.Status, q.Answer, q.AnsweredAt = QuestionAnswered, answer, &now
 	return q, nil
