@@ -1342,10 +1342,9 @@ func confRuns(t *testing.T, e *confEnv) {
 	}
 
 	type outcome struct {
-		model  []string // the model's reports during the run (tool report_progress), or "run:STATUS" for the run tool's own
-		final  string   // EndRun's event status
-		added  bool
-		latest string
+		model []string // the model's reports during the run (tool report_progress), or "run:STATUS" for the run tool's own
+		final string   // EndRun's event status
+		added bool
 	}
 	var runIDs []string
 	for i, tc := range []outcome{
