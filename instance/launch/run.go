@@ -50,6 +50,7 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 	bg := context.WithoutCancel(ctx)
 	run := instance.Run{ID: st.NewRunID(), Program: p.Program, Mode: string(p.Mode)}
 	var log io.Writer
+	var shared *instance.RunLogWriter
 	if p.Mode == Headless {
 		f, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
@@ -59,7 +60,7 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 		log = f
 		if st.SharesLogs() {
 			// A shared store keeps the output too, for other hosts.
-			shared := st.NewRunLogWriter(rec.ID, run.ID)
+			shared = st.NewRunLogWriter(rec.ID, run.ID)
 			defer shared.Close()
 			log = io.MultiWriter(f, shared)
 		}
@@ -92,6 +93,11 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 	out.Status, out.Message = outcome(p.Program, res)
 	if start.err != nil {
 		err = fmt.Errorf("record the start of the run: %w", start.err)
+	}
+	if shared != nil {
+		// Stored before the end is: a follower on another host stops at
+		// the end, and prints what the store has by then.
+		shared.Close()
 	}
 	if _, eerr := st.EndRun(bg, rec.ID, start.seq, run, instance.Event{Tool: instance.RunTool, Status: out.Status, Message: out.Message}); eerr != nil {
 		err = errors.Join(err, fmt.Errorf("record the end of the run: %w", eerr))
