@@ -170,7 +170,8 @@ func TestHealthSaysNothingOfInstances(t *testing.T) {
 			}
 		}
 	})
-	if !slices.Equal(keys, []string{"instances", "status", "version"}) || got["instances"] != 2.0 || got["status"] != "ok" {
+	if !slices.Equal(keys, []string{"instances", "status", "store", "store_ok", "version"}) || got["instances"] != 2.0 || got["status"] != "ok" ||
+		got["store"] != "sqlite" || got["store_ok"] != true {
 		t.Errorf("GET /health = %s", body)
 	}
 }
