@@ -42,6 +42,54 @@ type Poller struct {
 	// After returns a channel that receives once the pause is over (default
 	// [time.After]). Tests give one whose ticks they send.
 	After func(time.Duration) <-chan time.Time
+	// Outage, when set, is told when a read finds the store unreachable
+	// (err) and when it answers again (nil). Meanwhile the poller waits it
+	// out, trying again with backoff up to [MaxOutageBackoff], rather than
+	// ending: a wait or a follow outlives a database restart.
+	Outage func(err error)
+}
+
+// MaxOutageBackoff bounds the pause between tries while the store cannot
+// be reached.
+const MaxOutageBackoff = 5 * time.Second
+
+// TransientSource is what waiting out an outage needs of the store:
+// whether an error is of a store that could not be reached. [*Store] has
+// it.
+type TransientSource interface {
+	Transient(err error) bool
+}
+
+// Transient reports whether err is of a store that could not be reached
+// (see [ErrUnavailable]): trying again later may work.
+func (s *Store) Transient(err error) bool {
+	return errors.Is(err, ErrUnavailable) || s.db.be.isUnavailable(err)
+}
+
+// try calls read until it succeeds, fails for good or ctx ends, waiting out
+// a store that cannot be reached (see [Poller.Outage]).
+func (p *Poller) try(ctx context.Context, read func() error) error {
+	ts, _ := p.Source.(TransientSource)
+	backoff, down := 100*time.Millisecond, false
+	for {
+		err := read()
+		if err == nil && down && p.Outage != nil {
+			p.Outage(nil)
+		}
+		if err == nil || ts == nil || !ts.Transient(err) || ctx.Err() != nil {
+			return err
+		}
+		if !down && p.Outage != nil {
+			p.Outage(err)
+		}
+		down = true
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, MaxOutageBackoff)
+	}
 }
 
 // FailedError is what [Poller.Wait] returns when the instance reported
@@ -98,7 +146,12 @@ func (p *Poller) events(ctx context.Context, instanceID string, first []*Event, 
 		}
 		for {
 			evs, err := first, error(nil)
-			if first == nil {
+			if first == nil && follow {
+				err = p.try(ctx, func() (err error) {
+					evs, err = p.Source.Events(ctx, instanceID, after)
+					return err
+				})
+			} else if first == nil {
 				evs, err = p.Source.Events(ctx, instanceID, after)
 			}
 			first = nil
@@ -144,7 +197,11 @@ func (p *Poller) events(ctx context.Context, instanceID string, first []*Event, 
 // matching [ErrDeleted] if the instance is deleted meanwhile, and
 // ctx's error (a deadline is the caller's timeout) if ctx ends first.
 func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*Event, error) {
-	first, err := p.Source.Events(ctx, instanceID, 0)
+	var first []*Event
+	err := p.try(ctx, func() (err error) {
+		first, err = p.Source.Events(ctx, instanceID, 0)
+		return err
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -257,7 +314,11 @@ func (p *Poller) WaitRun(ctx context.Context, instanceID string, which Which) (*
 		return nil, fmt.Errorf("waiting for a run needs a store that records runs")
 	}
 	lastRun := func() (*Run, error) {
-		r, err := src.LastRun(ctx, instanceID)
+		var r *Run
+		err := p.try(ctx, func() (err error) {
+			r, err = src.LastRun(ctx, instanceID)
+			return err
+		})
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -312,7 +373,11 @@ func (p *Poller) WaitRun(ctx context.Context, instanceID string, which Which) (*
 		}
 	}
 	// Ended: its end and its events were recorded in one transaction.
-	evs, err := src.Events(ctx, instanceID, 0)
+	var evs []*Event
+	err = p.try(ctx, func() (err error) {
+		evs, err = src.Events(ctx, instanceID, 0)
+		return err
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()

@@ -65,9 +65,23 @@ func poller(poll func(instance.EventSource) *instance.Poller, src instance.Event
 	return &instance.Poller{Source: src}
 }
 
+// narrateOutage says on stderr when the store stops answering while a
+// command waits on it, and when it answers again.
+func narrateOutage(io *IOStreams, st *instance.Store) func(error) {
+	return func(err error) {
+		if err != nil {
+			io.Narrate("The store %s does not answer (%v); waiting for it, and trying again.", st.StoreName(), err)
+			return
+		}
+		io.Narrate("The store %s answers again.", st.StoreName())
+	}
+}
+
 func instanceEventsRun(ctx context.Context, opts *InstanceEventsOptions) error {
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
-		for e, err := range poller(opts.Poll, st).Events(ctx, r.ID, opts.Follow) {
+		p := poller(opts.Poll, st)
+		p.Outage = narrateOutage(opts.IO, st)
+		for e, err := range p.Events(ctx, r.ID, opts.Follow) {
 			switch {
 			case errors.Is(err, instance.ErrDeleted):
 				opts.IO.Narrate("Instance %s was deleted.", r.ID)

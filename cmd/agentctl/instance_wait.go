@@ -126,6 +126,7 @@ func instanceWaitRun(ctx context.Context, opts *InstanceWaitOptions) error {
 			defer cancel()
 		}
 		p := poller(opts.Poll, st)
+		p.Outage = narrateOutage(opts.IO, st)
 		status := opts.Status
 		var e *instance.Event
 		var err error
