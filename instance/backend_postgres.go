@@ -70,6 +70,33 @@ var pgMigrations = []string{
 		data        BYTEA NOT NULL
 	);
 	CREATE INDEX run_logs_instance ON run_logs(instance_id, seq);
+	CREATE TABLE notify_outbox (
+		id           TEXT COLLATE "C" PRIMARY KEY,
+		target       TEXT NOT NULL,
+		event        TEXT NOT NULL,
+		instance_id  TEXT COLLATE "C" NOT NULL,
+		payload      TEXT NOT NULL,
+		created_at   TEXT NOT NULL,
+		status       TEXT NOT NULL,
+		attempts     INTEGER NOT NULL DEFAULT 0,
+		next_at      TEXT NOT NULL,
+		last_error   TEXT NOT NULL DEFAULT '',
+		delivered_at TEXT
+	);
+	CREATE INDEX notify_outbox_due ON notify_outbox(status, next_at);
+	CREATE TABLE operator_tokens (
+		id         TEXT COLLATE "C" PRIMARY KEY,
+		hash       BYTEA NOT NULL UNIQUE,
+		created_at TEXT NOT NULL,
+		revoked_at TEXT
+	);
+	CREATE TABLE ui_sessions (
+		hash       BYTEA PRIMARY KEY,
+		token_id   TEXT COLLATE "C" NOT NULL REFERENCES operator_tokens(id) ON DELETE CASCADE,
+		csrf       TEXT NOT NULL,
+		created_at TEXT NOT NULL,
+		expires_at TEXT NOT NULL
+	);
 	CREATE TABLE instance_tokens (
 		instance_id TEXT COLLATE "C" PRIMARY KEY REFERENCES instances(id) ON DELETE CASCADE,
 		hash        BYTEA NOT NULL

@@ -148,6 +148,36 @@ var sqliteMigrations = []string{
 		data        BLOB NOT NULL
 	);
 	CREATE INDEX run_logs_instance ON run_logs(instance_id, seq);`,
+	// 7: notifications' outbox (a delivery survives the process that made
+	// it; its id makes a retry recognisable), and the operators of the web
+	// page: their tokens and sessions, as SHA-256 hashes only.
+	`CREATE TABLE notify_outbox (
+		id           TEXT PRIMARY KEY,
+		target       TEXT NOT NULL,
+		event        TEXT NOT NULL,
+		instance_id  TEXT NOT NULL,
+		payload      TEXT NOT NULL,
+		created_at   TEXT NOT NULL,
+		status       TEXT NOT NULL,
+		attempts     INTEGER NOT NULL DEFAULT 0,
+		next_at      TEXT NOT NULL,
+		last_error   TEXT NOT NULL DEFAULT '',
+		delivered_at TEXT
+	);
+	CREATE INDEX notify_outbox_due ON notify_outbox(status, next_at);
+	CREATE TABLE operator_tokens (
+		id         TEXT PRIMARY KEY,
+		hash       BLOB NOT NULL UNIQUE,
+		created_at TEXT NOT NULL,
+		revoked_at TEXT
+	);
+	CREATE TABLE ui_sessions (
+		hash       BLOB PRIMARY KEY,
+		token_id   TEXT NOT NULL REFERENCES operator_tokens(id) ON DELETE CASCADE,
+		csrf       TEXT NOT NULL,
+		created_at TEXT NOT NULL,
+		expires_at TEXT NOT NULL
+	);`,
 }
 
 // dsnParams are the connection settings of the state database: wait up to
