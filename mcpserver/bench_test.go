@@ -37,7 +37,7 @@ func bareServer(t testing.TB, st Store, sameSchemas bool) *mcp.Server {
 			}
 		}
 	}
-	s := mcp.NewServer(implementation(ep.cfg), &mcp.ServerOptions{Logger: ep.log, Instructions: instructions(ep.cfg)})
+	s := mcp.NewServer(implementation(ep.cfg), &mcp.ServerOptions{Logger: ep.log, Instructions: instructions(ep.cfg, ep.mounts)})
 	mcp.AddTool(s, ask, ep.askUserQuestion)
 	mcp.AddTool(s, prog, ep.reportProgress)
 	mcp.AddTool(s, get, ep.getInstance)

@@ -86,7 +86,10 @@ type InstanceOutput struct {
 	Mounts      []MountInfo `json:"mounts"`
 	ServerName  string      `json:"server_name"`
 	Namespacing string      `json:"namespacing"`
-	Tools       []NamedTool `json:"tools"`
+	// NamingNote says how the client shows the model the tools' names (as
+	// they are, with a prefix in front, as functions of a namespace).
+	NamingNote string         `json:"naming_note"`
+	Tools      []InstanceTool `json:"tools"`
 	// MCPServers are the external servers' states (why one's tools are absent).
 	MCPServers []proxy.ServerStatus `json:"mcp_servers"`
 	// Conflicts are tool names that several external servers want: none is
@@ -95,6 +98,14 @@ type InstanceOutput struct {
 	// Withheld are external tools not served because a built-in or a
 	// knowledge base keeps the name ([WithheldExternal]).
 	Withheld []Withheld `json:"withheld"`
+}
+
+// InstanceTool is one tool as get_instance shows it: the name the model
+// calls it by ([NamedTool.Prompt]: what instructions.md gives it), then all
+// its names.
+type InstanceTool struct {
+	Name string `json:"name"`
+	NamedTool
 }
 
 // IsInstanceDeleted reports whether err, from a [Store], says that the
@@ -171,7 +182,7 @@ const (
 	progressInputSchema  = `{"type":"object","properties":{"message":{"type":"string","description":"What is happening, in one sentence."},"status":{"type":"string","description":"running (default), blocked, done or failed.","default":"running","enum":["running","blocked","done","failed"]},"percent":{"type":["null","number"],"description":"Optional completion from 0 to 100.","minimum":0,"maximum":100}},"required":["message"],"additionalProperties":false}`
 	progressOutputSchema = `{"type":"object","properties":{"recorded":{"type":"boolean"},"seq":{"type":"integer","description":"The event's sequence number."},"status":{"type":"string"}},"required":["recorded","seq","status"],"additionalProperties":false}`
 	getInputSchema       = `{"type":"object","additionalProperties":false}`
-	getOutputSchema      = `{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"agent":{"type":"string"},"workspace":{"type":"string"},"mounts":{"type":["null","array"],"items":{"type":"object","properties":{"kind":{"type":"string"},"name":{"type":"string"},"effective_prefix":{"type":"string"},"prefix_origin":{"type":"string"}},"required":["kind","name","effective_prefix","prefix_origin"],"additionalProperties":false}},"server_name":{"type":"string"},"namespacing":{"type":"string"},"tools":{"type":["null","array"],"items":{"type":"object","properties":{"canonical":{"type":"string"},"transport":{"type":"string"},"model_visible":{"type":"string"},"source":{"type":"string"},"mount":{"type":"string"},"base":{"type":"string"},"prefix_origin":{"type":"string"},"problems":{"type":["null","array"],"items":{"type":"string"}}},"required":["canonical","transport","model_visible","source","base"],"additionalProperties":false}},"mcp_servers":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"state":{"type":"string"},"error":{"type":"string"},"tools":{"type":"integer"},"stderr_tail":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","state","tools"],"additionalProperties":false}},"conflicts":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"sources":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","sources"],"additionalProperties":false}},"withheld":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"source":{"type":"string"},"holder":{"type":"string"},"holder_source":{"type":"string"},"model_visible":{"type":"string"},"reason":{"type":"string"},"fix":{"type":"string"}},"required":["name","source","holder","holder_source","model_visible","reason","fix"],"additionalProperties":false}}},"required":["id","name","agent","workspace","mounts","server_name","namespacing","tools","mcp_servers","conflicts","withheld"],"additionalProperties":false}`
+	getOutputSchema      = `{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"agent":{"type":"string"},"workspace":{"type":"string"},"mounts":{"type":["null","array"],"items":{"type":"object","properties":{"kind":{"type":"string"},"name":{"type":"string"},"effective_prefix":{"type":"string"},"prefix_origin":{"type":"string"},"tool_names":{"type":"string"}},"required":["kind","name","effective_prefix","prefix_origin","tool_names"],"additionalProperties":false}},"server_name":{"type":"string"},"namespacing":{"type":"string"},"naming_note":{"type":"string"},"tools":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"canonical":{"type":"string"},"transport":{"type":"string"},"model_visible":{"type":"string"},"source":{"type":"string"},"mount":{"type":"string"},"base":{"type":"string"},"prefix_origin":{"type":"string"},"problems":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","canonical","transport","model_visible","source","base"],"additionalProperties":false}},"mcp_servers":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"state":{"type":"string"},"error":{"type":"string"},"tools":{"type":"integer"},"stderr_tail":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","state","tools"],"additionalProperties":false}},"conflicts":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"sources":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","sources"],"additionalProperties":false}},"withheld":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"source":{"type":"string"},"holder":{"type":"string"},"holder_source":{"type":"string"},"model_visible":{"type":"string"},"reason":{"type":"string"},"fix":{"type":"string"}},"required":["name","source","holder","holder_source","model_visible","reason","fix"],"additionalProperties":false}}},"required":["id","name","agent","workspace","mounts","server_name","namespacing","naming_note","tools","mcp_servers","conflicts","withheld"],"additionalProperties":false}`
 )
 
 // servedBuiltins returns the built-in tools of server S as the endpoint
@@ -419,12 +430,18 @@ func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ 
 	if exists, err := e.cfg.Store.Exists(ctx, e.cfg.Instance.ID); err == nil && !exists {
 		return e.deleted(BaseGetInstance, "nothing this endpoint does is recorded any more"), InstanceOutput{}, nil
 	}
+	named := e.ToolNames()
+	tools := make([]InstanceTool, len(named))
+	for i, t := range named {
+		tools[i] = InstanceTool{Name: t.promptName(), NamedTool: t}
+	}
 	out := InstanceOutput{
 		Instance:    e.cfg.Instance,
 		Mounts:      e.mountInfo(),
 		ServerName:  e.cfg.ServerName,
 		Namespacing: string(e.cfg.Naming.Namespacing),
-		Tools:       e.ToolNames(),
+		NamingNote:  namingNote(e.cfg.Instance.Agent, e.cfg.ServerName, e.cfg.Naming, named, "the tools' names", plainText),
+		Tools:       tools,
 		MCPServers:  e.ServerStatuses(),
 		Conflicts:   e.Conflicts(),
 		Withheld:    e.Withheld(),
@@ -447,12 +464,17 @@ type MountInfo struct {
 	Name            string             `json:"name"`
 	EffectivePrefix string             `json:"effective_prefix"`
 	PrefixOrigin    mount.PrefixOrigin `json:"prefix_origin"`
+	// ToolNames is how the model calls the mount's tools, {tool} standing
+	// for a tool's own name ([MountToolPattern]): docs__{tool}_agentctl on
+	// Auggie.
+	ToolNames string `json:"tool_names"`
 }
 
 func (e *Endpoint) mountInfo() []MountInfo {
 	out := make([]MountInfo, len(e.mounts))
 	for i, m := range e.mounts {
-		out[i] = MountInfo{Kind: m.Kind, Name: m.Name, EffectivePrefix: m.EffectivePrefix, PrefixOrigin: m.PrefixOrigin}
+		out[i] = MountInfo{Kind: m.Kind, Name: m.Name, EffectivePrefix: m.EffectivePrefix, PrefixOrigin: m.PrefixOrigin,
+			ToolNames: MountToolPattern(e.cfg.ServerName, e.cfg.Naming, m)}
 	}
 	return out
 }

@@ -72,7 +72,8 @@ type Description struct {
 	// Servers are the external servers and whether their tools are known.
 	Servers []ServerListing `json:"servers"`
 	// Findings are the problems that belong to no single tool (a server
-	// that could not be listed, a bare name several tools share).
+	// that could not be listed; a text the model reads that names a tool
+	// under a name the model does not see, from [LintTexts]).
 	Findings []Finding `json:"findings"`
 }
 
@@ -161,7 +162,7 @@ func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resol
 	}
 	d.Tools = append(rows, extRows...)
 	slices.SortStableFunc(d.Tools, func(a, b ToolRow) int { return strings.Compare(a.Canonical, b.Canonical) })
-	d.Findings = append(d.Findings, LintTools(server, naming, d.Tools)...)
+	LintTools(server, naming, d.Tools)
 	for i := range d.Tools {
 		d.Tools[i].Problems = problemTexts(d.Tools[i].Findings)
 		if d.Tools[i].Findings == nil {
@@ -210,12 +211,13 @@ func nameEntries(entries []Entry, names NameSet, server string, naming agents.To
 		maxLen = agents.DefaultMaxLength
 	}
 	out := make([]ToolRow, len(entries))
+	front, ok := clientPrefix(server, naming)
 	for i, e := range entries {
 		tn := PresentToolName(names, naming.Namespacing, server, e.Name)
 		r := agents.RenderModelName(naming, server, tn)
 		out[i] = ToolRow{
 			NamedTool: NamedTool{Canonical: e.Name, Transport: tn, ModelVisible: r.Name, Source: e.Source,
-				Mount: e.Mount, Base: e.Base, PrefixOrigin: origins[e.Mount]},
+				Mount: e.Mount, Base: e.Base, PrefixOrigin: origins[e.Mount], Prompt: promptName(naming, front, ok, r.Name)},
 			Kind: e.Kind, Length: modelNameLength(naming, r.Name), MaxLength: maxLen, Status: StatusServed,
 		}
 	}

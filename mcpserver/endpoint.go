@@ -213,7 +213,7 @@ func New(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	sdkLog := sdkLogger(cfg.Logger)
-	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg)})
+	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg, mounts)})
 	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
 		mounts:   mounts,
 		external: map[string]*servedTool{},

@@ -44,7 +44,8 @@ const (
 	FindingCharset        = "charset"          // characters outside the client's charset
 	FindingCollision      = "collision"        // two tools the client shows under one name
 	FindingHidden         = "hidden"           // a name the client is known to drop
-	FindingAmbiguousBare  = "ambiguous-bare"   // a bare name that is the unprefixed form of several tools
+	FindingAmbiguousBare  = "ambiguous-bare"   // a text names a bare name that is the unprefixed form of several tools
+	FindingUnseenName     = "unseen-name"      // a text names a tool under a name the model does not see
 	FindingStale          = "stale-capability" // the record's capability is not the definition's any more
 	FindingServerDown     = "server-down"      // an external server could not be listed
 	FindingInvalidName    = "invalid-name"     // an external tool's name breaks the MCP rules
@@ -53,21 +54,21 @@ const (
 
 // LintTools checks the served rows of a description against the client's
 // naming: length, charset, names the client would show alike, names it is
-// known to drop. It appends each tool's findings to its row and returns the
-// findings that concern several tools (bare names that several tools share).
-// Withheld rows are not checked: they never reach the model.
-func LintTools(server string, naming agents.ToolNaming, rows []ToolRow) []Finding {
+// known to drop. It appends each tool's findings to its row. Withheld rows
+// are not checked: they never reach the model.
+//
+// A bare name that is the unprefixed form of several tools (concept_read
+// of two knowledge bases) is no finding here: the endpoint never resolves
+// it, and the texts agentctl writes name every tool in full. [LintTexts]
+// reports a text that uses one.
+func LintTools(server string, naming agents.ToolNaming, rows []ToolRow) {
 	byVisible := map[string][]int{}
-	byBase := map[string][]int{}
 	for i := range rows {
 		r := &rows[i]
 		if r.Status == StatusWithheld {
 			continue
 		}
 		byVisible[r.ModelVisible] = append(byVisible[r.ModelVisible], i)
-		if r.Mount != "" {
-			byBase[r.Base] = append(byBase[r.Base], i)
-		}
 		if f, ok := tooLong(server, naming, r); ok {
 			r.Findings = append(r.Findings, f)
 		}
@@ -88,29 +89,6 @@ func LintTools(server string, naming agents.ToolNaming, rows []ToolRow) []Findin
 			}
 		}
 	}
-	var out []Finding
-	for _, base := range slices.Sorted(maps.Keys(byBase)) {
-		idx := byBase[base]
-		prefixed := 0
-		for _, i := range idx {
-			if rows[i].Canonical != base {
-				prefixed++
-			}
-		}
-		if len(idx) < 2 || prefixed == 0 {
-			continue
-		}
-		var names, sources, refs []string
-		for _, i := range idx {
-			names = append(names, rows[i].Canonical)
-			sources = append(sources, rows[i].Source)
-			refs = append(refs, "{{tool:"+rows[i].Mount+"/"+base+"}}")
-		}
-		out = append(out, Finding{Code: FindingAmbiguousBare, Severity: SeverityWarning, Source: strings.Join(sources, ", "), Tool: base,
-			Problem: fmt.Sprintf("the bare name %q is the unprefixed form of %s; a model that drops prefixes will guess", base, andList(names)),
-			Fix:     fmt.Sprintf("name the tools in full in instructions and skills (%s), or mount only one of them", strings.Join(refs, ", "))})
-	}
-	return out
 }
 
 // namePart is a part of a model-visible name the user can shorten.

@@ -186,21 +186,27 @@ func TestLintHidden(t *testing.T) {
 	}
 }
 
+// TestLintAmbiguousBare: two knowledge bases share their tools' bare
+// names; that alone is no finding (the texts agentctl writes name every
+// tool in full, and the endpoint never resolves a bare name), but a text
+// that uses one is a warning.
 func TestLintAmbiguousBare(t *testing.T) {
 	d := describe(t, "agentctl", namings[agents.NamespacingPrefix], mount.PrefixModeMountName,
 		[]mount.Mount{{Kind: mount.KindKB, Name: "team docs"}, {Kind: mount.KindKB, Name: "runbooks", ReadOnly: true}}, nil)
-	var got []Finding
-	for _, f := range d.Findings {
-		if f.Code == FindingAmbiguousBare {
-			got = append(got, f)
-		}
+	if len(d.Findings) != 0 {
+		t.Fatalf("findings without a text: %+v", d.Findings)
 	}
-	// concept_list, concept_read, concept_search; concept_write is team_docs' alone.
-	if len(got) != 3 || got[1].Tool != "concept_read" || got[1].Severity != SeverityWarning {
+	got := LintTexts(d.Tools, []Text{{File: "skills/x.md", Body: "Read with `concept_read`, then write with concept_write.\n", Template: "templates/skills/x.md"}})
+	// concept_read is both knowledge bases'; concept_write is team_docs'
+	// alone. In the order they appear.
+	if len(got) != 2 || got[0].Code != FindingAmbiguousBare || got[0].Tool != "concept_read" || got[0].Severity != SeverityWarning || got[0].Source != "skills/x.md" {
 		t.Fatalf("%+v", got)
 	}
-	wantIn(t, "problem", got[1].Problem, `"concept_read" is the unprefixed form of runbooks__concept_read and team_docs__concept_read`)
-	wantIn(t, "fix", got[1].Fix, "{{tool:runbooks/concept_read}}", "{{tool:team docs/concept_read}}")
+	wantIn(t, "problem", got[0].Problem, `line 1 names "concept_read", the unprefixed form of runbooks__concept_read and team_docs__concept_read`)
+	wantIn(t, "fix", got[0].Fix, "{{tool:runbooks/concept_read}} or {{tool:team docs/concept_read}} in the template templates/skills/x.md")
+	if got[1].Code != FindingUnseenName || got[1].Tool != "team_docs__concept_write" {
+		t.Fatalf("%+v", got[1])
+	}
 }
 
 func TestLintServerDown(t *testing.T) {

@@ -15,6 +15,10 @@ type NamedTool struct {
 	Base         string             `json:"base"`
 	PrefixOrigin mount.PrefixOrigin `json:"prefix_origin,omitempty"`
 	Problems     []string           `json:"problems,omitempty"`
+	// Prompt is the name that the texts a model reads give the tool
+	// (instructions.md, the initialize instructions, get_instance's "name",
+	// {{tool:...}}): the name the model calls it by ([PromptName]).
+	Prompt string `json:"-"`
 }
 
 // NameTools computes the tools an instance will serve from its configuration

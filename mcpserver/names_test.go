@@ -101,7 +101,8 @@ func TestExpandPlaceholders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "Ask with ask_user_question_agentctl.\nRead docs__concept_read or notes__concept_search.\n"; got != want {
+	// Auggie's model sees the knowledge bases' tools with _agentctl after them.
+	if want := "Ask with ask_user_question_agentctl.\nRead docs__concept_read_agentctl or notes__concept_search_agentctl.\n"; got != want {
 		t.Fatalf("got %q", got)
 	}
 	for text, want := range map[string]string{
@@ -109,7 +110,7 @@ func TestExpandPlaceholders(t *testing.T) {
 		"{{tool:wiki/concept_read}}":      `skill.md:1: unknown placeholder {{tool:wiki/concept_read}}: no mount "wiki" (mounts: docs, notes)`,
 		"a\nb\n{{tool:docs/fetch}}":       `skill.md:3: unknown placeholder {{tool:docs/fetch}}: mount "docs" has no tool "fetch"`,
 		"{{tool:concept_read}}":           `several mounts offer "concept_read"; write one of {{tool:docs/concept_read}}, {{tool:notes/concept_read}}`,
-		"{{tool:docs/concept_read|wire}}": `skill.md:1: unknown placeholder {{tool:docs/concept_read|wire}}: unknown form "wire"; write {{tool:docs/concept_read}} for the canonical name or {{tool:docs/concept_read|model}} for the name the client's model sees`,
+		"{{tool:docs/concept_read|wire}}": `skill.md:1: unknown placeholder {{tool:docs/concept_read|wire}}: unknown form "wire"; write {{tool:docs/concept_read}} for the name the model calls the tool by, or {{tool:docs/concept_read|model}} for the whole name the client shows its model`,
 	} {
 		if _, err := ExpandPlaceholders("skill.md", text, tools); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %s", text, err, want)
@@ -117,17 +118,22 @@ func TestExpandPlaceholders(t *testing.T) {
 	}
 }
 
-// TestExpandPlaceholdersCanonicalForEveryClient pins the text for a suffix,
-// a prefix and a none client: {{tool:NAME}} is the canonical name, the same
-// for all three; {{tool:NAME|model}} is what each client's model sees.
-func TestExpandPlaceholdersCanonicalForEveryClient(t *testing.T) {
+// TestExpandPlaceholdersForEveryClient pins the text for a suffix, a prefix
+// and a none client: {{tool:NAME}} is the name the model calls: the
+// canonical name of a built-in everywhere, a knowledge base's tool as Auggie
+// shows it (with _agentctl after it), its canonical name elsewhere (the
+// tail of what a prefix client shows); {{tool:NAME|model}} is all of what
+// each client's model sees.
+func TestExpandPlaceholdersForEveryClient(t *testing.T) {
 	const text = "Ask with {{tool:ask_user_question}}, read with {{tool:docs/concept_read}}.\n" +
 		"Your model calls {{ tool:ask_user_question | model }} and {{tool:docs__concept_read|model}}.\n"
-	const canonical = "Ask with ask_user_question_agentctl, read with docs__concept_read.\n"
-	for style, model := range map[agents.Namespacing]string{
-		agents.NamespacingSuffix: "Your model calls ask_user_question_agentctl and docs__concept_read_agentctl.\n",
-		agents.NamespacingPrefix: "Your model calls mcp__agentctl__ask_user_question_agentctl and mcp__agentctl__docs__concept_read.\n",
-		agents.NamespacingNone:   "Your model calls ask_user_question_agentctl and docs__concept_read.\n",
+	for style, want := range map[agents.Namespacing]string{
+		agents.NamespacingSuffix: "Ask with ask_user_question_agentctl, read with docs__concept_read_agentctl.\n" +
+			"Your model calls ask_user_question_agentctl and docs__concept_read_agentctl.\n",
+		agents.NamespacingPrefix: "Ask with ask_user_question_agentctl, read with docs__concept_read.\n" +
+			"Your model calls mcp__agentctl__ask_user_question_agentctl and mcp__agentctl__docs__concept_read.\n",
+		agents.NamespacingNone: "Ask with ask_user_question_agentctl, read with docs__concept_read.\n" +
+			"Your model calls ask_user_question_agentctl and docs__concept_read.\n",
 	} {
 		tools, err := NameTools("agentctl", namings[style], kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes"}))
 		if err != nil {
@@ -137,7 +143,7 @@ func TestExpandPlaceholdersCanonicalForEveryClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := canonical + model; got != want {
+		if got != want {
 			t.Errorf("%s:\ngot  %q\nwant %q", style, got, want)
 		}
 	}
@@ -145,56 +151,69 @@ func TestExpandPlaceholdersCanonicalForEveryClient(t *testing.T) {
 
 func TestRenderInstructions(t *testing.T) {
 	ms := kbMounts(t, mount.PrefixModeMountName, mount.Mount{Name: "docs"}, mount.Mount{Name: "notes", ToolPrefix: "n"})
-	tools, err := NameTools("agentctl", namings[agents.NamespacingSuffix], ms)
+	naming := namings[agents.NamespacingSuffix]
+	tools, err := NameTools("agentctl", naming, ms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := RenderInstructions(InstructionsInput{InstanceID: "i1", Agent: "auggie", ServerName: "agentctl", Mounts: ms, Tools: tools})
+	out := RenderInstructions(InstructionsInput{InstanceID: "i1", Agent: "auggie", ServerName: "agentctl", Naming: naming, Mounts: ms, Tools: tools})
 	for _, want := range []string{
 		"# Tools of agentctl instance i1",
-		"names below are the tools' canonical names, the same for every client",
+		"The names below are the ones your client (auggie) shows you.",
 		"## Built-in tools\n\n- `ask_user_question_agentctl`: ask the person",
 		"- `get_instance_agentctl`: describe this instance",
-		"## Knowledge base \"docs\"\n\n- `docs__concept_list`",
+		"## Knowledge base \"docs\"\n\n- `docs__concept_list_agentctl`",
 		"Its tools are prefixed `docs__` (derived).",
 		"## Knowledge base \"notes\"",
-		"- `n__concept_search`: search the concepts",
+		"- `n__concept_search_agentctl`: search the concepts",
 		"Its tools are prefixed `n__` (explicit).",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("instructions lack %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "may show") || strings.Contains(out, "`docs__concept_read`") {
+		t.Errorf("instructions name a tool as Auggie's model does not see it:\n%s", out)
+	}
 }
 
-// TestInstructionsAtInitializeUseCanonicalNames pins the text a client gets
-// at initialize for a suffix, a prefix and a none client: the same names.
-func TestInstructionsAtInitializeUseCanonicalNames(t *testing.T) {
-	for _, style := range []agents.Namespacing{agents.NamespacingSuffix, agents.NamespacingPrefix, agents.NamespacingNone} {
+// TestInstructionsAtInitialize pins the text a client gets at initialize
+// for a suffix, a prefix and a none client: the built-ins by their
+// canonical names, and how the client shows them.
+func TestInstructionsAtInitialize(t *testing.T) {
+	const names = "agentctl endpoint for instance i1 (a). Ask the person questions with ask_user_question_agentctl, " +
+		"report progress with report_progress_agentctl, and describe the instance and its tools with get_instance_agentctl."
+	for style, note := range map[agents.Namespacing]string{
+		agents.NamespacingSuffix: " These names are the ones your client (a) shows you.",
+		agents.NamespacingPrefix: " Your client (a) shows you each of these names with mcp__agentctl__ in front, such as mcp__agentctl__get_instance_agentctl.",
+		agents.NamespacingNone:   " These names are the ones your client (a) shows you.",
+	} {
 		cfg := Config{Instance: Instance{ID: "i1", Agent: "a"}, ServerName: "agentctl", Naming: namings[style]}
-		want := "agentctl endpoint for instance i1 (a). Ask the person questions with ask_user_question_agentctl, " +
-			"report progress with report_progress_agentctl, and describe the instance and its tools with get_instance_agentctl."
-		if got := instructions(cfg); got != want {
-			t.Errorf("%s:\ngot  %q\nwant %q", style, got, want)
+		if got := instructions(cfg, nil); got != names+note {
+			t.Errorf("%s:\ngot  %q\nwant %q", style, got, names+note)
 		}
 	}
 }
 
 // TestInstructionsNameWhatPlanToolsNames: the instructions name the
-// built-ins as NameTools does, also for a server name that makes their
-// names invalid (none named).
+// built-ins as NameTools does (the canonical name; where the client's
+// sanitising changes it, as changed), also for a server name that makes
+// their names invalid (none named).
 func TestInstructionsNameWhatPlanToolsNames(t *testing.T) {
 	for _, server := range []string{"agentctl", "my.server-2", "has space", strings.Repeat("s", 120), ""} {
 		cfg := Config{Instance: Instance{ID: "i1", Agent: "a"}, ServerName: server, Naming: namings[agents.NamespacingPrefix]}
 		name := map[string]string{}
 		if tools, err := NameTools(server, cfg.Naming, nil); err == nil {
 			for _, t := range tools {
-				name[t.Base] = t.Canonical
+				name[t.Base] = t.Prompt
 			}
+		}
+		if server == "agentctl" && name[BaseGetInstance] != "get_instance_agentctl" || server == "my.server-2" && name[BaseGetInstance] != "get_instance_my_server-2" {
+			t.Errorf("server %q: get_instance is named %q", server, name[BaseGetInstance])
 		}
 		want := fmt.Sprintf("agentctl endpoint for instance i1 (a). Ask the person questions with %s, report progress with %s, and describe the instance and its tools with %s.",
 			name[BaseAskUserQuestion], name[BaseReportProgress], name[BaseGetInstance])
-		if got := instructions(cfg); got != want {
+		if got := instructions(cfg, nil); !strings.HasPrefix(got, want) {
 			t.Errorf("server %q:\ngot  %q\nwant %q", server, got, want)
 		}
 	}

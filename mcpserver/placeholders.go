@@ -23,10 +23,12 @@ func (e *PlaceholderError) Error() string {
 	return fmt.Sprintf("%s:%d: unknown placeholder {{tool:%s}}: %s", e.File, e.Line, e.Ref, e.Msg)
 }
 
-// ExpandPlaceholders replaces {{tool:REF}} in text with the tool's canonical
-// name, the same for every client (ask_user_question_agentctl,
-// docs__concept_read), and {{tool:REF|model}} with the name this instance's
-// client shows its model ([NamedTool.ModelVisible]). REF is a built-in's
+// ExpandPlaceholders replaces {{tool:REF}} in text with the name the texts
+// a model reads give the tool ([NamedTool.Prompt]: ask_user_question_agentctl
+// on every client; docs__concept_read, or docs__concept_read_agentctl on
+// Auggie, whose model sees that), and {{tool:REF|model}} with the whole name
+// this instance's client shows its model ([NamedTool.ModelVisible]:
+// mcp__agentctl__docs__concept_read on Claude Code). REF is a built-in's
 // base name ({{tool:ask_user_question}}), MOUNT/TOOL
 // ({{tool:docs/concept_read}}), a canonical name, or a tool name that exactly
 // one mount offers. An unknown REF or form is an error naming the file and
@@ -64,7 +66,7 @@ func expandPlaceholder(ref string, tools []NamedTool) (string, string) {
 	ref, form, hasForm := strings.Cut(ref, "|")
 	ref, form = strings.TrimSpace(ref), strings.TrimSpace(form)
 	if hasForm && form != placeholderModel {
-		return "", fmt.Sprintf("unknown form %q; write {{tool:%s}} for the canonical name or {{tool:%s|model}} for the name the client's model sees", form, ref, ref)
+		return "", fmt.Sprintf("unknown form %q; write {{tool:%s}} for the name the model calls the tool by, or {{tool:%s|model}} for the whole name the client shows its model", form, ref, ref)
 	}
 	t, msg := resolvePlaceholder(ref, tools)
 	switch {
@@ -73,7 +75,7 @@ func expandPlaceholder(ref string, tools []NamedTool) (string, string) {
 	case hasForm:
 		return t.ModelVisible, ""
 	}
-	return t.Canonical, ""
+	return t.promptName(), ""
 }
 
 // placeholderModel is the form of {{tool:REF|model}}.

@@ -58,7 +58,13 @@ there is no error, and %d when there is one (or a warning, with --strict); see
   server-down       an external server could not be listed (with --connect)
   stale-capability  the instance's stored capability is not its agent's any more
 Warnings:
-  ambiguous-bare    a bare name that is the unprefixed form of several tools
+  unseen-name       an instance's instructions.md or skill names a tool under a
+                    name its model does not see (docs__concept_read on Auggie,
+                    whose model sees docs__concept_read_agentctl; a built-in's
+                    bare ask_user_question): the lines, and what to write
+  ambiguous-bare    an instance's instructions.md or skill names a bare name that
+                    is the unprefixed form of several tools (concept_read with
+                    two knowledge bases)
   unverified-release  the client installed here (its npm package's version, read
                     without starting it) is newer than the release its recipe,
                     naming and question policy were verified with (agents show:
@@ -87,7 +93,7 @@ renamed).`, ExitProblems),
 	}
 	registerToolsTarget(f, cmd, &opts.Target, &mounts)
 	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "fail on warnings too")
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

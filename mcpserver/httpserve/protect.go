@@ -258,13 +258,21 @@ func (h *hostRule) originAllowed(origin string) bool {
 
 // originAllowed is the Origin check of [Protect]: a request with an Origin
 // must name this server ([OriginAllowed]); one without may not say (by
-// Sec-Fetch-Site) that a browser sent it from another site.
+// Sec-Fetch-Site) that a browser sent it from another site, unless it is
+// the top-level GET of a link followed from there.
 func originAllowed(r *http.Request, rule *hostRule) (bool, string) {
 	origins := r.Header.Values("Origin")
 	switch len(origins) {
 	case 0:
-		switch site := r.Header.Get("Sec-Fetch-Site"); site {
-		case "", "same-origin", "none":
+		switch site := r.Header.Get("Sec-Fetch-Site"); {
+		case site == "", site == "same-origin", site == "none":
+			return true, ""
+		case (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+			r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document":
+			// A link followed from another site (a notification in a chat
+			// or a mail): a page load, which carries no SameSite=Strict
+			// cookie and no token, so it reaches only what anyone may
+			// see (the login page).
 			return true, ""
 		default:
 			return false, "Sec-Fetch-Site: " + site

@@ -147,6 +147,30 @@ func TestGuardHostAndOriginForms(t *testing.T) {
 	} else {
 		res.Body.Close()
 	}
+	// A link followed from another site (a top-level page load) passes;
+	// the same headers on a POST, or a fetch from a page, do not.
+	for _, c := range []struct {
+		method, mode, dest string
+		want               bool
+	}{
+		{http.MethodGet, "navigate", "document", true},
+		{http.MethodPost, "navigate", "document", false},
+		{http.MethodGet, "cors", "empty", false},
+		{http.MethodGet, "navigate", "iframe", false},
+	} {
+		req, _ := http.NewRequest(c.method, ts.URL+"/noread", nil)
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		req.Header.Set("Sec-Fetch-Mode", c.mode)
+		req.Header.Set("Sec-Fetch-Dest", c.dest)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if got := res.StatusCode != http.StatusForbidden; got != c.want {
+			t.Errorf("cross-site %s, mode %s, dest %s: %d, want passed=%v", c.method, c.mode, c.dest, res.StatusCode, c.want)
+		}
+	}
 }
 
 // A session-era request without Mcp-Session-Id that is not an initialize

@@ -82,15 +82,17 @@ func KeptTemplates(rec *instance.Record) ([]Template, error) {
 }
 
 // RenderFiles returns the files an instance's directory holds for its model,
-// for the plan's tools: each template expanded (placeholders such as
-// {{tool:ask_user_question}} become canonical names) and kept under
-// [TemplatesDir], and a generated instructions.md unless a template provides
-// one. An unknown placeholder is an error naming the template and the line.
+// for the plan's tools and the record's client: each template expanded
+// (placeholders such as {{tool:docs/concept_read}} become the names the
+// model calls the tools by) and kept under [TemplatesDir], and a generated
+// instructions.md unless a template provides one. An unknown placeholder is
+// an error naming the template and the line.
 func RenderFiles(rec *instance.Record, plan Toolset, templates []Template) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	if !slices.ContainsFunc(templates, func(t Template) bool { return t.Target == mcpserver.InstructionsFile }) {
 		files[mcpserver.InstructionsFile] = []byte(mcpserver.RenderInstructions(mcpserver.InstructionsInput{
-			InstanceID: rec.ID, Agent: rec.Agent, ServerName: rec.ServerName, Mounts: plan.Mounts, Tools: plan.Tools,
+			InstanceID: rec.ID, Agent: rec.Agent, ServerName: rec.ServerName, Naming: rec.Capabilities.ToolNames,
+			Mounts: plan.Mounts, Tools: plan.Tools,
 		}))
 	}
 	sorted := slices.SortedFunc(slices.Values(templates), func(a, b Template) int { return strings.Compare(a.Target, b.Target) })

@@ -3,6 +3,10 @@ package serving
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agentctl/agentctl/agents"
@@ -119,6 +123,7 @@ func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), 
 		}
 		if c.id == agentOf(t, ref, clients) {
 			d.Findings = append(stale, d.Findings...)
+			d.Findings = append(d.Findings, mcpserver.LintTexts(d.Tools, instanceTexts(rec))...)
 		}
 		out = append(out, ToolsReport{Agent: c.id, Instance: ref, Description: d})
 	}
@@ -155,6 +160,30 @@ func agentOf(t *ToolsTarget, ref string, clients []agentNaming) string {
 		return ""
 	}
 	return clients[0].id
+}
+
+// instanceTexts reads the texts written into an instance's directory for
+// its model (instructions.md and skills, each with the kept template it was
+// expanded from, if any), for [mcpserver.LintTexts]. A file that is not
+// there (an instance another host made, whose files this host has not
+// made yet) is left out.
+func instanceTexts(rec *instance.Record) []mcpserver.Text {
+	var out []mcpserver.Text
+	for _, f := range rec.Files {
+		if f != mcpserver.InstructionsFile && !strings.HasPrefix(f, "skills"+string(filepath.Separator)) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(rec.Dir, f))
+		if err != nil {
+			continue
+		}
+		t := mcpserver.Text{File: f, Body: string(data)}
+		if kept := filepath.Join(provision.TemplatesDir, f); slices.Contains(rec.Files, kept) {
+			t.Template = kept
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // agentNamings is the naming of one agent, or of every agent for "all".
