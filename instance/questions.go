@@ -22,11 +22,28 @@ func (s *Store) AddQuestion(ctx context.Context, instanceID, text string, choice
 	}
 	q := &Question{ID: s.newID(s.now()), InstanceID: instanceID, Text: text, Choices: choices, Status: QuestionOpen, AskedAt: s.stamp()}
 	cj, _ := json.Marshal(choices)
-	_, err := s.db.ExecContext(ctx, `INSERT INTO questions (id, instance_id, question, choices, status, asked_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		q.ID, instanceID, text, string(cj), q.Status, q.AskedAt.Format(timeFormat))
+	const insert = `INSERT INTO questions (id, instance_id, question, choices, status, asked_at) VALUES (?, ?, ?, ?, ?, ?)`
+	args := []any{q.ID, instanceID, text, string(cj), q.Status, q.AskedAt.Format(timeFormat)}
+	n := s.notifyFor(NotifyQuestion)
+	if n == nil {
+		if _, err := s.db.ExecContext(ctx, insert, args...); err != nil {
+			return nil, s.orDeleted(ctx, instanceID, err)
+		}
+		return q, nil
+	}
+	// The question and its notifications commit together.
+	var ids []string
+	err := s.inTx(ctx, instanceID, func(tx *dbTx) (err error) {
+		if _, err := tx.ExecContext(ctx, insert, args...); err != nil {
+			return err
+		}
+		ids, err = s.enqueue(ctx, tx, n, instanceID, []string{NotifyQuestion}, func(b *Notification) { b.Question = notificationQuestion(q) })
+		return err
+	})
 	if err != nil {
 		return nil, s.orDeleted(ctx, instanceID, err)
 	}
+	n.enqueued(s, ids)
 	return q, nil
 }
 
@@ -178,21 +195,46 @@ func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer strin
 	// The statement also wakes the waiting ask_user_question at once, on
 	// any host (see [Store.WatchAnswer]): one round trip. Its rows are
 	// read to their end (see insertEvent).
-	rows, err := s.db.QueryContext(ctx, s.db.be.notifying(`UPDATE questions SET status = ?, answer = ?, answered_at = ? WHERE id = ? AND status = ? RETURNING id`, chanAnswers),
-		QuestionAnswered, answer, now.Format(timeFormat), q.ID, QuestionOpen)
+	update := s.db.be.notifying(`UPDATE questions SET status = ?, answer = ?, answered_at = ? WHERE id = ? AND status = ? RETURNING id`, chanAnswers)
+	args := []any{QuestionAnswered, answer, now.Format(timeFormat), q.ID, QuestionOpen}
+	answered := func(rows *sql.Rows, err error) (int, error) {
+		if err != nil {
+			return 0, s.dbError(err)
+		}
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return 0, s.dbError(err)
+		}
+		return n, nil
+	}
+	var got int
+	var ids []string
+	nt := s.notifyFor(NotifyAnswered)
+	if nt == nil {
+		got, err = answered(s.db.QueryContext(ctx, update, args...))
+	} else {
+		// The answer and its notifications commit together.
+		err = s.inTx(ctx, instanceID, func(tx *dbTx) error {
+			var err error
+			if got, err = answered(tx.QueryContext(ctx, update, args...)); err != nil || got == 0 {
+				return err
+			}
+			a := *q
+			a.Status, a.Answer, a.AnsweredAt = QuestionAnswered, answer, &now
+			ids, err = s.enqueue(ctx, tx, nt, q.InstanceID, []string{NotifyAnswered}, func(b *Notification) { b.Question = notificationQuestion(&a) })
+			return err
+		})
+	}
 	if err != nil {
-		return nil, s.dbError(err)
+		return nil, err
 	}
-	n := 0
-	for rows.Next() {
-		n++
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, s.dbError(err)
-	}
-	if n == 0 {
+	if got == 0 {
 		return nil, &InvalidError{Msg: fmt.Sprintf("question %s was closed while answering; it cannot be answered any more", q.ID)}
 	}
+	nt.enqueued(s, ids)
 	q.Status, q.Answer, q.AnsweredAt = QuestionAnswered, answer, &now
 	return q, nil
 }
@@ -232,13 +274,29 @@ func (s *Store) AddEvent(ctx context.Context, e Event) (*Event, error) {
 	e.At = s.stamp()
 	var seq int64
 	var run string
+	var n *Notify
+	if e.Status == StatusFailed {
+		n = s.notifyFor(NotifyFailed)
+	}
+	var ids []string
 	err := s.inTx(ctx, e.InstanceID, func(tx *dbTx) (err error) {
 		seq, run, err = insertEvent(ctx, tx, e.At, e.InstanceID, e)
+		if err != nil || n == nil {
+			return err
+		}
+		// The model reported a failure: its notification commits with it.
+		ids, err = s.enqueue(ctx, tx, n, e.InstanceID, []string{NotifyFailed}, func(b *Notification) {
+			b.Progress = &NotificationProgress{Seq: seq, Tool: e.Tool, Status: e.Status, Message: e.Message}
+			if run != "" {
+				b.Run = &NotificationRun{ID: run}
+			}
+		})
 		return err
 	})
 	if err != nil {
 		return nil, s.orDeleted(ctx, e.InstanceID, err)
 	}
+	n.enqueued(s, ids)
 	e.Seq, e.RunID = seq, run
 	return &e, nil
 }

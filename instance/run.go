@@ -279,18 +279,38 @@ func (s *Store) StartRun(ctx context.Context, id string, r Run, ev Event) (int64
 		r.ID = s.NewRunID()
 	}
 	var seq int64
+	var ids []string
+	n := s.notifyFor(NotifyRunStarted)
 	err := s.inTx(ctx, id, func(tx *dbTx) error {
 		if err := setLastRun(ctx, tx, id, r); err != nil {
 			return err
 		}
 		var err error
 		seq, _, err = insertEvent(ctx, tx, s.stamp(), id, ev)
+		if err != nil || n == nil {
+			return err
+		}
+		ids, err = s.enqueue(ctx, tx, n, id, []string{NotifyRunStarted}, func(b *Notification) {
+			b.Run = notificationRun(r, ev.Status, ev.Message)
+		})
 		return err
 	})
 	if err != nil {
 		return 0, s.orDeleted(ctx, id, err)
 	}
+	n.enqueued(s, ids)
 	return seq, nil
+}
+
+// notificationRun is run r, of status and message, as a notification
+// carries it.
+func notificationRun(r Run, status, message string) *NotificationRun {
+	nr := &NotificationRun{ID: r.ID, Mode: r.Mode, Status: status, ExitCode: r.ExitCode, Signal: r.Signal, Message: message, EndedAt: r.EndedAt}
+	if !r.StartedAt.IsZero() {
+		at := r.StartedAt
+		nr.StartedAt = &at
+	}
+	return nr
 }
 
 // EndRun records the end of a run in one transaction: r as the record's
@@ -300,6 +320,8 @@ func (s *Store) StartRun(ctx context.Context, id string, r Run, ev Event) (int64
 // ev was added.
 func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Event) (added bool, err error) {
 	final := []string{StatusDone, StatusFailed}
+	nt := s.notifyFor(NotifyRunEnded, NotifyFailed)
+	var ids []string
 	err = s.inTx(ctx, id, func(tx *dbTx) error {
 		q := `SELECT count(*) FROM events WHERE instance_id = ? AND seq > ? AND tool <> ? AND status IN (` +
 			strings.TrimSuffix(strings.Repeat("?,", len(final)), ",") + `)`
@@ -317,11 +339,30 @@ func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Ev
 			}
 			added = true
 		}
-		return setLastRun(ctx, tx, id, r)
+		if err := setLastRun(ctx, tx, id, r); err != nil || nt == nil {
+			return err
+		}
+		// The run's end, as the record has it: its own event, or the
+		// model's final word, which stands (and, when it was a failure,
+		// has been notified as one already).
+		status, message, events := ev.Status, ev.Message, []string{NotifyRunEnded}
+		if added && ev.Status == StatusFailed {
+			events = []string{NotifyFailed, NotifyRunEnded}
+		}
+		if !added {
+			if err := tx.QueryRowContext(ctx, `SELECT status, message FROM events WHERE instance_id = ? AND seq > ? AND tool <> ? AND status IN (`+
+				qmarks(len(final))+`) ORDER BY seq DESC LIMIT 1`, args...).Scan(&status, &message); err != nil {
+				return err
+			}
+		}
+		var err error
+		ids, err = s.enqueue(ctx, tx, nt, id, events, func(b *Notification) { b.Run = notificationRun(r, status, message) })
+		return err
 	})
 	if err != nil {
 		return false, s.orDeleted(ctx, id, err)
 	}
+	nt.enqueued(s, ids)
 	return added, nil
 }
 

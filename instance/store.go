@@ -32,6 +32,8 @@ type Store struct {
 	sqlitePath string
 	// host names this host in the records it creates (see [WithHost]).
 	host string
+	// notify is what the store's writes notify (see [WithNotify]).
+	notify *Notify
 
 	idMu    sync.Mutex
 	entropy io.Reader // monotonic ULID entropy

@@ -76,12 +76,14 @@ func newFactory(io *IOStreams, getenv func(string) string, args0 string) *Factor
 		}
 		return d, err
 	}
-	f.Store = func(ctx context.Context, create bool) (*instance.Store, error) {
+	// Every store a command opens enqueues the [[notify]] targets'
+	// notifications, and delivers them (see notifyingStore).
+	f.Store = notifyingStore(f, func(ctx context.Context, create bool) (*instance.Store, error) {
 		return openStore(ctx, f.Config.StateDir(), storeOptions{
 			url: f.Config.Store(), host: f.Config.String(keyHost),
 			create: create, now: f.Now, exitAfter: f.exitAfter,
 		})
-	}
+	})
 	f.TokenChecker = func(st *instance.Store, log *slog.Logger) httpserve.TokenChecker {
 		return newTokenChecker(st, log, getenv)
 	}

@@ -35,8 +35,11 @@ type MCPServeOptions struct {
 // NewCmdMCPServe is `agentctl mcp serve`; runF replaces [mcpServeRun] in
 // tests.
 func NewCmdMCPServe(f *Factory, runF func(context.Context, *MCPServeOptions) error) *cobra.Command {
-	opts := &MCPServeOptions{IO: f.IOStreams, Store: f.Store,
-		Serve: &ServeOptions{IO: f.IOStreams, Store: f.Store, TokenChecker: f.TokenChecker, IdleStop: serving.DefaultIdleStop}}
+	// f.Store enqueues the notifications of the [[notify]] tables
+	// (questions, failures); the endpoint delivers them.
+	store := f.Store
+	opts := &MCPServeOptions{IO: f.IOStreams, Store: store,
+		Serve: &ServeOptions{IO: f.IOStreams, Store: store, TokenChecker: f.TokenChecker, IdleStop: serving.DefaultIdleStop}}
 	cmd := &cobra.Command{
 		Use:   "serve --instance INSTANCE",
 		Short: "Serve an instance's MCP endpoint over stdio (the client starts this)",
@@ -125,6 +128,8 @@ func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 	}
 	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, rec *instance.Record) error {
+		// Every instance's due notifications, while it serves.
+		defer startNotifyDelivery(ctx, st)()
 		ep, stop, err := serving.Build(ctx, st, rec, serving.EndpointOptions{
 			KBIndexDir: kbIndexDir(st.Dir()), KBRefreshInterval: opts.KBRefreshInterval,
 			FirstListWait: opts.FirstListWait, NoFastLane: !opts.FastLane, Version: version,

@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/agentctl/agentctl/cmd/internal/notify"
 	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver"
@@ -35,6 +37,7 @@ const (
 	keyFirstListWait   = "first_list_wait"
 	keyKBs             = "kbs"
 	keyMCPServers      = "mcp_servers"
+	keyNotify          = "notify"
 )
 
 // setting is one of agentctl's settings: the one table from which the
@@ -49,6 +52,7 @@ type setting struct {
 	Help        string     // what it is: the flag's usage, before "(env ...)"
 	File        bool       // a key of config.toml
 	Mounts      mount.Kind // a config.toml array of tables of mounts of this kind
+	Notify      bool       // the config.toml array of [[notify]] tables (see notifyTable)
 }
 
 var settings = []setting{
@@ -80,6 +84,8 @@ var settings = []setting{
 		Help: "[[kbs]] tables: knowledge bases mounted by instance create"},
 	{Key: keyMCPServers, File: true, Mounts: mount.KindServer,
 		Help: "[[mcp_servers]] tables: external MCP servers mounted by instance create (name, command, args, env or url, headers; tool_prefix, timeout, call_timeout)"},
+	{Key: keyNotify, File: true, Notify: true,
+		Help: "[[notify]] tables: where notifications of questions and runs are POSTed (url, events, format, secret; see agentctl notify --help)"},
 }
 
 // settingFor is the row of key.
@@ -138,6 +144,7 @@ type Config struct {
 	given  map[string]bool
 	file   string        // the config file read; "" if none
 	mounts []mount.Mount // its [[kbs]] and [[mcp_servers]], kinds set
+	notify []notifyTable // its [[notify]] tables, checked
 }
 
 func newConfig(getenv func(string) string) *Config {
@@ -199,31 +206,92 @@ func (c *Config) readFile() error {
 		}
 		return &configError{fmt.Errorf("config file: %w", err)}
 	}
-	values, mounts, err := decodeConfigFile(string(data))
+	cf, err := decodeConfig(string(data))
 	if err != nil {
 		return &configError{fmt.Errorf("%s: %v", path, err)}
 	}
+	mounts := cf.mounts
 	dir := filepath.Dir(path)
 	for i, m := range mounts {
 		if m.Kind == mount.KindKB && m.Path != "" && !filepath.IsAbs(m.Path) {
 			mounts[i].Path = filepath.Join(dir, m.Path)
 		}
 	}
-	c.file, c.mounts = path, mounts
-	return c.v.MergeConfigMap(values)
+	c.file, c.mounts, c.notify = path, mounts, cf.notify
+	return c.v.MergeConfigMap(cf.values)
 }
 
-// decodeConfigFile decodes config.toml once: the scalar settings by key
-// (dotted for a key in a table), the mount tables as mounts. A key the
-// table does not know is an error naming it.
+// configFile is what config.toml holds.
+type configFile struct {
+	values map[string]any // the scalar settings by key (dotted for a key in a table)
+	mounts []mount.Mount  // [[kbs]] and [[mcp_servers]]
+	notify []notifyTable  // [[notify]], checked
+}
+
+// notifyTable is a [[notify]] table of config.toml: a receiver of
+// notifications (see notify.go).
+type notifyTable struct {
+	URL string `toml:"url"`
+	// Events: nil (left out) is every event; an empty list is an error.
+	Events *[]string `toml:"events"`
+	Format string    `toml:"format"`
+	// Secret is the HMAC key, or env:NAME to read it from the variable
+	// NAME of the process that delivers.
+	Secret *string `toml:"secret"`
+}
+
+// secretEnvPrefix starts a secret read from the environment: env:NAME.
+const secretEnvPrefix = "env:"
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// target is t as a delivery target (its secret not read yet), its
+// values checked; an error names the key at fault.
+func (t notifyTable) target() (notify.Target, error) {
+	nt := notify.Target{URL: t.URL, Format: t.Format}
+	if t.Events != nil {
+		if len(*t.Events) == 0 {
+			return nt, fmt.Errorf("events is empty: leave it out for every event, or list some of %s", strings.Join(instance.NotifyEvents(), ", "))
+		}
+		nt.Events = *t.Events
+	}
+	if err := nt.Validate(); err != nil {
+		return nt, err
+	}
+	if t.Secret != nil {
+		sec := *t.Secret
+		name, fromEnv := strings.CutPrefix(sec, secretEnvPrefix)
+		switch {
+		case sec == "":
+			return nt, errors.New("secret is empty: leave it out to send unsigned, or write the key, or env:NAME to read it from the variable NAME")
+		case fromEnv && !envNameRE.MatchString(name):
+			return nt, fmt.Errorf("secret %q: env: takes the name of an environment variable (env:AGENTCTL_NOTIFY_SECRET)", sec)
+		}
+	}
+	return nt, nil
+}
+
+// decodeConfigFile is [decodeConfig]'s settings and mounts.
 func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
-	var top map[string]toml.Primitive
-	md, err := toml.Decode(data, &top)
+	cf, err := decodeConfig(data)
 	if err != nil {
 		return nil, nil, err
 	}
+	return cf.values, cf.mounts, nil
+}
+
+// decodeConfig decodes config.toml once: the scalar settings by key
+// (dotted for a key in a table), the mount tables as mounts, the [[notify]]
+// tables checked. A key the table does not know is an error naming it.
+func decodeConfig(data string) (*configFile, error) {
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(data, &top)
+	if err != nil {
+		return nil, err
+	}
 	values := map[string]any{}
 	var mounts []mount.Mount
+	var notifies []notifyTable
 	for _, s := range settings {
 		if !s.File {
 			continue
@@ -239,7 +307,7 @@ func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
 			}
 			var sub map[string]toml.Primitive
 			if err := md.PrimitiveDecode(prims[table], &sub); err != nil {
-				return nil, nil, fmt.Errorf("%s: %v", table, err)
+				return nil, fmt.Errorf("%s: %v", table, err)
 			}
 			prims = sub
 		}
@@ -247,10 +315,26 @@ func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
 			continue
 		}
 		last := path[len(path)-1]
+		if s.Notify {
+			if err := md.PrimitiveDecode(prims[last], &notifies); err != nil {
+				return nil, fmt.Errorf("%s: %v", s.Key, err)
+			}
+			seen := map[string]int{}
+			for i, t := range notifies {
+				if _, err := t.target(); err != nil {
+					return nil, fmt.Errorf("[[%s]] #%d: %v", s.Key, i+1, err)
+				}
+				if j, dup := seen[t.URL]; dup {
+					return nil, fmt.Errorf("[[%s]] #%d: url %q is #%d's too; give each receiver one table", s.Key, i+1, notify.Redact(t.URL), j+1)
+				}
+				seen[t.URL] = i
+			}
+			continue
+		}
 		if s.Mounts != "" {
 			var ms []mount.Mount
 			if err := md.PrimitiveDecode(prims[last], &ms); err != nil {
-				return nil, nil, fmt.Errorf("%s: %v", s.Key, err)
+				return nil, fmt.Errorf("%s: %v", s.Key, err)
 			}
 			for i := range ms {
 				ms[i].Kind = s.Mounts
@@ -260,14 +344,14 @@ func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
 		}
 		var val string
 		if err := md.PrimitiveDecode(prims[last], &val); err != nil {
-			return nil, nil, fmt.Errorf("%s: %v", s.Key, err)
+			return nil, fmt.Errorf("%s: %v", s.Key, err)
 		}
 		values[s.Key] = val
 	}
 	if k := unknownKey(md); k != "" {
-		return nil, nil, fmt.Errorf("unknown key %q (known keys: %s)", k, strings.Join(fileKeys(), ", "))
+		return nil, fmt.Errorf("unknown key %q (known keys: %s)", k, strings.Join(fileKeys(), ", "))
 	}
-	return values, mounts, nil
+	return &configFile{values: values, mounts: mounts, notify: notifies}, nil
 }
 
 // unknownKey is the file's first key that is not a setting: a scalar the
@@ -283,7 +367,7 @@ func unknownKey(md toml.MetaData) string {
 			switch {
 			case !s.File:
 				return false
-			case s.Mounts != "":
+			case s.Mounts != "" || s.Notify:
 				return k[0] == s.Key && !undecoded[name]
 			}
 			return s.Key == name || strings.HasPrefix(s.Key, name+".")

@@ -40,7 +40,7 @@ command = "web-server"
 	}
 
 	for _, tc := range []struct{ file, want string }{
-		{`server-name = "typo"`, `unknown key "server-name" (known keys: agents_dir, base_url, first_list_wait, host, kb_refresh_interval, kbs, log_level, mcp.tool_prefix_mode, mcp_servers, question_timeout, server_name, state_dir, store)`},
+		{`server-name = "typo"`, `unknown key "server-name" (known keys: agents_dir, base_url, first_list_wait, host, kb_refresh_interval, kbs, log_level, mcp.tool_prefix_mode, mcp_servers, notify, question_timeout, server_name, state_dir, store)`},
 		{"[mcp]\ntool_prefix = \"off\"", `unknown key "mcp.tool_prefix"`},
 		{"[[kbs]]\nname = \"a\"\npaht = \"x\"", `unknown key "kbs.paht"`},
 		{"[other]\nx = 1", `unknown key "other"`},
