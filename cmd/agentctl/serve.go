@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/cmd/internal/serving"
+	"github.com/agentctl/agentctl/cmd/internal/webui"
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
 	"github.com/spf13/cobra"
@@ -42,11 +45,19 @@ type ServeOptions struct {
 
 	KBRefreshInterval time.Duration
 	FirstListWait     time.Duration
+
+	// WebUI serves the web page at / (serve, unless --no-ui; never `mcp
+	// serve --http`).
+	WebUI bool
+	// BaseURL is the public URL the page is reached at (--base-url, else
+	// the base_url setting); "" is http://LISTEN.
+	BaseURL string
 }
 
 // NewCmdServe is `agentctl serve`; runF replaces [serveRun] in tests.
 func NewCmdServe(f *Factory, runF func(context.Context, *ServeOptions) error) *cobra.Command {
 	opts := &ServeOptions{IO: f.IOStreams, Store: f.Store, TokenChecker: f.TokenChecker}
+	var noUI bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve every instance's MCP endpoint over streamable HTTP from one process",
@@ -70,6 +81,17 @@ serves; GET /instances/ID/health (with the token) the instance's server name,
 naming capability, mounts with their effective prefixes, and external servers'
 states, with a failed stdio server's last stderr lines (secrets redacted).
 
+At / it serves a web page (--no-ui turns it off: 404): every instance, newest
+activity first, with a filter; an instance's open questions with answer
+buttons (answering wakes the waiting ask_user_question as 'instance answer'
+does), its events and headless run output as they come, the names its model
+sees and its mounts' and servers' health. It needs an operator token, never an
+instance's: when the store has none, serve makes one and prints its login URL
+once on stderr (the store keeps only its SHA-256); 'agentctl ui' prints a new
+one. The URL uses --base-url (or base_url, AGENTCTL_BASE_URL) when set: an
+https one makes the session cookie Secure, and its host is accepted in the
+Host and Origin headers like an --allow-host name.
+
 It listens on loopback unless given --allow-remote; a Host or Origin that is
 not the listen address, or localhost, 127.0.0.1 or [::1] (any case) with the
 listen port, or an --allow-host name, is refused (403), as is a browser's
@@ -78,12 +100,14 @@ flight finish for up to --grace, answers the rest with an error (a waiting
 question is cancelled), stops the external servers and exits 0.`,
 		Example: `  agentctl serve
   agentctl serve --listen 127.0.0.1:8080 --idle-stop 30m
+  agentctl serve --base-url https://agents.example.com   # behind a TLS proxy
   agentctl serve --listen 0.0.0.0:7821 --allow-remote --allow-host build-box.example`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.fill(f); err != nil {
 				return err
 			}
+			opts.WebUI = !noUI
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -93,6 +117,8 @@ question is cancelled), stops the external servers and exits 0.`,
 	addServeFlags(cmd, opts, DefaultListen)
 	cmd.Flags().DurationVar(&opts.IdleStop, "idle-stop", serving.DefaultIdleStop, "stop an instance's external servers after this long without a session or request")
 	cmd.Flags().DurationVar(&opts.SessionTimeout, "session-timeout", 0, "close a session that made no request for this long (0: never; a client that vanished without ending its session otherwise keeps its instance running)")
+	cmd.Flags().BoolVar(&noUI, "no-ui", false, "do not serve the web page (/ and /ui/ answer 404)")
+	cmd.Flags().StringVar(&opts.BaseURL, "base-url", "", "the public URL of this server, for the login URL and the cookie's Secure flag (env AGENTCTL_BASE_URL, config base_url; default http://LISTEN)")
 	addSettingFlag(cmd.Flags(), keyLogLevel)
 	return cmd
 }
@@ -110,6 +136,9 @@ func addServeFlags(cmd *cobra.Command, opts *ServeOptions, listen string) {
 }
 
 func (opts *ServeOptions) fill(f *Factory) error {
+	if opts.BaseURL == "" {
+		opts.BaseURL = f.Config.String(keyBaseURL)
+	}
 	var err error
 	if opts.LogLevel, err = f.Config.LogLevel(); err != nil {
 		return err
@@ -129,6 +158,12 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if err := checkListen(opts.Listen, opts.AllowRemote); err != nil {
 		return err
 	}
+	var base *url.URL
+	if opts.WebUI && opts.BaseURL != "" {
+		if base, err = parseBaseURL(opts.BaseURL); err != nil {
+			return err
+		}
+	}
 	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
 	// A daemon may start before the first instance is made: it creates
 	// the store, and serves instances as they are created.
@@ -137,6 +172,9 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	defer st.Close()
+	// The [[notify]] deliveries of every instance: the daemon is the
+	// long-running process that retries them.
+	defer startNotifyDelivery(ctx, st)()
 	only := ""
 	if opts.Only != "" {
 		rec, err := st.Get(ctx, opts.Only)
@@ -153,9 +191,23 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if !isLoopback(addr) {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: listening on %s, beyond this machine: anyone who can reach it and holds an instance's token can use that instance\n", addr)
 	}
+	allowed := opts.AllowHosts
+	var ui *webui.Options
+	var loginToken string
+	if opts.WebUI {
+		if base != nil {
+			allowed = append(slices.Clone(allowed), base.Host)
+		}
+		ui = &webui.Options{BaseURL: pageBase(base, addr), Version: version, Logger: logger}
+		// The first operator token, when the store has none in force.
+		if loginToken, err = st.EnsureOperatorToken(ctx); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	d := serving.New(serving.Options{
 		Store: st, Checker: opts.TokenChecker(st, logger),
-		Listen: addr, AllowedHosts: opts.AllowHosts, Only: only,
+		Listen: addr, AllowedHosts: allowed, Only: only, UI: ui,
 		MaxBodyBytes: maxBody, IdleStop: opts.IdleStop, Grace: opts.Grace, SessionTimeout: opts.SessionTimeout,
 		Endpoint: serving.EndpointOptions{KBIndexDir: kbIndexDir(st.Dir()), KBRefreshInterval: opts.KBRefreshInterval,
 			FirstListWait: opts.FirstListWait, Version: version},
@@ -166,10 +218,57 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	} else {
 		fmt.Fprintf(opts.IO.ErrOut, "serving every instance at http://%s/instances/ID/mcp\n", addr)
 	}
+	if opts.WebUI {
+		page := pageBase(base, addr)
+		if loginToken != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "web page: log in at %s\n  (this URL is shown once: the store keeps only the token's hash; 'agentctl ui' makes another)\n", loginURL(page, loginToken))
+		} else {
+			fmt.Fprintf(opts.IO.ErrOut, "web page at %s/ (log in with the URL 'agentctl ui' prints)\n", page)
+		}
+	}
 	stopped := make(chan struct{})
 	defer close(stopped)
 	go forceStopOnSecondSignal(ctx, stopped, opts.IO)
 	return d.Serve(ctx, ln)
+}
+
+// parseBaseURL reads the base_url setting: http or https, a host, and no
+// query; a path is warned of by the caller, the page's links being
+// absolute.
+func parseBaseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, usageErrorf("base URL %q: write it as http(s)://HOST[:PORT], the address browsers reach agentctl serve at (--base-url, AGENTCTL_BASE_URL or base_url)", s)
+	}
+	if p := strings.TrimRight(u.Path, "/"); p != "" {
+		return nil, usageErrorf("base URL %q has a path: the web page is served at the root of its address; proxy a host (or a port) of its own to it", s)
+	}
+	u.Path = ""
+	return u, nil
+}
+
+// pageBase is the web page's URL without a path: the base URL, else the
+// listen address (a loopback one when it is every address).
+func pageBase(base *url.URL, addr string) string {
+	if base != nil {
+		return base.String()
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip != nil && ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// loginURL is the URL that logs a browser in with token.
+func loginURL(page, token string) string {
+	return page + "/login?" + url.Values{"token": {token}}.Encode()
 }
 
 // forceStopOnSecondSignal: once the first SIGINT or SIGTERM has started a

@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentctl/agentctl/cmd/internal/webui"
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver"
 	"github.com/agentctl/agentctl/mcpserver/httpserve"
@@ -83,6 +84,11 @@ type Options struct {
 	Endpoint EndpointOptions
 	// Logger receives the daemon's logs (never a token); nil discards.
 	Logger *slog.Logger
+	// UI, when set, serves the web page (see [webui]) at / and /ui/ (with
+	// /login and /logout), behind the same Host and Origin checks as the
+	// MCP URLs; its Store and Live are the daemon's. Nil: those paths
+	// answer 404.
+	UI *webui.Options
 }
 
 // Daemon serves a store's instances over HTTP.
@@ -90,6 +96,7 @@ type Daemon struct {
 	o     Options
 	log   *slog.Logger
 	guard http.Handler
+	ui    *webui.UI // nil without the web page
 
 	// mu guards entries, deleted and closed: read-locked by each
 	// request's look-up, so that requests do not queue behind one another.
@@ -134,6 +141,15 @@ func New(o Options) *Daemon {
 	mux.HandleFunc("GET /health", d.health)
 	mux.HandleFunc("/instances/{id}/mcp", d.serveMCP)
 	mux.HandleFunc("GET /instances/{id}/health", d.instanceHealth)
+	if o.UI != nil {
+		uo := *o.UI
+		uo.Store, uo.Live = o.Store, d.live
+		if uo.Logger == nil {
+			uo.Logger = o.Logger
+		}
+		d.ui = webui.New(uo)
+		d.ui.Register(mux)
+	}
 	d.guard = httpserve.Protect(mux, httpserve.ProtectOptions{Listen: o.Listen, AllowedHosts: o.AllowedHosts,
 		MaxBodyBytes: o.MaxBodyBytes, BodyTimeout: o.BodyTimeout})
 	return d
@@ -174,6 +190,9 @@ func (d *Daemon) Shutdown(srv *http.Server, cause error) {
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
+	if d.ui != nil {
+		d.ui.Close() // the pages' live streams end; the browsers retry
+	}
 	shut := make(chan struct{})
 	go func() {
 		defer close(shut)
@@ -322,6 +341,33 @@ func (d *Daemon) instanceHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, InstanceHealth{ID: id, Health: h})
+}
+
+// live runs fn with instance id's endpoint, if it is built, holding it
+// (so that it is not stopped as idle meanwhile) until fn returns; it
+// reports whether it did. The web page reads the endpoint's health and
+// names through it.
+func (d *Daemon) live(id string, fn func(webui.Endpoint)) bool {
+	d.mu.RLock()
+	e := d.entries[id]
+	ok := false
+	if e != nil && !d.closed {
+		select {
+		case <-e.ready:
+			ok = e.err == nil
+		default:
+		}
+	}
+	if ok {
+		e.users.Add(1)
+	}
+	d.mu.RUnlock()
+	if !ok {
+		return false
+	}
+	defer d.release(e)
+	fn(e.s.ep)
+	return true
 }
 
 // lookup reads the instance's record, answering 404 when it is not
