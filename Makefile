@@ -55,8 +55,16 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCHCOUNT) -timeout 60m ./...
 
 # The main job, end to end: the same binary gives Auggie and Claude Code the
-# tool names their models should see.
-demo: build deps
+# tool names their models should see. The first run builds agentctl and
+# installs the TypeScript client the demo drives, which takes minutes: each
+# step says what it does and about how long before it starts.
+demo:
+	@echo "make demo: go build of $(BIN); the first build downloads the Go modules and compiles SQLite (a minute or two), later ones take seconds"
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -q $(TSCLIENT)/node_modules/.package-lock.json 2>/dev/null || \
+	  echo "make demo: npm ci in $(TSCLIENT): the TypeScript MCP SDK from the npm registry, pinned by its lockfile (about a minute)"
+	@$(MAKE) --no-print-directory deps
+	@echo "make demo: running testdata/demo.sh (seconds)"
 	@bash testdata/demo.sh $(BIN)
 
 # Every catalog client's real program, at its pinned version (installed from

@@ -23,7 +23,7 @@ say "agentctl agents list"
 for agent in auggie claude-code; do
   say "agentctl instance create --agent $agent --name demo-$agent"
   id=$("$bin" instance create --agent "$agent" --name "demo-$agent" --workspace "$work" 2>/dev/null)
-  cfg=$("$bin" instance show "$id" -o json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).mcp_config_path))')
+  cfg=$("$bin" instance show "$id" --jq .mcp_config_path)
   echo "instance $id; client config $cfg:"
   cat "$cfg"
 
@@ -46,7 +46,7 @@ for agent in auggie claude-code; do
     ]}));' "$cfg" "$agent")
   (cd "$work" && node "$root/testdata/tsclient/client.mjs" "$plan" 2>/dev/null) > "$work/out.json"
   wait "$answerer" || true
-  template=$("$bin" agents show "$agent" -o json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).capabilities.tool_names.template))')
+  template=$("$bin" agents show "$agent" --jq .capabilities.tool_names.template)
   node -e '
     const fs = require("fs");
     const [file, template] = process.argv.slice(1);

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"strings"
+
 	"github.com/agentctl/agentctl/agents"
 	"github.com/spf13/cobra"
 )
@@ -11,6 +14,7 @@ type AgentsListOptions struct {
 	Catalog func() (*agents.Catalog, error)
 
 	Output string
+	Quiet  bool
 }
 
 // agentRow is one definition as `agents list -o json` prints it.
@@ -28,11 +32,17 @@ func NewCmdAgentsList(f *Factory, runF func(*AgentsListOptions) error) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the agent definitions in force",
+		Long: `List the agent definitions in force: the catalog's, and yours (see 'agentctl agents
+show'). On a terminal the table always shows each agent's ID and the TEMPLATE of
+the name its model sees, and NAME, SOURCE and NAMESPACING as the width allows
+(-o wide: every column). Piped, tab-separated values without a header: ID, NAME,
+NAMESPACING, TEMPLATE, SOURCE. -q prints the ids alone, one a line.`,
 		Example: `  agentctl agents list
-  agentctl agents list -o json | jq -r '.[] | select(.namespacing == "suffix") | .id'`,
+  agentctl agents list -q
+  agentctl agents list --jq '.[] | select(.namespacing == "suffix") | .id'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(opts.Output); err != nil {
+			if err := checkQuiet(opts.Quiet, opts.Output); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -41,7 +51,8 @@ func NewCmdAgentsList(f *Factory, runF func(*AgentsListOptions) error) *cobra.Co
 			return agentsListRun(opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO, formatWide)
+	addQuietFlag(cmd, &opts.Quiet, "agent ids")
 	return markQuick(cmd)
 }
 
@@ -56,14 +67,29 @@ func agentsListRun(opts *AgentsListOptions) error {
 		tn := d.Capabilities.ToolNames
 		rows[i] = agentRow{d.ID, d.Name, string(tn.Namespacing), tn.Template, d.Source}
 	}
-	if opts.Output == formatJSON {
+	switch {
+	case opts.Quiet:
+		var b strings.Builder
+		for _, r := range rows {
+			b.WriteString(r.ID + "\n")
+		}
+		_, err = io.WriteString(opts.IO.Out, b.String())
+	case opts.Output == formatJSON:
 		err = opts.IO.PrintJSON(rows)
-	} else {
+	case !opts.IO.IsStdoutTTY():
 		table := make([][]string, len(rows))
 		for i, r := range rows {
 			table[i] = []string{r.ID, r.Name, r.Namespacing, r.Template, r.Source}
 		}
-		err = opts.IO.PrintTable([]string{"ID", "NAME", "NAMESPACING", "TEMPLATE", "SOURCE"}, table)
+		err = opts.IO.PrintTSV(table)
+	default:
+		table := make([][]string, len(rows))
+		for i, r := range rows {
+			table[i] = []string{r.ID, r.Name, r.Namespacing, r.Template, r.Source}
+		}
+		err = opts.IO.DrawTable([]tableColumn{
+			{header: "ID"}, {header: "NAME", hide: 1}, {header: "NAMESPACING", hide: 3}, {header: "TEMPLATE"}, {header: "SOURCE", hide: 2, wrap: true},
+		}, table, opts.Output == formatWide)
 	}
 	if err != nil {
 		return err

@@ -67,7 +67,7 @@ func NewCmdAgentsShow(f *Factory, runF func(*AgentsShowOptions) error) *cobra.Co
 			return agentsShowRun(opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return markQuick(cmd)
 }
 

@@ -32,12 +32,6 @@ func rangeArgs(lo, hi int, what string) cobra.PositionalArgs {
 	}
 }
 
-// addOutputFlag adds -o table|json.
-func addOutputFlag(cmd *cobra.Command, target *string) {
-	cmd.Flags().StringVarP(target, "output", "o", formatTable, "output format: table or json")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{formatTable, formatJSON}, cobra.ShellCompDirectiveNoFileComp))
-}
-
 // orDash is s, or "-" for an empty s.
 func orDash(s string) string {
 	if s == "" {

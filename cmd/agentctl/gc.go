@@ -60,7 +60,7 @@ now, for CI images and cron jobs. It prints each path it removed.`,
 			return gcRun(cmd.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

@@ -64,15 +64,16 @@ func TestHostsFleet(t *testing.T) {
 				t.Fatalf("%s", res)
 			}
 			head, rows := hostsTable(t, res.stdout)
-			col := slices.Index(head, "HOST")
-			if col < 0 {
-				t.Fatalf("instance list on %s (PostgreSQL): no HOST column in %q\n%s", h.name, head, res.stdout)
+			col, idCol := slices.Index(head, "HOST"), slices.Index(head, "ID")
+			if col < 0 || idCol < 0 {
+				t.Fatalf("instance list on %s (PostgreSQL): no HOST or ID column in %q\n%s", h.name, head, res.stdout)
 			}
 			var ids []string
 			for _, r := range rows {
-				ids = append(ids, r[0])
-				if r[col] != want[r[0]] {
-					t.Errorf("instance list on %s: %s has HOST %q, want %q", h.name, r[0], r[col], want[r[0]])
+				id := hostsFullID(t, r[idCol], order...)
+				ids = append(ids, id)
+				if r[col] != want[id] {
+					t.Errorf("instance list on %s: %s has HOST %q, want %q", h.name, id, r[col], want[id])
 				}
 			}
 			if !slices.Equal(ids, order) {
@@ -116,7 +117,7 @@ func TestHostsFleet(t *testing.T) {
 		}
 		// The table too keeps one host's.
 		res := b.exec(ctx, true, "instance", "list", "--here")
-		if _, rows := hostsTable(t, res.stdout); res.code != 0 || len(rows) != 1 || rows[0][0] != b1.ID {
+		if _, rows := hostsTable(t, res.stdout); res.code != 0 || len(rows) != 1 || hostsFullID(t, rows[0][1], order...) != b1.ID {
 			t.Errorf("instance list --here on host-b (terminal): want the one row of %s\n%s", b1.ID, res)
 		}
 
@@ -130,7 +131,7 @@ func TestHostsFleet(t *testing.T) {
 		s1 := s.create(ctx, "--agent", "claude-code")
 		res = s.exec(ctx, true, "instance", "list")
 		head, rows := hostsTable(t, res.stdout)
-		if res.code != 0 || slices.Contains(head, "HOST") || len(rows) != 1 || rows[0][0] != s1.ID {
+		if res.code != 0 || slices.Contains(head, "HOST") || len(rows) != 1 || hostsFullID(t, rows[0][1], s1.ID) != s1.ID {
 			t.Errorf("instance list on SQLite: want one row and no HOST column, got header %q\n%s", head, res)
 		}
 		if r := hostsTSV(s.must(ctx, "instance", "list")); len(r) != 1 || len(r[0]) != len(head) {
@@ -181,7 +182,11 @@ func TestHostsFleet(t *testing.T) {
 		}
 		var got []row
 		for _, r := range rows {
-			got = append(got, row{r[ci], r[ch], r[cid], r[cq]})
+			inst := r[ci] // the label, else the id's shortest unique prefix
+			if inst != "alpha" {
+				inst = hostsFullID(t, inst, rb.ID)
+			}
+			got = append(got, row{inst, r[ch], r[cid], r[cq]})
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("instance questions (the inbox) on host-a:\n got %q\nwant %q (open ones of both hosts, oldest first)", got, want)
@@ -614,4 +619,21 @@ func TestHostsStoreDown(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &h); err != nil || code != http.StatusOK || h.Status != "ok" || h.Store != "sqlite" || h.StoreOK == nil || !*h.StoreOK {
 		t.Errorf("GET /health on SQLite: %d %s, want 200 {status ok, store sqlite, store_ok true}", code, body)
 	}
+}
+
+// hostsFullID is the one of ids that short, an id as a table on a terminal
+// shows it (its shortest unique prefix, at least 8 characters), is the
+// prefix of; the test fails if it is none's, or too short.
+func hostsFullID(t *testing.T, short string, ids ...string) string {
+	t.Helper()
+	var found []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, short) {
+			found = append(found, id)
+		}
+	}
+	if len(found) != 1 || len(short) < minShortID {
+		t.Fatalf("the id %q on a terminal is a prefix of %q of %q, want of one, at least %d characters", short, found, ids, minShortID)
+	}
+	return found[0]
 }

@@ -56,7 +56,7 @@ refused with the choices listed, and --other sends it anyway as free text.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Other, "other", false, "send TEXT even if it is none of the question's choices (free text)")
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

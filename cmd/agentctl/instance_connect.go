@@ -108,7 +108,7 @@ func addConnectFlags(cmd *cobra.Command, opts *InstanceConnectOptions, force str
 	fl.StringVar(&opts.Scope, "scope", instance.ScopeWorkspace, "whose file: workspace (the instance's workspace) or user (your home)")
 	fl.BoolVar(&opts.Force, "force", false, force)
 	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{instance.ScopeWorkspace, instance.ScopeUser}, cobra.ShellCompDirectiveNoFileComp))
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 }
 
 func checkConnectFlags(opts *InstanceConnectOptions) error {

@@ -165,7 +165,7 @@ works in scripts; -o json prints the whole record and the token.`,
 	fl.StringVar(&opts.Transport, "transport", instance.TransportStdio, "how the client reaches the endpoint: stdio (it starts 'agentctl mcp serve') or http (it connects to 'agentctl serve' with the instance's token)")
 	fl.StringVar(&opts.URL, "url", "", "the endpoint's URL for --transport http; {id} is the instance id (default "+instance.DefaultHTTPURL+")")
 	_ = cmd.RegisterFlagCompletionFunc("transport", cobra.FixedCompletions([]string{instance.TransportStdio, instance.TransportHTTP}, cobra.ShellCompDirectiveNoFileComp))
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	_ = cmd.RegisterFlagCompletionFunc("agent", completeAgentIDs(f))
 	_ = cmd.MarkFlagDirname("workspace")
 	return cmd

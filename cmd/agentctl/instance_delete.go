@@ -58,7 +58,7 @@ nothing is compacted on the way ('agentctl gc' does that once there is room).`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "delete the instance even while an endpoint is serving it or a run is in progress")
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

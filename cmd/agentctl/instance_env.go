@@ -55,7 +55,7 @@ comment, for you to set, so that eval never sets it to the mark.
 			return instanceEnvRun(cmd.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

@@ -32,15 +32,26 @@ func NewCmdInstanceEvents(f *Factory, runF func(context.Context, *InstanceEvents
 		Use:   "events INSTANCE",
 		Short: "Show the progress events an instance reported (--follow to keep watching)",
 		Long: `Show the progress events the agent recorded with report_progress, oldest first.
-With -o json each event is one JSON object per line (JSON Lines), also with --follow.
---follow keeps printing new events until interrupted or the instance is deleted.`,
+--follow keeps printing new events until interrupted or the instance is deleted.
+
+On a terminal each event is a line: its number, local time, status, percent and
+message. Piped, tab-separated values: SEQ, TIME (RFC 3339, UTC), STATUS,
+PERCENT, MESSAGE. -o json prints the events as one JSON array; -o jsonl prints
+each as a JSON object on a line of its own (JSON Lines) as it comes, which is
+what --follow takes (with -o json it is refused: an array that never ends is no
+JSON). --jq filters either: the array, or each line (with --follow and no -o,
+each line).`,
 		Example: `  agentctl instance events fix-login
-  agentctl instance events fix-login --follow -o json | jq -r .message`,
+  agentctl instance events fix-login --jq '.[-1].status'
+  agentctl instance events fix-login --follow -o jsonl --jq .message`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
 		ValidArgsFunction: completeInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(opts.Output); err != nil {
-				return err
+			if opts.Follow && opts.Output == formatJSON && !cmd.Flags().Changed("output") {
+				opts.Output = formatJSONL // --jq, which said json for want of -o
+			}
+			if opts.Follow && opts.Output == formatJSON {
+				return usageErrorf("--follow prints events as they come, which a JSON array cannot hold: use -o jsonl (one JSON object a line) with --follow")
 			}
 			opts.Instance = args[0]
 			if runF != nil {
@@ -50,7 +61,7 @@ With -o json each event is one JSON object per line (JSON Lines), also with --fo
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new events")
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO, formatJSONL)
 	return cmd
 }
 
@@ -81,26 +92,38 @@ func instanceEventsRun(ctx context.Context, opts *InstanceEventsOptions) error {
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
 		p := poller(opts.Poll, st)
 		p.Outage = narrateOutage(opts.IO, st)
+		var array jsonArray
+		if opts.Output == formatJSON {
+			array = opts.IO.JSONArray()
+		}
 		for e, err := range p.Events(ctx, r.ID, opts.Follow) {
-			switch {
-			case errors.Is(err, instance.ErrDeleted):
+			if errors.Is(err, instance.ErrDeleted) {
 				opts.IO.Narrate("Instance %s was deleted.", r.ID)
-				return nil
-			case err != nil:
+				break
+			}
+			if err != nil {
 				return err
 			}
-			if err := printEvent(opts.IO, opts.Output, e); err != nil {
+			if array != nil {
+				err = array.Write(e)
+			} else {
+				err = printEvent(opts.IO, opts.Output, e)
+			}
+			if err != nil {
 				return err
 			}
+		}
+		if array != nil {
+			return array.Close()
 		}
 		return nil
 	})
 }
 
-// printEvent prints one event: a JSON line, a line for people on a
-// terminal, or tab-separated values.
+// printEvent prints one event as it comes: a JSON line, a line for people
+// on a terminal, or tab-separated values.
 func printEvent(io *IOStreams, output string, e *instance.Event) error {
-	if output == formatJSON {
+	if output == formatJSONL {
 		return io.PrintJSONLine(e)
 	}
 	pct := "-"

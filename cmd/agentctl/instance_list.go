@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"slices"
@@ -19,6 +20,7 @@ type InstanceListOptions struct {
 	Now   func() time.Time
 
 	Output string
+	Quiet  bool
 	Limit  int
 	Agent  string
 	Status string
@@ -56,10 +58,12 @@ client files and run logs. --host NAME and --here keep one host's.`,
   agentctl instance list --limit 20 --agent claude-code
   agentctl instance list --status blocked --since 24h
   agentctl instance list --here --status waiting
-  agentctl instance list -o json | jq -r '.[].id'`,
+  agentctl instance list -o wide
+  agentctl instance list -q --status done | xargs -n1 agentctl instance delete
+  agentctl instance list --jq '.[] | select(.open_questions > 0) | .id'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(opts.Output); err != nil {
+			if err := checkQuiet(opts.Quiet, opts.Output); err != nil {
 				return err
 			}
 			if opts.Limit < 0 {
@@ -80,7 +84,8 @@ client files and run logs. --host NAME and --here keep one host's.`,
 			return instanceListRun(cmd.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO, formatWide)
+	addQuietFlag(cmd, &opts.Quiet, "instance ids")
 	cmd.Flags().IntVarP(&opts.Limit, "limit", "L", 0, "show only the `N` most recent matching instances (0: all)")
 	cmd.Flags().StringVar(&opts.Agent, "agent", "", "show only instances of this agent `ID`")
 	cmd.Flags().StringVar(&opts.Status, "status", "", "show only instances whose latest report has this `STATUS`: "+strings.Join(statuses, ", "))
@@ -116,14 +121,16 @@ func instanceListRun(ctx context.Context, opts *InstanceListOptions) error {
 	if opts.Here {
 		lo.Host = opts.HostName()
 	}
-	table := &tableLister{io: opts.IO}
-	var out listPrinter = table
-	if opts.Output == formatJSON {
-		out = &jsonLister{w: newJSONArrayWriter(opts.IO.Out)}
+	var out listPrinter
+	switch {
+	case opts.Quiet:
+		out = &idLister{w: bufio.NewWriter(opts.IO.Out)}
+	case opts.Output == formatJSON:
+		out = &jsonLister{w: opts.IO.JSONArray()}
+	default:
+		out = &tableLister{io: opts.IO, wide: opts.Output == formatWide}
 	}
 	err = withStore(ctx, opts.Store, func(st *instance.Store) error {
-		// A store of one host's has no use for the column.
-		table.hosts = st.Kind() != "sqlite"
 		for l, err := range st.Records(ctx, lo) {
 			// A broken record is a warning, not a failure (exit 0): the
 			// list of the others is still right, and the warning says how
@@ -138,6 +145,9 @@ func instanceListRun(ctx context.Context, opts *InstanceListOptions) error {
 			if err := out.add(l); err != nil {
 				return err
 			}
+		}
+		if t, ok := out.(*tableLister); ok {
+			t.complete(ctx, st)
 		}
 		return nil
 	})
@@ -154,39 +164,105 @@ type listPrinter interface {
 }
 
 // jsonLister streams the records as one JSON array.
-type jsonLister struct{ w *jsonArrayWriter }
+type jsonLister struct{ w jsonArray }
 
 func (j *jsonLister) add(l *instance.Listed) error {
 	return j.w.Write(instance.Listed{Record: l.Redacted(), Status: l.Status, OpenQuestions: l.OpenQuestions})
 }
 func (j *jsonLister) flush() error { return j.w.Close() }
 
+// idLister prints the ids alone (-q), as they come.
+type idLister struct{ w *bufio.Writer }
+
+func (q *idLister) add(l *instance.Listed) error {
+	q.w.WriteString(l.ID)
+	return q.w.WriteByte('\n')
+}
+func (q *idLister) flush() error { return q.w.Flush() }
+
 // tableLister collects the rows: a table is fitted to its widest cell, so
 // it is printed whole (the rows are small; the records are not kept).
 type tableLister struct {
 	io    *IOStreams
-	rows  [][]string
+	wide  bool
+	rows  []listRow
 	hosts bool // a HOST column
+	// short is each id's shortest unique prefix, on a terminal (not wide).
+	short map[string]string
+}
+
+// listRow is what a row of the table shows of an instance.
+type listRow struct {
+	id, name, agent, host, namespacing, server, created, workspace, questions, status string
 }
 
 func (t *tableLister) add(l *instance.Listed) error {
 	r := l.Record
-	row := []string{r.ID, orDash(r.Name), r.Agent}
-	if t.hosts {
-		row = append(row, orDash(r.Host))
-	}
-	t.rows = append(t.rows, append(row, string(r.Capabilities.ToolNames.Namespacing),
-		r.ServerName, r.CreatedAt.Format(time.RFC3339), r.Workspace, strconv.Itoa(l.OpenQuestions), orDash(l.Status)))
+	t.rows = append(t.rows, listRow{
+		id: r.ID, name: orDash(r.Name), agent: r.Agent, host: orDash(r.Host),
+		namespacing: string(r.Capabilities.ToolNames.Namespacing), server: r.ServerName,
+		created: r.CreatedAt.Format(time.RFC3339), workspace: r.Workspace,
+		questions: strconv.Itoa(l.OpenQuestions), status: orDash(l.Status),
+	})
 	return nil
 }
 
-func (t *tableLister) flush() error {
-	// STATUS stays last, so that a script reading it as the last column
-	// reads it still; QUESTIONS (the count of open questions) came in
-	// just before it.
-	head := []string{"ID", "NAME", "AGENT"}
-	if t.hosts {
-		head = append(head, "HOST")
+// complete notes, once the listing is read, what the table needs of the
+// store: whether it is shared by hosts (a store of one host's has no use
+// for a HOST column) and, for a terminal, the ids' shortest unique
+// prefixes.
+func (t *tableLister) complete(ctx context.Context, st *instance.Store) {
+	t.hosts = st.Kind() != "sqlite"
+	if t.io.IsStdoutTTY() && !t.wide {
+		ids := make([]string, len(t.rows))
+		for i, r := range t.rows {
+			ids[i] = r.id
+		}
+		t.short = shortIDs(ctx, st, ids)
 	}
-	return t.io.PrintTable(append(head, "NAMESPACING", "SERVER", "CREATED", "WORKSPACE", "QUESTIONS", "STATUS"), t.rows)
+}
+
+func (t *tableLister) flush() error {
+	if !t.io.IsStdoutTTY() {
+		return t.io.PrintTSV(t.pipedRows())
+	}
+	// A label longer than the terminal has room for wraps (at its
+	// hyphens, dots and underscores first), the last thing that gives.
+	cols := []tableColumn{
+		{header: "NAME", wrap: true}, {header: "ID"}, {header: "AGENT"}, {header: "HOST", hide: 1},
+		{header: "STATUS"}, {header: "QUESTIONS"}, {header: "CREATED", hide: 2},
+		{header: "WORKSPACE", hide: 3, wrap: true}, {header: "SERVER", hide: 4}, {header: "NAMESPACING", hide: 5},
+	}
+	if !t.hosts {
+		cols = slices.Delete(cols, 3, 4)
+	}
+	rows := make([][]string, len(t.rows))
+	for i, r := range t.rows {
+		id := r.id
+		if s, ok := t.short[id]; ok {
+			id = s
+		}
+		row := []string{r.name, id, r.agent}
+		if t.hosts {
+			row = append(row, r.host)
+		}
+		rows[i] = append(row, r.status, r.questions, r.created, r.workspace, r.server, r.namespacing)
+	}
+	return t.io.DrawTable(cols, rows, t.wide)
+}
+
+// pipedRows are the rows as tab-separated values have them, for scripts:
+// the columns and whole ids they always had. STATUS stays last, so that a
+// script reading it as the last column reads it still; QUESTIONS (the
+// count of open questions) came in just before it.
+func (t *tableLister) pipedRows() [][]string {
+	rows := make([][]string, len(t.rows))
+	for i, r := range t.rows {
+		row := []string{r.id, r.name, r.agent}
+		if t.hosts {
+			row = append(row, r.host)
+		}
+		rows[i] = append(row, r.namespacing, r.server, r.created, r.workspace, r.questions, r.status)
+	}
+	return rows
 }

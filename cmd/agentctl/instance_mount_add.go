@@ -75,7 +75,7 @@ is a path in the workspace.`,
 	addSettingFlag(cmd.Flags(), keyToolPrefixMode)
 	_ = cmd.RegisterFlagCompletionFunc("tool-prefix-mode", cobra.FixedCompletions([]string{"mount-name", "off"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "accept the renames this change causes without asking")
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

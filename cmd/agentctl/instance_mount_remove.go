@@ -42,7 +42,7 @@ func NewCmdInstanceMountRemove(f *Factory, runF func(context.Context, *InstanceM
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "accept the renames this change causes without asking")
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,11 @@ type InstanceQuestionsOptions struct {
 	Instance string
 	All      bool
 	Output   string
+	Quiet    bool
+	// Wait waits for an open question before listing (--wait).
+	Wait bool
+	// Poll is how often --wait looks; 0 is [instance.DefaultPollInterval].
+	Poll time.Duration
 }
 
 // NewCmdInstanceQuestions is `agentctl instance questions`; runF replaces
@@ -32,14 +38,29 @@ answer, oldest first. With an instance, that instance's (--all: its answered,
 expired and cancelled ones too). Without one, every open question in the
 store, of every instance and, in a store that many hosts share
 (--store postgres://...), of every host: the inbox of the person on call.
-Answer one with ` + "`agentctl instance answer INSTANCE QUESTION TEXT`" + `, from any host.`,
+Answer one with ` + "`agentctl instance answer INSTANCE QUESTION TEXT`" + `, from any host.
+
+On a terminal the table shows the question, its choices and its id, wrapping
+long text to the terminal's width; the instance is named by its label, else by
+the shortest prefix of its id that commands take. -o wide adds every column
+whole (ASKED, ANSWER). Piped, the output is tab-separated values without a
+header: ID, STATUS, ASKED, QUESTION, CHOICES, ANSWER for one instance, and
+INSTANCE (label, else the whole id), [HOST,] ID, ASKED, QUESTION, CHOICES for
+the inbox. -q prints the question ids alone, one a line; the inbox's -o json
+names each question's instance ("instance_id"), for a script that answers them.
+
+--wait waits until there is an open question (the instance's, or, without one,
+any instance's), then lists as without it: a script, or a person, that starts a
+headless run in the background waits so for the agent to ask.`,
 		Example: `  agentctl instance questions
   agentctl instance questions fix-login --all
-  agentctl instance questions -o json | jq -r '.[] | "\(.instance_id) \(.id) \(.question)"'`,
+  agentctl instance questions fix-login -q
+  agentctl instance questions fix-login --wait
+  agentctl instance questions --jq '.[] | "\(.instance_id) \(.id) \(.question)"'`,
 		Args:              rangeArgs(0, 1, "an instance id, id prefix or label"),
 		ValidArgsFunction: completeInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(opts.Output); err != nil {
+			if err := checkQuiet(opts.Quiet, opts.Output); err != nil {
 				return err
 			}
 			if len(args) == 1 {
@@ -54,7 +75,9 @@ Answer one with ` + "`agentctl instance answer INSTANCE QUESTION TEXT`" + `, fro
 		},
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "include answered, expired and cancelled questions")
-	addOutputFlag(cmd, &opts.Output)
+	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "wait until a question is open, then list")
+	addOutputFlag(cmd, &opts.Output, opts.IO, formatWide)
+	addQuietFlag(cmd, &opts.Quiet, "question ids")
 	return cmd
 }
 
@@ -63,45 +86,123 @@ func instanceQuestionsRun(ctx context.Context, opts *InstanceQuestionsOptions) e
 		return inboxRun(ctx, opts)
 	}
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
+		if opts.Wait {
+			err := waitForQuestion(ctx, opts.Poll, func() (int, error) {
+				open, err := st.Questions(ctx, r.ID, false)
+				return len(open), err
+			})
+			if err != nil {
+				return err
+			}
+		}
 		qs, err := st.Questions(ctx, r.ID, opts.All)
 		if err != nil {
 			return err
 		}
-		if opts.Output == formatJSON {
+		switch {
+		case opts.Quiet:
+			return printQuestionIDs(opts.IO, len(qs), func(i int) string { return qs[i].ID })
+		case opts.Output == formatJSON:
 			return opts.IO.PrintJSON(qs)
 		}
 		rows := make([][]string, len(qs))
 		for i, q := range qs {
 			rows[i] = []string{q.ID, q.Status, q.AskedAt.Format(time.RFC3339), q.Text, strings.Join(q.Choices, " | "), q.Answer}
 		}
-		return opts.IO.PrintTable([]string{"ID", "STATUS", "ASKED", "QUESTION", "CHOICES", "ANSWER"}, rows)
+		if !opts.IO.IsStdoutTTY() {
+			return opts.IO.PrintTSV(rows)
+		}
+		return opts.IO.DrawTable([]tableColumn{
+			{header: "ID"}, {header: "STATUS"}, {header: "ASKED", hide: 2},
+			{header: "QUESTION", wrap: true}, {header: "CHOICES", wrap: true}, {header: "ANSWER", hide: 1, wrap: true},
+		}, rows, opts.Output == formatWide)
 	})
+}
+
+// waitForQuestion calls count every poll (default
+// [instance.DefaultPollInterval]) until it counts an open question, fails,
+// or ctx ends.
+func waitForQuestion(ctx context.Context, poll time.Duration, count func() (int, error)) error {
+	if poll <= 0 {
+		poll = instance.DefaultPollInterval
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		n, err := count()
+		if err != nil || n > 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// printQuestionIDs prints n question ids, one a line (-q).
+func printQuestionIDs(io *IOStreams, n int, id func(int) string) error {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(id(i))
+		b.WriteByte('\n')
+	}
+	_, err := io.Out.Write([]byte(b.String()))
+	return err
 }
 
 // inboxRun is `instance questions` without an instance: every open
 // question in the store, oldest first.
 func inboxRun(ctx context.Context, opts *InstanceQuestionsOptions) error {
 	return withStore(ctx, opts.Store, func(st *instance.Store) error {
+		if opts.Wait {
+			err := waitForQuestion(ctx, opts.Poll, func() (int, error) {
+				open, err := st.Inbox(ctx, 1)
+				return len(open), err
+			})
+			if err != nil {
+				return err
+			}
+		}
 		qs, err := st.Inbox(ctx, 0)
 		if err != nil {
 			return err
 		}
-		if opts.Output == formatJSON {
+		switch {
+		case opts.Quiet:
+			return printQuestionIDs(opts.IO, len(qs), func(i int) string { return qs[i].ID })
+		case opts.Output == formatJSON:
 			return opts.IO.PrintJSON(qs)
 		}
 		hosts := st.Kind() != "sqlite"
-		head := []string{"INSTANCE", "ID", "ASKED", "QUESTION", "CHOICES"}
-		if hosts {
-			head = []string{"INSTANCE", "HOST", "ID", "ASKED", "QUESTION", "CHOICES"}
+		tty, wide := opts.IO.IsStdoutTTY(), opts.Output == formatWide
+		var short map[string]string
+		if tty && !wide {
+			ids := make([]string, 0, len(qs))
+			for _, q := range qs {
+				if q.InstanceName == "" {
+					ids = append(ids, q.InstanceID)
+				}
+			}
+			short = shortIDs(ctx, st, ids)
 		}
 		rows := make([][]string, len(qs))
 		for i, q := range qs {
-			rows[i] = []string{cmp.Or(q.InstanceName, q.InstanceID)}
+			rows[i] = []string{cmp.Or(q.InstanceName, short[q.InstanceID], q.InstanceID)}
 			if hosts {
 				rows[i] = append(rows[i], orDash(q.Host))
 			}
 			rows[i] = append(rows[i], q.ID, q.AskedAt.Format(time.RFC3339), q.Text, strings.Join(q.Choices, " | "))
 		}
-		return opts.IO.PrintTable(head, rows)
+		if !tty {
+			return opts.IO.PrintTSV(rows)
+		}
+		cols := []tableColumn{{header: "INSTANCE"}, {header: "HOST", hide: 1}, {header: "ID"}, {header: "ASKED", hide: 2},
+			{header: "QUESTION", wrap: true}, {header: "CHOICES", wrap: true}}
+		if !hosts {
+			cols = slices.Delete(cols, 1, 2)
+		}
+		return opts.IO.DrawTable(cols, rows, wide)
 	})
 }

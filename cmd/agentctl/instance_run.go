@@ -126,7 +126,7 @@ that plan as JSON.`,
 	cmd.Flags().StringVarP(&opts.Prompt, "prompt", "p", "", "run headless with this `TEXT` as the prompt")
 	cmd.Flags().StringVar(&opts.PromptFile, "prompt-file", "", "run headless with the prompt read from `FILE` (- for stdin)")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the command line, directory and environment, and start nothing")
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

@@ -26,10 +26,12 @@ type InstanceShowOptions struct {
 func NewCmdInstanceShow(f *Factory, runF func(context.Context, *InstanceShowOptions) error) *cobra.Command {
 	opts := &InstanceShowOptions{IO: f.IOStreams, Store: f.Store}
 	cmd := &cobra.Command{
-		Use:               "show INSTANCE",
-		Short:             "Show an instance record",
-		Long:              "Show an instance record, with its latest status, its open questions and its last run. The JSON (-o json) is a contract: fields are added, never renamed; it has the fields of 'instance list -o json' (status, open_questions).",
-		Example:           `  agentctl instance show fix-login -o json | jq .capabilities.tool_names`,
+		Use:   "show INSTANCE",
+		Short: "Show an instance record",
+		Long:  "Show an instance record, with its latest status, its open questions and its last run. The JSON (-o json) is a contract: fields are added, never renamed; it has the fields of 'instance list -o json': \"status\" (once the instance has reported one), \"open_questions\" and \"last_run\" (once it has run). --jq filters it.",
+		Example: `  agentctl instance show fix-login -o json
+  agentctl instance show fix-login --jq .capabilities.tool_names
+  agentctl instance show fix-login --jq '[.status, .open_questions, .last_run.exit_code]'`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
 		ValidArgsFunction: completeInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,7 +45,7 @@ func NewCmdInstanceShow(f *Factory, runF func(context.Context, *InstanceShowOpti
 			return instanceShowRun(cmd.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return markQuick(cmd)
 }
 

@@ -62,7 +62,7 @@ had tokens gets its first one this way.`,
 			return instanceTokenRotateRun(cmd.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/lipgloss/table"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/term"
+	"github.com/itchyny/gojq"
 	"github.com/mattn/go-isatty"
 	"github.com/muesli/termenv"
 )
@@ -31,6 +27,9 @@ type IOStreams struct {
 	getenv                         func(string) string
 	// termWidth is the width of the terminal that Out is, or 0.
 	termWidth func() int
+	// jq is the --jq filter of the running command's JSON output, or nil
+	// (see addOutputFlag).
+	jq *gojq.Code
 }
 
 // newIOStreams returns the streams of a process: each is a TTY if it is a
@@ -65,8 +64,16 @@ func (s *IOStreams) SetTerminalWidth(w int) { s.termWidth = func() int { return 
 // defaultTerminalWidth is the width assumed of a terminal that does not say.
 const defaultTerminalWidth = 80
 
-// TerminalWidth is the width of the terminal that Out is.
+// TerminalWidth is the width of the terminal that Out is: $COLUMNS when it
+// is set to a number (as ls and other tools take it: a width chosen on
+// purpose, since shells do not export it), else what the terminal says,
+// else 80.
 func (s *IOStreams) TerminalWidth() int {
+	if s.getenv != nil {
+		if w, err := strconv.Atoi(strings.TrimSpace(s.getenv("COLUMNS"))); err == nil && w > 0 {
+			return w
+		}
+	}
 	if s.termWidth != nil {
 		if w := s.termWidth(); w > 0 {
 			return w
@@ -124,27 +131,6 @@ func (s *IOStreams) Narrate(format string, args ...any) {
 	fmt.Fprintf(s.ErrOut, format+"\n", args...)
 }
 
-// Output formats.
-const (
-	formatTable = "table"
-	formatJSON  = "json"
-)
-
-func checkFormat(f string) error {
-	if f != formatTable && f != formatJSON {
-		return usageErrorf("invalid output format %q: use -o table or -o json", f)
-	}
-	return nil
-}
-
-// PrintJSON writes v as indented JSON.
-func (s *IOStreams) PrintJSON(v any) error {
-	enc := json.NewEncoder(s.Out)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
 // TerminalText is s made harmless to print on a terminal, for text that
 // comes from elsewhere (an external server's stderr): every control
 // character (an ANSI escape sequence's ESC, a carriage return, a bell, C1)
@@ -183,118 +169,6 @@ func terminalUnsafe(r rune) bool {
 	return false
 }
 
-// cellCleaner keeps a cell on its line and in its column in tab-separated
-// output.
-var cellCleaner = strings.NewReplacer("\t", " ", "\n", " ")
-
-// PrintTable writes rows: a lipgloss table on a TTY, tab-separated values
-// without a header otherwise.
-func (s *IOStreams) PrintTable(headers []string, rows [][]string) error {
-	if !s.stdoutTTY {
-		// One write for the whole table: a write per row cost a system
-		// call each (2,000 rows for `tools list --agent all`).
-		w := bufio.NewWriterSize(s.Out, 64<<10)
-		for _, r := range rows {
-			for i, c := range r {
-				if i > 0 {
-					w.WriteByte('\t')
-				}
-				cellCleaner.WriteString(w, c)
-			}
-			w.WriteByte('\n')
-		}
-		return w.Flush()
-	}
-	re := s.renderer()
-	head := re.NewStyle().Bold(true).Padding(0, 1)
-	cell := re.NewStyle().Padding(0, 1)
-	headers, rows = fitTable(headers, rows, s.TerminalWidth())
-	t := table.New().
-		Border(lipgloss.NormalBorder()).
-		BorderStyle(re.NewStyle().Foreground(lipgloss.Color("8"))).
-		Headers(headers...).Rows(rows...).
-		StyleFunc(func(row, col int) lipgloss.Style {
-			if row == table.HeaderRow {
-				return head
-			}
-			return cell
-		})
-	_, err := fmt.Fprintln(s.Out, t.Render())
-	return err
-}
-
-// fitTable cuts the cells of a table (drawn with a border around and
-// between the columns and a space of padding on each side of a cell) so
-// that it is at most width columns wide: the widest column loses a column
-// at a time, and a cut cell ends with an ellipsis. A table that fits is
-// returned as it is.
-func fitTable(headers []string, rows [][]string, width int) ([]string, [][]string) {
-	natural := make([]int, len(headers))
-	measure := func(row []string) {
-		for i, c := range row {
-			if i < len(natural) {
-				natural[i] = max(natural[i], lipgloss.Width(c))
-			}
-		}
-	}
-	measure(headers)
-	for _, r := range rows {
-		measure(r)
-	}
-	overhead := 3*len(headers) + 1
-	fit := fitWidths(natural, width-overhead)
-	if fit == nil {
-		return headers, rows
-	}
-	cut := func(row []string) []string {
-		out := make([]string, len(row))
-		for i, c := range row {
-			if i >= len(fit) || lipgloss.Width(c) <= fit[i] {
-				out[i] = c
-				continue
-			}
-			lines := strings.Split(c, "\n")
-			for j, l := range lines {
-				lines[j] = ansi.Truncate(l, fit[i], "…")
-			}
-			out[i] = strings.Join(lines, "\n")
-		}
-		return out
-	}
-	cutRows := make([][]string, len(rows))
-	for i, r := range rows {
-		cutRows[i] = cut(r)
-	}
-	return cut(headers), cutRows
-}
-
-// fitWidths shrinks column widths to sum to at most budget, taking one from
-// the widest column (the first of equals) at a time, down to one. It returns
-// nil if they fit already.
-func fitWidths(widths []int, budget int) []int {
-	sum := 0
-	for _, w := range widths {
-		sum += w
-	}
-	if sum <= budget {
-		return nil
-	}
-	out := slices.Clone(widths)
-	for ; sum > budget; sum-- {
-		i := 0
-		for j, w := range out {
-			if w > out[i] {
-				i = j
-			}
-		}
-		if out[i] <= 1 {
-			break
-		}
-		out[i]--
-	}
-	return out
-}
-
 // PrintFields writes key/value pairs: aligned on a TTY, tab-separated
 // otherwise; keys are bold when colour is on (CLICOLOR_FORCE turns it on
 // off a TTY too).
@@ -316,81 +190,4 @@ func (s *IOStreams) PrintFields(fields [][2]string) error {
 		}
 	}
 	return nil
-}
-
-// NarrateJSON writes v as one line of JSON on stderr: what a command that
-// leaves stdout to another program (`instance run`'s client) says with -o
-// json.
-func (s *IOStreams) NarrateJSON(v any) error {
-	enc := json.NewEncoder(s.ErrOut)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
-// PrintJSONLine writes v as one line of JSON (JSON Lines).
-func (s *IOStreams) PrintJSONLine(v any) error {
-	enc := json.NewEncoder(s.Out)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
-// jsonArrayWriter writes a JSON array one element at a time, in the layout
-// [IOStreams.PrintJSON] gives a whole slice, so that a long listing is
-// never held in memory: the elements are gathered up to
-// [jsonArrayFlushSize] bytes and written together, which bounds the memory
-// and saves a listing of 50 records 49 of its 51 writes.
-type jsonArrayWriter struct {
-	w   io.Writer
-	buf bytes.Buffer
-	enc *json.Encoder
-	n   int
-}
-
-// jsonArrayFlushSize is how much of an array [jsonArrayWriter] holds
-// before writing it out.
-const jsonArrayFlushSize = 32 << 10
-
-func newJSONArrayWriter(w io.Writer) *jsonArrayWriter {
-	a := &jsonArrayWriter{w: w}
-	a.enc = json.NewEncoder(&a.buf)
-	a.enc.SetIndent("  ", "  ")
-	a.enc.SetEscapeHTML(false)
-	return a
-}
-
-// Write adds v to the array.
-func (a *jsonArrayWriter) Write(v any) error {
-	mark := a.buf.Len()
-	if a.n == 0 {
-		a.buf.WriteString("[\n  ")
-	} else {
-		a.buf.WriteString(",\n  ")
-	}
-	if err := a.enc.Encode(v); err != nil {
-		a.buf.Truncate(mark) // nothing of a value that does not encode
-		return err
-	}
-	a.buf.Truncate(a.buf.Len() - 1) // the encoder's newline
-	a.n++
-	if a.buf.Len() < jsonArrayFlushSize {
-		return nil
-	}
-	return a.flush()
-}
-
-func (a *jsonArrayWriter) flush() error {
-	_, err := a.w.Write(a.buf.Bytes())
-	a.buf.Reset()
-	return err
-}
-
-// Close ends the array ("[]" when nothing was written) and writes what
-// is held.
-func (a *jsonArrayWriter) Close() error {
-	if a.n == 0 {
-		a.buf.WriteString("[]\n")
-	} else {
-		a.buf.WriteString("\n]\n")
-	}
-	return a.flush()
 }

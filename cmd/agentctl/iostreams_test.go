@@ -90,8 +90,34 @@ var instanceRows = [][]string{
 }
 var instanceHeaders = []string{"ID", "NAME", "AGENT", "NAMESPACING", "SERVER", "CREATED", "WORKSPACE"}
 
+// tableLines is the lines of a drawn table, each checked to be at most
+// width columns wide.
+func tableLines(t *testing.T, out string, width int) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for _, line := range lines {
+		if w := ansi.StringWidth(line); w > width {
+			t.Fatalf("a line of %d columns on a terminal of %d:\n%s", w, width, out)
+		}
+	}
+	return lines
+}
+
+// columnText is the text of column col of a drawn table, its lines
+// joined: a cell as a person reads it, wrapped or not.
+func columnText(out string, col int) string {
+	var b strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		cells := strings.Split(line, "│")
+		if len(cells) > col+1 {
+			b.WriteString(strings.TrimSpace(cells[col+1]))
+		}
+	}
+	return b.String()
+}
+
 func TestPrintTableFitsTheTerminal(t *testing.T) {
-	t.Run("a narrow terminal: the widest column is cut with an ellipsis", func(t *testing.T) {
+	t.Run("a narrow terminal: the widest column wraps, nothing is cut", func(t *testing.T) {
 		io, _, out, _ := newTestIOStreams("NO_COLOR=1")
 		io.SetStdoutTTY(true)
 		io.SetTerminalWidth(50)
@@ -100,33 +126,12 @@ func TestPrintTableFitsTheTerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := out.String()
-		for _, line := range strings.Split(strings.TrimSuffix(got, "\n"), "\n") {
-			if w := ansi.StringWidth(line); w != 50 {
-				t.Fatalf("a line of %d columns on a terminal of 50:\n%s", w, got)
-			}
+		tableLines(t, got, 50)
+		if strings.Contains(got, "…") {
+			t.Errorf("a cell was cut:\n%s", got)
 		}
-		for _, want := range []string{"│ auggie ", "│ /home/me/src/a-much-lo… │", "│ NAMESPACING │", "│ /srv/app "} {
-			if !strings.Contains(got, want) {
-				t.Errorf("no %q in\n%s", want, got)
-			}
-		}
-	})
-	t.Run("instance list on 70 columns", func(t *testing.T) {
-		io, _, out, _ := newTestIOStreams("NO_COLOR=1")
-		io.SetStdoutTTY(true)
-		io.SetTerminalWidth(70)
-		if err := io.PrintTable(instanceHeaders, instanceRows); err != nil {
-			t.Fatal(err)
-		}
-		got := out.String()
-		for _, line := range strings.Split(strings.TrimSuffix(got, "\n"), "\n") {
-			if w := ansi.StringWidth(line); w > 70 {
-				t.Fatalf("a line of %d columns on a terminal of 70:\n%s", w, got)
-			}
-		}
-		// A cut id is still a unique prefix that commands take.
-		if !strings.Contains(got, "│ 01kbq…") || !strings.Contains(got, "…") {
-			t.Errorf("not cut from the end with an ellipsis:\n%s", got)
+		if columnText(got, 1) != "WORKSPACE/home/me/src/a-much-longer-workspace-path/srv/app" || !strings.Contains(got, "│ NAMESPACING │") {
+			t.Errorf("not every cell whole:\n%s", got)
 		}
 	})
 	t.Run("a wide terminal: the table as it is", func(t *testing.T) {
@@ -137,8 +142,8 @@ func TestPrintTableFitsTheTerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 		first := strings.SplitN(out.String(), "\n", 2)[0]
-		if w := ansi.StringWidth(first); w >= 200 || strings.Contains(out.String(), "…") {
-			t.Errorf("a table of %d columns was stretched or cut:\n%s", w, out)
+		if w := ansi.StringWidth(first); w >= 200 || strings.Count(out.String(), "\n") != 6 {
+			t.Errorf("a table of %d columns was stretched or wrapped:\n%s", w, out)
 		}
 	})
 	t.Run("piped: tab-separated values whatever the width", func(t *testing.T) {
@@ -154,19 +159,90 @@ func TestPrintTableFitsTheTerminal(t *testing.T) {
 	})
 }
 
-func TestFitWidths(t *testing.T) {
+// TestDrawTableHidesColumns: on a terminal too narrow for every column,
+// the optional ones are left out, the highest hide first, and ids are
+// never cut nor wrapped; -o wide (wide) draws them all, whole.
+func TestDrawTableHidesColumns(t *testing.T) {
+	cols := []tableColumn{
+		{header: "ID"}, {header: "NAME"}, {header: "AGENT"}, {header: "NAMESPACING", hide: 3},
+		{header: "SERVER", hide: 2}, {header: "CREATED", hide: 1}, {header: "WORKSPACE", hide: 4, wrap: true},
+	}
 	for _, tc := range []struct {
-		widths []int
-		budget int
-		want   []int
+		width      int
+		wide       bool
+		want, gone []string
 	}{
-		{[]int{5, 10}, 15, nil},
-		{[]int{5, 10}, 14, []int{5, 9}},
-		{[]int{5, 10, 8}, 18, []int{5, 6, 7}}, // the widest first, then the widest of equals
-		{[]int{3, 3}, 1, []int{1, 1}},         // never below one
+		{80, false, []string{"ID", "NAME", "AGENT", "CREATED"}, []string{"NAMESPACING", "SERVER", "WORKSPACE"}},
+		{70, false, []string{"ID", "NAME", "AGENT"}, []string{"CREATED", "NAMESPACING", "SERVER", "WORKSPACE"}},
+		{110, false, []string{"ID", "CREATED", "SERVER", "NAMESPACING"}, []string{"WORKSPACE"}},
+		{80, true, []string{"ID", "NAMESPACING", "SERVER", "CREATED", "WORKSPACE"}, nil},
 	} {
-		if got := fitWidths(tc.widths, tc.budget); !slices.Equal(got, tc.want) {
-			t.Errorf("fitWidths(%v, %d) = %v, want %v", tc.widths, tc.budget, got, tc.want)
+		io, _, out, _ := newTestIOStreams("NO_COLOR=1")
+		io.SetStdoutTTY(true)
+		io.SetTerminalWidth(tc.width)
+		if err := io.DrawTable(cols, instanceRows, tc.wide); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		if !tc.wide {
+			tableLines(t, got, tc.width)
+		}
+		header := strings.Split(got, "\n")[1]
+		for _, h := range tc.want {
+			if !strings.Contains(header, "│ "+h+" ") {
+				t.Errorf("width %d wide %v: no %s column:\n%s", tc.width, tc.wide, h, got)
+			}
+		}
+		for _, h := range tc.gone {
+			if strings.Contains(header, h) {
+				t.Errorf("width %d wide %v: a %s column:\n%s", tc.width, tc.wide, h, got)
+			}
+		}
+		if !strings.Contains(got, "│ 01kbq3w5x9a7c2d4e6f8g0h1j2 │") || strings.Contains(got, "…") {
+			t.Errorf("width %d wide %v: an id cut or wrapped:\n%s", tc.width, tc.wide, got)
+		}
+	}
+}
+
+func TestLayoutColumns(t *testing.T) {
+	cols := []tableColumn{{header: "A"}, {header: "B", hide: 1}, {header: "C", wrap: true}, {header: "D", hide: 2, wrap: true}}
+	natural := []int{10, 10, 30, 10} // 60, and 13 of borders: 73
+	for _, tc := range []struct {
+		width         int
+		wide          bool
+		shown, widths []int
+	}{
+		{73, false, []int{0, 1, 2, 3}, []int{10, 10, 30, 10}},
+		{72, false, []int{0, 1, 2}, []int{10, 10, 30}},       // D (hide 2) goes first
+		{60, false, []int{0, 1, 2}, []int{10, 10, 30}},       // 60 = 50 + 10: B fits still
+		{59, false, []int{0, 2}, []int{10, 30}},              // then B
+		{40, false, []int{0, 2}, []int{10, 23}},              // then C wraps
+		{20, false, []int{0, 2}, []int{10, minWrapWidth}},    // never below minWrapWidth: too wide
+		{20, true, []int{0, 1, 2, 3}, []int{10, 10, 30, 10}}, // wide: everything
+	} {
+		shown, widths := layoutColumns(cols, natural, tc.width, tc.wide)
+		if !slices.Equal(shown, tc.shown) || !slices.Equal(widths, tc.widths) {
+			t.Errorf("width %d wide %v: columns %v widths %v, want %v %v", tc.width, tc.wide, shown, widths, tc.shown, tc.widths)
+		}
+	}
+}
+
+// TestTerminalWidthFromColumns: $COLUMNS, when a number, is the width,
+// before what the terminal says; else the terminal's, else 80.
+func TestTerminalWidthFromColumns(t *testing.T) {
+	for _, tc := range []struct {
+		columns  string
+		terminal int
+		want     int
+	}{
+		{"", 0, 80}, {"", 132, 132}, {"100", 132, 100}, {"100", 0, 100}, {"wide", 132, 132}, {"-3", 0, 80},
+	} {
+		io, _, _, _ := newTestIOStreams("COLUMNS=" + tc.columns)
+		if tc.terminal > 0 {
+			io.SetTerminalWidth(tc.terminal)
+		}
+		if got := io.TerminalWidth(); got != tc.want {
+			t.Errorf("COLUMNS=%q terminal %d: width %d, want %d", tc.columns, tc.terminal, got, tc.want)
 		}
 	}
 }

@@ -72,7 +72,7 @@ updating it, kb index waits for it (and says so on stderr after a moment).`,
 	}
 	addMaxFlag(cmd, &opts.MaxBytes, "index")
 	cmd.Flags().BoolVar(&opts.Check, "check", false, "also read every page of the index database, and build it again if damaged")
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

@@ -85,7 +85,7 @@ A query word that starts with "-" is taken for a flag: put -- before the query.`
 	}
 	cmd.Flags().IntVar(&opts.Limit, "limit", 10, "how many results at most (1 to 50)")
 	addMaxFlag(cmd, &opts.MaxBytes, "search")
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/pflag"
@@ -18,7 +19,7 @@ type mountFlags struct {
 
 func (f *mountFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.kbs, "kb", nil, "mount a knowledge base: NAME=DIR[,prefix=P][,ro][,max=BYTES] (repeatable)")
-	fs.StringArrayVar(&f.mcps, "mcp", nil, "mount an external MCP server: NAME=COMMAND [ARGS...] (split like a shell) or NAME=https://host/path (repeatable)")
+	fs.StringArrayVar(&f.mcps, "mcp", nil, "mount an external MCP server: NAME=COMMAND [ARGS...] (split like a shell) or NAME=https://host/path, optionally followed by ,prefix=P ,timeout=D ,call_timeout=D (a comma outside quotes starts these: quote one that belongs to the command) (repeatable)")
 	fs.StringArrayVar(&f.mcpJSON, "mcp-json", nil, `mount an external MCP server from JSON: NAME={"command":...,"args":[...],"env":{...}} or {"url":...,"headers":{...}}, with optional "tool_prefix", "timeout" (connecting and listing its tools; with --fast-lane=false also how long a stdio server may leave a message unread before it is restarted) and "call_timeout" (one tools/call, default `+mount.DefaultCallTimeout.String()+`) (repeatable)`)
 	fs.StringArrayVar(&f.headers, "mcp-header", nil, "an HTTP header for an --mcp URL server: NAME:Key=Value (repeatable)")
 }
@@ -139,25 +140,108 @@ func parseMaxBytes(v string) (int64, bool) {
 	return n, err == nil && n > 0
 }
 
-// parseMCPFlag parses --mcp NAME=COMMAND [ARGS...] or --mcp NAME=URL.
+// mcpHow says how --mcp is written, for its errors.
+const mcpHow = "use --mcp NAME=COMMAND [ARGS...] or --mcp NAME=https://host/path, optionally followed by ,prefix=P ,timeout=D ,call_timeout=D"
+
+// parseMCPFlag parses --mcp NAME=COMMAND [ARGS...][,OPTION=VALUE...] or
+// --mcp NAME=URL[,OPTION=VALUE...]. The command is split like a shell
+// splits it (quotes, backslashes); the first comma outside quotes ends it
+// and starts the options: prefix (the mount's tool prefix), timeout and
+// call_timeout (Go durations), as in --mcp-json. A comma that is no
+// option's is refused, never split off or passed on silently: a comma of
+// the command goes in quotes ('a,b' or a\,b), a comma of a URL as %2C.
 func parseMCPFlag(s string) (mount.Mount, error) {
 	name, rest, ok := strings.Cut(s, "=")
 	// The value may carry secrets (a token among the arguments): errors
 	// name the mount, never repeat the command line.
 	if !ok || name == "" {
-		return mount.Mount{}, usageErrorf("invalid --mcp value: no NAME= before the command; use --mcp NAME=COMMAND [ARGS...] or --mcp NAME=https://host/path")
+		return mount.Mount{}, usageErrorf("invalid --mcp value: no NAME= before the command; %s", mcpHow)
 	}
 	if strings.TrimSpace(rest) == "" {
-		return mount.Mount{}, usageErrorf("invalid --mcp for %q: no command after %q; use --mcp NAME=COMMAND [ARGS...] or --mcp NAME=https://host/path", name, name+"=")
+		return mount.Mount{}, usageErrorf("invalid --mcp for %q: no command after %q; %s", name, name+"=", mcpHow)
 	}
-	if mount.IsHTTPURL(rest) {
-		return mount.Mount{Kind: mount.KindServer, Name: name, URL: rest}, nil
+	head, opts, hasOpts := cutUnquotedComma(rest)
+	if strings.TrimSpace(head) == "" {
+		return mount.Mount{}, usageErrorf("invalid --mcp for %q: no command before the first ','; %s", name, mcpHow)
 	}
-	words, err := shellSplit(rest)
-	if err != nil {
-		return mount.Mount{}, usageErrorf("invalid --mcp for %q: %v; --mcp-json takes the command and arguments as a JSON array", name, err)
+	m := mount.Mount{Kind: mount.KindServer, Name: name}
+	if mount.IsHTTPURL(strings.TrimSpace(head)) {
+		m.URL = strings.TrimSpace(head)
+	} else {
+		words, err := shellSplit(head)
+		if err != nil {
+			return mount.Mount{}, usageErrorf("invalid --mcp for %q: %v; --mcp-json takes the command and arguments as a JSON array", name, err)
+		}
+		m.Command, m.Args = words[0], words[1:]
 	}
-	return mount.Mount{Kind: mount.KindServer, Name: name, Command: words[0], Args: words[1:]}, nil
+	if hasOpts {
+		if err := parseMCPOptions(name, opts, &m); err != nil {
+			return mount.Mount{}, err
+		}
+	}
+	return m, nil
+}
+
+// parseMCPOptions reads what follows the first unquoted comma of --mcp:
+// OPTION=VALUE pairs separated by commas.
+func parseMCPOptions(name, opts string, m *mount.Mount) error {
+	for opt := range strings.SplitSeq(opts, ",") {
+		k, v, hasEq := strings.Cut(opt, "=")
+		k = strings.TrimSpace(k)
+		switch {
+		case hasEq && (k == "prefix" || k == "tool_prefix"):
+			if v == "" {
+				return usageErrorf("invalid --mcp for %q: prefix= needs a value (or leave it out to derive one)", name)
+			}
+			m.ToolPrefix = v
+		case hasEq && (k == "timeout" || k == "call_timeout"):
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return usageErrorf("invalid --mcp for %q: %s=%q is not a duration: use a Go duration such as 10s or 2m", name, k, v)
+			}
+			if k == "timeout" {
+				m.Timeout = mount.Duration(d)
+			} else {
+				m.CallTimeout = mount.Duration(d)
+			}
+		default:
+			// Not shown: what follows a comma may be part of an argument,
+			// and an argument may be a secret.
+			return usageErrorf("invalid --mcp for %q: a ',' outside quotes ends the command and starts the mount's options "+
+				"(,prefix=P ,timeout=D ,call_timeout=D), and what follows one is none of them (not shown); "+
+				"put a comma that belongs to the command in quotes ('a,b' or a\\,b), write one of a URL as %%2C, "+
+				`or give the server as JSON: --mcp-json %s='{"command":"...","args":["..."],"tool_prefix":"..."}'`, name, name)
+		}
+	}
+	return nil
+}
+
+// cutUnquotedComma cuts s at its first comma outside quotes and not
+// escaped with a backslash, by the quoting rules of [shellSplit].
+func cutUnquotedComma(s string) (before, after string, found bool) {
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			}
+		case quote == '"':
+			if c == '"' {
+				quote = 0
+			} else if c == '\\' {
+				i++
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '\\':
+			i++
+		case c == ',':
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
 }
 
 // parseMCPJSONFlag parses --mcp-json NAME=JSON.

@@ -220,7 +220,7 @@ func (e *rcEnv) questions(ctx context.Context, id string, all bool) []rcQuestion
 	return qs
 }
 
-// rcEvent is one line of `instance events -o json`.
+// rcEvent is one line of `instance events -o jsonl`.
 type rcEvent struct {
 	Seq      int64    `json:"seq"`
 	Instance string   `json:"instance_id"`
@@ -238,7 +238,7 @@ func (ev rcEvent) String() string {
 
 func (e *rcEnv) events(ctx context.Context, id string) []rcEvent {
 	e.t.Helper()
-	out := e.mustRun(ctx, "instance", "events", id, "-o", "json")
+	out := e.mustRun(ctx, "instance", "events", id, "-o", "jsonl")
 	var evs []rcEvent
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
@@ -248,7 +248,7 @@ func (e *rcEnv) events(ctx context.Context, id string) []rcEvent {
 		}
 		var ev rcEvent
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			e.t.Fatalf("instance events -o json: line %q is not JSON: %v", line, err)
+			e.t.Fatalf("instance events -o jsonl: line %q is not JSON: %v", line, err)
 		}
 		evs = append(evs, ev)
 	}

@@ -93,7 +93,7 @@ store in force: --store, AGENTCTL_STORE or store in config.toml.
 	cmd.Flags().StringVar(&opts.From, "from", "", "the `STORE` to copy from: a path, sqlite:PATH or postgres:// URL (default: the store in force, see 'agentctl store --help')")
 	cmd.Flags().StringVar(&opts.To, "to", "", "the `STORE` to copy into: a path, sqlite:PATH or postgres:// URL (required)")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "count what would be copied; write nothing")
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/agentctl/agentctl/agents"
@@ -18,6 +19,7 @@ type ToolsListOptions struct {
 
 	Target ToolsTarget
 	Output string
+	Quiet  bool
 }
 
 // NewCmdToolsList is `agentctl tools list`; runF replaces [toolsListRun] in
@@ -41,9 +43,14 @@ that says why, with the last lines of its stderr (secrets redacted, control
 characters shown escaped): under the row on a terminal, on stderr when piped.
 Without it their tools are not known and only the server is shown.
 
-On a terminal the output is a table fitted to its width; piped, tab-separated
-values without a header, in the table's columns; with -o json, an array with one
-object per agent. The JSON is a contract (fields are added, never renamed):
+On a terminal the output is a table when every column fits its width, and
+otherwise a block per tool, so that no name is ever cut: the canonical name, then
+each of the others on a line of its own (-o wide: the table, however wide). Piped,
+tab-separated values without a header, in the table's columns: [AGENT,] CANONICAL,
+SENT, MODEL SEES, SOURCE, PREFIX, LENGTH, PROBLEMS. -q prints the name each served
+tool reaches the model under, one a line (with several agents, each agent's in
+turn; a withheld tool is not served). With -o json, an array with one object per
+agent (--jq filters it). The JSON is a contract (fields are added, never renamed):
 
   agent, instance          the agent the names are for, and the instance if any
   server_name, naming      the server name S and the client's naming capability
@@ -57,10 +64,11 @@ object per agent. The JSON is a contract (fields are added, never renamed):
                            several tools share, a stale capability)`,
 		Example: `  agentctl tools list --instance fix-login
   agentctl tools list --agent auggie --kb docs=./docs -o json
-  agentctl tools list --agent all --mcp browser='npx -y @playwright/mcp' --connect`,
+  agentctl tools list --agent all --mcp browser='npx -y @playwright/mcp' --connect
+  agentctl tools list --agent claude-code --kb docs=./docs -q`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(opts.Output); err != nil {
+			if err := checkQuiet(opts.Quiet, opts.Output); err != nil {
 				return err
 			}
 			if err := resolveToolsTarget(f, cmd.Flags(), &opts.Target, &mounts); err != nil {
@@ -73,7 +81,8 @@ object per agent. The JSON is a contract (fields are added, never renamed):
 		},
 	}
 	registerToolsTarget(f, cmd, &opts.Target, &mounts)
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO, formatWide)
+	addQuietFlag(cmd, &opts.Quiet, "model-visible names of the served tools")
 	return cmd
 }
 
@@ -83,21 +92,55 @@ func toolsListRun(ctx context.Context, opts *ToolsListOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Output == formatJSON {
+	switch {
+	case opts.Quiet:
+		var b strings.Builder
+		for _, r := range reports {
+			for _, t := range r.Tools {
+				if t.Status != mcpserver.StatusWithheld {
+					b.WriteString(t.ModelVisible + "\n")
+				}
+			}
+		}
+		if _, err := io.WriteString(opts.IO.Out, b.String()); err != nil {
+			return err
+		}
+		return toolsListFindings(opts.IO, reports, false)
+	case opts.Output == formatJSON:
 		return opts.IO.PrintJSON(reports)
 	}
 	tty := opts.IO.IsStdoutTTY()
 	headers, rows := toolsTable(reports, tty)
-	if err := opts.IO.PrintTable(headers, rows); err != nil {
+	switch {
+	case !tty:
+		err = opts.IO.PrintTSV(rows)
+	case opts.Output == formatWide || tableFits(headers, rows, opts.IO.TerminalWidth()):
+		cols := make([]tableColumn, len(headers))
+		for i, h := range headers {
+			cols[i] = tableColumn{header: h}
+		}
+		err = opts.IO.DrawTable(cols, rows, true)
+	default:
+		err = opts.IO.DrawBlocks(toolsBlocks(reports))
+	}
+	if err != nil {
 		return err
 	}
-	if !tty {
+	return toolsListFindings(opts.IO, reports, tty)
+}
+
+// toolsListFindings says on stderr what stdout could not hold: unless the
+// stdout shows it (shown: a table or blocks on a terminal), a failed
+// server's last stderr lines; and every error finding that is not a
+// server down (a row says that).
+func toolsListFindings(ios *IOStreams, reports []toolsReport, shown bool) error {
+	if !shown {
 		// A row of tab-separated values cannot hold lines: a failed
 		// server's stderr goes to stderr.
 		for _, r := range reports {
 			for _, s := range r.Servers {
 				if s.State == mcpserver.ListingDown && len(s.StderrTail) > 0 {
-					opts.IO.Narrate("mcp %s: the last lines of its stderr:\n%s", s.Mount, stderrLines(s.StderrTail))
+					ios.Narrate("mcp %s: the last lines of its stderr:\n%s", s.Mount, stderrLines(s.StderrTail))
 				}
 			}
 		}
@@ -105,11 +148,71 @@ func toolsListRun(ctx context.Context, opts *ToolsListOptions) error {
 	for _, r := range reports {
 		for _, f := range r.Findings {
 			if f.Code != mcpserver.FindingServerDown && f.Severity == mcpserver.SeverityError {
-				opts.IO.Narrate("%s: %s", f.Severity, lintLine(r, f))
+				ios.Narrate("%s: %s", f.Severity, lintLine(r, f))
 			}
 		}
 	}
 	return nil
+}
+
+// toolsBlocks is the reports as blocks, for a terminal too narrow for the
+// table: a block per tool, titled with its canonical name (and its agent's
+// id, with several agents), a line per other name and fact (problems only
+// when it has some); a block per server that could not be listed, with the
+// last lines of its stderr.
+func toolsBlocks(reports []toolsReport) []fieldBlock {
+	many := len(reports) > 1
+	var blocks []fieldBlock
+	title := func(agent, name string) string {
+		if many {
+			return agent + ": " + name
+		}
+		return name
+	}
+	for _, r := range reports {
+		for _, t := range r.Tools {
+			var problems []string
+			for _, f := range t.Findings {
+				problems = append(problems, f.Problem)
+			}
+			text := strings.Join(problems, "; ")
+			if t.Status == mcpserver.StatusWithheld {
+				text = "withheld: " + text
+			}
+			source := t.Source
+			if t.PrefixOrigin != "" {
+				source += ", prefix " + string(t.PrefixOrigin)
+			}
+			fields := []blockField{
+				{name: "sent", value: t.Transport},
+				{name: "model sees", value: t.ModelVisible},
+				{name: "source", value: source, wrap: true},
+				{name: "length", value: fmt.Sprintf("%d of %d", t.Length, t.MaxLength)},
+			}
+			if text != "" {
+				fields = append(fields, blockField{name: "problems", value: text, wrap: true})
+			}
+			blocks = append(blocks, fieldBlock{title: title(r.Agent, t.Canonical), fields: fields})
+		}
+		for _, s := range r.Servers {
+			var text string
+			switch s.State {
+			case mcpserver.ListingDown:
+				text = "server down: " + TerminalText(s.Error)
+				if len(s.StderrTail) > 0 {
+					text += "\nits stderr ended:\n" + stderrLines(s.StderrTail)
+				}
+			case mcpserver.ListingUnlisted:
+				text = "tools not listed (use --connect)"
+			default:
+				continue
+			}
+			blocks = append(blocks, fieldBlock{title: title(r.Agent, "mcp "+s.Mount), fields: []blockField{
+				{name: "problems", value: text, wrap: true},
+			}})
+		}
+	}
+	return blocks
 }
 
 // shownStderrLines is how many of a failed server's last stderr lines the

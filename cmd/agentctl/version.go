@@ -106,7 +106,7 @@ fields version, commit, modified and go.`,
 			return versionRun(opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return markQuick(cmd)
 }
 

@@ -575,7 +575,7 @@ func (h *harness) judge(res *runResult, w *world, id string, obs Observations, e
 
 // lastStatus is the status of the instance's latest event.
 func (h *harness) lastStatus(w *world, id string) (status, message string, err error) {
-	out, errOut, code := h.agentctlCmd(w, 20*time.Second, "instance", "events", id, "-o", "json")
+	out, errOut, code := h.agentctlCmd(w, 20*time.Second, "instance", "events", id, "-o", "jsonl")
 	if code != 0 {
 		return "", "", fmt.Errorf("agentctl instance events failed (exit %d): %s", code, lastLines(errOut, 2))
 	}
