@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctl/agentctl/instance"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/spf13/cobra"
 )
@@ -87,39 +86,26 @@ func tableCells(out string) [][]string {
 	return rows
 }
 
-// fakeResolver resolves references as [instance.Store.Get] does: an id or
-// a label first, then a unique id prefix.
-type fakeResolver struct {
+// fakeIDs is a store's instance ids and labels, as [instance.Store.IDs]
+// lists them.
+type fakeIDs struct {
 	ids    []string
-	labels map[string]string // label -> id
+	labels map[string]string // label → id
 	err    error
-	calls  int
 }
 
-func (r *fakeResolver) Get(_ context.Context, ref string) (*instance.Record, error) {
-	r.calls++
+func (r *fakeIDs) IDs(context.Context) (map[string]string, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if slices.Contains(r.ids, ref) {
-		return &instance.Record{ID: ref}, nil
-	}
-	if id, ok := r.labels[ref]; ok {
-		return &instance.Record{ID: id}, nil
-	}
-	var found []string
+	out := map[string]string{}
 	for _, id := range r.ids {
-		if strings.HasPrefix(id, ref) {
-			found = append(found, id)
-		}
+		out[id] = ""
 	}
-	switch len(found) {
-	case 0:
-		return nil, &instance.NotFoundError{What: "instance", Ref: ref}
-	case 1:
-		return &instance.Record{ID: found[0]}, nil
+	for label, id := range r.labels {
+		out[id] = label
 	}
-	return nil, &instance.AmbiguousError{What: "instance id prefix", Ref: ref, Matches: found}
+	return out, nil
 }
 
 // TestShortIDs: a prefix of at least 8 characters, unique among the
@@ -134,18 +120,18 @@ func TestShortIDs(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		listed []string
-		store  *fakeResolver
+		store  *fakeIDs
 		want   map[string]string
 	}{
-		{"at least 8 characters", []string{a, c}, &fakeResolver{ids: []string{a, c}},
+		{"at least 8 characters", []string{a, c}, &fakeIDs{ids: []string{a, c}},
 			map[string]string{a: a[:8], c: c[:8]}},
-		{"unique among the listed", []string{a, b, c}, &fakeResolver{ids: []string{a, b, c}},
+		{"unique among the listed", []string{a, b, c}, &fakeIDs{ids: []string{a, b, c}},
 			map[string]string{a: a[:11], b: b[:11], c: c[:8]}},
-		{"unique among the stored, not only the listed", []string{a, c}, &fakeResolver{ids: []string{a, b, c, d}},
+		{"unique among the stored, not only the listed", []string{a, c}, &fakeIDs{ids: []string{a, b, c, d}},
 			map[string]string{a: a[:11], c: c[:8]}},
-		{"not another instance's label", []string{c}, &fakeResolver{ids: []string{c}, labels: map[string]string{c[:8]: a, c[:9]: a}},
+		{"not another instance's label", []string{c}, &fakeIDs{ids: []string{a, b, c}, labels: map[string]string{c[:8]: a, c[:9]: b}},
 			map[string]string{c: c[:10]}},
-		{"a store that fails: whole ids", []string{a}, &fakeResolver{err: errors.New("store down")},
+		{"a store that fails: whole ids", []string{a}, &fakeIDs{err: errors.New("store down")},
 			map[string]string{a: a}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"slices"
-
-	"github.com/agentctl/agentctl/instance"
 )
 
 // minShortID is the fewest characters of an instance id a table shows: a
@@ -13,55 +10,50 @@ import (
 // that ids made apart look apart.
 const minShortID = 8
 
-// resolver finds the instance a reference names, as every command that
-// takes an instance does ([instance.Store.Get]).
-type resolver interface {
-	Get(ctx context.Context, ref string) (*instance.Record, error)
+// idSource lists every instance id with its label ([instance.Store.IDs]).
+type idSource interface {
+	IDs(ctx context.Context) (map[string]string, error)
 }
 
 // shortIDs gives each of ids the shortest prefix of it, of at least
 // [minShortID] characters, that `instance show` takes for it: unique among
-// every instance in the store (not only those listed) and no instance's
-// label. The listed ids give the first guess (the shortest prefix unique
-// among them); the store then resolves each guess as a command would,
-// lengthening it while it names another instance, or several. A prefix
-// that cannot be checked (the store failed, the instance was deleted
-// meanwhile) is the whole id. The cost is a lookup per id, and more for
-// ids that share a long prefix with one not listed.
-func shortIDs(ctx context.Context, st resolver, ids []string) map[string]string {
-	sorted := slices.Clone(ids)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
-	out := make(map[string]string, len(sorted))
-	for i, id := range sorted {
+// every instance in the store (not only those listed), read in one query,
+// and no other instance's label (a reference names the instance with that
+// label first). A store that cannot be read gives whole ids.
+func shortIDs(ctx context.Context, st idSource, ids []string) map[string]string {
+	out := make(map[string]string, len(ids))
+	stored, err := st.IDs(ctx)
+	if err != nil {
+		for _, id := range ids {
+			out[id] = id
+		}
+		return out
+	}
+	all := make([]string, 0, len(stored)+len(ids))
+	labels := make(map[string]string, len(stored)) // label → id
+	for id, label := range stored {
+		all = append(all, id)
+		if label != "" {
+			labels[label] = id
+		}
+	}
+	all = append(all, ids...) // listed ids deleted since still get a prefix
+	slices.Sort(all)
+	all = slices.Compact(all)
+	for _, id := range ids {
+		i, _ := slices.BinarySearch(all, id)
 		n := minShortID
 		if i > 0 {
-			n = max(n, commonPrefixLen(id, sorted[i-1])+1)
+			n = max(n, commonPrefixLen(id, all[i-1])+1)
 		}
-		if i+1 < len(sorted) {
-			n = max(n, commonPrefixLen(id, sorted[i+1])+1)
+		if i+1 < len(all) {
+			n = max(n, commonPrefixLen(id, all[i+1])+1)
 		}
 		for n < len(id) {
-			r, err := st.Get(ctx, id[:n])
-			if err == nil && r.ID == id {
+			if owner, ok := labels[id[:n]]; !ok || owner == id {
 				break
 			}
-			if err == nil {
-				n++ // the label of another instance
-				continue
-			}
-			amb, ok := errors.AsType[*instance.AmbiguousError](err)
-			if !ok {
-				n = len(id)
-				break
-			}
-			longer := n + 1
-			for _, m := range amb.Matches {
-				if m != id {
-					longer = max(longer, commonPrefixLen(id, m)+1)
-				}
-			}
-			n = longer
+			n++
 		}
 		out[id] = id[:min(n, len(id))]
 	}
