@@ -65,6 +65,7 @@ const (
 	chanEvents  = "agentctl_events"  // payload: the instance id
 	chanAnswers = "agentctl_answers" // payload: the question id
 	chanLogs    = "agentctl_logs"    // payload: the instance id
+	chanRecords = "agentctl_records" // payload: the instance id
 )
 
 // db is the store's database: database/sql with the backend's driver,
@@ -274,6 +275,12 @@ func storeError(be backend, err error) error {
 // as well, more slowly, in case a notification is lost.
 func (s *Store) WatchEvents(ctx context.Context, id string) (<-chan struct{}, func()) {
 	return s.db.be.watch(ctx, chanEvents, id)
+}
+
+// WatchRecord is [Store.WatchEvents] for changes of instance id's record
+// ([Store.UpdateInstance]: its mounts, a restart asked for).
+func (s *Store) WatchRecord(ctx context.Context, id string) (<-chan struct{}, func()) {
+	return s.db.be.watch(ctx, chanRecords, id)
 }
 
 // WatchAnswer is [Store.WatchEvents] for the answer to question qid.

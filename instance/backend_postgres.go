@@ -382,7 +382,7 @@ func (l *pgListener) listen(ctx context.Context, connected func()) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ch := range []string{chanEvents, chanAnswers, chanLogs} {
+	for _, ch := range []string{chanEvents, chanAnswers, chanLogs, chanRecords} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return err
 		}

@@ -406,6 +406,10 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 	if _, err := tx.ExecContext(ctx, `UPDATE instances SET record = ? WHERE id = ?`, string(b), r.ID); err != nil {
 		return nil, err
 	}
+	// Endpoints serving the instance read it again (serving.Follow).
+	if err := tx.notify(ctx, chanRecords, r.ID); err != nil {
+		return nil, err
+	}
 	if err := tx.Commit(); err != nil {
 		for name := range write {
 			if old, ok := backup[name]; ok {
@@ -492,4 +496,30 @@ func (s *Store) Sweep(ctx context.Context) ([]string, error) {
 		removed = append(removed, path)
 	}
 	return removed, nil
+}
+
+// RequestRestart asks the endpoints serving instance ref, on every host,
+// to restart its external servers named in servers (all of them when
+// empty): the record's [Restart] changes, which they follow. It is an
+// [InvalidError] when the instance has no external server, or none of
+// that name.
+func (s *Store) RequestRestart(ctx context.Context, ref string, servers []string) (*Record, error) {
+	return s.UpdateInstance(ctx, ref, func(r *Record) (map[string][]byte, error) {
+		var have []string
+		for _, m := range r.Mounts {
+			if m.Kind == mount.KindServer {
+				have = append(have, m.Name)
+			}
+		}
+		if len(have) == 0 {
+			return nil, invalidf("instance %s has no external MCP server to restart (its knowledge bases are served in-process); add one with `agentctl instance mount add %s --mcp NAME=COMMAND`", r.ID, r.ID)
+		}
+		for _, n := range servers {
+			if !slices.Contains(have, n) {
+				return nil, invalidf("instance %s has no external MCP server %q; its servers: %s", r.ID, n, strings.Join(have, ", "))
+			}
+		}
+		r.Restart = &Restart{At: s.stamp(), Servers: slices.Clone(servers)}
+		return nil, nil
+	})
 }

@@ -44,6 +44,9 @@ type Record struct {
 	Client *ClientFiles `json:"client,omitempty"`
 	// LastRun is the latest `agentctl instance run` of the instance, if any.
 	LastRun *Run `json:"last_run,omitempty"`
+	// Restart is the latest `agentctl instance restart`: the endpoints
+	// serving the instance restart its external servers when it changes.
+	Restart *Restart `json:"restart,omitempty"`
 
 	// token is the bearer token, set only on the record
 	// [Store.CreateInstance] returns: never stored, never marshalled.
@@ -138,6 +141,14 @@ type Event struct {
 	// RunID is the id of the `agentctl instance run` under way when the
 	// event was recorded (its start and end included); "" outside a run.
 	RunID string `json:"run_id,omitempty"`
+}
+
+// Restart asks the endpoints serving an instance to restart its external
+// servers ([Store.RequestRestart]).
+type Restart struct {
+	At time.Time `json:"at"`
+	// Servers are the mounts to restart; empty: every external server.
+	Servers []string `json:"servers,omitempty"`
 }
 
 // Redacted is a copy of the record for printing: see [mount.Mount.Redacted].

@@ -98,6 +98,10 @@ type InstanceOutput struct {
 	// Withheld are external tools not served because a built-in or a
 	// knowledge base keeps the name ([WithheldExternal]).
 	Withheld []Withheld `json:"withheld"`
+	// ToolsChanged is the last change of the instance's mounts while the
+	// endpoint ran (`agentctl instance mount add/remove`), and what it
+	// means for the model; absent when there was none.
+	ToolsChanged *ToolsChange `json:"tools_changed,omitempty"`
 }
 
 // InstanceTool is one tool as get_instance shows it: the name the model
@@ -182,7 +186,7 @@ const (
 	progressInputSchema  = `{"type":"object","properties":{"message":{"type":"string","description":"What is happening, in one sentence."},"status":{"type":"string","description":"running (default), blocked, done or failed.","default":"running","enum":["running","blocked","done","failed"]},"percent":{"type":["null","number"],"description":"Optional completion from 0 to 100.","minimum":0,"maximum":100}},"required":["message"],"additionalProperties":false}`
 	progressOutputSchema = `{"type":"object","properties":{"recorded":{"type":"boolean"},"seq":{"type":"integer","description":"The event's sequence number."},"status":{"type":"string"}},"required":["recorded","seq","status"],"additionalProperties":false}`
 	getInputSchema       = `{"type":"object","additionalProperties":false}`
-	getOutputSchema      = `{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"agent":{"type":"string"},"workspace":{"type":"string"},"mounts":{"type":["null","array"],"items":{"type":"object","properties":{"kind":{"type":"string"},"name":{"type":"string"},"effective_prefix":{"type":"string"},"prefix_origin":{"type":"string"},"tool_names":{"type":"string"}},"required":["kind","name","effective_prefix","prefix_origin","tool_names"],"additionalProperties":false}},"server_name":{"type":"string"},"namespacing":{"type":"string"},"naming_note":{"type":"string"},"tools":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"canonical":{"type":"string"},"transport":{"type":"string"},"model_visible":{"type":"string"},"source":{"type":"string"},"mount":{"type":"string"},"base":{"type":"string"},"prefix_origin":{"type":"string"},"problems":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","canonical","transport","model_visible","source","base"],"additionalProperties":false}},"mcp_servers":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"state":{"type":"string"},"error":{"type":"string"},"tools":{"type":"integer"},"stderr_tail":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","state","tools"],"additionalProperties":false}},"conflicts":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"sources":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","sources"],"additionalProperties":false}},"withheld":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"source":{"type":"string"},"holder":{"type":"string"},"holder_source":{"type":"string"},"model_visible":{"type":"string"},"reason":{"type":"string"},"fix":{"type":"string"}},"required":["name","source","holder","holder_source","model_visible","reason","fix"],"additionalProperties":false}}},"required":["id","name","agent","workspace","mounts","server_name","namespacing","naming_note","tools","mcp_servers","conflicts","withheld"],"additionalProperties":false}`
+	getOutputSchema      = `{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"agent":{"type":"string"},"workspace":{"type":"string"},"mounts":{"type":["null","array"],"items":{"type":"object","properties":{"kind":{"type":"string"},"name":{"type":"string"},"effective_prefix":{"type":"string"},"prefix_origin":{"type":"string"},"tool_names":{"type":"string"}},"required":["kind","name","effective_prefix","prefix_origin","tool_names"],"additionalProperties":false}},"server_name":{"type":"string"},"namespacing":{"type":"string"},"naming_note":{"type":"string"},"tools":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"canonical":{"type":"string"},"transport":{"type":"string"},"model_visible":{"type":"string"},"source":{"type":"string"},"mount":{"type":"string"},"base":{"type":"string"},"prefix_origin":{"type":"string"},"problems":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","canonical","transport","model_visible","source","base"],"additionalProperties":false}},"mcp_servers":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"state":{"type":"string"},"error":{"type":"string"},"tools":{"type":"integer"},"stderr_tail":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","state","tools"],"additionalProperties":false}},"conflicts":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"sources":{"type":["null","array"],"items":{"type":"string"}}},"required":["name","sources"],"additionalProperties":false}},"withheld":{"type":["null","array"],"items":{"type":"object","properties":{"name":{"type":"string"},"source":{"type":"string"},"holder":{"type":"string"},"holder_source":{"type":"string"},"model_visible":{"type":"string"},"reason":{"type":"string"},"fix":{"type":"string"}},"required":["name","source","holder","holder_source","model_visible","reason","fix"],"additionalProperties":false}},"tools_changed":{"type":["null","object"],"properties":{"at":{"type":"string"},"mounts_added":{"type":["null","array"],"items":{"type":"string"}},"mounts_removed":{"type":["null","array"],"items":{"type":"string"}},"mounts_changed":{"type":["null","array"],"items":{"type":"string"}},"errors":{"type":["null","array"],"items":{"type":"string"}},"note":{"type":"string"}},"required":["at","mounts_added","mounts_removed","mounts_changed","note"],"additionalProperties":false}},"required":["id","name","agent","workspace","mounts","server_name","namespacing","naming_note","tools","mcp_servers","conflicts","withheld"],"additionalProperties":false}`
 )
 
 // servedBuiltins returns the built-in tools of server S as the endpoint
@@ -445,6 +449,8 @@ func (e *Endpoint) getInstance(ctx context.Context, req *mcp.CallToolRequest, _ 
 		MCPServers:  e.ServerStatuses(),
 		Conflicts:   e.Conflicts(),
 		Withheld:    e.Withheld(),
+		// Its note says whether the client lists its tools again.
+		ToolsChanged: e.lastChange(),
 	}
 	if out.Conflicts == nil {
 		out.Conflicts = []Conflict{}
@@ -471,6 +477,8 @@ type MountInfo struct {
 }
 
 func (e *Endpoint) mountInfo() []MountInfo {
+	e.nsMu.RLock()
+	defer e.nsMu.RUnlock()
 	out := make([]MountInfo, len(e.mounts))
 	for i, m := range e.mounts {
 		out[i] = MountInfo{Kind: m.Kind, Name: m.Name, EffectivePrefix: m.EffectivePrefix, PrefixOrigin: m.PrefixOrigin,

@@ -143,8 +143,15 @@ type Endpoint struct {
 	log      *slog.Logger
 	sdkLog   *slog.Logger
 	kbs      []*kb.Base
-	// mounts are cfg.Mounts with their prefixes resolved.
+	// mounts are cfg.Mounts with their prefixes resolved, or the set
+	// [Endpoint.SetMounts] made since (under nsMu).
 	mounts []mount.Resolved
+	// reloadMu makes one SetMounts at a time, and none once closed;
+	// change is the last one's (under changeMu), for get_instance.
+	reloadMu sync.Mutex
+	closed   bool
+	changeMu sync.Mutex
+	change   *ToolsChange
 
 	// External servers (package proxy) and the namespace they share with
 	// the rest (servers.go).
@@ -320,6 +327,9 @@ func (e *MountError) Unwrap() error { return e.Err }
 
 // Close releases the mounts (knowledge bases' folders and index refreshers).
 func (e *Endpoint) Close() error {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	e.closed = true
 	var errs []error
 	for _, kb := range e.kbs {
 		errs = append(errs, kb.Close())

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,7 +56,14 @@ type Options struct {
 // Pool is an endpoint's external servers: it keeps each connected, from
 // [Pool.Start] until its context is done.
 type Pool struct {
+	// mu guards servers and ctx: [Pool.Set] changes the set while the
+	// pool runs.
+	mu      sync.Mutex
 	servers []*Server
+	// ctx is the context Start gave the servers (nil before Start): the
+	// servers Set adds later run under it, unless the pool has stopped.
+	ctx     context.Context
+	stopped bool
 	ns      Namespace
 	opts    Options
 	logMu   sync.Mutex // one line at a time into opts.Stderr
@@ -100,10 +109,7 @@ func NewPool(mounts []mount.Resolved, ns Namespace, opts Options) *Pool {
 	p := &Pool{ns: ns, opts: opts, firstRound: make(chan struct{}), progress: NewProgressRoutes[progressTarget]("agentctl-")}
 	for _, m := range mounts {
 		if m.Kind == mount.KindServer {
-			s := &Server{pool: p, mount: m, state: StateConnecting, relist: make(chan struct{}, 1), redact: redactor(m), stderr: newStderrTail(stderrRedactor(m, os.Environ()))}
-			s.log = s.redactLogger(opts.Logger.With("mcp_server", m.Name))
-			s.sdkLog = s.redactLogger(opts.SDKLogger)
-			p.servers = append(p.servers, s)
+			p.servers = append(p.servers, p.newServer(m))
 		}
 	}
 	if len(p.servers) == 0 {
@@ -112,17 +118,98 @@ func NewPool(mounts []mount.Resolved, ns Namespace, opts Options) *Pool {
 	return p
 }
 
+func (p *Pool) newServer(m mount.Resolved) *Server {
+	s := &Server{pool: p, mount: m, resolved: m, state: StateConnecting, relist: make(chan struct{}, 1),
+		restart: make(chan struct{}, 1), redact: redactor(m), stderr: newStderrTail(stderrRedactor(m, os.Environ()))}
+	s.log = s.redactLogger(p.opts.Logger.With("mcp_server", m.Name))
+	s.sdkLog = s.redactLogger(p.opts.SDKLogger)
+	return s
+}
+
 // Servers returns the servers, in mount order.
-func (p *Pool) Servers() []*Server { return p.servers }
+func (p *Pool) Servers() []*Server {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.servers)
+}
 
 // Server returns the server mounted as name, or nil.
 func (p *Pool) Server(name string) *Server {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, s := range p.servers {
 		if s.mount.Name == name {
 			return s
 		}
 	}
 	return nil
+}
+
+// Set makes the external servers among mounts the pool's, while it runs
+// (an instance's mounts changed): a server whose mount is unchanged but
+// for its resolved prefix keeps running under its new prefix; one whose
+// mount changed is stopped and started again with the new one; those no
+// longer mounted are stopped, and new ones started (once the pool has
+// started; before, they wait for [Pool.Start]). The namespace is told at
+// once ([Namespace.Reconcile]). It returns the names of the servers
+// started and stopped.
+func (p *Pool) Set(mounts []mount.Resolved) (started, stopped []string) {
+	p.mu.Lock()
+	old := map[string]*Server{}
+	for _, s := range p.servers {
+		old[s.mount.Name] = s
+	}
+	var next []*Server
+	for _, m := range mounts {
+		if m.Kind != mount.KindServer {
+			continue
+		}
+		if s := old[m.Name]; s != nil {
+			delete(old, m.Name)
+			if reflect.DeepEqual(s.mount.Mount, m.Mount) {
+				s.setResolved(m)
+				next = append(next, s)
+				continue
+			}
+			s.stopRunning()
+			stopped = append(stopped, m.Name)
+		}
+		s := p.newServer(m)
+		if p.ctx != nil && !p.stopped {
+			p.run(s)
+		}
+		started = append(started, m.Name)
+		next = append(next, s)
+	}
+	for _, s := range p.servers {
+		if old[s.mount.Name] == s {
+			s.stopRunning()
+			stopped = append(stopped, s.mount.Name)
+		}
+	}
+	p.servers = next
+	p.mu.Unlock()
+	p.ns.Reconcile()
+	return started, stopped
+}
+
+// Restart restarts the servers named (every server when none is): each
+// one's connection is closed, its process stopped, and it is started again
+// at once, without the backoff of a server that failed. It returns the
+// names of the servers asked to restart, in mount order; a name the pool
+// does not have is left out.
+func (p *Pool) Restart(names ...string) []string {
+	var out []string
+	for _, s := range p.Servers() {
+		if len(names) == 0 || slices.Contains(names, s.mount.Name) {
+			select {
+			case s.restart <- struct{}{}:
+			default: // already asked
+			}
+			out = append(out, s.mount.Name)
+		}
+	}
+	return out
 }
 
 // Start connects the servers in the background, until ctx is done or
@@ -132,7 +219,10 @@ func (p *Pool) Server(name string) *Server {
 func (p *Pool) Start(ctx context.Context) {
 	p.start.Do(func() {
 		ctx, p.stop = context.WithCancel(ctx)
-		p.startServers(ctx)
+		p.mu.Lock()
+		p.ctx = ctx
+		p.startServers()
+		p.mu.Unlock()
 	})
 }
 
@@ -140,23 +230,21 @@ func (p *Pool) Start(ctx context.Context) {
 // [Pool.Wait] waits for them. A pool stopped before it started never starts.
 func (p *Pool) Stop() {
 	p.start.Do(func() {}) // waits for a Start under way
+	p.mu.Lock()
+	p.stopped = true // Set starts nothing more: Wait may follow
+	p.mu.Unlock()
 	if p.stop != nil {
 		p.stop()
 	}
 }
 
-func (p *Pool) startServers(ctx context.Context) {
+// startServers starts the servers there are at Start (p.mu held): the
+// first round waits for each one's first connection attempt.
+func (p *Pool) startServers() {
 	p.pending.Add(len(p.servers))
 	for _, s := range p.servers {
-		p.running.Add(2)
-		go func() {
-			defer p.running.Done()
-			s.run(ctx)
-		}()
-		go func() {
-			defer p.running.Done()
-			s.relistLoop(ctx)
-		}()
+		s.firstRound = true
+		p.run(s)
 	}
 	if len(p.servers) > 0 {
 		go func() {
@@ -164,6 +252,22 @@ func (p *Pool) startServers(ctx context.Context) {
 			close(p.firstRound)
 		}()
 	}
+}
+
+// run starts s under the pool's context (p.mu held), until that ends or
+// s is stopped alone ([Server.stopRunning]).
+func (p *Pool) run(s *Server) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	s.cancel = cancel
+	p.running.Add(2)
+	go func() {
+		defer p.running.Done()
+		s.run(ctx)
+	}()
+	go func() {
+		defer p.running.Done()
+		s.relistLoop(ctx)
+	}()
 }
 
 // Wait waits until the servers started by Start have stopped (their
@@ -179,8 +283,9 @@ func (p *Pool) FirstRound() <-chan struct{} { return p.firstRound }
 
 // Statuses returns the servers' states, in mount order.
 func (p *Pool) Statuses() []ServerStatus {
-	out := make([]ServerStatus, len(p.servers))
-	for i, s := range p.servers {
+	servers := p.Servers()
+	out := make([]ServerStatus, len(servers))
+	for i, s := range servers {
 		out[i] = s.Status()
 	}
 	return out

@@ -35,7 +35,9 @@ const (
 // Server is one mounted external MCP server: its connection, its tools,
 // and the loop that keeps it connected.
 type Server struct {
-	pool  *Pool
+	pool *Pool
+	// mount is the server's mount as the pool got it; its resolved prefix
+	// may change since ([Pool.Set]): resolved has the current one.
 	mount mount.Resolved
 	log   *slog.Logger
 	// sdkLog is go-sdk's logger for the server's client sessions.
@@ -46,17 +48,25 @@ type Server struct {
 	// stderr is the tail of a stdio server's stderr, over its restarts.
 	stderr *stderrTail
 
-	mu      sync.Mutex
-	session *mcp.ClientSession
-	tools   []*mcp.Tool // as listed by the server, by their own names
-	state   string
-	lastErr string
+	mu       sync.Mutex
+	resolved mount.Resolved
+	session  *mcp.ClientSession
+	tools    []*mcp.Tool // as listed by the server, by their own names
+	state    string
+	lastErr  string
 	// proc is the running stdio server's process.
 	proc *os.Process
 
 	// relist asks the relist worker to list the tools again (coalescing:
 	// several tools/list_changed in a row make one relist).
 	relist chan struct{}
+	// restart asks the run loop to restart the server ([Pool.Restart]).
+	restart chan struct{}
+	// cancel stops the server alone (set when it starts: [Pool.run]);
+	// firstRound says that the pool's first round waits for its first
+	// connection attempt.
+	cancel     context.CancelFunc
+	firstRound bool
 }
 
 // ServerStatus is a server's state, as get_instance shows it.
@@ -81,7 +91,27 @@ type ServerStatus struct {
 func (s *Server) Name() string { return s.mount.Name }
 
 // Mount is the server's mount, its prefix resolved.
-func (s *Server) Mount() mount.Resolved { return s.mount }
+func (s *Server) Mount() mount.Resolved {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resolved
+}
+
+// setResolved gives the server its mount's new resolution (its prefix).
+func (s *Server) setResolved(m mount.Resolved) {
+	s.mu.Lock()
+	s.resolved = m
+	s.mu.Unlock()
+}
+
+// stopRunning stops the server for good (it is no longer mounted): its
+// connection closes and its process stops, in the background. A server
+// never started has nothing to stop.
+func (s *Server) stopRunning() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
 
 // Status returns the server's state.
 func (s *Server) Status() ServerStatus {
@@ -148,7 +178,7 @@ func (s *Server) current() *mcp.ClientSession {
 // tools, wait for it to go away, withdraw them, back off, again.
 func (s *Server) run(ctx context.Context) {
 	backoff := minBackoff
-	first := true
+	first := s.firstRound
 	firstDone := func() {
 		if first {
 			first = false
@@ -157,6 +187,11 @@ func (s *Server) run(ctx context.Context) {
 	}
 	defer firstDone()
 	for {
+		// A restart asked for before this attempt is this attempt.
+		select {
+		case <-s.restart:
+		default:
+		}
 		s.set(StateConnecting, nil, nil, nil)
 		cs, tools, err := s.connect(ctx)
 		if ctx.Err() != nil {
@@ -177,10 +212,18 @@ func (s *Server) run(ctx context.Context) {
 			s.pool.ns.Reconcile()
 			firstDone()
 			s.log.Info("MCP server connected", "tools", len(tools))
-			waitErr := waitSession(ctx, cs)
+			waitErr := waitSession(ctx, cs, s.restart)
 			s.stopProcess()
 			if ctx.Err() != nil {
 				return
+			}
+			if errors.Is(waitErr, errRestart) {
+				s.stderr.endLine()
+				s.set(StateConnecting, nil, nil, nil)
+				s.pool.ns.Reconcile()
+				s.log.Info("MCP server restarted on request (agentctl instance restart)")
+				backoff = minBackoff
+				continue
 			}
 			waitErr = s.scrub(orEOF(waitErr))
 			why := fmt.Errorf("the server went away: %v", waitErr)
@@ -195,6 +238,9 @@ func (s *Server) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.restart: // asked to restart: no more waiting
+			backoff = minBackoff
+			continue
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, maxBackoff)
@@ -211,14 +257,21 @@ func (s *Server) stopProcess() {
 	killGroup(p)
 }
 
+// errRestart ends a session that [Pool.Restart] asked to restart.
+var errRestart = errors.New("restart requested")
+
 // waitSession waits for the session to end, or closes it when ctx is done
-// (which stops a stdio server's process).
-func waitSession(ctx context.Context, cs *mcp.ClientSession) error {
+// (which stops a stdio server's process) or a restart is asked for.
+func waitSession(ctx context.Context, cs *mcp.ClientSession, restart <-chan struct{}) error {
 	done := make(chan error, 1)
 	go func() { done <- cs.Wait() }()
 	select {
 	case err := <-done:
 		return err
+	case <-restart:
+		cs.Close()
+		<-done
+		return errRestart
 	case <-ctx.Done():
 		cs.Close()
 		<-done

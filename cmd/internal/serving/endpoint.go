@@ -55,6 +55,9 @@ type EndpointOptions struct {
 	// NoFastLane: see [mcpserver.Config.NoFastLane] (stdio only).
 	NoFastLane bool
 	Version    string
+	// FollowInterval is how often the endpoint reads its record again for
+	// changes of its mounts ([Follow]; 0: [DefaultFollowInterval]).
+	FollowInterval time.Duration
 }
 
 // served is one instance's endpoint, built from its record ([Build]) and
@@ -70,8 +73,9 @@ type served struct {
 // endpoint is live), the record's mounts checked against the prefix
 // contract again (each derived prefix told to announce), the configuration
 // from the record with o, and external servers' stderr going to the
-// instance's ServerLogFile. The endpoint is not started. stop stops it and
-// releases what it holds; on an error nothing is held.
+// instance's ServerLogFile. The endpoint is not started, but it follows
+// its record from now on ([Follow]: mount changes, restart requests).
+// stop stops it and releases what it holds; on an error nothing is held.
 func Build(ctx context.Context, st *instance.Store, rec *instance.Record, o EndpointOptions, logger *slog.Logger, announce func(string)) (ep *mcpserver.Endpoint, stop func(), err error) {
 	release, err := st.ServeLock(ctx, rec.ID)
 	if err != nil {
@@ -80,8 +84,12 @@ func Build(ctx context.Context, st *instance.Store, rec *instance.Record, o Endp
 	var (
 		logFile io.Closer
 		built   *mcpserver.Endpoint
+		// unfollow stops Follow and waits for it: no mount change after
+		// the endpoint's end.
+		unfollow = func() {}
 	)
 	end := func() {
+		unfollow()
 		if built != nil {
 			built.Shutdown()
 		}
@@ -127,6 +135,16 @@ func Build(ctx context.Context, st *instance.Store, rec *instance.Record, o Endp
 				rec.ID, me.Mount, mountPath(ts.Mounts, me.Mount), where, err)
 		}
 		return nil, nil, fmt.Errorf("instance %s: %w", rec.ID, err)
+	}
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		Follow(fctx, st, rec, built, logger, o.FollowInterval)
+	}()
+	unfollow = func() {
+		cancel()
+		<-followed
 	}
 	return built, end, nil
 }

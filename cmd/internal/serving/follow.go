@@ -1,0 +1,87 @@
+package serving
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"reflect"
+	"time"
+
+	"github.com/agentctl/agentctl/cmd/internal/provision"
+	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver"
+)
+
+// DefaultFollowInterval is how often a running endpoint reads its
+// instance's record again ([Follow]) when the store does not say that it
+// changed (SQLite); a store that does (PostgreSQL's LISTEN/NOTIFY) is
+// read again at once, and every [followIntervalNotified] besides.
+const DefaultFollowInterval = time.Second
+
+// followIntervalNotified is the poll of a store that notifies: the
+// fallback for a notification lost with its connection.
+const followIntervalNotified = 10 * time.Second
+
+// Follow applies the changes of instance rec's record to its running
+// endpoint ep until ctx ends or the instance is deleted: a changed mount
+// set (`instance mount add/remove`) is served at once ([mcpserver.Endpoint.SetMounts]),
+// and a new restart request (`instance restart`) restarts the external
+// servers it names. The record is read every interval (0:
+// [DefaultFollowInterval]), and at once when the store says it changed.
+// A store that cannot be read is tried again at the next tick; nothing
+// here ends the endpoint.
+func Follow(ctx context.Context, st *instance.Store, rec *instance.Record, ep *mcpserver.Endpoint, logger *slog.Logger, interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultFollowInterval
+	}
+	wake, stop := st.WatchRecord(ctx, rec.ID)
+	defer stop()
+	if wake != nil {
+		interval = max(interval, followIntervalNotified)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	last := rec
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-t.C:
+		}
+		cur, err := st.Get(ctx, rec.ID)
+		if err != nil {
+			if nf := (*instance.NotFoundError)(nil); errors.As(err, &nf) {
+				return // deleted: its tools say so
+			}
+			if ctx.Err() == nil {
+				logger.Debug("reading the instance's record for changes", "error", err)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(cur.Mounts, last.Mounts) {
+			applyMounts(cur, ep, logger)
+		}
+		if r := cur.Restart; r != nil && (last.Restart == nil || !r.At.Equal(last.Restart.At)) {
+			names := ep.RestartServers(r.Servers...)
+			logger.Info("restarting external servers as asked (agentctl instance restart)", "servers", names)
+		}
+		last = cur
+	}
+}
+
+// applyMounts serves rec's mounts in ep, checked against the prefix
+// contract again as at start.
+func applyMounts(rec *instance.Record, ep *mcpserver.Endpoint, logger *slog.Logger) {
+	ts, err := provision.RecordToolset(rec)
+	if err != nil {
+		logger.Warn("the instance's new mounts cannot be served; keeping the current ones", "error", err)
+		return
+	}
+	for _, line := range ts.Announcements() {
+		logger.Info(line)
+	}
+	if _, err := ep.SetMounts(ts.Mounts); err != nil {
+		logger.Warn("some of the instance's new mounts cannot be served here; the others are", "error", err)
+	}
+}

@@ -1,0 +1,192 @@
+package mcpserver
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/agentctl/agentctl/mcpserver/kb"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+)
+
+// A running endpoint follows its instance's mounts: `instance mount add`
+// and `remove` change the record, the serving side reads it again and
+// calls [Endpoint.SetMounts], and the tools change under the running
+// session. go-sdk sends notifications/tools/list_changed for every change
+// of the server's tools; a client that does not follow it sees the change
+// only in get_instance's tools_changed until it is restarted.
+
+// ToolsChange is the last change of the endpoint's mounts while it ran, as
+// get_instance shows it.
+type ToolsChange struct {
+	At            time.Time `json:"at"`
+	MountsAdded   []string  `json:"mounts_added"`
+	MountsRemoved []string  `json:"mounts_removed"`
+	// MountsChanged are mounts kept whose tools' names or definition
+	// changed (a prefix given or taken away, a server's command).
+	MountsChanged []string `json:"mounts_changed"`
+	// Errors are the mounts that could not be served (a knowledge base's
+	// folder missing on this host): their tools are absent.
+	Errors []string `json:"errors,omitempty"`
+	// Note tells the model what the change means for it.
+	Note string `json:"note"`
+}
+
+// SetMounts makes ms the endpoint's mounts while it runs: knowledge bases
+// no longer mounted are closed and their tools withdrawn, new ones opened
+// and their tools added, external servers stopped and started
+// ([proxy.Pool.Set]); a mount whose prefix alone changed keeps running
+// under its new names. Every tool change reaches the client as
+// notifications/tools/list_changed. A mount that cannot be served is left
+// out and named in the error; the others are applied. ms must have passed
+// the prefix contract ([mount.Resolve]), as a record's mounts have.
+func (e *Endpoint) SetMounts(ms []mount.Resolved) (*ToolsChange, error) {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	if e.closed {
+		return nil, errors.New("the endpoint has stopped")
+	}
+	e.nsMu.Lock()
+	old := e.mounts
+	byName := func(list []mount.Resolved) map[string]mount.Resolved {
+		out := map[string]mount.Resolved{}
+		for _, m := range list {
+			out[m.Name] = m
+		}
+		return out
+	}
+	oldBy, newBy := byName(old), byName(ms)
+	ch := &ToolsChange{At: time.Now().UTC(), MountsAdded: []string{}, MountsRemoved: []string{}, MountsChanged: []string{}}
+	for _, m := range old {
+		n, kept := newBy[m.Name]
+		switch {
+		case !kept:
+			ch.MountsRemoved = append(ch.MountsRemoved, m.Name)
+		case !reflect.DeepEqual(m, n):
+			ch.MountsChanged = append(ch.MountsChanged, m.Name)
+		}
+	}
+	for _, m := range ms {
+		if _, ok := oldBy[m.Name]; !ok {
+			ch.MountsAdded = append(ch.MountsAdded, m.Name)
+		}
+	}
+	// Knowledge bases: withdraw those gone or changed, then add the new
+	// and changed ones (a kept base whose prefix changed is reopened: its
+	// tools are registered under their new names).
+	var errs []error
+	for _, m := range old {
+		if m.Kind != mount.KindKB {
+			continue
+		}
+		if n, ok := newBy[m.Name]; ok && reflect.DeepEqual(m, n) {
+			continue
+		}
+		e.dropKB(m.Name)
+	}
+	var served []mount.Resolved
+	for _, m := range ms {
+		if m.Kind != mount.KindKB {
+			served = append(served, m)
+			continue
+		}
+		if o, ok := oldBy[m.Name]; ok && reflect.DeepEqual(o, m) && e.hasKB(m.Name) {
+			served = append(served, m)
+			continue
+		}
+		if err := e.addKB(m); err != nil {
+			errs = append(errs, err)
+			ch.Errors = append(ch.Errors, err.Error())
+			continue
+		}
+		served = append(served, m)
+	}
+	e.mounts = served
+	e.inProcess = registryTools(e.registry, e.cfg.ServerName, e.cfg.Naming)
+	e.nsMu.Unlock()
+	e.pool.Set(ms) // reconciles: external tools under their new names
+	ch.Note = changeNote(e.cfg.ToolsListChanged, ch)
+	e.changeMu.Lock()
+	e.change = ch
+	e.changeMu.Unlock()
+	if len(ch.MountsAdded)+len(ch.MountsRemoved)+len(ch.MountsChanged) > 0 {
+		e.log.Info("the instance's mounts changed; serving the new set", "added", ch.MountsAdded, "removed", ch.MountsRemoved,
+			"changed", ch.MountsChanged, "client_relists", e.cfg.ToolsListChanged)
+	}
+	return ch, errors.Join(errs...)
+}
+
+// changeNote is [ToolsChange.Note].
+func changeNote(follows bool, ch *ToolsChange) string {
+	if follows {
+		return "The instance's mounts changed while you ran; your client was told (notifications/tools/list_changed) and lists its tools again: use the tools as they are listed now."
+	}
+	return "The instance's mounts changed while you ran, but your client does not list its tools again: tools added since it started are not shown to you until the person restarts the client, and tools removed fail when called. Tell the person if you need them."
+}
+
+// RestartServers restarts the external servers named (all when none is):
+// see [proxy.Pool.Restart]. It returns the names of those restarting.
+func (e *Endpoint) RestartServers(names ...string) []string {
+	return e.pool.Restart(names...)
+}
+
+// lastChange is the last [ToolsChange], or nil.
+func (e *Endpoint) lastChange() *ToolsChange {
+	e.changeMu.Lock()
+	defer e.changeMu.Unlock()
+	return e.change
+}
+
+// hasKB reports whether the knowledge base mounted as name is open.
+func (e *Endpoint) hasKB(name string) bool {
+	return slices.ContainsFunc(e.kbs, func(b *kb.Base) bool { return b.Name() == name })
+}
+
+// dropKB withdraws the tools of the knowledge base mounted as name and
+// closes it (e.nsMu held).
+func (e *Endpoint) dropKB(name string) {
+	for _, ent := range e.registry.Entries() {
+		if ent.Kind == KindKB && ent.Mount == name {
+			e.registry.Remove(ent.Name)
+		}
+	}
+	e.kbs = slices.DeleteFunc(e.kbs, func(b *kb.Base) bool {
+		if b.Name() != name {
+			return false
+		}
+		if err := b.Close(); err != nil {
+			e.log.Warn("closing a knowledge base no longer mounted", "mount", name, "error", err)
+		}
+		return true
+	})
+}
+
+// addKB opens the knowledge base m and registers its tools (e.nsMu held).
+// An external tool that holds one of its names gives it up: in-process
+// names are reserved, and the next reconcile withholds it.
+func (e *Endpoint) addKB(m mount.Resolved) error {
+	for _, b := range KBToolBases(m.ReadOnly) {
+		name := m.ToolName(b)
+		if _, ext := e.external[name]; ext {
+			e.registry.Remove(name)
+			delete(e.external, name)
+		}
+	}
+	base, err := kb.Open(m.Name, m.Path, kb.Options{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes,
+		IndexDir: e.cfg.KBIndexDir, RefreshInterval: e.cfg.KBRefreshInterval})
+	if err != nil {
+		return &MountError{Mount: m.Name, Err: err}
+	}
+	if err := RegisterKBTools(e.registry, base, m.EffectivePrefix, m.ToolName); err != nil {
+		for _, ent := range e.registry.Entries() {
+			if ent.Kind == KindKB && ent.Mount == m.Name {
+				e.registry.Remove(ent.Name)
+			}
+		}
+		base.Close()
+		return &MountError{Mount: m.Name, Err: err}
+	}
+	e.kbs = append(e.kbs, base)
+	return nil
+}
