@@ -234,7 +234,7 @@ func New(cfg Config) (*Endpoint, error) {
 		e.Close()
 		return nil, err
 	}
-	e.inProcess = registryTools(e.registry, cfg.ServerName, cfg.Naming)
+	e.inProcess = inProcessTools(e.registry, cfg.ServerName, cfg.Naming)
 	// Installed last, so it runs first: before the SDK's lookup, validation,
 	// logging and dispatch.
 	server.AddReceivingMiddleware(e.presentation)

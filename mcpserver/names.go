@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver/mount"
+	"slices"
 )
 
 // NamedTool is one tool of an instance with all its names.
@@ -43,7 +44,18 @@ func NameTools(server string, naming agents.ToolNaming, mounts []mount.Resolved)
 // registryTools lists a registry's tools with their names for this client
 // and their problems (see [LintTools]): what get_instance shows.
 func registryTools(reg *Registry, server string, naming agents.ToolNaming) []NamedTool {
-	rows := nameEntries(reg.Entries(), reg, server, naming, nil)
+	return namedEntries(reg.Entries(), reg, server, naming)
+}
+
+// inProcessTools is [registryTools] of the built-in and knowledge-base
+// tools alone: the names external tools may not take.
+func inProcessTools(reg *Registry, server string, naming agents.ToolNaming) []NamedTool {
+	entries := slices.DeleteFunc(reg.Entries(), func(e Entry) bool { return e.Kind == KindServer })
+	return namedEntries(entries, reg, server, naming)
+}
+
+func namedEntries(entries []Entry, reg *Registry, server string, naming agents.ToolNaming) []NamedTool {
+	rows := nameEntries(entries, reg, server, naming, nil)
 	LintTools(server, naming, rows)
 	out := make([]NamedTool, len(rows))
 	for i, r := range rows {

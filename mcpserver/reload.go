@@ -103,7 +103,7 @@ func (e *Endpoint) SetMounts(ms []mount.Resolved) (*ToolsChange, error) {
 		served = append(served, m)
 	}
 	e.mounts = served
-	e.inProcess = registryTools(e.registry, e.cfg.ServerName, e.cfg.Naming)
+	e.inProcess = inProcessTools(e.registry, e.cfg.ServerName, e.cfg.Naming)
 	e.nsMu.Unlock()
 	e.pool.Set(ms) // reconciles: external tools under their new names
 	ch.Note = changeNote(e.cfg.ToolsListChanged, ch)

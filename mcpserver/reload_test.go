@@ -197,3 +197,39 @@ func TestRestartServers(t *testing.T) {
 		}
 	})
 }
+
+// A server kept by a mount change keeps running, under its new prefix.
+func TestSetMountsKeepsAServer(t *testing.T) {
+	forEachPath(t, func(t *testing.T, path servePath) {
+		pidfile := filepath.Join(t.TempDir(), "pid")
+		up := withBin(t, mcpMount("up", "-pidfile", pidfile))
+		p := startProxyOn(t, path, mount.PrefixModeMountName, up)
+		p.awaitNames(t, "the start", func(n []string) bool { return slices.Contains(n, "echo") })
+		first, _ := os.ReadFile(pidfile)
+		docs := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: kbDir(t, "alpha")}
+		if _, err := p.ep.SetMounts(resolved(t, up, docs)); err != nil {
+			t.Fatal(err)
+		}
+		p.awaitNames(t, "the prefix", func(n []string) bool {
+			return slices.Contains(n, "up__echo") && slices.Contains(n, "docs__concept_read") && !slices.Contains(n, "echo")
+		})
+		res, err := p.call(t, "up__echo", map[string]any{"text": "hi"})
+		if err != nil || res.IsError {
+			t.Fatalf("up__echo: %v %+v", err, res)
+		}
+		// Another mount, the server's names unchanged: still served.
+		notes := mount.Mount{Kind: mount.KindKB, Name: "notes", Path: kbDir(t, "beta")}
+		if _, err := p.ep.SetMounts(resolved(t, up, docs, notes)); err != nil {
+			t.Fatal(err)
+		}
+		p.awaitNames(t, "another knowledge base", func(n []string) bool {
+			return slices.Contains(n, "up__echo") && slices.Contains(n, "notes__concept_read")
+		})
+		if w := p.ep.Withheld(); len(w) != 0 {
+			t.Fatalf("a kept server's tools are withheld: %+v", w)
+		}
+		if now, _ := os.ReadFile(pidfile); string(now) != string(first) {
+			t.Fatalf("the kept server was restarted: pid %s, then %s", first, now)
+		}
+	})
+}

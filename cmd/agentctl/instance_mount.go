@@ -21,8 +21,13 @@ func NewCmdInstanceMount(f *Factory, line cmdLine) *cobra.Command {
 rename existing tools: adding a second knowledge base to an instance with one gives
 the first one's tools a prefix. Every rename is printed (old -> new) on stderr, and
 the change is refused unless --yes is given or you confirm at a terminal. The
-instance's instructions and skills are expanded again for the new names. A running
-endpoint serves the new mounts once it is restarted.`,
+instance's instructions and skills are expanded again for the new names.
+
+Running endpoints (mcp serve, agentctl serve, on any host sharing the store) serve
+the new mounts within a second, without a restart, and tell the client
+(notifications/tools/list_changed). A client that lists its tools only once (see
+tools_list_changed in 'agentctl agents show AGENT') must be restarted for its model
+to see them: the command says so, and get_instance tells the model.`,
 	}
 	line.add(cmd,
 		sub{[]string{"add"}, func(cmdLine) *cobra.Command { return NewCmdInstanceMountAdd(f, nil) }},
@@ -49,12 +54,15 @@ func changeMounts(ctx context.Context, io *IOStreams, open storeOpener, ref stri
 		for _, line := range ch.Toolset.Announcements() {
 			io.Narrate("%s", line)
 		}
-		io.Narrate("Instance %s now has %d mount(s); a running endpoint serves them once restarted.", updated.ID, len(updated.Mounts))
+		io.Narrate("Instance %s now has %d mount(s).", updated.ID, len(updated.Mounts))
+		r := sessionReach(ctx, st, updated)
+		r.tellMounts(io, updated)
 		if output == formatJSON {
 			return io.PrintJSON(struct {
 				*instance.Record
 				Renames []provision.Rename `json:"renames"`
-			}{updated.Redacted(), append([]provision.Rename{}, ch.Renames...)})
+				Running reach              `json:"running"`
+			}{updated.Redacted(), append([]provision.Rename{}, ch.Renames...), r})
 		}
 		_, err = fmt.Fprintln(io.Out, updated.ID)
 		return err

@@ -44,6 +44,12 @@ are rewritten with the new one (mode 0600). Files that 'agentctl instance connec
 wrote are not: rotate names those that still hold the old token; connect again to
 update them.
 
+The endpoints serving the instance over HTTP (agentctl serve, mcp serve --http, on
+every host sharing the store) refuse the old token within a second (they keep a
+token check for at most a second), without a restart. A client session that runs
+with the old token then fails: restart it, and it reads the new token from its
+rewritten configuration. An instance served over stdio sends no token.
+
 The new token is printed on stdout (with -o json, as "token"), once; it is stored
 nowhere but as a hash and in the files named. An instance created before instances
 had tokens gets its first one this way.`,
@@ -74,6 +80,9 @@ type rotatedJSON struct {
 	Rewritten []string `json:"rewritten"`
 	// Stale are connected files still holding the old token.
 	Stale []string `json:"stale"`
+	// RestartClient: a running session of an HTTP instance's client holds
+	// the old token and must be restarted.
+	RestartClient bool `json:"restart_client"`
 }
 
 func instanceTokenRotateRun(ctx context.Context, opts *InstanceTokenRotateOptions) error {
@@ -89,8 +98,14 @@ func instanceTokenRotateRun(ctx context.Context, opts *InstanceTokenRotateOption
 		for _, p := range rot.Stale {
 			opts.IO.Narrate("Still holds the old token: %s (run `agentctl instance connect %s` again to update it)", p, r.ID)
 		}
+		http := r.Transport.Kind == instance.TransportHTTP
+		if http {
+			opts.IO.Narrate("Endpoints serving it over HTTP refuse the old token within a second; restart a running %s session: it holds the old token, and reads the new one when it starts.", r.Agent)
+		} else {
+			opts.IO.Narrate("Its client starts its endpoint over stdio and sends no token; running sessions are not affected.")
+		}
 		if opts.Output == formatJSON {
-			out := rotatedJSON{ID: r.ID, Token: rot.Token, Rewritten: rot.Rewritten, Stale: rot.Stale}
+			out := rotatedJSON{ID: r.ID, Token: rot.Token, Rewritten: rot.Rewritten, Stale: rot.Stale, RestartClient: http}
 			if out.Rewritten == nil {
 				out.Rewritten = []string{}
 			}

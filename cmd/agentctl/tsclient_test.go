@@ -42,6 +42,12 @@ type tsStep struct {
 	Arguments any    `json:"arguments,omitempty"`
 	Text      string `json:"text,omitempty"`
 	Path      string `json:"path,omitempty"` // op touch
+	// Present and Absent: op await_tools.
+	Present []string `json:"present,omitempty"`
+	Absent  []string `json:"absent,omitempty"`
+	// Argv and Env: op exec (Env, when set, is the whole environment).
+	Argv []string `json:"argv,omitempty"`
+	Env  []string `json:"env,omitempty"`
 }
 
 type tsPlan struct {
@@ -93,7 +99,11 @@ type tsResult struct {
 	} `json:"tools"`
 	Result   *tsCallResult `json:"result"`
 	Error    *tsError      `json:"error"`
-	Received bool          `json:"received"` // op await_list_changed
+	Received bool          `json:"received"` // ops await_list_changed, await_tools
+	// Code, Stdout and Stderr: op exec.
+	Code   *int   `json:"code"`
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
 }
 
 func (r tsResult) String() string {

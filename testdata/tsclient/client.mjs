@@ -28,6 +28,18 @@
 //       {"op": "await_list_changed"}     // wait (at most timeoutMs) for a
 //                                        // notifications/tools/list_changed
 //                                        // not yet awaited; {received: bool}
+//       {"op": "await_tools", "present": ["a"], "absent": ["b"]}
+//                                        // list, and again on each
+//                                        // notifications/tools/list_changed, until
+//                                        // the names present are listed and the
+//                                        // absent ones are not (at most timeoutMs);
+//                                        // {received: bool, tools: [...] (the last list)}
+//       {"op": "exec", "argv": ["/abs/cmd", "arg"], "env": ["K=V", ...]}
+//                                        // run a command to its end while the
+//                                        // session stays open (a test's change
+//                                        // of the instance); env, when given, is
+//                                        // its whole environment;
+//                                        // {code, stdout, stderr}
 //     ]
 //   }
 //
@@ -37,6 +49,7 @@
 // ({"op":"calling",...}, {"op":"marker",...}, {"op":"progress",...}, ...).
 
 import { readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -285,6 +298,49 @@ async function main() {
       listChangedWake = null;
       if (received) listChangedAwaited++;
       output.results.push({ op: 'await_list_changed', received });
+    } else if (op === 'await_tools') {
+      const present = step.present ?? [];
+      const absent = step.absent ?? [];
+      const deadline = Date.now() + timeoutMs;
+      let tools = [];
+      let ok = false;
+      for (;;) {
+        const seen = listChanged;
+        tools = await listAllTools(client, { timeout: timeoutMs });
+        const names = new Set(tools.map((t) => t.name));
+        if (present.every((n) => names.has(n)) && !absent.some((n) => names.has(n))) {
+          ok = true;
+          break;
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) break;
+        // The next notification after that list (or one that came while
+        // listing), or the deadline.
+        if (listChanged === seen) {
+          let timer;
+          await new Promise((resolve) => {
+            listChangedWake = resolve;
+            timer = setTimeout(resolve, left);
+          });
+          clearTimeout(timer);
+          listChangedWake = null;
+        }
+      }
+      listChangedAwaited = listChanged;
+      output.results.push({ op: 'await_tools', received: ok, tools });
+    } else if (op === 'exec') {
+      const argv = step.argv ?? [];
+      let env = process.env;
+      if (Array.isArray(step.env)) {
+        env = {};
+        for (const kv of step.env) {
+          const i = kv.indexOf('=');
+          if (i > 0) env[kv.slice(0, i)] = kv.slice(i + 1);
+        }
+      }
+      const r = spawnSync(argv[0], argv.slice(1), { env, encoding: 'utf8', timeout: timeoutMs });
+      output.results.push({ op: 'exec', code: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '',
+        error: r.error ? { message: String(r.error) } : undefined });
     } else if (op === 'notify_marker') {
       logEvent({ op: 'marker', text: step.text });
       output.results.push({ op: 'notify_marker', text: step.text });
