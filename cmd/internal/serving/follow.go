@@ -16,7 +16,7 @@ import (
 // instance's record again ([Follow]) when the store does not say that it
 // changed (SQLite); a store that does (PostgreSQL's LISTEN/NOTIFY) is
 // read again at once, and every [followIntervalNotified] besides.
-const DefaultFollowInterval = time.Second
+const DefaultFollowInterval = 250 * time.Millisecond
 
 // followIntervalNotified is the poll of a store that notifies: the
 // fallback for a notification lost with its connection.
