@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/internal/testkit"
 )
 
@@ -17,7 +19,8 @@ import (
 // knowledge base run as processes in turn. Reported per store: from the
 // command's exit to the notifications/tools/list_changed the session gets
 // (ms-STORE/median, /p90; PostgreSQL wakes the endpoint by NOTIFY, SQLite
-// by its poll of the record every 250 ms, so about 125 ms there), beside
+// by its poll of the record every 250 ms, so about 125 ms there; each
+// change comes after a random pause), beside
 // the command's own time (ms-STORE-command/median), the floor a person
 // waits for anyway.
 //
@@ -49,7 +52,10 @@ func BenchmarkMountReach(b *testing.B) {
 	}
 	round := func(s *side) {
 		b.StopTimer()
-		time.Sleep(50 * time.Millisecond) // the last change's notifications
+		// The last change's notifications; then a random pause of up to a
+		// poll interval, so that the change lands at a random moment of
+		// the endpoint's polling, as a person's would.
+		time.Sleep(50*time.Millisecond + mrand.N(serving.DefaultFollowInterval))
 		s.peer.drain()
 		b.StartTimer()
 		args := []string{"instance", "mount", "add", s.id, "--kb", "reach=" + dir, "--yes"}
