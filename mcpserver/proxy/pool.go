@@ -270,9 +270,23 @@ func (p *Pool) run(s *Server) {
 	}()
 }
 
-// Wait waits until the servers started by Start have stopped (their
-// processes too: no orphans).
-func (p *Pool) Wait() { p.running.Wait() }
+// Wait waits until the pool has stopped (its Start context done, or
+// [Pool.Stop]) and every server it ran has stopped (their processes too:
+// no orphans). Until then servers may come and go ([Pool.Set]): none left
+// running is not the end. A pool never started has nothing to wait for.
+func (p *Pool) Wait() {
+	p.mu.Lock()
+	ctx := p.ctx
+	p.mu.Unlock()
+	if ctx == nil {
+		return
+	}
+	<-ctx.Done()
+	p.mu.Lock()
+	p.stopped = true // Set starts nothing more: its Add comes before this Wait, or never
+	p.mu.Unlock()
+	p.running.Wait()
+}
 
 // FirstRound is closed once every server has had its first connection
 // attempt: up, or failed within its timeout. Both paths wait for it before

@@ -119,3 +119,42 @@ func TestPoolRunsServersInDir(t *testing.T) {
 	cancel()
 	p.Wait()
 }
+
+// TestPoolWaitOutlastsAnEmptySet: a pool whose every server was taken
+// away (Set) has not ended: Wait returns only once it is stopped, and a
+// server Set adds meanwhile runs and is stopped with it.
+func TestPoolWaitOutlastsAnEmptySet(t *testing.T) {
+	t.Parallel()
+	ns := &reconciles{}
+	p := NewPool([]mount.Resolved{server("a", filepath.Join(t.TempDir(), "no-such-server"))}, ns, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.Start(ctx)
+	waited := make(chan struct{})
+	go func() { p.Wait(); close(waited) }()
+	if started, stopped := p.Set(nil); len(started) != 0 || len(stopped) != 1 {
+		t.Fatalf("Set(nil): started %v, stopped %v", started, stopped)
+	}
+	time.Sleep(50 * time.Millisecond) // the removed server's goroutines end
+	select {
+	case <-waited:
+		t.Fatal("Wait returned while the pool runs, its servers all removed")
+	default:
+	}
+	if started, _ := p.Set([]mount.Resolved{server("b", filepath.Join(t.TempDir(), "no-such-server"))}); len(started) != 1 {
+		t.Fatalf("Set(b): started %v", started)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for p.Statuses()[0].State != StateDown {
+		if time.Now().After(deadline) {
+			t.Fatalf("the added server never ran: %+v", p.Statuses())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Stop()
+	select {
+	case <-waited:
+	case <-time.After(time.Minute):
+		t.Fatal("Wait did not return after Stop")
+	}
+}
