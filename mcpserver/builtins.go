@@ -333,6 +333,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 	}
 	const withdrawn = "the question was withdrawn and nobody can answer it"
 	how := fmt.Sprintf("agentctl instance answer %s %s TEXT", id, qid)
+	e.recordStatus(ctx, statusBlocked, fmt.Sprintf("waiting for the answer to question %s: %q", qid, in.Question))
 	e.log.Info("waiting for an answer", "tool", BuiltinName(BaseAskUserQuestion, e.cfg.ServerName), "question", qid, "answer_with", how)
 
 	deadline := time.NewTimer(e.cfg.QuestionTimeout)
@@ -367,6 +368,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			}
 			if closed {
 				e.unanswered(ctx, qid, in.Question, fmt.Sprintf("no answer came within %s", e.cfg.QuestionTimeout))
+				e.recordStatus(ctx, statusRunning, fmt.Sprintf("going on without an answer to question %s", qid))
 				out := AskOutput{Status: AskExpired, QuestionID: qid}
 				return textResult(fmt.Sprintf("No answer came within %s. Continue with your best judgement, or ask again later.", e.cfg.QuestionTimeout)), out, nil
 			}
@@ -393,9 +395,20 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			return nil, AskOutput{}, err
 		}
 		if ok {
+			e.recordStatus(ctx, statusRunning, fmt.Sprintf("question %s answered", qid))
 			out := AskOutput{Answered: true, Answer: answer, Status: AskAnswered, QuestionID: qid}
 			return textResult("The person answered: " + answer), out, nil
 		}
+	}
+}
+
+// recordStatus records a progress event of ask_user_question's with
+// status: the instance's status while its question waits in the store. A
+// store that cannot take it is logged, and the question goes on.
+func (e *Endpoint) recordStatus(ctx context.Context, status, msg string) {
+	tool := BuiltinName(BaseAskUserQuestion, e.cfg.ServerName)
+	if _, err := e.cfg.Store.RecordProgress(context.WithoutCancel(ctx), e.cfg.Instance.ID, tool, status, msg, nil); err != nil && !IsInstanceDeleted(err) {
+		e.log.Warn("could not record the instance's status", "status", status, "err", err)
 	}
 }
 

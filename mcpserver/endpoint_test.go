@@ -400,7 +400,8 @@ func TestAskUserQuestionNobodyAtTheClient(t *testing.T) {
 }
 
 // TestAskUserQuestionUnansweredIsAnEvent: a question that ends without an
-// answer leaves an event of status unanswered, naming the question.
+// answer leaves an event of status unanswered, naming the question,
+// between the blocked of its asking and the running of the agent going on.
 func TestAskUserQuestionUnansweredIsAnEvent(t *testing.T) {
 	st := newFakeStore()
 	cfg := testConfig(agents.NamespacingPrefix, st)
@@ -412,9 +413,49 @@ func TestAskUserQuestionUnansweredIsAnEvent(t *testing.T) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if len(st.events) != 1 || st.events[0].status != unansweredStatus || st.events[0].tool != "ask_user_question_agentctl" ||
-		!strings.Contains(st.events[0].message, "q0") || !strings.Contains(st.events[0].message, "Which DB?") {
-		t.Fatalf("events %+v, want one unanswered event naming q0 and the question", st.events)
+	if len(st.events) != 3 || st.events[1].status != unansweredStatus || st.events[1].tool != "ask_user_question_agentctl" ||
+		!strings.Contains(st.events[1].message, "q0") || !strings.Contains(st.events[1].message, "Which DB?") {
+		t.Fatalf("events %+v, want an unanswered event naming q0 and the question", st.events)
+	}
+	if st.events[0].status != "blocked" || st.events[2].status != "running" {
+		t.Fatalf("events %+v, want blocked first and running last", st.events)
+	}
+}
+
+// TestAskUserQuestionStatus: a question asked through the store makes the
+// instance blocked until its answer comes, then running again.
+func TestAskUserQuestionStatus(t *testing.T) {
+	st := newFakeStore()
+	cfg := testConfig(agents.NamespacingPrefix, st)
+	_, cs := connect(t, cfg, nil)
+	done := make(chan map[string]any, 1)
+	go func() { done <- callAsk(t, cs, "ask_user_question_agentctl") }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st.mu.Lock()
+		n := len(st.events)
+		st.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no event while the question waits")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	st.mu.Lock()
+	if ev := st.events[0]; ev.status != "blocked" || !strings.Contains(ev.message, "Which DB?") {
+		t.Errorf("while waiting: %+v, want blocked naming the question", ev)
+	}
+	st.mu.Unlock()
+	st.answer("q0", "postgres")
+	if out := <-done; out["status"] != AskAnswered {
+		t.Fatalf("got %v", out)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.events) != 2 || st.events[1].status != "running" || !strings.Contains(st.events[1].message, "answered") {
+		t.Fatalf("events %+v, want running after the answer", st.events)
 	}
 }
 

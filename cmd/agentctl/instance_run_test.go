@@ -549,8 +549,8 @@ func TestInstanceRunHeadlessQuestionReachesAPerson(t *testing.T) {
 				LastRun       *instanceRun `json:"last_run"`
 			}
 			if err := json.Unmarshal([]byte(e.mustRun(ctx, "instance", "show", rec.ID, "-o", "json")), &shown); err != nil ||
-				shown.Status != "running" || shown.OpenQuestions == nil || *shown.OpenQuestions != 1 || shown.LastRun == nil || shown.LastRun.Mode != "headless" {
-				t.Errorf("instance show -o json while asking: %+v (%v), want status running, 1 open question, a headless last_run", shown, err)
+				shown.Status != "blocked" || shown.OpenQuestions == nil || *shown.OpenQuestions != 1 || shown.LastRun == nil || shown.LastRun.Mode != "headless" {
+				t.Errorf("instance show -o json while asking: %+v (%v), want status blocked (the agent waits for a person), 1 open question, a headless last_run", shown, err)
 			}
 			e.mustRun(ctx, "instance", "answer", rec.ID, "blue")
 			o := <-done

@@ -89,9 +89,11 @@ func TestRealClientAuggieAndClaudeCode(t *testing.T) {
 			if !prog.Recorded || prog.Status != "running" || prog.Seq <= 0 {
 				t.Errorf("report_progress result = %+v, want recorded=true status=running seq>0", prog)
 			}
+			// Then the question's: blocked while it waited, running once
+			// answered.
 			evs := e.events(ctx, rec.ID)
-			if len(evs) != 1 {
-				t.Fatalf("instance events: want 1 event, got %+v", evs)
+			if len(evs) != 3 || evs[1].Tool != "ask_user_question_agentctl" || evs[1].Status != "blocked" || evs[2].Status != "running" {
+				t.Fatalf("instance events: want report_progress's, then blocked and running of the question, got %+v", evs)
 			}
 			ev := evs[0]
 			if ev.Tool != "report_progress_agentctl" || ev.Status != "running" || ev.Message != progressMsg ||
