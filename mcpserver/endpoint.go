@@ -150,6 +150,10 @@ type Endpoint struct {
 	// change is the last one's (under changeMu), for get_instance.
 	reloadMu sync.Mutex
 	closed   bool
+	// instr, once the mounts changed, are the initialize instructions for
+	// the new set, which later sessions get instead of the SDK's (set at
+	// New); nil until then.
+	instr    atomic.Pointer[string]
 	changeMu sync.Mutex
 	change   *ToolsChange
 
@@ -385,6 +389,8 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 	style, server := e.cfg.Naming.Namespacing, e.cfg.ServerName
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
+		case "initialize", "server/discover":
+			return e.withInstructions(next(ctx, method, req))
 		case "tools/list":
 			e.awaitFirstList(ctx)
 			// One consistent namespace: never half of a reconcile.

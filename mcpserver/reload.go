@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentctl/agentctl/mcpserver/kb"
 	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A running endpoint follows its instance's mounts: `instance mount add`
@@ -104,6 +105,8 @@ func (e *Endpoint) SetMounts(ms []mount.Resolved) (*ToolsChange, error) {
 	}
 	e.mounts = served
 	e.inProcess = inProcessTools(e.registry, e.cfg.ServerName, e.cfg.Naming)
+	instr := instructions(e.cfg, served) // a later session's initialize names the new tools
+	e.instr.Store(&instr)
 	e.nsMu.Unlock()
 	e.pool.Set(ms) // reconciles: external tools under their new names
 	ch.Note = changeNote(e.cfg.ToolsListChanged, ch)
@@ -115,6 +118,26 @@ func (e *Endpoint) SetMounts(ms []mount.Resolved) (*ToolsChange, error) {
 			"changed", ch.MountsChanged, "client_relists", e.cfg.ToolsListChanged)
 	}
 	return ch, errors.Join(errs...)
+}
+
+// withInstructions gives an initialize (or discover) result the
+// instructions of the current mount set, once it changed since New.
+func (e *Endpoint) withInstructions(res mcp.Result, err error) (mcp.Result, error) {
+	instr := e.instr.Load()
+	if err != nil || instr == nil {
+		return res, err
+	}
+	switch r := res.(type) {
+	case *mcp.InitializeResult:
+		c := *r
+		c.Instructions = *instr
+		return &c, nil
+	case *mcp.DiscoverResult:
+		c := *r
+		c.Instructions = *instr
+		return &c, nil
+	}
+	return res, err
 }
 
 // changeNote is [ToolsChange.Note].

@@ -223,4 +223,17 @@ func TestServeHTTPMountAddReachesTheEndpoint(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("the new tool over HTTP: %v %+v", err, res)
 	}
+	// A session that starts now is told the new names in its
+	// instructions, from the same running endpoint.
+	if before := cs.InitializeResult().Instructions; strings.Contains(before, `knowledge base "notes"`) {
+		t.Fatalf("the first session's instructions already named the new tool:\n%s", before)
+	}
+	cs2, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.url(rec.ID), HTTPClient: &http.Client{Transport: bearerTransport{}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs2.Close()
+	if instr := cs2.InitializeResult().Instructions; !strings.Contains(instr, `knowledge base "notes", notes__{tool}`) {
+		t.Fatalf("a later session's instructions do not name the new tool:\n%s", instr)
+	}
 }
