@@ -16,7 +16,8 @@ import (
 )
 
 // Copying a store into another (`agentctl store migrate`): every row of
-// instances, instance_tokens, questions and events, in one transaction on
+// instances, instance_tokens, questions, events and run_logs
+// (copy_runlogs.go), in one transaction on
 // the target, inserted with ON CONFLICT DO NOTHING, so that a second run
 // copies nothing and says so. The source is read in one read-only
 // transaction (a snapshot) and never written.
@@ -68,6 +69,8 @@ type CopyStats struct {
 	Tokens    TableCopy `json:"tokens"`
 	Questions TableCopy `json:"questions"`
 	Events    TableCopy `json:"events"`
+	// RunLogs are the chunks of headless runs' output ([Store.RunLog]).
+	RunLogs TableCopy `json:"run_logs"`
 	// Renumbered counts the copied events that got a new sequence number,
 	// after the target's last, because theirs was taken in the target.
 	Renumbered int `json:"renumbered_events"`
@@ -82,7 +85,7 @@ type CopyStats struct {
 
 // Copied is the number of rows copied, of every table.
 func (s *CopyStats) Copied() int {
-	return s.Instances.Copied + s.Tokens.Copied + s.Questions.Copied + s.Events.Copied
+	return s.Instances.Copied + s.Tokens.Copied + s.Questions.Copied + s.Events.Copied + s.RunLogs.Copied
 }
 
 // LeftOut are the conflicts whose rows the target does not have at all.
@@ -172,7 +175,7 @@ func CopyStore(ctx context.Context, from, to *Store, o CopyOptions) (CopyStats, 
 		}
 	}
 	// On an error nothing was copied: no counts.
-	for _, step := range []func() error{c.copyInstances, c.copyTokens, c.copyQuestions, c.copyEvents, c.restoreStatus} {
+	for _, step := range []func() error{c.copyInstances, c.copyTokens, c.copyQuestions, c.copyEvents, c.copyRunLogs, c.restoreStatus} {
 		if err := step(); err != nil {
 			return CopyStats{}, err
 		}

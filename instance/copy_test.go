@@ -1,6 +1,7 @@
 package instance_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -63,6 +64,13 @@ func fillStore(t *testing.T, st *instance.Store, label string) fleet {
 		t.Fatal(err)
 	}
 	if _, err := st.AddQuestion(ctx, f.ids[2], "proceed?", nil); err != nil {
+		t.Fatal(err)
+	}
+	// Headless runs' output: two chunks of one instance's, one of another's.
+	if err := st.AppendRunLog(ctx, f.ids[0], "run-1", bytes.Repeat([]byte("log line\n"), instance.RunLogChunk/9+10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AppendRunLog(ctx, f.ids[2], "run-2", []byte("done\n")); err != nil {
 		t.Fatal(err)
 	}
 	legacy := `UPDATE instances SET host = '', record = ` + map[string]string{
@@ -135,6 +143,20 @@ func checkCopied(t *testing.T, src, dst *instance.Store, f fleet, host string) {
 	if !reflect.DeepEqual(want.Questions, got.Questions) {
 		t.Errorf("questions differ:\n got %s\nwant %s", js(got.Questions), js(want.Questions))
 	}
+	// Run logs: each instance's output, whole and in order.
+	for _, id := range f.ids {
+		w, err := src.RunLog(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := dst.RunLog(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if logText(w) != logText(g) {
+			t.Errorf("instance %s: run log %q copied as %q", id, logText(w), logText(g))
+		}
+	}
 	// The host is in the column too (instance list --host).
 	n := 0
 	for _, err := range dst.Records(ctx, instance.ListOptions{Host: host}) {
@@ -154,6 +176,15 @@ func checkCopied(t *testing.T, src, dst *instance.Store, f fleet, host string) {
 }
 
 func js(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// logText is a run log's chunks as run id and data, in order.
+func logText(cs []instance.LogChunk) string {
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString(c.RunID + ":" + string(c.Data) + "|")
+	}
+	return b.String()
+}
 
 // checkStats compares the counts of a copy.
 func checkStats(t *testing.T, what string, got instance.CopyStats, want [4][2]int) {
@@ -223,7 +254,7 @@ func TestCopyStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkStats(t, "first copy", st, [4][2]int{{3, 0}, {3, 0}, {2, 0}, {6, 0}})
-		if st.HostSet != 1 || st.Renumbered != 0 || len(st.Conflicts) != 0 || st.Copied() != 14 {
+		if st.HostSet != 1 || st.Renumbered != 0 || len(st.Conflicts) != 0 || st.Copied() != 17 || st.RunLogs.Copied != 3 {
 			t.Errorf("first copy: %s", js(st))
 		}
 		checkCopied(t, src, dst, f, "host-a")
@@ -241,7 +272,7 @@ func TestCopyStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkStats(t, "second copy", again, [4][2]int{{0, 3}, {0, 3}, {0, 2}, {0, 6}})
-		if again.Copied() != 0 || len(again.Conflicts) != 0 {
+		if again.Copied() != 0 || len(again.Conflicts) != 0 || again.RunLogs.Skipped != 3 {
 			t.Errorf("second copy: %s", js(again))
 		}
 

@@ -43,11 +43,12 @@ func NewCmdStoreMigrate(f *Factory, runF func(context.Context, *StoreMigrateOpti
 	}
 	cmd := &cobra.Command{
 		Use:   "migrate --to STORE [--from STORE]",
-		Short: "Copy every record, token, question and event of one store into another",
-		Long: `Copy every instance record, token, question and progress event of one store (--from,
-by default the store in force) into another (--to), in one transaction: the target
-gets all of it or nothing. The source is only read. A store is a path, sqlite:PATH
-or postgres://USER@HOST:PORT/DATABASE (see 'agentctl store --help').
+		Short: "Copy every record, token, question, event and run log of one store into another",
+		Long: `Copy every instance record, token, question, progress event and headless run's
+output (instance logs) of one store (--from, by default the store in force) into
+another (--to), in one transaction: the target gets all of it or nothing. The source
+is only read. A store is a path, sqlite:PATH or postgres://USER@HOST:PORT/DATABASE
+(see 'agentctl store --help').
 
 Migrate can be run again: the rows the target has already are skipped, so a second
 run copies only what the source gained since, or prints "nothing to copy". A row
@@ -62,7 +63,10 @@ Records that name no host (made before records named one) get this host's name
 (host in config.toml, AGENTCTL_HOST, else the host name), so that in a shared
 store they say whose files they are. Events keep their sequence numbers, unless the
 target has given those to other events (several hosts' stores merged into one
-database): then they follow the target's last event, in their order.
+database): then they follow the target's last event, in their order. An instance's
+run log is copied when the target has none of it (it is not merged with one there).
+Pending notifications and the web page's operator tokens stay with the source: deliver
+them there, and make a new operator token with 'agentctl ui --new-token'.
 
 Stop the endpoints and runs that write to the source first, or run migrate again
 once they have stopped to copy what they wrote meanwhile. Then make the target the
@@ -192,7 +196,7 @@ func printMigrateSummary(io *IOStreams, st *instance.CopyStats) error {
 	for _, t := range []struct {
 		name string
 		tc   instance.TableCopy
-	}{{"instances", st.Instances}, {"tokens", st.Tokens}, {"questions", st.Questions}, {"events", st.Events}} {
+	}{{"instances", st.Instances}, {"tokens", st.Tokens}, {"questions", st.Questions}, {"events", st.Events}, {"run logs", st.RunLogs}} {
 		line := fmt.Sprintf("%-10s %d %s, %d already there", t.name+":", t.tc.Copied, copied, t.tc.Skipped-t.tc.Conflicting)
 		if t.tc.Conflicting > 0 {
 			line += fmt.Sprintf(", %d in conflict (listed on stderr)", t.tc.Conflicting)
