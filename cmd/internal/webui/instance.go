@@ -105,6 +105,9 @@ func (u *UI) instancePage(w http.ResponseWriter, r *http.Request, s *session) {
 			p.Flash = &flash{Text: fmt.Sprintf("Answered %s with %s: the agent's waiting call has it.", quote(q.Text), quote(q.Answer))}
 		}
 	}
+	if r.URL.Query().Get("restarted") != "" {
+		p.Flash = &flash{Text: "Asked every endpoint serving this instance to restart its MCP servers; they restart within a second (reload to see their state)."}
+	}
 	u.render(w, http.StatusOK, "instance", p)
 }
 

@@ -107,6 +107,7 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /ui/instances/{id}", u.authed(u.instancePage))
 	mux.HandleFunc("GET /ui/instances/{id}/events", u.liveStream)
 	mux.HandleFunc("POST /ui/instances/{id}/questions/{qid}/answer", u.authed(u.answer))
+	mux.HandleFunc("POST /ui/instances/{id}/restart", u.authed(u.restart))
 	mux.HandleFunc("GET /ui/static/{file}", u.static)
 	mux.HandleFunc("GET /login", u.loginPage)
 	mux.HandleFunc("POST /login", u.login)

@@ -673,3 +673,39 @@ func TestUIOutputTail(t *testing.T) {
 		t.Errorf("the page does not say the output was cut and where the rest is")
 	}
 }
+
+// TestUIRestartServers: the instance page of an instance with external
+// servers has a button that asks its endpoints to restart them (the
+// record's restart request, as `instance restart` sets it), behind the
+// session's CSRF token; an instance without servers has none.
+func TestUIRestartServers(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	rec := s.create("claude-code", "", mount.Mount{Kind: mount.KindServer, Name: "up", Command: "/bin/true"})
+	plain := s.create("claude-code", "")
+	b := s.browser()
+	b.login(s.token)
+	path := "/ui/instances/" + rec.ID + "/restart"
+	if page := b.do(http.MethodGet, "/ui/instances/"+rec.ID, nil, nil); !strings.Contains(page.body, `action="`+path+`"`) {
+		t.Fatalf("the page has no restart button:\n%s", page.body)
+	}
+	if page := b.do(http.MethodGet, "/ui/instances/"+plain.ID, nil, nil); strings.Contains(page.body, "/restart") {
+		t.Errorf("an instance without servers has a restart button")
+	}
+	if a := b.do(http.MethodPost, path, url.Values{}, nil); a.code != http.StatusForbidden {
+		t.Errorf("restart without the CSRF token: %d, want 403", a.code)
+	}
+	if got, _ := s.st.Get(context.Background(), rec.ID); got.Restart != nil {
+		t.Fatalf("a refused POST set a restart request: %+v", got.Restart)
+	}
+	a := b.do(http.MethodPost, path, url.Values{"csrf": {b.csrf}}, nil)
+	if a.code != http.StatusSeeOther || !strings.Contains(a.hdr.Get("Location"), "restarted=1") {
+		t.Fatalf("restart: %d %v", a.code, a.hdr)
+	}
+	if got, _ := s.st.Get(context.Background(), rec.ID); got.Restart == nil {
+		t.Fatal("no restart request in the record")
+	}
+	if page := b.do(http.MethodGet, a.hdr.Get("Location"), nil, nil); !strings.Contains(page.body, "restart its MCP servers") {
+		t.Errorf("the page after restarting does not say so")
+	}
+}
