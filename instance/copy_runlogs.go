@@ -19,7 +19,8 @@ type runLogRow struct {
 
 func (c *copier) copyRunLogs() error {
 	stats := &c.st.RunLogs
-	copying := map[string]bool{} // by instance: the target had none of its chunks
+	copying := map[string]bool{}  // by instance: the target had none of its chunks
+	reported := map[string]bool{} // instances not in the source, said once each
 	scan := func(rows *sql.Rows) (runLogRow, error) {
 		var r runLogRow
 		err := rows.Scan(&r.instance, &r.runID, &r.at, &r.data)
@@ -50,7 +51,8 @@ func (c *copier) copyRunLogs() error {
 			case ci == nil || ci.leftOut:
 				stats.Skipped++
 				stats.Conflicting++
-				if ci == nil {
+				if ci == nil && !reported[r.instance] {
+					reported[r.instance] = true
 					c.conflict("run_logs", r.instance, true, "not copied: its instance %s is not in the source", r.instance)
 				}
 			case !copying[r.instance]:

@@ -500,7 +500,8 @@ func (s *Store) Sweep(ctx context.Context) ([]string, error) {
 
 // RequestRestart asks the endpoints serving instance ref, on every host,
 // to restart its external servers named in servers (all of them when
-// empty): the record's [Restart] changes, which they follow. It is an
+// empty): their times in the record's [Record.Restarts] change, which the
+// endpoints follow. It is an
 // [InvalidError] when the instance has no external server, or none of
 // that name.
 func (s *Store) RequestRestart(ctx context.Context, ref string, servers []string) (*Record, error) {
@@ -519,7 +520,16 @@ func (s *Store) RequestRestart(ctx context.Context, ref string, servers []string
 				return nil, invalidf("instance %s has no external MCP server %q; its servers: %s", r.ID, n, strings.Join(have, ", "))
 			}
 		}
-		r.Restart = &Restart{At: s.stamp(), Servers: slices.Clone(servers)}
+		if r.Restarts == nil {
+			r.Restarts = map[string]time.Time{}
+		}
+		at := s.stamp()
+		if len(servers) == 0 {
+			servers = []string{RestartAll}
+		}
+		for _, n := range servers {
+			r.Restarts[n] = at
+		}
 		return nil, nil
 	})
 }

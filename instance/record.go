@@ -44,9 +44,12 @@ type Record struct {
 	Client *ClientFiles `json:"client,omitempty"`
 	// LastRun is the latest `agentctl instance run` of the instance, if any.
 	LastRun *Run `json:"last_run,omitempty"`
-	// Restart is the latest `agentctl instance restart`: the endpoints
-	// serving the instance restart its external servers when it changes.
-	Restart *Restart `json:"restart,omitempty"`
+	// Restarts say when `agentctl instance restart` last asked for each
+	// external server (by mount name; [RestartAll] for all of them) to be
+	// restarted: the endpoints serving the instance restart those whose
+	// time changed. One time per server, so that requests in quick
+	// succession are each carried out.
+	Restarts map[string]time.Time `json:"restarts,omitempty"`
 
 	// token is the bearer token, set only on the record
 	// [Store.CreateInstance] returns: never stored, never marshalled.
@@ -143,13 +146,9 @@ type Event struct {
 	RunID string `json:"run_id,omitempty"`
 }
 
-// Restart asks the endpoints serving an instance to restart its external
-// servers ([Store.RequestRestart]).
-type Restart struct {
-	At time.Time `json:"at"`
-	// Servers are the mounts to restart; empty: every external server.
-	Servers []string `json:"servers,omitempty"`
-}
+// RestartAll is the key of [Record.Restarts] that asks for every external
+// server.
+const RestartAll = "*"
 
 // Redacted is a copy of the record for printing: see [mount.Mount.Redacted].
 func (r *Record) Redacted() *Record {

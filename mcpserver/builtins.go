@@ -333,7 +333,17 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 	}
 	const withdrawn = "the question was withdrawn and nobody can answer it"
 	how := fmt.Sprintf("agentctl instance answer %s %s TEXT", id, qid)
+	// Blocked while a question waits; running again once the last one
+	// waiting here has ended, however it ended (answered, expired, the
+	// client gone, the store failing).
 	e.recordStatus(ctx, statusBlocked, fmt.Sprintf("waiting for the answer to question %s: %q", qid, in.Question))
+	ended := fmt.Sprintf("the wait for question %s ended", qid)
+	e.waiting.Add(1)
+	defer func() {
+		if e.waiting.Add(-1) == 0 {
+			e.recordStatus(ctx, statusRunning, ended)
+		}
+	}()
 	e.log.Info("waiting for an answer", "tool", BuiltinName(BaseAskUserQuestion, e.cfg.ServerName), "question", qid, "answer_with", how)
 
 	deadline := time.NewTimer(e.cfg.QuestionTimeout)
@@ -368,7 +378,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			}
 			if closed {
 				e.unanswered(ctx, qid, in.Question, fmt.Sprintf("no answer came within %s", e.cfg.QuestionTimeout))
-				e.recordStatus(ctx, statusRunning, fmt.Sprintf("going on without an answer to question %s", qid))
+				ended = fmt.Sprintf("going on without an answer to question %s", qid)
 				out := AskOutput{Status: AskExpired, QuestionID: qid}
 				return textResult(fmt.Sprintf("No answer came within %s. Continue with your best judgement, or ask again later.", e.cfg.QuestionTimeout)), out, nil
 			}
@@ -395,7 +405,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			return nil, AskOutput{}, err
 		}
 		if ok {
-			e.recordStatus(ctx, statusRunning, fmt.Sprintf("question %s answered", qid))
+			ended = fmt.Sprintf("question %s answered", qid)
 			out := AskOutput{Answered: true, Answer: answer, Status: AskAnswered, QuestionID: qid}
 			return textResult("The person answered: " + answer), out, nil
 		}

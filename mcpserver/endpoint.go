@@ -176,6 +176,9 @@ type Endpoint struct {
 	listing listing
 	// first is the gate in front of the first tools/list (firstlist.go).
 	first firstList
+	// waiting counts the questions waiting in the store (the instance is
+	// blocked until none is).
+	waiting atomic.Int64
 }
 
 // DefaultQuestionTimeout is how long ask_user_question waits for an answer

@@ -542,3 +542,43 @@ func TestNullArgumentsDoNotCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAskUserQuestionStatusAfterCancel: a question whose call the client
+// cancels does not leave the instance blocked.
+func TestAskUserQuestionStatusAfterCancel(t *testing.T) {
+	st := newFakeStore()
+	_, cs := connect(t, testConfig(agents.NamespacingPrefix, st), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Which DB?"}})
+		done <- err
+	}()
+	statuses := func() []string {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		var out []string
+		for _, e := range st.events {
+			out = append(out, e.status)
+		}
+		return out
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(statuses()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no blocked event")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	for {
+		if s := statuses(); len(s) > 0 && s[len(s)-1] == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("statuses after the cancel: %v, want running last", statuses())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -34,6 +34,10 @@ type ToolsChange struct {
 	Note string `json:"note"`
 }
 
+// ErrStopped is [Endpoint.SetMounts]' error once the endpoint has
+// stopped (closed): there is nothing left to change.
+var ErrStopped = errors.New("the endpoint has stopped")
+
 // SetMounts makes ms the endpoint's mounts while it runs: knowledge bases
 // no longer mounted are closed and their tools withdrawn, new ones opened
 // and their tools added, external servers stopped and started
@@ -46,7 +50,7 @@ func (e *Endpoint) SetMounts(ms []mount.Resolved) (*ToolsChange, error) {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
 	if e.closed {
-		return nil, errors.New("the endpoint has stopped")
+		return nil, ErrStopped
 	}
 	e.nsMu.Lock()
 	old := e.mounts
@@ -73,35 +77,73 @@ func (e *Endpoint) SetMounts(ms []mount.Resolved) (*ToolsChange, error) {
 			ch.MountsAdded = append(ch.MountsAdded, m.Name)
 		}
 	}
-	// Knowledge bases: withdraw those gone or changed, then add the new
-	// and changed ones (a kept base whose prefix changed is reopened: its
-	// tools are registered under their new names).
+	// Knowledge bases, in two steps so that no name is held by a base on
+	// its way out: withdraw the tools of every base gone or changed (the
+	// bases stay open), then register the new set, a base whose prefix
+	// alone changed under its new names without reopening it. A base that
+	// cannot be served as asked keeps its old names if it had them, and
+	// is named in the error.
 	var errs []error
-	for _, m := range old {
-		if m.Kind != mount.KindKB {
+	prev := map[string]*kb.Base{} // withdrawn, still open
+	for _, o := range old {
+		if o.Kind != mount.KindKB {
 			continue
 		}
-		if n, ok := newBy[m.Name]; ok && reflect.DeepEqual(m, n) {
+		if n, ok := newBy[o.Name]; ok && reflect.DeepEqual(o, n) && e.hasKB(o.Name) {
 			continue
 		}
-		e.dropKB(m.Name)
+		if b := e.kbNamed(o.Name); b != nil {
+			e.withdrawKB(o.Name)
+			prev[o.Name] = b
+		}
 	}
 	var served []mount.Resolved
+	keep := map[*kb.Base]bool{}
 	for _, m := range ms {
 		if m.Kind != mount.KindKB {
 			served = append(served, m)
 			continue
 		}
-		if o, ok := oldBy[m.Name]; ok && reflect.DeepEqual(o, m) && e.hasKB(m.Name) {
-			served = append(served, m)
-			continue
+		o, had := oldBy[m.Name]
+		b, withdrawn := prev[m.Name]
+		if !withdrawn && had && reflect.DeepEqual(o, m) {
+			if cur := e.kbNamed(m.Name); cur != nil {
+				keep[cur] = true
+				served = append(served, m)
+				continue
+			}
 		}
-		if err := e.addKB(m); err != nil {
-			errs = append(errs, err)
-			ch.Errors = append(ch.Errors, err.Error())
-			continue
+		var err error
+		if withdrawn && reflect.DeepEqual(o.Mount, m.Mount) {
+			err = e.registerKB(b, m) // its prefix alone changed
+			if err == nil {
+				keep[b] = true
+				served = append(served, m)
+				continue
+			}
+		} else {
+			var nb *kb.Base
+			if nb, err = e.openKB(m); err == nil {
+				if err = e.registerKB(nb, m); err == nil {
+					e.kbs = append(e.kbs, nb)
+					keep[nb] = true
+					served = append(served, m)
+					continue
+				}
+				nb.Close()
+			}
 		}
-		served = append(served, m)
+		errs = append(errs, err)
+		ch.Errors = append(ch.Errors, err.Error())
+		if withdrawn && e.registerKB(b, o) == nil { // as it was
+			keep[b] = true
+			served = append(served, o)
+		}
+	}
+	for name, b := range prev {
+		if !keep[b] {
+			e.closeKB(name, b)
+		}
 	}
 	e.mounts = served
 	e.inProcess = inProcessTools(e.registry, e.cfg.ServerName, e.cfg.Naming)
@@ -162,54 +204,61 @@ func (e *Endpoint) lastChange() *ToolsChange {
 }
 
 // hasKB reports whether the knowledge base mounted as name is open.
-func (e *Endpoint) hasKB(name string) bool {
-	return slices.ContainsFunc(e.kbs, func(b *kb.Base) bool { return b.Name() == name })
+func (e *Endpoint) hasKB(name string) bool { return e.kbNamed(name) != nil }
+
+// kbNamed is the open knowledge base mounted as name, or nil.
+func (e *Endpoint) kbNamed(name string) *kb.Base {
+	for _, b := range e.kbs {
+		if b.Name() == name {
+			return b
+		}
+	}
+	return nil
 }
 
-// dropKB withdraws the tools of the knowledge base mounted as name and
-// closes it (e.nsMu held).
-func (e *Endpoint) dropKB(name string) {
+// withdrawKB takes the tools of the knowledge base mounted as name out of
+// the registry (e.nsMu held); the base stays open.
+func (e *Endpoint) withdrawKB(name string) {
 	for _, ent := range e.registry.Entries() {
 		if ent.Kind == KindKB && ent.Mount == name {
 			e.registry.Remove(ent.Name)
 		}
 	}
-	e.kbs = slices.DeleteFunc(e.kbs, func(b *kb.Base) bool {
-		if b.Name() != name {
-			return false
-		}
-		if err := b.Close(); err != nil {
-			e.log.Warn("closing a knowledge base no longer mounted", "mount", name, "error", err)
-		}
-		return true
-	})
 }
 
-// addKB opens the knowledge base m and registers its tools (e.nsMu held).
-// An external tool that holds one of its names gives it up: in-process
-// names are reserved, and the next reconcile withholds it.
-func (e *Endpoint) addKB(m mount.Resolved) error {
-	for _, b := range KBToolBases(m.ReadOnly) {
-		name := m.ToolName(b)
+// closeKB closes base b, mounted as name, and forgets it (e.nsMu held).
+func (e *Endpoint) closeKB(name string, b *kb.Base) {
+	e.kbs = slices.DeleteFunc(e.kbs, func(x *kb.Base) bool { return x == b })
+	if err := b.Close(); err != nil {
+		e.log.Warn("closing a knowledge base no longer mounted", "mount", name, "error", err)
+	}
+}
+
+// openKB opens the knowledge base of mount m.
+func (e *Endpoint) openKB(m mount.Resolved) (*kb.Base, error) {
+	b, err := kb.Open(m.Name, m.Path, kb.Options{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes,
+		IndexDir: e.cfg.KBIndexDir, RefreshInterval: e.cfg.KBRefreshInterval})
+	if err != nil {
+		return nil, &MountError{Mount: m.Name, Err: err}
+	}
+	return b, nil
+}
+
+// registerKB registers base b's tools under mount m's names (e.nsMu held);
+// on an error none of them is. An external tool that holds one of the
+// names gives it up: in-process names are reserved, and the next
+// reconcile withholds it.
+func (e *Endpoint) registerKB(b *kb.Base, m mount.Resolved) error {
+	for _, base := range KBToolBases(m.ReadOnly) {
+		name := m.ToolName(base)
 		if _, ext := e.external[name]; ext {
 			e.registry.Remove(name)
 			delete(e.external, name)
 		}
 	}
-	base, err := kb.Open(m.Name, m.Path, kb.Options{ReadOnly: m.ReadOnly, MaxBytes: m.MaxBytes,
-		IndexDir: e.cfg.KBIndexDir, RefreshInterval: e.cfg.KBRefreshInterval})
-	if err != nil {
+	if err := RegisterKBTools(e.registry, b, m.EffectivePrefix, m.ToolName); err != nil {
+		e.withdrawKB(m.Name)
 		return &MountError{Mount: m.Name, Err: err}
 	}
-	if err := RegisterKBTools(e.registry, base, m.EffectivePrefix, m.ToolName); err != nil {
-		for _, ent := range e.registry.Entries() {
-			if ent.Kind == KindKB && ent.Mount == m.Name {
-				e.registry.Remove(ent.Name)
-			}
-		}
-		base.Close()
-		return &MountError{Mount: m.Name, Err: err}
-	}
-	e.kbs = append(e.kbs, base)
 	return nil
 }

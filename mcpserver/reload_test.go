@@ -233,3 +233,35 @@ func TestSetMountsKeepsAServer(t *testing.T) {
 		}
 	})
 }
+
+// A knowledge base whose new folder cannot be opened keeps serving its
+// old one under its old names; two bases that swap prefixes both get
+// theirs (no name is held by a base on its way out).
+func TestSetMountsKeepsAWorkingBase(t *testing.T) {
+	t.Parallel()
+	docs := mount.Mount{Kind: mount.KindKB, Name: "docs", Path: kbDir(t, "alpha"), ToolPrefix: "x"}
+	notes := mount.Mount{Kind: mount.KindKB, Name: "notes", Path: kbDir(t, "beta"), ToolPrefix: "y"}
+	p := startProxy(t, mount.PrefixModeMountName, docs, notes)
+
+	moved := docs
+	moved.Path = filepath.Join(t.TempDir(), "missing")
+	ch, err := p.ep.SetMounts(resolved(t, moved, notes))
+	if err == nil || len(ch.Errors) != 1 {
+		t.Fatalf("want an error for the missing folder, got %v %+v", err, ch)
+	}
+	res, err := p.call(t, "x__concept_read", map[string]any{"id": "alpha"})
+	if err != nil || res.IsError || !strings.Contains(resultText(res), "About alpha") {
+		t.Fatalf("the base whose new folder is missing no longer answers: %v %+v", err, res)
+	}
+
+	docs.ToolPrefix, notes.ToolPrefix = "y", "x"
+	if _, err := p.ep.SetMounts(resolved(t, docs, notes)); err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string]string{"y__concept_read": "alpha", "x__concept_read": "beta"} {
+		res, err := p.call(t, tool, map[string]any{"id": want})
+		if err != nil || res.IsError || !strings.Contains(resultText(res), "About "+want) {
+			t.Errorf("%s after the swap: %v %+v", tool, err, res)
+		}
+	}
+}

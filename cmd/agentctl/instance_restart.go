@@ -66,6 +66,14 @@ type restartJSON struct {
 	Running     reach     `json:"running"`
 }
 
+// requestedAt is the time the record keeps for the request of servers.
+func requestedAt(r *instance.Record, servers []string) time.Time {
+	if len(servers) == 0 {
+		return r.Restarts[instance.RestartAll]
+	}
+	return r.Restarts[servers[0]]
+}
+
 func instanceRestartRun(ctx context.Context, opts *InstanceRestartOptions) error {
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
 		updated, err := st.RequestRestart(ctx, r.ID, opts.Servers)
@@ -92,7 +100,7 @@ func instanceRestartRun(ctx context.Context, opts *InstanceRestartOptions) error
 			opts.IO.Narrate("No endpoint serves instance %s now: its servers (%s) start with its next session.", updated.ID, strings.Join(servers, ", "))
 		}
 		if opts.Output == formatJSON {
-			return opts.IO.PrintJSON(restartJSON{ID: updated.ID, Servers: servers, RequestedAt: updated.Restart.At, Running: rc})
+			return opts.IO.PrintJSON(restartJSON{ID: updated.ID, Servers: servers, RequestedAt: requestedAt(updated, opts.Servers), Running: rc})
 		}
 		_, err = fmt.Fprintln(opts.IO.Out, updated.ID)
 		return err

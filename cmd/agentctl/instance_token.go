@@ -99,9 +99,12 @@ func instanceTokenRotateRun(ctx context.Context, opts *InstanceTokenRotateOption
 			opts.IO.Narrate("Still holds the old token: %s (run `agentctl instance connect %s` again to update it)", p, r.ID)
 		}
 		http := r.Transport.Kind == instance.TransportHTTP
-		if http {
+		switch {
+		case http && len(rot.Stale) > 0:
+			opts.IO.Narrate("Endpoints serving it over HTTP refuse the old token within a second; restart a running %s session once its configuration holds the new token (connect again first where a file above still holds the old one).", r.Agent)
+		case http:
 			opts.IO.Narrate("Endpoints serving it over HTTP refuse the old token within a second; restart a running %s session: it holds the old token, and reads the new one when it starts.", r.Agent)
-		} else {
+		default:
 			opts.IO.Narrate("Its client starts its endpoint over stdio and sends no token; running sessions are not affected.")
 		}
 		if opts.Output == formatJSON {

@@ -76,6 +76,7 @@ type Pool struct {
 	// firstRound is closed once every server has had its first connection
 	// attempt (up, or failed within its timeout).
 	firstRound chan struct{}
+	firstOnce  sync.Once // closes firstRound: Set may empty or fill the pool before Start
 	// progress routes the SDK path's progress tokens (see Server.Handler).
 	progress *ProgressRoutes[progressTarget]
 	// tap sees the stdio servers' lines first ([Pool.SetTap]).
@@ -113,10 +114,13 @@ func NewPool(mounts []mount.Resolved, ns Namespace, opts Options) *Pool {
 		}
 	}
 	if len(p.servers) == 0 {
-		close(p.firstRound)
+		p.endFirstRound()
 	}
 	return p
 }
+
+// endFirstRound closes firstRound, once.
+func (p *Pool) endFirstRound() { p.firstOnce.Do(func() { close(p.firstRound) }) }
 
 func (p *Pool) newServer(m mount.Resolved) *Server {
 	s := &Server{pool: p, mount: m, resolved: m, state: StateConnecting, relist: make(chan struct{}, 1),
@@ -246,12 +250,14 @@ func (p *Pool) startServers() {
 		s.firstRound = true
 		p.run(s)
 	}
-	if len(p.servers) > 0 {
-		go func() {
-			p.pending.Wait()
-			close(p.firstRound)
-		}()
+	if len(p.servers) == 0 {
+		p.endFirstRound() // a Set before Start took every server away
+		return
 	}
+	go func() {
+		p.pending.Wait()
+		p.endFirstRound()
+	}()
 }
 
 // run starts s under the pool's context (p.mu held), until that ends or

@@ -158,3 +158,32 @@ func TestPoolWaitOutlastsAnEmptySet(t *testing.T) {
 		t.Fatal("Wait did not return after Stop")
 	}
 }
+
+// TestPoolSetBeforeStart: a mount change before the pool starts (the
+// endpoint follows its record from its build) neither closes the first
+// round twice nor leaves it open: a pool that gains its first server, and
+// one that loses every server, both end their first round.
+func TestPoolSetBeforeStart(t *testing.T) {
+	t.Parallel()
+	gone := func(name string) mount.Resolved { return server(name, filepath.Join(t.TempDir(), "no-such-server")) }
+	for name, c := range map[string]struct{ from, to []mount.Resolved }{
+		"gains one": {nil, []mount.Resolved{gone("a")}},
+		"loses all": {[]mount.Resolved{gone("a")}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := NewPool(c.from, &reconciles{}, Options{})
+			p.Set(c.to)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p.Start(ctx)
+			select {
+			case <-p.FirstRound():
+			case <-time.After(time.Minute):
+				t.Fatal("the first round never ended")
+			}
+			cancel()
+			p.Wait()
+		})
+	}
+}

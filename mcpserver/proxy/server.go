@@ -108,6 +108,8 @@ func (s *Server) setResolved(m mount.Resolved) {
 // connection closes and its process stops, in the background. A server
 // never started has nothing to stop.
 func (s *Server) stopRunning() {
+	// Not up from now on: no call is routed to it while it stops.
+	s.set(StateDown, nil, nil, errors.New("no longer mounted"))
 	if s.cancel != nil {
 		s.cancel()
 	}

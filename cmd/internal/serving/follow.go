@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/agentctl/agentctl/cmd/internal/provision"
@@ -59,29 +61,51 @@ func Follow(ctx context.Context, st *instance.Store, rec *instance.Record, ep *m
 			}
 			continue
 		}
-		if !reflect.DeepEqual(cur.Mounts, last.Mounts) {
-			applyMounts(cur, ep, logger)
+		if !reflect.DeepEqual(cur.Mounts, last.Mounts) && !applyMounts(cur, ep, logger) {
+			return // the endpoint has stopped
 		}
-		if r := cur.Restart; r != nil && (last.Restart == nil || !r.At.Equal(last.Restart.At)) {
-			names := ep.RestartServers(r.Servers...)
-			logger.Info("restarting external servers as asked (agentctl instance restart)", "servers", names)
+		if all, names := restartsDue(last.Restarts, cur.Restarts); all || len(names) > 0 {
+			if all {
+				names = nil // every server
+			}
+			restarted := ep.RestartServers(names...)
+			logger.Info("restarting external servers as asked (agentctl instance restart)", "servers", restarted)
 		}
 		last = cur
 	}
 }
 
+// restartsDue compares a record's restart requests before and now: all
+// when every server was asked for since, else the servers that were.
+func restartsDue(before, now map[string]time.Time) (all bool, names []string) {
+	for _, n := range slices.Sorted(maps.Keys(now)) {
+		if at := now[n]; !at.Equal(before[n]) {
+			if n == instance.RestartAll {
+				all = true
+			}
+			names = append(names, n)
+		}
+	}
+	return all, names
+}
+
 // applyMounts serves rec's mounts in ep, checked against the prefix
-// contract again as at start.
-func applyMounts(rec *instance.Record, ep *mcpserver.Endpoint, logger *slog.Logger) {
+// contract again as at start; false once ep has stopped.
+func applyMounts(rec *instance.Record, ep *mcpserver.Endpoint, logger *slog.Logger) bool {
 	ts, err := provision.RecordToolset(rec)
 	if err != nil {
 		logger.Warn("the instance's new mounts cannot be served; keeping the current ones", "error", err)
-		return
+		return true
 	}
 	for _, line := range ts.Announcements() {
 		logger.Info(line)
 	}
-	if _, err := ep.SetMounts(ts.Mounts); err != nil {
+	_, err = ep.SetMounts(ts.Mounts)
+	switch {
+	case errors.Is(err, mcpserver.ErrStopped):
+		return false
+	case err != nil:
 		logger.Warn("some of the instance's new mounts cannot be served here; the others are", "error", err)
 	}
+	return true
 }

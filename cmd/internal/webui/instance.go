@@ -105,8 +105,13 @@ func (u *UI) instancePage(w http.ResponseWriter, r *http.Request, s *session) {
 			p.Flash = &flash{Text: fmt.Sprintf("Answered %s with %s: the agent's waiting call has it.", quote(q.Text), quote(q.Answer))}
 		}
 	}
-	if r.URL.Query().Get("restarted") != "" {
-		p.Flash = &flash{Text: "Asked every endpoint serving this instance to restart its MCP servers; they restart within a second (reload to see their state)."}
+	switch r.URL.Query().Get("restarted") {
+	case "here":
+		p.Flash = &flash{Text: "Asked the endpoint serving this instance to restart its MCP servers; they restart within a second (reload to see their state)."}
+	case "fleet":
+		p.Flash = &flash{Text: "Asked the endpoints serving this instance, on any host sharing the store, to restart its MCP servers; they restart within a second."}
+	case "none":
+		p.Flash = &flash{Text: "No endpoint serves this instance now: its MCP servers start with its next session."}
 	}
 	u.render(w, http.StatusOK, "instance", p)
 }

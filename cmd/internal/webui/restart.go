@@ -26,6 +26,13 @@ func (u *UI) restart(w http.ResponseWriter, r *http.Request, s *session) {
 		u.storeFailed(w, r, s, err)
 		return
 	}
-	u.log.Info("external servers restarted from the web page", "instance", rec.ID)
-	http.Redirect(w, r, "/ui/instances/"+rec.ID+"?restarted=1#health", http.StatusSeeOther)
+	// Where the request goes, for the page to say (as the CLI does).
+	where := "none"
+	if live, _ := u.o.Store.Live(r.Context(), rec.ID); live {
+		where = "here"
+	} else if u.o.Store.SharesLogs() {
+		where = "fleet"
+	}
+	u.log.Info("restart of the external servers asked from the web page", "instance", rec.ID, "served", where)
+	http.Redirect(w, r, "/ui/instances/"+rec.ID+"?restarted="+where+"#health", http.StatusSeeOther)
 }

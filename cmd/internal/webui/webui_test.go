@@ -695,17 +695,17 @@ func TestUIRestartServers(t *testing.T) {
 	if a := b.do(http.MethodPost, path, url.Values{}, nil); a.code != http.StatusForbidden {
 		t.Errorf("restart without the CSRF token: %d, want 403", a.code)
 	}
-	if got, _ := s.st.Get(context.Background(), rec.ID); got.Restart != nil {
-		t.Fatalf("a refused POST set a restart request: %+v", got.Restart)
+	if got, _ := s.st.Get(context.Background(), rec.ID); got.Restarts != nil {
+		t.Fatalf("a refused POST set a restart request: %+v", got.Restarts)
 	}
 	a := b.do(http.MethodPost, path, url.Values{"csrf": {b.csrf}}, nil)
-	if a.code != http.StatusSeeOther || !strings.Contains(a.hdr.Get("Location"), "restarted=1") {
+	if a.code != http.StatusSeeOther || !strings.Contains(a.hdr.Get("Location"), "restarted=none") {
 		t.Fatalf("restart: %d %v", a.code, a.hdr)
 	}
-	if got, _ := s.st.Get(context.Background(), rec.ID); got.Restart == nil {
+	if got, _ := s.st.Get(context.Background(), rec.ID); got.Restarts[instance.RestartAll].IsZero() {
 		t.Fatal("no restart request in the record")
 	}
-	if page := b.do(http.MethodGet, a.hdr.Get("Location"), nil, nil); !strings.Contains(page.body, "restart its MCP servers") {
-		t.Errorf("the page after restarting does not say so")
+	if page := b.do(http.MethodGet, a.hdr.Get("Location"), nil, nil); !strings.Contains(page.body, "No endpoint serves this instance now") {
+		t.Errorf("the page after restarting does not say that nothing serves the instance")
 	}
 }
