@@ -1707,7 +1707,7 @@ func confDelete(t *testing.T, e *confEnv) {
 	confOnlyDirs(t, st, kept.ID)
 }
 
-// confWatch: on PostgreSQL, WatchEvents and WatchAnswer receive soon after
+// confWatch: on PostgreSQL, WatchEvents, WatchAnswer and WatchRecord receive soon after
 // another store (another process or host) records an event or an answer,
 // for the watched key only, and not after the watch ends; on SQLite their
 // channel is nil. A Poller following an instance sees another store's
@@ -1735,6 +1735,11 @@ func confWatch(t *testing.T, e *confEnv) {
 		ch, stop = st.WatchAnswer(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
 		if ch != nil || stop == nil {
 			t.Fatalf("SQLite WatchAnswer = %v; want a nil channel", ch)
+		}
+		stop()
+		ch, stop = st.WatchRecord(ctx, a.ID)
+		if ch != nil || stop == nil {
+			t.Fatalf("SQLite WatchRecord = %v; want a nil channel", ch)
 		}
 		stop()
 		interval = 20 * time.Millisecond
@@ -1787,6 +1792,21 @@ func confWatch(t *testing.T, e *confEnv) {
 			t.Errorf("PollAnswer after the wake = %q, %v, %v", ans, ok, err)
 		}
 		confQuiet(t, wb, 300*time.Millisecond, "WatchEvents(b) after an answer")
+
+		// A record changed elsewhere (a mount added, a restart asked for)
+		// wakes the endpoints that follow it: serving.Follow.
+		wr, stopR := st.WatchRecord(ctx, a.ID)
+		defer stopR()
+		wrb, stopRB := st.WatchRecord(ctx, b.ID)
+		defer stopRB()
+		if _, err := writer.UpdateInstance(ctx, a.ID, func(r *Record) (map[string][]byte, error) {
+			r.QuestionTimeout = Duration(time.Minute)
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		confReceives(t, wr, "WatchRecord(a) after another host's change of a's record")
+		confQuiet(t, wrb, 300*time.Millisecond, "WatchRecord(b) after a change of a's record")
 	}
 
 	// A follower of a, on this host, sees the other host's events.
