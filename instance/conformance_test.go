@@ -352,8 +352,8 @@ func confGet(t *testing.T, e *confEnv) {
 			t.Errorf("Get(%q) (shared prefix): %v, want an AmbiguousError", ref, err)
 			continue
 		}
-		// The reference as given, or lower-cased as ids are.
-		if !slices.Equal(amb.Matches, []string{a.ID, b.ID}) || !strings.EqualFold(amb.Ref, ref) {
+		// The reference as given (not lower-cased as ids are).
+		if !slices.Equal(amb.Matches, []string{a.ID, b.ID}) || amb.Ref != ref {
 			t.Errorf("Get(%q): ambiguous %q matching %v, want %v", ref, amb.Ref, amb.Matches, []string{a.ID, b.ID})
 		}
 		for _, id := range []string{a.ID, b.ID} {

@@ -309,8 +309,18 @@ func (s *Store) resolve(ctx context.Context, ref string) (*instanceRow, error) {
 	switch len(found) {
 	case 0:
 		if lower := strings.ToLower(ref); lower != ref {
-			// Ids are lower-case ULIDs; accept the canonical upper-case form too.
-			return s.resolve(ctx, lower)
+			// Ids are lower-case ULIDs; accept the canonical upper-case form
+			// too, and name the reference in an error as it was given.
+			row, err := s.resolve(ctx, lower)
+			var amb *AmbiguousError
+			var nf *NotFoundError
+			switch {
+			case errors.As(err, &amb):
+				amb.Ref = ref
+			case errors.As(err, &nf):
+				nf.Ref = ref
+			}
+			return row, err
 		}
 		return nil, &NotFoundError{What: "instance", Ref: ref, Hint: "see `agentctl instance list` for the instances in " + s.dir}
 	case 1:
