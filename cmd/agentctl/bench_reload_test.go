@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
@@ -89,29 +88,6 @@ func (p *benchStdioPeer) drain() {
 		case <-p.lines:
 		default:
 			return
-		}
-	}
-}
-
-// awaitMethod returns the next message with method, skipping others.
-func (p *benchStdioPeer) awaitMethod(b *testing.B, method string, timeout time.Duration) benchLine {
-	b.Helper()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				b.Fatalf("the server's stdout ended before %s:\n%s", method, p.stderr())
-			}
-			var msg struct {
-				Method string `json:"method"`
-			}
-			if json.Unmarshal(l.data, &msg) == nil && msg.Method == method {
-				return l
-			}
-		case <-t.C:
-			b.Fatalf("no %s within %v:\n%s", method, timeout, p.stderr())
 		}
 	}
 }

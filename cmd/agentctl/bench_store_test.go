@@ -412,30 +412,50 @@ func (p *benchStdioPeer) send(b *testing.B, line string) {
 // other messages.
 func (p *benchStdioPeer) await(b *testing.B, id int, timeout time.Duration) benchLine {
 	b.Helper()
+	return p.awaitLine(b, fmt.Sprintf("the response to request %d", id), timeout, func(msg benchMsg) bool {
+		if msg.ID == nil || *msg.ID != id || msg.Method != "" {
+			return false
+		}
+		if msg.Error != nil {
+			b.Fatalf("request %d: error %s", id, msg.Error.Message)
+		}
+		return true
+	})
+}
+
+// awaitMethod returns the next message with method, skipping others.
+func (p *benchStdioPeer) awaitMethod(b *testing.B, method string, timeout time.Duration) benchLine {
+	b.Helper()
+	return p.awaitLine(b, method, timeout, func(msg benchMsg) bool { return msg.Method == method })
+}
+
+// benchMsg is what the waits read of a line.
+type benchMsg struct {
+	ID     *int   `json:"id"`
+	Method string `json:"method"`
+	Error  *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// awaitLine returns the next line that is JSON and that want takes,
+// skipping the others; what names it in a failure.
+func (p *benchStdioPeer) awaitLine(b *testing.B, what string, timeout time.Duration, want func(benchMsg) bool) benchLine {
+	b.Helper()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
 		select {
 		case l, ok := <-p.lines:
 			if !ok {
-				b.Fatalf("the server's stdout ended before the response to %d:\n%s", id, p.stderr())
+				b.Fatalf("the server's stdout ended before %s:\n%s", what, p.stderr())
 			}
-			var msg struct {
-				ID     *int   `json:"id"`
-				Method string `json:"method"`
-				Error  *struct {
-					Message string `json:"message"`
-				} `json:"error"`
+			var msg benchMsg
+			if json.Unmarshal(l.data, &msg) == nil && want(msg) {
+				return l
 			}
-			if json.Unmarshal(l.data, &msg) != nil || msg.ID == nil || *msg.ID != id || msg.Method != "" {
-				continue
-			}
-			if msg.Error != nil {
-				b.Fatalf("request %d: error %s", id, msg.Error.Message)
-			}
-			return l
 		case <-t.C:
-			b.Fatalf("no response to request %d within %v:\n%s", id, timeout, p.stderr())
+			b.Fatalf("no %s within %v:\n%s", what, timeout, p.stderr())
 		}
 	}
 }

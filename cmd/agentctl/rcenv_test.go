@@ -266,6 +266,20 @@ func nativeServer(t *testing.T, rec rcRecord, wantFile string) (string, []string
 	if filepath.Dir(rec.MCPConfigPath) != rec.Dir {
 		t.Errorf("mcp_config_path %s is not directly inside the instance directory %s", rec.MCPConfigPath, rec.Dir)
 	}
+	ent := nativeEntry(t, rec)
+	if !filepath.IsAbs(ent.Command) {
+		t.Fatalf("%s: command %q is not an absolute path; the client may start it from any directory", rec.MCPConfigPath, ent.Command)
+	}
+	return ent.Command, ent.Args
+}
+
+// nativeEntry is rec's entry in the mcpServers of its JSON client
+// configuration, which must be its only one.
+func nativeEntry(t *testing.T, rec rcRecord) (ent struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}) {
+	t.Helper()
 	data, err := os.ReadFile(rec.MCPConfigPath)
 	if err != nil {
 		t.Fatalf("read the native MCP configuration: %v", err)
@@ -279,14 +293,12 @@ func nativeServer(t *testing.T, rec rcRecord, wantFile string) (string, []string
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		t.Fatalf("%s is not JSON: %v\n%s", rec.MCPConfigPath, err, data)
 	}
-	ent, ok := cfg.MCPServers[rec.ServerName]
+	e, ok := cfg.MCPServers[rec.ServerName]
 	if !ok || len(cfg.MCPServers) != 1 {
 		t.Fatalf("%s: want exactly one mcpServers entry %q, got:\n%s", rec.MCPConfigPath, rec.ServerName, data)
 	}
-	if !filepath.IsAbs(ent.Command) {
-		t.Fatalf("%s: command %q is not an absolute path; the client may start it from any directory", rec.MCPConfigPath, ent.Command)
-	}
-	return ent.Command, ent.Args
+	ent.Command, ent.Args = e.Command, e.Args
+	return ent
 }
 
 // lockedBuffer is a bytes.Buffer safe for a writer goroutine and a reader.

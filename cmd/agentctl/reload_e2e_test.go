@@ -104,23 +104,7 @@ for i in $(seq 600); do new=$(cat "$1" 2>/dev/null); [ -n "$new" ] && [ "$new" !
 // (mcpServers in its JSON configuration), wherever that file is.
 func nativeServerAny(t *testing.T, rec rcRecord) (string, []string) {
 	t.Helper()
-	data, err := os.ReadFile(rec.MCPConfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg struct {
-		MCPServers map[string]struct {
-			Command string   `json:"command"`
-			Args    []string `json:"args"`
-		} `json:"mcpServers"`
-	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		t.Fatalf("%s: %v", rec.MCPConfigPath, err)
-	}
-	ent, ok := cfg.MCPServers[rec.ServerName]
-	if !ok {
-		t.Fatalf("%s has no entry %q:\n%s", rec.MCPConfigPath, rec.ServerName, data)
-	}
+	ent := nativeEntry(t, rec)
 	return ent.Command, ent.Args
 }
 
