@@ -171,7 +171,7 @@ func (b *pgBackend) notify(ctx context.Context, ex execer, channel, payload stri
 }
 
 func (b *pgBackend) notifying(q, channel string) string {
-	return `WITH changed(v) AS (` + q + `) SELECT v FROM changed, pg_notify('` + channel + `', v)`
+	return `WITH changed AS (` + q + `) SELECT changed.* FROM changed, pg_notify('` + channel + `', changed.id)`
 }
 
 // failed drops the pool's idle connections when a statement found the

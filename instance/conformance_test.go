@@ -99,6 +99,7 @@ var conformanceChecks = []struct {
 	{"records and list options", confList},
 	{"tokens", confTokens},
 	{"questions and answers", confQuestions},
+	{"answer by reference", confAnswerRef},
 	{"inbox", confInbox},
 	{"events and status", confEvents},
 	{"events resume under concurrent writers", confEventsResume},
@@ -1039,6 +1040,134 @@ func confQuestions(t *testing.T, e *confEnv) {
 	e.wantErr(t, "poll an unknown question", err, "not found")
 	_, err = st.AskQuestion(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa", "Anyone?", nil)
 	e.wantErr(t, "ask for an unknown instance", err, "deleted")
+}
+
+// confAnswerRef: AnswerRef answers as Get and Answer do, in one statement
+// when the instance is named by id or label and the question is open and
+// without choices (or the answer is free text); anything else, declined by
+// that statement untouched, is answered or refused as Answer would. On
+// PostgreSQL the one statement wakes the waiting watch, as Answer's does.
+func confAnswerRef(t *testing.T, e *confEnv) {
+	ctx := context.Background()
+	clk := newConfClock()
+	st := e.open(t, WithClock(clk.now))
+	other := e.elsewhere(t, WithClock(clk.now))
+	a := confCreate(t, st, "auggie", "asker", nil)
+	b := confCreate(t, st, "codex", "", nil)
+	ask := func(r *Record, choices ...string) string {
+		t.Helper()
+		clk.advance(time.Second)
+		qid, err := st.AskQuestion(ctx, r.ID, "Go on?", choices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return qid
+	}
+	state := func(qid string) string {
+		t.Helper()
+		q, err := st.Question(ctx, a.ID, qid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.Status + ":" + q.Answer
+	}
+
+	if e.kind == "postgres" {
+		// The first watch wakes once the store listens; after that, a
+		// wake is a notification.
+		primer, stop := st.WatchEvents(ctx, "primer")
+		confReceives(t, primer, "the first watch, once the listener listens")
+		stop()
+	}
+	// The one statement, by id and by label: the question as answered.
+	for _, ref := range []string{a.ID, "asker"} {
+		qid := ask(a)
+		wake, stop := st.WatchAnswer(ctx, qid)
+		defer stop()
+		clk.advance(time.Second)
+		got, err := other.answerDirect(ctx, ref, qid, "ship it", false)
+		if err != nil || got == nil {
+			t.Fatalf("answerDirect(%s) = %v, %v; want it answered in one statement", ref, got, err)
+		}
+		want := &Question{ID: qid, InstanceID: a.ID, Text: "Go on?", Choices: []string{}, Status: QuestionAnswered,
+			Answer: "ship it", AskedAt: clk.now().Add(-time.Second)}
+		now := clk.now()
+		want.AnsweredAt = &now
+		if confJSON(t, got) != confJSON(t, want) {
+			t.Errorf("answerDirect(%s) =\n %s, want\n %s", ref, confJSON(t, got), confJSON(t, want))
+		}
+		if wake != nil {
+			confReceives(t, wake, "the answer's notification")
+		}
+		if q, err := st.Question(ctx, a.ID, qid); err != nil || confJSON(t, q) != confJSON(t, want) {
+			t.Errorf("the stored question %s, %v; want %s", confJSON(t, q), err, confJSON(t, want))
+		}
+		if ans, ok, err := st.PollAnswer(ctx, a.ID, qid); ans != "ship it" || !ok || err != nil {
+			t.Errorf("PollAnswer = %q, %v, %v", ans, ok, err)
+		}
+	}
+	qc := ask(a, "Yes", "No")
+	if got, err := other.answerDirect(ctx, a.ID, qc, "free text", true); err != nil || got == nil || got.Answer != "free text" {
+		t.Errorf("answerDirect of free text to a question with choices = %v, %v; want it answered", got, err)
+	}
+
+	// Declined by the statement, the question untouched; AnswerRef then
+	// answers or refuses as Answer does.
+	qa, qb := ask(a, "Yes", "No"), ask(b)
+	answered := ask(a)
+	if _, err := st.AnswerRef(ctx, a.ID, answered, "first", false); err != nil {
+		t.Fatal(err)
+	}
+	prefix := a.ID[:len(a.ID)-4]
+	qp, qu := ask(a), ask(a)
+	for _, c := range []struct{ what, ref, qid string }{
+		{"a question with choices", a.ID, qa},
+		{"another instance's question", a.ID, qb},
+		{"an answered question", a.ID, answered},
+		{"an id prefix", prefix, qp},
+		{"an id in upper case", strings.ToUpper(a.ID), qu},
+		{"an unknown label", "nobody", qp},
+	} {
+		before := ""
+		if c.qid != qb {
+			before = state(c.qid)
+		}
+		if got, err := other.answerDirect(ctx, c.ref, c.qid, "  yes ", false); got != nil || err != nil {
+			t.Errorf("answerDirect, %s = %v, %v; want it declined", c.what, got, err)
+		}
+		if c.qid != qb {
+			if after := state(c.qid); after != before {
+				t.Errorf("answerDirect, %s: the question went from %s to %s", c.what, before, after)
+			}
+		}
+	}
+	got, err := other.AnswerRef(ctx, a.ID, qa, "  yes ", false)
+	if err != nil || got.Answer != "Yes" {
+		t.Errorf("AnswerRef, a question with choices: %v, %v; want the choice as written", got, err)
+	}
+	_, err = other.AnswerRef(ctx, "asker", qb, "x", false)
+	e.wantErr(t, "AnswerRef, another instance's question", err, "not found")
+	_, err = other.AnswerRef(ctx, a.ID, answered, "again", false)
+	e.wantErr(t, "AnswerRef, an answered question", err, "invalid")
+	_, err = other.AnswerRef(ctx, "nobody", qp, "x", false)
+	e.wantErr(t, "AnswerRef, an unknown label", err, "not found")
+	for _, c := range []struct{ what, ref, qid string }{{"an id prefix", prefix, qp}, {"an id in upper case", strings.ToUpper(a.ID), qu}} {
+		if got, err := other.AnswerRef(ctx, c.ref, c.qid, "fine", false); err != nil || got.ID != c.qid || got.Answer != "fine" {
+			t.Errorf("AnswerRef, %s: %v, %v", c.what, got, err)
+		}
+	}
+	if got, err := other.AnswerRef(ctx, b.ID, "", "the one", false); err != nil || got.ID != qb {
+		t.Errorf("AnswerRef without a question id, one open: %v, %v", got, err)
+	}
+	all, err := st.Questions(ctx, a.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary []string
+	for _, q := range all {
+		summary = append(summary, q.Status+":"+q.Answer)
+	}
+	e.note("answers: %q", summary)
 }
 
 // confInbox: the open questions of every instance of every host, oldest

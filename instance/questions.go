@@ -148,6 +148,60 @@ type InboxQuestion struct {
 	Host         string `json:"host,omitempty"`
 }
 
+// AnswerRef answers question questionID of the instance ref names (an id,
+// id prefix or label, as [Store.Get] takes them) as [Store.Answer] does. The
+// common case, ref an id or label and the question open and without choices
+// (or other set), is one statement: on a store across a network, one round
+// trip instead of three. Anything else, and a store that notifies people of
+// answers, takes [Store.Get] and [Store.Answer], which also name what is
+// wrong.
+func (s *Store) AnswerRef(ctx context.Context, ref, questionID, answer string, other bool) (*Question, error) {
+	if ref != "" && questionID != "" && s.notifyFor(NotifyAnswered) == nil {
+		if q, err := s.answerDirect(ctx, ref, questionID, answer, other); q != nil || err != nil {
+			return q, err
+		}
+	}
+	r, err := s.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return s.Answer(ctx, r.ID, questionID, answer, other)
+}
+
+// answerDirect is [Store.AnswerRef]'s one statement; nil, nil when it
+// answered nothing.
+func (s *Store) answerDirect(ctx context.Context, ref, questionID, answer string, other bool) (*Question, error) {
+	cond := ` AND choices = '[]'`
+	if other {
+		cond = ""
+	}
+	// An id is the question's instance_id (no label looks like an id, see
+	// ValidateLabel): the instances table is not read at all.
+	inst := `instance_id = ?`
+	if !isID(ref) {
+		inst = `instance_id = (SELECT id FROM instances WHERE name = ?)`
+	}
+	now := s.stamp()
+	// Like Answer's, the statement wakes the waiting ask_user_question.
+	update := s.db.be.notifying(`UPDATE questions SET status = ?, answer = ?, answered_at = ?
+		WHERE id = ? AND status = ?`+cond+` AND `+inst+`
+		RETURNING id, instance_id, question, choices, status, asked_at, answer, answered_at`, chanAnswers)
+	rows, err := s.db.QueryContext(ctx, update, QuestionAnswered, answer, now.Format(timeFormat), questionID, QuestionOpen, ref)
+	if err != nil {
+		return nil, s.dbError(err)
+	}
+	var q *Question
+	for rows.Next() {
+		if q, err = scanQuestion(rows); err != nil {
+			break
+		}
+	}
+	if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
+		return nil, s.dbError(err)
+	}
+	return q, nil
+}
+
 // Answer answers an open question. With an empty questionID the instance must
 // have exactly one open question, which is answered. A question asked with
 // choices takes one of them (matched regardless of case, and stored as the

@@ -150,6 +150,12 @@ func withInstance(ctx context.Context, open storeOpener, ref string, fn func(*in
 		}
 		return fn(st, r)
 	})
+	return noInstance(err, ref)
+}
+
+// noInstance is err, but for a [*noStateError], which it gives as instance
+// ref not found.
+func noInstance(err error, ref string) error {
 	var ns *noStateError
 	if errors.As(err, &ns) {
 		return &instance.NotFoundError{What: "instance", Ref: ref, Hint: "no instance was ever created in " + ns.dir}

@@ -61,8 +61,8 @@ refused with the choices listed, and --other sends it anyway as free text.`,
 }
 
 func instanceAnswerRun(ctx context.Context, opts *InstanceAnswerOptions) error {
-	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
-		q, err := st.Answer(ctx, r.ID, opts.Question, opts.Text, opts.Other)
+	err := withStore(ctx, opts.Store, func(st *instance.Store) error {
+		q, err := st.AnswerRef(ctx, opts.Instance, opts.Question, opts.Text, opts.Other)
 		if err != nil {
 			return err
 		}
@@ -73,4 +73,5 @@ func instanceAnswerRun(ctx context.Context, opts *InstanceAnswerOptions) error {
 		_, err = fmt.Fprintln(opts.IO.Out, q.ID)
 		return err
 	})
+	return noInstance(err, opts.Instance)
 }
