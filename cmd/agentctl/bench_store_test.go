@@ -110,7 +110,11 @@ func benchStderr(err error) []byte {
 // alternately: ms-sqlite/median, ms-postgres/median and the median of the
 // per-iteration ratios postgres/sqlite. Each `instance answer` answers a
 // question of its own, asked beforehand through the store in this process
-// (in batches, the store closed again before the commands run).
+// (in batches, the store closed again before the commands run). The floor
+// of a command on PostgreSQL, a program that only connects and reads the
+// schema version (testdata/minimalpg), is timed against `instance answer`
+// on PostgreSQL in answer_vs_floor: what the command adds above its
+// connection.
 //
 //	go test -run '^$' -bench StoreCommands -benchtime 20x -count 3 ./cmd/agentctl
 func BenchmarkStoreCommands(b *testing.B) {
@@ -135,6 +139,10 @@ func BenchmarkStoreCommands(b *testing.B) {
 	}
 	b.Run("answer", func(b *testing.B) {
 		pairedProcesses(b, "sqlite", answer(liteQ), "postgres", answer(postQ))
+	})
+	floor := testkit.Build(b, "minimalpg", staticBuild...)
+	b.Run("answer_vs_floor", func(b *testing.B) {
+		pairedProcesses(b, "floor", func() time.Duration { return timeProcess(b, floor, post) }, "postgres", answer(postQ))
 	})
 }
 
