@@ -123,6 +123,7 @@ its connect timeout, since it would never see a later server's tools.`,
 }
 
 func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
+	tuneGC(opts.IO.getenv)
 	if opts.HTTP != "" {
 		return serveRun(ctx, opts.Serve)
 	}

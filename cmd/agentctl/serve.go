@@ -151,6 +151,7 @@ func (opts *ServeOptions) fill(f *Factory) error {
 }
 
 func serveRun(ctx context.Context, opts *ServeOptions) error {
+	tuneGC(opts.IO.getenv)
 	maxBody, err := parseSize(opts.MaxBody)
 	if err != nil {
 		return usageErrorf("--max-body %q: %v; use a size such as 4MiB, 512KiB or 1000000", opts.MaxBody, err)

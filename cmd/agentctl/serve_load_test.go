@@ -381,7 +381,10 @@ func jsonField(tb testing.TB, raw []byte, field string) string {
 // goes first swaps every round. ratio/median is the median of the rounds'
 // requests/s daemon/bare (≥ 0.95 is the target); rps-* are the medians of
 // the rounds' requests/s; ms-p99-* the 99th percentile latency of every
-// call of the run.
+// call of the run; µs-cpu-*/call each server process's CPU time per call
+// over the timed rounds (Linux: its threads' run time in
+// /proc/PID/task/*/schedstat), which tells a server that works more per
+// call from one that waits more.
 //
 //	go test -run '^$' -bench ServeHTTPBuiltin -benchtime 20x -count 3 ./cmd/agentctl
 func BenchmarkServeHTTPBuiltin(b *testing.B) {
@@ -394,14 +397,14 @@ func BenchmarkServeHTTPBuiltin(b *testing.B) {
 	}
 	id := jsonField(b, out, "id")
 	instanceTokens.Store(id, jsonField(b, out, "token"))
-	_, addr := serveProc(b, bin, env, "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
+	daemonProc, addr := serveProc(b, bin, env, "serving every instance at http://", "serve", "--listen", "127.0.0.1:0")
 	bare := testkit.Build(b, "barehttp", staticBuild...)
-	_, bareAddr := serveProc(b, bare, env, "listening on http://", "-kb", kbDir, "-state", state, "-instance", id)
+	bareProc, bareAddr := serveProc(b, bare, env, "listening on http://", "-kb", kbDir, "-state", state, "-instance", id)
 	daemonURL, bareURL := "http://"+addr+"/instances/"+id+"/mcp", "http://"+bareAddr+"/mcp"
 	for _, era := range []struct{ name, version string }{{"stateful_2025-11-25", "2025-11-25"}, {"stateless_2026-07-28", ""}} {
 		for _, c := range []int{1, 8, 32} {
 			b.Run(fmt.Sprintf("%s/c%d", era.name, c), func(b *testing.B) {
-				benchServeHTTPBuiltin(b, daemonURL, bareURL, id, era.version, c)
+				benchServeHTTPBuiltin(b, daemonURL, bareURL, id, era.version, c, daemonProc.Process.Pid, bareProc.Process.Pid)
 			})
 		}
 	}
@@ -442,7 +445,7 @@ func (p pooledBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return p.base.RoundTrip(r)
 }
 
-func benchServeHTTPBuiltin(b *testing.B, daemonURL, bareURL, id, version string, c int) {
+func benchServeHTTPBuiltin(b *testing.B, daemonURL, bareURL, id, version string, c, daemonPid, barePid int) {
 	ctx := context.Background()
 	daemon := pooledSessions(ctx, b, daemonURL, version, c)
 	bare := pooledSessions(ctx, b, bareURL, version, c)
@@ -489,16 +492,27 @@ func benchServeHTTPBuiltin(b *testing.B, daemonURL, bareURL, id, version string,
 	}
 	var ratios, drps, brps []float64
 	var dlat, blat []time.Duration
+	var dcpu, bcpu time.Duration
+	cpuOK := true
+	// timed is round, adding the CPU time pid spent during it to *cpu.
+	timed := func(sessions []*mcp.ClientSession, pid int, cpu *time.Duration) (float64, []time.Duration) {
+		before, ok1 := processCPU(pid)
+		rps, lat := round(sessions)
+		after, ok2 := processCPU(pid)
+		cpuOK = cpuOK && ok1 && ok2
+		*cpu += after - before
+		return rps, lat
+	}
 	i := 0
 	for b.Loop() {
 		var d, s float64
 		var dl, sl []time.Duration
 		if i%2 == 0 {
-			d, dl = round(daemon)
-			s, sl = round(bare)
+			d, dl = timed(daemon, daemonPid, &dcpu)
+			s, sl = timed(bare, barePid, &bcpu)
 		} else {
-			s, sl = round(bare)
-			d, dl = round(daemon)
+			s, sl = timed(bare, barePid, &bcpu)
+			d, dl = timed(daemon, daemonPid, &dcpu)
 		}
 		i++
 		ratios, drps, brps = append(ratios, d/s), append(drps, d), append(brps, s)
@@ -516,4 +530,34 @@ func benchServeHTTPBuiltin(b *testing.B, daemonURL, bareURL, id, version string,
 	b.ReportMetric(dp, "ms-p99-daemon")
 	b.ReportMetric(bp, "ms-p99-bare")
 	b.ReportMetric(dp/bp, "p99-ratio")
+	if cpuOK && len(dlat) > 0 && len(blat) > 0 {
+		b.ReportMetric(float64(dcpu.Microseconds())/float64(len(dlat)), "µs-cpu-daemon/call")
+		b.ReportMetric(float64(bcpu.Microseconds())/float64(len(blat)), "µs-cpu-bare/call")
+	}
+}
+
+// processCPU is the CPU time the threads of process pid have run, from
+// /proc/PID/task/*/schedstat (Linux; false elsewhere).
+func processCPU(pid int) (time.Duration, bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, false
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		f := strings.Fields(string(data))
+		if len(f) == 0 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		total += time.Duration(ns)
+	}
+	return total, true
 }

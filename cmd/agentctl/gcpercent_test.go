@@ -1,0 +1,24 @@
+package main
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+func TestTuneGC(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	tuneGC(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != longRunningGCPercent {
+		t.Errorf("without GOGC the target is %d, want %d", got, longRunningGCPercent)
+	}
+	tuneGC(func(k string) string {
+		if k == "GOGC" {
+			return "50"
+		}
+		return ""
+	})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set, the target became %d; want it left as the runtime set it (here 100)", got)
+	}
+}
