@@ -80,7 +80,11 @@ that lists its tools again on notifications/tools/list_changed gets its first
 list after at most --first-list-wait (default 300ms), with the servers that are
 up by then, and a notification as each later one comes up; any other client's
 first list waits for every server's first connection attempt, each bounded by
-its connect timeout, since it would never see a later server's tools.`,
+its connect timeout, since it would never see a later server's tools.
+
+It sets Go's garbage collector target to 200 (GOGC) unless the GOGC environment
+variable is set: the heap may grow to three times what is live between
+collections, for less CPU per request.`,
 		Example: `  agentctl mcp serve --instance fix-login --log-level debug
   agentctl mcp serve --instance fix-login --http 127.0.0.1:7822`,
 		Args: noArgs,

@@ -97,7 +97,11 @@ not the listen address, or localhost, 127.0.0.1 or [::1] (any case) with the
 listen port, or an --allow-host name, is refused (403), as is a browser's
 cross-site request; a request body is cut after 30 s. On SIGTERM or SIGINT it stops accepting, lets calls in
 flight finish for up to --grace, answers the rest with an error (a waiting
-question is cancelled), stops the external servers and exits 0.`,
+question is cancelled), stops the external servers and exits 0.
+
+Like 'mcp serve', it sets Go's garbage collector target to 200 (GOGC) unless the
+GOGC environment variable is set: the heap may grow to three times what is live
+between collections, for less CPU per request.`,
 		Example: `  agentctl serve
   agentctl serve --listen 127.0.0.1:8080 --idle-stop 30m
   agentctl serve --base-url https://agents.example.com   # behind a TLS proxy
