@@ -45,9 +45,10 @@ type backend interface {
 	// [Store.WatchEvents]) once ex's transaction commits, or at once
 	// outside one; a backend without notifications does nothing.
 	notify(ctx context.Context, ex execer, channel, payload string) error
-	// notifying is statement q, which ends RETURNING columns the first of
-	// which is id, made to notify channel with each returned row's id as
-	// payload, in the same round trip; it still yields the returned rows.
+	// notifying is statement q, which ends RETURNING columns of distinct
+	// names, one of them id, made to notify channel with each returned
+	// row's id as payload, in the same round trip; it still yields the
+	// returned rows.
 	notifying(q, channel string) string
 	// failed is told of every error of a statement: a backend may drop
 	// connections a server restart left dead, so the next try gets a

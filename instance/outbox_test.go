@@ -49,7 +49,10 @@ func notifyScenario(t *testing.T, st *instance.Store, rec *instance.Record, rn *
 		t.Fatal(err)
 	}
 	free, _ := st.AddQuestion(ctx, rec.ID, "Password?", nil)
-	if _, err := st.Answer(ctx, rec.ID, free.ID, "hunter2", true); err != nil {
+	// Through AnswerRef, as `instance answer` answers: free text to a
+	// question, which it would answer in one statement if nobody were
+	// notified of answers.
+	if _, err := st.AnswerRef(ctx, rec.ID, free.ID, "hunter2", true); err != nil {
 		t.Fatal(err)
 	}
 	// A run that fails by its exit code.

@@ -152,9 +152,12 @@ type InboxQuestion struct {
 // id prefix or label, as [Store.Get] takes them) as [Store.Answer] does. The
 // common case, ref an id or label and the question open and without choices
 // (or other set), is one statement: on a store across a network, one round
-// trip instead of three. Anything else, and a store that notifies people of
-// answers, takes [Store.Get] and [Store.Answer], which also name what is
-// wrong.
+// trip instead of three. That statement reads the question's row only, not
+// the instance's record, so a question of an instance whose record cannot be
+// decoded is answered too (Get refuses such a record). Anything else, and a
+// store that notifies people of answers, takes [Store.Get] and
+// [Store.Answer], which also name what is wrong: a question with choices
+// costs the declined statement more than before.
 func (s *Store) AnswerRef(ctx context.Context, ref, questionID, answer string, other bool) (*Question, error) {
 	if ref != "" && questionID != "" && s.notifyFor(NotifyAnswered) == nil {
 		if q, err := s.answerDirect(ctx, ref, questionID, answer, other); q != nil || err != nil {

@@ -15,10 +15,13 @@ const longRunningGCPercent = 200
 
 // tuneGC sets [longRunningGCPercent] for a long-running command, unless
 // the GOGC environment variable (read through getenv; nil reads none) set
-// the target, which Go's runtime has applied.
-func tuneGC(getenv func(string) string) {
+// the target, which Go's runtime has applied. It returns what puts the
+// target back, for the command's end: tests run commands in their own
+// process.
+func tuneGC(getenv func(string) string) (restore func()) {
 	if getenv != nil && getenv("GOGC") != "" {
-		return
+		return func() {}
 	}
-	debug.SetGCPercent(longRunningGCPercent)
+	old := debug.SetGCPercent(longRunningGCPercent)
+	return func() { debug.SetGCPercent(old) }
 }

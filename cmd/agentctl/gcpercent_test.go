@@ -8,9 +8,13 @@ import (
 func TestTuneGC(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(old)
-	tuneGC(func(string) string { return "" })
-	if got := debug.SetGCPercent(100); got != longRunningGCPercent {
+	restore := tuneGC(func(string) string { return "" })
+	if got := debug.SetGCPercent(longRunningGCPercent); got != longRunningGCPercent {
 		t.Errorf("without GOGC the target is %d, want %d", got, longRunningGCPercent)
+	}
+	restore()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("restored, the target is %d, want the 100 it was", got)
 	}
 	tuneGC(func(k string) string {
 		if k == "GOGC" {

@@ -127,12 +127,12 @@ collections, for less CPU per request.`,
 }
 
 func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
-	tuneGC(opts.IO.getenv)
 	if opts.HTTP != "" {
 		return serveRun(ctx, opts.Serve)
 	}
 	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: opts.LogLevel}))
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, rec *instance.Record) error {
+		defer tuneGC(opts.IO.getenv)()
 		// Every instance's due notifications, while it serves.
 		defer startNotifyDelivery(ctx, st)()
 		ep, stop, err := serving.Build(ctx, st, rec, serving.EndpointOptions{

@@ -155,7 +155,6 @@ func (opts *ServeOptions) fill(f *Factory) error {
 }
 
 func serveRun(ctx context.Context, opts *ServeOptions) error {
-	tuneGC(opts.IO.getenv)
 	maxBody, err := parseSize(opts.MaxBody)
 	if err != nil {
 		return usageErrorf("--max-body %q: %v; use a size such as 4MiB, 512KiB or 1000000", opts.MaxBody, err)
@@ -192,6 +191,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w; is another agentctl serve running there? Use --listen to pick another address", opts.Listen, err)
 	}
+	defer tuneGC(opts.IO.getenv)()
 	addr := ln.Addr().String()
 	if !isLoopback(addr) {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: listening on %s, beyond this machine: anyone who can reach it and holds an instance's token can use that instance\n", addr)
