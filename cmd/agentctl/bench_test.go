@@ -131,7 +131,8 @@ func BenchmarkProcess(b *testing.B) {
 // BenchmarkServeStartup measures `agentctl mcp serve --instance ID` from
 // process start to the answer of the first tools/list (initialize,
 // initialized, tools/list over stdio), and against a minimal go-sdk stdio
-// server in the same run.
+// server in the same run, and against that server reading the instance's
+// record from the store first.
 //
 //	go test -run '^$' -bench ServeStartup -benchtime 40x -count 3 ./cmd/agentctl
 func BenchmarkServeStartup(b *testing.B) {
@@ -154,6 +155,19 @@ func BenchmarkServeStartup(b *testing.B) {
 	b.Run("serve_vs_minimal_stdio", func(b *testing.B) {
 		pairedProcesses(b, "minimal_stdio", func() time.Duration { d, _ := timeFirstList(b, minimal, env); return d },
 			"serve", func() time.Duration { d, _ := timeFirstList(b, bin, env, "mcp", "serve", "--instance", id); return d })
+	})
+	// A second floor: that server reading the instance's record from the
+	// SQLite store first (testdata/minimalstdiostore), the least any server
+	// serving from the durable record does; what is above it is agentctl's.
+	minimalStore := testkit.Build(b, "minimalstdiostore", staticBuild...)
+	b.Run("serve_vs_minimal_stdio_store", func(b *testing.B) {
+		pairedProcesses(b, "minimal_stdio_store", func() time.Duration {
+			d, n := timeFirstList(b, minimalStore, env, id)
+			if n != 3 {
+				b.Fatalf("minimalstdiostore listed %d tools, want 3", n)
+			}
+			return d
+		}, "serve", func() time.Duration { d, _ := timeFirstList(b, bin, env, "mcp", "serve", "--instance", id); return d })
 	})
 }
 
