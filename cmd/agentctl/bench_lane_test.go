@@ -44,6 +44,11 @@ func BenchmarkLaneProcess(b *testing.B) {
 	}
 	peers := []*procPeer{direct, lane, floor}
 	var laneAdded, relayAdded []float64
+	// What each middle process spends per call: its threads' CPU time
+	// (its server's aside), which tells work from waiting.
+	laneCPU, ok1 := processCPU(lane.pid)
+	relayCPU, ok2 := processCPU(floor.pid)
+	n := 0
 	for i := 0; b.Loop(); i++ {
 		var d [3]time.Duration
 		for k := range peers {
@@ -52,6 +57,14 @@ func BenchmarkLaneProcess(b *testing.B) {
 		}
 		laneAdded = append(laneAdded, float64(d[1]-d[0])/float64(time.Microsecond))
 		relayAdded = append(relayAdded, float64(d[2]-d[0])/float64(time.Microsecond))
+		n++
+	}
+	b.StopTimer()
+	laneEnd, ok3 := processCPU(lane.pid)
+	relayEnd, ok4 := processCPU(floor.pid)
+	if ok1 && ok2 && ok3 && ok4 && n > 0 {
+		b.ReportMetric(float64(laneEnd-laneCPU)/float64(time.Microsecond)/float64(n), "µs-cpu-lane/call")
+		b.ReportMetric(float64(relayEnd-relayCPU)/float64(time.Microsecond)/float64(n), "µs-cpu-relay/call")
 	}
 	l, r := median(laneAdded), median(relayAdded)
 	b.ReportMetric(l, "µs-added-lane/median")
@@ -63,6 +76,7 @@ func BenchmarkLaneProcess(b *testing.B) {
 
 // procPeer is a raw JSON-RPC client of an MCP server process on OS pipes.
 type procPeer struct {
+	pid  int
 	w    io.Writer
 	r    *bufio.Reader
 	next int
@@ -84,7 +98,7 @@ func startProcPeer(b *testing.B, env []string, bin string, args ...string) *proc
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { in.Close(); _ = cmd.Wait() })
-	p := &procPeer{w: in, r: bufio.NewReaderSize(out, 1<<20), next: 1}
+	p := &procPeer{pid: cmd.Process.Pid, w: in, r: bufio.NewReaderSize(out, 1<<20), next: 1}
 	p.send(b, `"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
 	if _, err := io.WriteString(p.w, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
 		b.Fatal(err)
