@@ -216,7 +216,7 @@ func addSpecialTools(s *mcp.Server) {
 		Description: "Echo the text back.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
-		return textResult(in.Text), echoOut{Text: in.Text}, nil
+		return textResult(in.Text), echoOut(in), nil
 	})
 
 	s.AddTool(&mcp.Tool{Name: "fail", Description: "Always fails with a tool error.", InputSchema: emptyObject},
