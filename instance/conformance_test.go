@@ -1151,6 +1151,19 @@ func confAnswerRef(t *testing.T, e *confEnv) {
 	e.wantErr(t, "AnswerRef, an answered question", err, "invalid")
 	_, err = other.AnswerRef(ctx, "nobody", qp, "x", false)
 	e.wantErr(t, "AnswerRef, an unknown label", err, "not found")
+	// A blank answer is refused on every path, the question left open.
+	before := state(qp)
+	for _, blank := range []string{"", " \t\n"} {
+		_, err = other.AnswerRef(ctx, a.ID, qp, blank, false)
+		e.wantErr(t, fmt.Sprintf("AnswerRef, the answer %q", blank), err, "invalid")
+		_, err = other.AnswerRef(ctx, "asker", qp, blank, true)
+		e.wantErr(t, fmt.Sprintf("AnswerRef by label with other, the answer %q", blank), err, "invalid")
+		_, err = other.Answer(ctx, a.ID, qp, blank, false)
+		e.wantErr(t, fmt.Sprintf("Answer, the answer %q", blank), err, "invalid")
+	}
+	if after := state(qp); after != before {
+		t.Errorf("a blank answer took the question from %s to %s", before, after)
+	}
 	for _, c := range []struct{ what, ref, qid string }{{"an id prefix", prefix, qp}, {"an id in upper case", strings.ToUpper(a.ID), qu}} {
 		if got, err := other.AnswerRef(ctx, c.ref, c.qid, "fine", false); err != nil || got.ID != c.qid || got.Answer != "fine" {
 			t.Errorf("AnswerRef, %s: %v, %v", c.what, got, err)

@@ -159,6 +159,9 @@ type InboxQuestion struct {
 // [Store.Answer], which also name what is wrong: a question with choices
 // costs the declined statement more than before.
 func (s *Store) AnswerRef(ctx context.Context, ref, questionID, answer string, other bool) (*Question, error) {
+	if err := checkAnswer(answer); err != nil {
+		return nil, err
+	}
 	if ref != "" && questionID != "" && s.notifyFor(NotifyAnswered) == nil {
 		if q, err := s.answerDirect(ctx, ref, questionID, answer, other); q != nil || err != nil {
 			return q, err
@@ -169,6 +172,16 @@ func (s *Store) AnswerRef(ctx context.Context, ref, questionID, answer string, o
 		return nil, err
 	}
 	return s.Answer(ctx, r.ID, questionID, answer, other)
+}
+
+// checkAnswer refuses an answer with nothing in it (empty or white space),
+// which would tell the waiting agent nothing: a script's unset variable,
+// most likely.
+func checkAnswer(answer string) error {
+	if strings.TrimSpace(answer) == "" {
+		return invalidf("the answer is empty; pass the text to send to the agent (an empty answer tells it nothing)")
+	}
+	return nil
 }
 
 // answerDirect is [Store.AnswerRef]'s one statement; nil, nil when it
@@ -209,8 +222,12 @@ func (s *Store) answerDirect(ctx context.Context, ref, questionID, answer string
 // have exactly one open question, which is answered. A question asked with
 // choices takes one of them (matched regardless of case, and stored as the
 // choice is written); anything else is refused naming the choices, unless
-// other is set (free text, which the agent is then told as given).
+// other is set (free text, which the agent is then told as given). An
+// answer of nothing but white space is refused ([ErrInvalid]).
 func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer string, other bool) (*Question, error) {
+	if err := checkAnswer(answer); err != nil {
+		return nil, err
+	}
 	if questionID == "" {
 		open, err := s.Questions(ctx, instanceID, false)
 		if err != nil {

@@ -31,7 +31,8 @@ func NewCmdInstanceAnswer(f *Factory, runF func(context.Context, *InstanceAnswer
 		Long: `Answer a question that the agent asked with ask_user_question and that agentctl keeps
 (every question of a headless run; see 'agentctl instance create --help'). Without
 QUESTION-ID the instance must have exactly one open question. The waiting tool call
-returns the answer at once.
+returns the answer at once. An empty TEXT, or an empty QUESTION-ID given as one,
+is refused.
 
 A question asked with choices takes one of them (any case); another answer is
 refused with the choices listed, and --other sends it anyway as free text.`,
@@ -47,6 +48,11 @@ refused with the choices listed, and --other sends it anyway as free text.`,
 			}
 			opts.Instance, opts.Text = args[0], args[len(args)-1]
 			if len(args) == 3 {
+				if args[1] == "" {
+					// Not "the one open question": an unset variable in a
+					// script would answer whichever question is open.
+					return usageErrorf("QUESTION-ID is empty; leave it out to answer the instance's only open question, or pass one from 'agentctl instance questions %s'", args[0])
+				}
 				opts.Question = args[1]
 			}
 			if runF != nil {
