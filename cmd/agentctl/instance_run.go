@@ -105,6 +105,9 @@ that plan as JSON.`,
 			}
 			opts.hasPrompt = cmd.Flags().Changed("prompt") || pf
 			if pf {
+				if opts.PromptFile == "" {
+					return usageErrorf("--prompt-file is empty; give the file that holds the prompt, or - to read it from stdin")
+				}
 				p, err := readPromptFile(opts.PromptFile, opts.IO.In)
 				if err != nil {
 					return err

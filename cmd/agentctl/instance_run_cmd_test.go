@@ -39,6 +39,7 @@ func TestNewCmdInstanceRun(t *testing.T) {
 		{args: []string{"fix"}, wantErr: "no prompt, and stdin is not a terminal"},
 		{args: []string{"fix", "--prompt", "a", "--prompt-file", promptFile}, wantErr: "give --prompt or --prompt-file, not both"},
 		{args: []string{"fix", "--prompt", ""}, wantErr: "the prompt is empty"},
+		{args: []string{"fix", "--prompt-file", ""}, wantErr: "--prompt-file is empty; give the file that holds the prompt, or - to read it from stdin"},
 		{args: []string{"fix", "other", "--prompt", "a"}, wantErr: `needs one instance (an id, id prefix or label) before --`},
 		{args: []string{"--", "fix"}, wantErr: `needs one instance`},
 		{args: nil, wantErr: `run needs an instance id, id prefix or label (got 0 arguments)`},
