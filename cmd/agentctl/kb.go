@@ -33,6 +33,11 @@ func kbIndexDir(stateDir string) string { return filepath.Join(stateDir, "kb") }
 // under stateDir. A folder that is missing, or not a folder, is reported as
 // not found (exit 3).
 func openKB(dir, stateDir string, opts kb.Options) (*kb.Base, error) {
+	if dir == "" {
+		// Not the current directory: a script's unset variable would index
+		// wherever it runs.
+		return nil, usageErrorf("the knowledge-base folder is empty; pass the folder of Markdown files (. for this one)")
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
