@@ -31,11 +31,10 @@ func kbIndexDir(stateDir string) string { return filepath.Join(stateDir, "kb") }
 
 // openKB opens the folder dir as a knowledge base with the shared index
 // under stateDir. A folder that is missing, or not a folder, is reported as
-// not found (exit 3).
+// not found (exit 3); an empty dir is a usage error (exit 2), not the
+// current directory: a script's unset variable would index wherever it runs.
 func openKB(dir, stateDir string, opts kb.Options) (*kb.Base, error) {
 	if dir == "" {
-		// Not the current directory: a script's unset variable would index
-		// wherever it runs.
 		return nil, usageErrorf("the knowledge-base folder is empty; pass the folder of Markdown files (. for this one)")
 	}
 	abs, err := filepath.Abs(dir)
