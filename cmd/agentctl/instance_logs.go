@@ -37,6 +37,7 @@ logged.
 
 With --follow it keeps printing what the client writes until the run under way ends;
 when none is under way, it waits for the next run and follows that one to its end.
+If the instance is deleted while it waits, it ends with exit 3.
 
 In a store that many hosts share (--store postgres://...), runs' output is kept in
 the store as well, and logs prints another host's instance's from there.`,
@@ -92,8 +93,11 @@ func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
 				seen = true
 			} else if !seen {
 				// No run under way: one that started after we began
-				// (and may be over already) is the one to follow.
-				seen = ranSince(ctx, st, r.ID, since)
+				// (and may be over already) is the one to follow,
+				// unless the instance is gone and no run will come.
+				if seen, err = ranSince(ctx, st, r.ID, since); err != nil {
+					return err
+				}
 			}
 			if f == nil {
 				var err error
@@ -119,9 +123,21 @@ func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
 }
 
 // ranSince reports whether instance id's latest run started at or after t.
-func ranSince(ctx context.Context, st *instance.Store, id string, t time.Time) bool {
+// Its error says the instance was deleted meanwhile; any other failure to
+// read the record (the store away for a moment) is no run yet.
+func ranSince(ctx context.Context, st *instance.Store, id string, t time.Time) (bool, error) {
 	r, err := st.Get(ctx, id)
-	return err == nil && r.LastRun != nil && !r.LastRun.StartedAt.Before(t)
+	if errors.Is(err, instance.ErrNotFound) {
+		return false, deletedMeanwhile(id, "no run of it is left to follow")
+	}
+	return err == nil && r.LastRun != nil && !r.LastRun.StartedAt.Before(t), nil
+}
+
+// deletedMeanwhile is the error (exit 3) of a command that followed or
+// waited on instance id when it was deleted; hint says what that means for
+// the command.
+func deletedMeanwhile(id, hint string) error {
+	return &instance.NotFoundError{What: "instance", Ref: id, Deleted: true, Hint: hint}
 }
 
 // sharedLogs is `instance logs` of an instance that another host runs:
@@ -159,6 +175,9 @@ func sharedLogs(ctx context.Context, opts *InstanceLogsOptions, st *instance.Sto
 		// The record before the output: output stored before the run
 		// ended is then always printed.
 		cur, err := st.Get(ctx, r.ID)
+		if errors.Is(err, instance.ErrNotFound) {
+			return deletedMeanwhile(r.ID, "no run of it is left to follow")
+		}
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -51,7 +52,8 @@ names each question's instance ("instance_id"), for a script that answers them.
 
 --wait waits until there is an open question (the instance's, or, without one,
 any instance's), then lists as without it: a script, or a person, that starts a
-headless run in the background waits so for the agent to ask.`,
+headless run in the background waits so for the agent to ask. If the instance is
+deleted meanwhile, it ends with exit 3.`,
 		Example: `  agentctl instance questions
   agentctl instance questions fix-login --all
   agentctl instance questions fix-login -q
@@ -87,10 +89,7 @@ func instanceQuestionsRun(ctx context.Context, opts *InstanceQuestionsOptions) e
 	}
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
 		if opts.Wait {
-			err := waitForQuestion(ctx, opts.Poll, func() (int, error) {
-				open, err := st.Questions(ctx, r.ID, false)
-				return len(open), err
-			})
+			err := waitForQuestion(ctx, opts.Poll, func() (int, error) { return openQuestionCount(ctx, st, r.ID) })
 			if err != nil {
 				return err
 			}
@@ -117,6 +116,20 @@ func instanceQuestionsRun(ctx context.Context, opts *InstanceQuestionsOptions) e
 			{header: "QUESTION", wrap: true}, {header: "CHOICES", wrap: true}, {header: "ANSWER", hide: 1, wrap: true},
 		}, rows, opts.Output == formatWide)
 	})
+}
+
+// openQuestionCount counts instance id's open questions, for --wait; its
+// error says the instance was deleted meanwhile (a deleted instance has no
+// questions, and will ask none).
+func openQuestionCount(ctx context.Context, st *instance.Store, id string) (int, error) {
+	open, err := st.Questions(ctx, id, false)
+	if err != nil || len(open) > 0 {
+		return len(open), err
+	}
+	if _, err := st.Get(ctx, id); errors.Is(err, instance.ErrNotFound) {
+		return 0, deletedMeanwhile(id, "it will ask no question")
+	}
+	return 0, nil
 }
 
 // waitForQuestion calls count every poll (default
