@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -74,11 +75,20 @@ type AmbiguousError struct {
 	What    string
 	Ref     string
 	Matches []string
+	// More: there are more matches than Matches lists.
+	More bool
+	// Has says what Matches are (default "it matches"); Hint, what to do
+	// (default: give more characters of the id).
+	Has, Hint string
 }
 
 func (e *AmbiguousError) Error() string {
-	return fmt.Sprintf("%s %q is ambiguous: it matches %s; give more characters of the id",
-		e.What, e.Ref, strings.Join(e.Matches, ", "))
+	has, hint := cmp.Or(e.Has, "it matches"), cmp.Or(e.Hint, "give more characters of the id")
+	matches := strings.Join(e.Matches, ", ")
+	if e.More {
+		matches += " and more"
+	}
+	return fmt.Sprintf("%s %q is ambiguous: %s %s; %s", e.What, e.Ref, has, matches, hint)
 }
 
 func (e *AmbiguousError) Unwrap() error { return ErrConflict }

@@ -243,7 +243,9 @@ func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer strin
 			for i, q := range open {
 				ids[i] = q.ID
 			}
-			return nil, &AmbiguousError{What: "answer without a question id", Ref: instanceID, Matches: ids}
+			return nil, &AmbiguousError{What: "an answer without a question id to instance", Ref: instanceID, Matches: ids,
+				Has:  fmt.Sprintf("it has %d open questions,", len(ids)),
+				Hint: "give the id of the one to answer (agentctl instance answer INSTANCE QUESTION-ID TEXT; agentctl instance questions INSTANCE lists them)"}
 		}
 	}
 	q, err := s.Question(ctx, instanceID, questionID)

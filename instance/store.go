@@ -277,6 +277,10 @@ func scanInstanceRow(sc interface{ Scan(...any) error }) (*instanceRow, error) {
 	return &r, nil
 }
 
+// maxAmbiguous is how many of the instances an ambiguous id prefix matches
+// its error lists.
+const maxAmbiguous = 6
+
 // resolve finds the row that ref names (see [Store.Get]) without decoding
 // its record.
 func (s *Store) resolve(ctx context.Context, ref string) (*instanceRow, error) {
@@ -290,7 +294,7 @@ func (s *Store) resolve(ctx context.Context, ref string) (*instanceRow, error) {
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+instanceRowCols+` FROM instances WHERE id >= ? AND id < ? ORDER BY id LIMIT 6`, ref, ref+"\U0010FFFF")
+	rows, err := s.db.QueryContext(ctx, `SELECT `+instanceRowCols+` FROM instances WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`, ref, ref+"\U0010FFFF", maxAmbiguous+1)
 	if err != nil {
 		return nil, err
 	}
@@ -326,11 +330,11 @@ func (s *Store) resolve(ctx context.Context, ref string) (*instanceRow, error) {
 	case 1:
 		return found[0], nil
 	default:
-		ids := make([]string, len(found))
-		for i, r := range found {
-			ids[i] = r.id
+		ids := make([]string, 0, maxAmbiguous)
+		for _, r := range found[:min(len(found), maxAmbiguous)] {
+			ids = append(ids, r.id)
 		}
-		return nil, &AmbiguousError{What: "instance id prefix", Ref: ref, Matches: ids}
+		return nil, &AmbiguousError{What: "instance id prefix", Ref: ref, Matches: ids, More: len(found) > maxAmbiguous}
 	}
 }
 

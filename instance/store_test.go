@@ -206,6 +206,35 @@ func TestGetByIDPrefixAndLabel(t *testing.T) {
 	}
 }
 
+// TestAmbiguousPrefixSaysItListsSome: a prefix that more instances match
+// than the error lists says there are more.
+func TestAmbiguousPrefixSaysItListsSome(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	var ids []string
+	for range 8 {
+		ids = append(ids, create(t, st, "auggie", nil).ID)
+	}
+	for _, tc := range []struct {
+		n    int
+		more bool
+	}{{7, true}, {6, false}, {2, false}} {
+		// "0" matches every id (ULIDs of this century); drop the rest.
+		for len(ids) > tc.n {
+			if _, err := st.Delete(ctx, ids[len(ids)-1]); err != nil {
+				t.Fatal(err)
+			}
+			ids = ids[:len(ids)-1]
+		}
+		_, err := st.Get(ctx, "0")
+		var amb *instance.AmbiguousError
+		if !errors.As(err, &amb) || amb.More != tc.more || len(amb.Matches) != min(tc.n, 6) ||
+			strings.Contains(err.Error(), "and more") != tc.more || !strings.Contains(err.Error(), ids[0]) {
+			t.Errorf("%d match: %v (%+v), want %d listed, more: %v", tc.n, err, amb, min(tc.n, 6), tc.more)
+		}
+	}
+}
+
 func TestDeleteRemovesRecordAndDirectory(t *testing.T) {
 	st := openStore(t)
 	rec := create(t, st, "claude-code", nil)
