@@ -57,7 +57,7 @@ client files and run logs. --host NAME and --here keep one host's.`,
 		Example: `  agentctl instance list
   agentctl instance list --limit 20 --agent claude-code
   agentctl instance list --status blocked --since 24h
-  agentctl instance list --here --status waiting
+  agentctl instance list --here --status running
   agentctl instance list -o wide
   agentctl instance list -q --status done | xargs -n1 agentctl instance delete
   agentctl instance list --jq '.[] | select(.open_questions > 0) | .id'`,
