@@ -36,7 +36,7 @@ func TestModeOffCollisionNamesEachMountsEscape(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	want := `tool name "concept_list" is provided by both kb team docs and kb runbooks; with no prefix their tools share one namespace: ` +
-		`give each mount an explicit tool_prefix (kb team docs: --kb team docs=DIR,prefix=team_docs, or tool_prefix = "team_docs" in its [[kbs]] table; ` +
+		`give each mount an explicit tool_prefix (kb team docs: --kb 'team docs=DIR,prefix=team_docs', or tool_prefix = "team_docs" in its [[kbs]] table; ` +
 		`kb runbooks: --kb runbooks=DIR,prefix=runbooks, or tool_prefix = "runbooks" in its [[kbs]] table), or use tool_prefix_mode "mount-name" to derive them`
 	if err.Error() != want {
 		t.Fatalf("got  %s\nwant %s", err, want)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
@@ -101,7 +102,11 @@ func prefixEscape(e *Entry) string {
 		p = "P"
 	}
 	if e.Kind == KindKB {
-		return fmt.Sprintf("%s: --kb %s=DIR,prefix=%s, or tool_prefix = %q in its [[kbs]] table", e.Source, e.Mount, p, p)
+		arg := e.Mount + "=DIR,prefix=" + p
+		if strings.ContainsAny(e.Mount, " \t'\"$`\\|&;<>()*?[]#~!{}") {
+			arg = "'" + strings.ReplaceAll(arg, "'", `'\''`) + "'" // as a shell takes it
+		}
+		return fmt.Sprintf("%s: --kb %s, or tool_prefix = %q in its [[kbs]] table", e.Source, arg, p)
 	}
 	return fmt.Sprintf("%s: \"tool_prefix\":%q in its --mcp-json, or tool_prefix = %q in its [[mcp_servers]] table", e.Source, p, p)
 }

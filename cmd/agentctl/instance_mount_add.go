@@ -42,7 +42,7 @@ servers run in the instance's workspace, so a relative path among their argument
 is a path in the workspace.`,
 		Example: `  agentctl instance mount add fix-login --kb notes=./notes --yes
   agentctl instance mount add fix-login --mcp 'browser=npx -y @playwright/mcp'
-  agentctl instance mount add fix-login --kb '3D docs=./3d' --tool-prefix-mode off`,
+  agentctl instance mount add fix-login --kb '3D docs=./3d,prefix=docs3d' --yes`,
 		Args:              exactArgs(1, "an instance id, id prefix or label"),
 		ValidArgsFunction: completeInstances(f),
 		RunE: func(cmd *cobra.Command, args []string) error {

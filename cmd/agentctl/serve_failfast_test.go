@@ -66,7 +66,7 @@ func TestServeRevalidatesPrefixes(t *testing.T) {
 			`tool_prefix "a__b" contains "__"`},
 		{"an external server named like a knowledge base", func(r *instance.Record) {
 			r.Mounts[1] = mount.Resolved{Mount: mount.Mount{Kind: mount.KindServer, Name: "docs", Command: "/bin/true"}, EffectivePrefix: "docs", PrefixOrigin: mount.OriginDerived}
-		}, `MCP server "docs": server name "docs" is reserved for a built-in service; choose a different name`},
+		}, `MCP server "docs": server name "docs" is reserved for knowledge base "docs", served in process; choose a different name`},
 		{"an external server named like the server", func(r *instance.Record) {
 			r.Mounts[1] = mount.Resolved{Mount: mount.Mount{Kind: mount.KindServer, Name: "agentctl", Command: "/bin/true"}, EffectivePrefix: "agentctl", PrefixOrigin: mount.OriginDerived}
 		}, `MCP server "agentctl": server name "agentctl" is reserved for a built-in service; choose a different name`},

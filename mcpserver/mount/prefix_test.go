@@ -105,7 +105,7 @@ func TestResolve(t *testing.T) {
 	}{
 		"Docs and docs":                  {[]Mount{kb("Docs", ""), kb("docs", "")}, `knowledge base "Docs" and knowledge base "docs" both get the tool prefix "docs"`},
 		"same explicit prefix":           {[]Mount{kb("a", "p"), kb("b", "p")}, `both get the tool prefix "p"`},
-		"same name":                      {[]Mount{kb("a", "x"), kb("a", "y")}, `have the same name "a"`},
+		"same name":                      {[]Mount{kb("a", "x"), kb("a", "y")}, `have the same name "a"; give one of them a different name`},
 		"named like the server":          {[]Mount{kb("agentctl", "")}, `knowledge base "agentctl": server name "agentctl" is reserved for a built-in service; choose a different name`},
 		"prefix like the server":         {[]Mount{kb("a", "agentctl"), kb("b", "")}, `server name "agentctl" is reserved`},
 		"prefix is another's name":       {[]Mount{kb("docs", ""), kb("other", "docs")}, `both get the tool prefix "docs"`},
@@ -158,4 +158,13 @@ func FuzzResolveToolPrefix(f *testing.F) {
 			t.Fatalf("explicit %q lost: %q %q", explicit, p, origin)
 		}
 	})
+}
+
+// TestResolveSameNameAdvice: two mounts of one name are told to rename
+// one; a prefix does not tell them apart, so it is not offered.
+func TestResolveSameNameAdvice(t *testing.T) {
+	_, err := Resolve("agentctl", PrefixModeMountName, []Mount{{Kind: KindKB, Name: "docs"}, {Kind: KindKB, Name: "docs", ToolPrefix: "x"}})
+	if err == nil || !strings.HasSuffix(err.Error(), `have the same name "docs"; give one of them a different name`) {
+		t.Errorf("got %v, want the advice to rename one, alone", err)
+	}
 }

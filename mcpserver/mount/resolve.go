@@ -47,9 +47,10 @@ func Resolve(server string, mode PrefixMode, mounts []Mount) ([]Resolved, error)
 		}
 		for _, o := range out[:i] {
 			var clash string
+			way := "give one of them a different name or an explicit tool_prefix"
 			switch {
 			case m.Name == o.Name:
-				clash = fmt.Sprintf("have the same name %q", m.Name)
+				clash, way = fmt.Sprintf("have the same name %q", m.Name), "give one of them a different name"
 			case m.EffectivePrefix != "" && m.EffectivePrefix == o.EffectivePrefix:
 				clash = fmt.Sprintf("both get the tool prefix %q (%s, %s)", m.EffectivePrefix, o.PrefixOrigin, m.PrefixOrigin)
 			case m.EffectivePrefix != "" && m.EffectivePrefix == o.Name:
@@ -68,7 +69,7 @@ func Resolve(server string, mode PrefixMode, mounts []Mount) ([]Resolved, error)
 				}
 				return nil, &ReservedNameError{Name: name, Mount: ext.Mount, Holder: inproc.label()}
 			}
-			return nil, fmt.Errorf("%s and %s %s; give one of them a different name or an explicit tool_prefix", o.label(), m.label(), clash)
+			return nil, fmt.Errorf("%s and %s %s; %s", o.label(), m.label(), clash, way)
 		}
 	}
 	return out, nil
@@ -85,11 +86,11 @@ type ReservedNameError struct {
 }
 
 func (e *ReservedNameError) Error() string {
-	msg := fmt.Sprintf("%s: server name %q is reserved for a built-in service; choose a different name", e.Mount.label(), e.Name)
+	holder := "a built-in service"
 	if e.Holder != "" {
-		msg += fmt.Sprintf(" (%s uses it)", e.Holder)
+		holder = e.Holder + ", served in process"
 	}
-	return msg
+	return fmt.Sprintf("%s: server name %q is reserved for %s; choose a different name", e.Mount.label(), e.Name, holder)
 }
 
 // externalAndInProcess returns the external mount and the in-process one of
