@@ -64,8 +64,8 @@ func deletedError(id string) error {
 type ServedError struct{ ID string }
 
 func (e *ServedError) Error() string {
-	return fmt.Sprintf("instance %s is in use: an endpoint (agentctl mcp serve) is serving it; "+
-		"stop the client that runs it first, or pass --force to delete it anyway", e.ID)
+	return fmt.Sprintf("instance %s is in use: an endpoint is serving it (agentctl mcp serve, or a session of agentctl serve); "+
+		"stop the client that uses it first, or pass --force to delete it anyway", e.ID)
 }
 
 func (e *ServedError) Unwrap() error { return ErrConflict }

@@ -59,7 +59,7 @@ func checkServedRefusal(t *testing.T, st *instance.Store, rec *instance.Record) 
 	if !errors.Is(err, instance.ErrConflict) || !errors.As(err, &served) {
 		t.Fatalf("deleting a served instance: want a ServedError, got %v", err)
 	}
-	for _, want := range []string{rec.ID, "an endpoint", "serving it", "--force"} {
+	for _, want := range []string{rec.ID, "an endpoint", "serving it (agentctl mcp serve, or a session of agentctl serve)", "--force"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not say %q", err, want)
 		}

@@ -196,8 +196,11 @@ func parseMCPOptions(name, opts string, m *mount.Mount) error {
 			m.ToolPrefix = v
 		case hasEq && (k == "timeout" || k == "call_timeout"):
 			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
+			if err != nil {
 				return usageErrorf("invalid --mcp for %q: %s=%q is not a duration: use a Go duration such as 10s or 2m", name, k, v)
+			}
+			if d <= 0 {
+				return usageErrorf("invalid --mcp for %q: %s=%q: use a duration above zero, such as 10s or 2m", name, k, v)
 			}
 			if k == "timeout" {
 				m.Timeout = mount.Duration(d)

@@ -53,6 +53,8 @@ func TestMCPFlagOptions(t *testing.T) {
 		{"api=https://h.example/mcp?a=1,2", "write one of a URL as %2C"},
 		{"up=python3 server.py,prefix=", `invalid --mcp for "up": prefix= needs a value`},
 		{"up=python3 server.py,timeout=soon", `invalid --mcp for "up": timeout="soon" is not a duration`},
+		{"up=python3 server.py,call_timeout=0", `invalid --mcp for "up": call_timeout="0": use a duration above zero`},
+		{"up=python3 server.py,timeout=-1s", `invalid --mcp for "up": timeout="-1s": use a duration above zero`},
 		{"up=,prefix=u2", `invalid --mcp for "up": no command before the first ','`},
 	} {
 		_, err := parseMCPFlag(tc.flag)
