@@ -96,6 +96,12 @@ that was not given a release version says "dev"; one built from a checkout with
 uncommitted changes says "modified". -o json prints the same as an object with the
 fields version, commit, modified and go.`,
 		Args: noArgs,
+		// The version is what one asks for to make sense of a broken
+		// setup: a config file that does not load is no reason to refuse it.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			_ = f.Config.load(cmd.Flags())
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(opts.Output); err != nil {
 				return err
