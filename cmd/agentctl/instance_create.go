@@ -109,6 +109,10 @@ works in scripts; -o json prints the whole record and the token.`,
 			if opts.Agent == "" {
 				return usageErrorf("--agent is required; see `agentctl agents list` for the ids")
 			}
+			// Given empty (an unset variable in a script), not this directory.
+			if opts.Workspace == "" {
+				return usageErrorf("--workspace is empty; give the directory the agent works in (. for this one)")
+			}
 			c := f.Config
 			var err error
 			if opts.QuestionTimeout, err = c.QuestionTimeout(); err != nil {

@@ -57,6 +57,7 @@ func TestNewCmdInstanceCreate(t *testing.T) {
 				o.Agent, o.Transport, o.URL = "codex", "http", "https://h.example/{id}/mcp"
 			})},
 		{args: nil, wantErr: "--agent is required"},
+		{args: []string{"--agent", "auggie", "--workspace", ""}, wantErr: "--workspace is empty"},
 		{args: []string{"--agent", "auggie", "--kb", "docs"}, wantErr: `invalid --kb "docs"`},
 		{args: []string{"--agent", "auggie", "--mcp", "web="}, wantErr: `invalid --mcp for "web": no command after "web="`},
 		{args: []string{"--agent", "auggie", "--question-timeout", "soon"}, wantErr: `invalid --question-timeout "soon"`},
