@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/cmd/internal/provision"
 	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/mcpserver/mount"
@@ -88,7 +89,16 @@ func resolveToolsTarget(f *Factory, fl *pflag.FlagSet, t *ToolsTarget, mounts *m
 	if err != nil {
 		return err
 	}
-	t.Mounts, err = mounts.mounts(fileMounts)
+	if t.Mounts, err = mounts.mounts(fileMounts); err != nil {
+		return err
+	}
+	// What create would refuse is refused here too, the same way: a CI
+	// job that lints before it creates must not pass the one and fail the
+	// other.
+	if t.Mounts, err = provision.CheckFolders(t.Mounts); err != nil {
+		return err
+	}
+	t.Mounts, err = provision.CheckCommands(t.Mounts, "", provision.FromCreateDir)
 	return err
 }
 

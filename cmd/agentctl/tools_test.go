@@ -20,6 +20,7 @@ import (
 )
 
 func TestNewCmdToolsList(t *testing.T) {
+	docs := t.TempDir()
 	hypothetical := func(mod func(*ToolsTarget)) ToolsTarget {
 		tg := ToolsTarget{Agent: "auggie", ServerName: "agentctl", PrefixMode: mount.PrefixModeMountName}
 		if mod != nil {
@@ -33,13 +34,14 @@ func TestNewCmdToolsList(t *testing.T) {
 		want    ToolsTarget
 		output  string
 		wantErr string
+		invalid bool // the error is invalid input (exit 4), as create's
 	}{
 		{args: []string{"--agent", "auggie"}, want: hypothetical(nil)},
-		{args: []string{"--agent", "all", "--kb", "docs=/srv/docs", "--mcp", "web=srv --x", "--server-name", "tools", "--tool-prefix-mode", "off", "--connect", "-o", "json"},
+		{args: []string{"--agent", "all", "--kb", "docs=" + docs, "--mcp", "web=srv --x", "--server-name", "tools", "--tool-prefix-mode", "off", "--connect", "-o", "json"},
 			output: formatJSON,
 			want: hypothetical(func(tg *ToolsTarget) {
 				tg.Agent, tg.ServerName, tg.PrefixMode, tg.Connect = "all", "tools", mount.PrefixModeOff, true
-				tg.Mounts = []mount.Mount{{Kind: mount.KindKB, Name: "docs", Path: "/srv/docs"}, {Kind: mount.KindServer, Name: "web", Command: "srv", Args: []string{"--x"}}}
+				tg.Mounts = []mount.Mount{{Kind: mount.KindKB, Name: "docs", Path: docs}, {Kind: mount.KindServer, Name: "web", Command: "srv", Args: []string{"--x"}}}
 			})},
 		{args: []string{"--agent", "auggie"}, env: []string{"AGENTCTL_SERVER_NAME=env", "AGENTCTL_TOOL_PREFIX_MODE=off"},
 			want: hypothetical(func(tg *ToolsTarget) { tg.ServerName, tg.PrefixMode = "env", mount.PrefixModeOff })},
@@ -51,6 +53,9 @@ func TestNewCmdToolsList(t *testing.T) {
 		{args: []string{"--agent", "auggie", "--kb", "docs"}, wantErr: `invalid --kb "docs"`},
 		{args: []string{"--agent", "auggie", "-o", "yaml"}, wantErr: `invalid output format "yaml"`},
 		{args: []string{"--agent", "auggie", "--tool-prefix-mode", "sometimes"}, wantErr: "sometimes"},
+		// What instance create refuses, as it refuses it (exit 4).
+		{args: []string{"--agent", "auggie", "--kb", "docs=" + filepath.Join(docs, "nope")}, wantErr: `knowledge base "docs": ` + filepath.Join(docs, "nope") + " is not a directory", invalid: true},
+		{args: []string{"--agent", "auggie", "--mcp", "up=./nope.sh"}, wantErr: `MCP server "up": command "./nope.sh" is `, invalid: true},
 	}
 	for _, tt := range tests {
 		f := newUnloadedTestFactory(t, tt.env...)
@@ -60,13 +65,13 @@ func TestNewCmdToolsList(t *testing.T) {
 			return nil
 		})
 		err := runCommand(f, cmd, tt.args...)
-		if tt.wantErr != "" && !strings.Contains(tt.wantErr, "sometimes") {
+		if tt.wantErr != "" && !strings.Contains(tt.wantErr, "sometimes") && !tt.invalid {
 			checkUsageError(t, tt.args, err, tt.wantErr)
 			continue
 		}
 		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%q: %v, want an error saying %q", tt.args, err, tt.wantErr)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || tt.invalid && exitCode(context.Background(), err) != ExitInvalid {
+				t.Errorf("%q: %v (exit %d), want an error saying %q", tt.args, err, exitCode(context.Background(), err), tt.wantErr)
 			}
 			continue
 		}
