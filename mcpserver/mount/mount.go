@@ -107,6 +107,12 @@ func IsHTTPURL(s string) bool {
 	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
 }
 
+// hasHost reports whether the URL s parses and names a host.
+func hasHost(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Hostname() != ""
+}
+
 // IsRelativeCommand reports whether an external server's command is a
 // relative path: one that has a path separator but is not absolute
 // (./ev.sh, bin/server). Such a command is made absolute when it is
@@ -147,6 +153,8 @@ func (m Mount) Validate() error {
 			return bad("give a command or a url, not both")
 		case m.URL != "" && !IsHTTPURL(m.URL):
 			return bad("url %q is not an http(s) URL", RedactURL(m.URL))
+		case m.URL != "" && !hasHost(m.URL):
+			return bad("url %q names no host; give the server's whole address, such as https://mcp.example.com/mcp", RedactURL(m.URL))
 		case m.Command == "" && (len(m.Args) > 0 || len(m.Env) > 0):
 			return bad("args and env need a command")
 		case m.URL == "" && len(m.Headers) > 0:

@@ -33,6 +33,8 @@ func TestValidate(t *testing.T) {
 		"server with neither":   {srv(func(m *Mount) { m.Command = "" }), `MCP server "web": give a command (stdio) or a url`},
 		"server with both":      {srv(func(m *Mount) { m.URL = "https://h" }), "not both"},
 		"server ftp url":        {srv(func(m *Mount) { m.Command, m.URL = "", "ftp://u:pw@h/?key=SECRET" }), `url "ftp://redacted@h/?redacted" is not an http(s) URL`},
+		"server url, no host":   {srv(func(m *Mount) { m.Command, m.URL = "", "https://" }), `url "https://" names no host`},
+		"server url, only port": {srv(func(m *Mount) { m.Command, m.URL = "", "http://:8080/mcp?t=SECRET" }), `url "http://:8080/mcp?redacted" names no host`},
 		"server args, no cmd":   {srv(func(m *Mount) { m.Command, m.URL, m.Args = "", "https://h", []string{"a"} }), "args and env need a command"},
 		"server headers, stdio": {srv(func(m *Mount) { m.Headers = map[string]string{"A": "b"} }), "headers need a url"},
 		"server with a path":    {srv(func(m *Mount) { m.Path = "/kb" }), "are for knowledge bases"},
