@@ -58,6 +58,7 @@ func TestNewCmdInstanceCreate(t *testing.T) {
 			})},
 		{args: nil, wantErr: "--agent is required"},
 		{args: []string{"--agent", "auggie", "--workspace", ""}, wantErr: "--workspace is empty"},
+		{args: []string{"--agent", "auggie", "--transport", "grpc"}, wantErr: `invalid --transport "grpc": use stdio`},
 		{args: []string{"--agent", "auggie", "--kb", "docs"}, wantErr: `invalid --kb "docs"`},
 		{args: []string{"--agent", "auggie", "--mcp", "web="}, wantErr: `invalid --mcp for "web": no command after "web="`},
 		{args: []string{"--agent", "auggie", "--question-timeout", "soon"}, wantErr: `invalid --question-timeout "soon"`},
