@@ -111,6 +111,11 @@ func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
 				}
 			}
 			if !running && seen {
+				// Deleting an instance holds its run's lock for a moment,
+				// which looks like a run from here: say what happened.
+				if _, err := st.Get(ctx, r.ID); errors.Is(err, instance.ErrNotFound) {
+					return deletedMeanwhile(r.ID, "no run of it is left to follow")
+				}
 				return nil
 			}
 			select {
