@@ -16,7 +16,7 @@ const (
 	ExitOK          = 0   // success
 	ExitError       = 1   // any other error
 	ExitUsage       = 2   // bad command line: unknown flag, missing argument
-	ExitNotFound    = 3   // unknown agent, instance or question
+	ExitNotFound    = 3   // unknown agent, instance or question; a missing knowledge-base folder (kb)
 	ExitInvalid     = 4   // invalid configuration or input, or a conflict
 	ExitTimeout     = 5   // a wait ran out of time
 	ExitFailed      = 6   // the instance reported status failed (instance wait)
@@ -32,7 +32,10 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
   1  error      anything not listed below (I/O, database, a bug)
   2  usage      bad command line: unknown command or flag, missing or extra argument,
                 invalid -o format
-  3  not found  unknown agent id, instance (id, id prefix or label) or question
+  3  not found  unknown agent id, instance (id, id prefix or label) or question,
+                an instance deleted while 'instance wait', 'logs --follow' or
+                'questions --wait' waited on it, a folder 'kb index' or 'kb
+                search' was given that is not there
   4  invalid    invalid configuration or input: a broken agent definition or config
                 file, a bad --server-name, a label already in use, an ambiguous
                 id prefix, deleting an instance an endpoint is serving or 'instance
