@@ -6,10 +6,11 @@ import (
 )
 
 // exampleArgs returns the arguments of each line of a command's Example
-// that runs `agentctl` followed by path (as "instance list"): the words
-// after it, up to the first shell operator outside quotes, with the
-// quotes taken away as a shell would.
-func exampleArgs(example, path string) [][]string {
+// that runs `agentctl` followed by path (as "instance list"): its words as
+// a shell splits them ([shellSplit]), after path and up to the first shell
+// operator (|, &&, ;, & or > standing as a word of its own).
+func exampleArgs(t *testing.T, example, path string) [][]string {
+	t.Helper()
 	var all [][]string
 	for _, line := range strings.Split(example, "\n") {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "agentctl "+path)
@@ -17,34 +18,17 @@ func exampleArgs(example, path string) [][]string {
 			continue
 		}
 		var args []string
-		var word strings.Builder
-		inWord := false
-		var quote byte
-	scan:
-		for i := 0; i < len(rest); i++ {
-			c := rest[i]
-			switch {
-			case quote != 0 && c == quote:
-				quote = 0
-			case quote != 0:
-				word.WriteByte(c)
-			case c == '\'' || c == '"':
-				quote, inWord = c, true
-			case c == '|' || c == '&' || c == ';' || c == '>':
-				break scan
-			case c == ' ':
-				if inWord {
-					args = append(args, word.String())
-					word.Reset()
-					inWord = false
-				}
-			default:
-				word.WriteByte(c)
-				inWord = true
+		if strings.TrimSpace(rest) != "" {
+			words, err := shellSplit(rest)
+			if err != nil {
+				t.Fatalf("example %q: %v", line, err)
 			}
-		}
-		if inWord {
-			args = append(args, word.String())
+			for _, w := range words {
+				if w == "|" || w == "&&" || w == ";" || w == "&" || w == ">" {
+					break
+				}
+				args = append(args, w)
+			}
 		}
 		all = append(all, args)
 	}
@@ -52,7 +36,7 @@ func exampleArgs(example, path string) [][]string {
 }
 
 func TestExampleArgs(t *testing.T) {
-	got := exampleArgs("  agentctl instance list -q --status done | xargs -n1 agentctl instance delete\n"+
+	got := exampleArgs(t, "  agentctl instance list -q --status done | xargs -n1 agentctl instance delete\n"+
 		"  agentctl instance list --jq '.[] | select(.n > 0) | .id'\n  agentctl instance listx\n  agentctl instance list", "instance list")
 	want := [][]string{{"-q", "--status", "done"}, {"--jq", ".[] | select(.n > 0) | .id"}, nil}
 	if len(got) != len(want) {
@@ -71,7 +55,7 @@ func TestInstanceListExamples(t *testing.T) {
 	t.Parallel()
 	f := newTestFactory(t, "NO_COLOR=1")
 	f.createNamed(t, "claude-code", "listed")
-	examples := exampleArgs(NewCmdInstanceList(f.Factory, nil).Example, "instance list")
+	examples := exampleArgs(t, NewCmdInstanceList(f.Factory, nil).Example, "instance list")
 	if len(examples) < 5 {
 		t.Fatalf("found %d examples of instance list: %q", len(examples), examples)
 	}
