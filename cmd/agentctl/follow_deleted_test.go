@@ -62,6 +62,92 @@ func TestLogsFollowEndsWhenDeleted(t *testing.T) {
 	}
 }
 
+// TestLogsFollowWaitsOutADelete: a delete holds the run's lock for a
+// moment (a run, from --follow's side), moves the instance's directory
+// aside, and only then removes its record; --follow between those steps
+// must not end as if a run had finished, but say the instance was deleted
+// once it is.
+func TestLogsFollowWaitsOutADelete(t *testing.T) {
+	t.Parallel()
+	f := newTestFactory(t, "NO_COLOR=1")
+	id := f.createNamed(t, "auggie", "followed")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := f.Store(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := st.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(r.Dir, instance.RunLogFile)
+	appendLog := func(s string) {
+		t.Helper()
+		lf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lf.Close()
+		if _, err := lf.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out lockedBuffer
+	ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &lockedBuffer{}, getenv: func(string) string { return "" }}
+	done := make(chan error, 1)
+	go func() {
+		done <- instanceLogsRun(ctx, &InstanceLogsOptions{IO: ios, Store: f.Store, Instance: "followed", Follow: true, PollInterval: 10 * time.Millisecond})
+	}()
+	printed := func(s string) {
+		t.Helper()
+		for !strings.Contains(out.String(), s) {
+			select {
+			case err := <-done:
+				t.Fatalf("logs --follow ended before printing %q: %v", s, err)
+			case <-ctx.Done():
+				t.Fatalf("logs --follow never printed %q", s)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	appendLog("before\n")
+	printed("before")
+	// The delete's first step: the run's lock, held while --follow polls
+	// (it polls again to print each line).
+	release, err := st.RunLock(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendLog("locked\n")
+	printed("locked")
+	appendLog("still locked\n")
+	printed("still locked")
+	// The second: the directory moved aside, the record still there.
+	if err := os.Rename(r.Dir, r.Dir+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	select {
+	case err := <-done:
+		t.Fatalf("logs --follow ended while the delete was under way: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// The last: the record removed.
+	if _, err := st.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, instance.ErrDeleted) || exitCode(context.Background(), err) != ExitNotFound {
+			t.Errorf("logs --follow of a deleted instance: %v, want it deleted, exit %d", err, ExitNotFound)
+		}
+	case <-ctx.Done():
+		t.Fatal("logs --follow kept waiting after the instance was deleted")
+	}
+}
+
 // TestQuestionsWaitEndsWhenDeleted: what `instance questions INSTANCE
 // --wait` counts says the instance was deleted (exit 3) once it is,
 // instead of no question yet, forever.

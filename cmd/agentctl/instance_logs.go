@@ -112,11 +112,17 @@ func instanceLogsRun(ctx context.Context, opts *InstanceLogsOptions) error {
 			}
 			if !running && seen {
 				// Deleting an instance holds its run's lock for a moment,
-				// which looks like a run from here: say what happened.
-				if _, err := st.Get(ctx, r.ID); errors.Is(err, instance.ErrNotFound) {
+				// which looks like a run from here, then moves its
+				// directory aside, then removes its record: say what
+				// happened, or wait for the delete to end either way.
+				_, err := st.Get(ctx, r.ID)
+				if errors.Is(err, instance.ErrNotFound) {
 					return deletedMeanwhile(r.ID, "no run of it is left to follow")
 				}
-				return nil
+				if _, serr := os.Stat(r.Dir); err != nil || !errors.Is(serr, os.ErrNotExist) {
+					return nil
+				}
+				seen = false // a delete under way (its directory moved aside, its record not yet gone)
 			}
 			select {
 			case <-ctx.Done():
