@@ -12,54 +12,93 @@ import (
 	"github.com/agentctl/agentctl/instance"
 )
 
+// follower is `instance logs followed --follow` running in the test's
+// process on an instance of its own, with a line of an earlier run in its
+// log already printed: it is following.
+type follower struct {
+	ctx     context.Context
+	st      *instance.Store
+	rec     *instance.Record
+	out     lockedBuffer
+	done    chan error
+	logPath string
+}
+
+func startFollower(t *testing.T) *follower {
+	t.Helper()
+	f := newTestFactory(t, "NO_COLOR=1")
+	id := f.createNamed(t, "auggie", "followed")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	st, err := f.Store(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	fw := &follower{ctx: ctx, st: st, done: make(chan error, 1)}
+	if fw.rec, err = st.Get(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	fw.logPath = filepath.Join(fw.rec.Dir, instance.RunLogFile)
+	ios := &IOStreams{In: strings.NewReader(""), Out: &fw.out, ErrOut: &lockedBuffer{}, getenv: func(string) string { return "" }}
+	go func() {
+		fw.done <- instanceLogsRun(ctx, &InstanceLogsOptions{IO: ios, Store: f.Store, Instance: "followed", Follow: true, PollInterval: 10 * time.Millisecond})
+	}()
+	fw.appendLog(t, "an earlier run\n")
+	fw.printed(t, "an earlier run")
+	return fw
+}
+
+// appendLog adds s to the instance's run log.
+func (fw *follower) appendLog(t *testing.T, s string) {
+	t.Helper()
+	lf, err := os.OpenFile(fw.logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if _, err := lf.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// printed waits until the follower has printed s.
+func (fw *follower) printed(t *testing.T, s string) {
+	t.Helper()
+	for !strings.Contains(fw.out.String(), s) {
+		select {
+		case err := <-fw.done:
+			t.Fatalf("logs --follow ended before printing %q: %v", s, err)
+		case <-fw.ctx.Done():
+			t.Fatalf("logs --follow never printed %q", s)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// endsDeleted deletes the instance's record and waits for the follower to
+// say it was deleted (exit 3).
+func (fw *follower) endsDeleted(t *testing.T) {
+	t.Helper()
+	if _, err := fw.st.Delete(fw.ctx, fw.rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-fw.done:
+		if !errors.Is(err, instance.ErrDeleted) || exitCode(context.Background(), err) != ExitNotFound || !strings.Contains(err.Error(), "no run of it is left to follow") {
+			t.Errorf("logs --follow of a deleted instance: %v (exit %d), want it deleted, exit %d", err, exitCode(context.Background(), err), ExitNotFound)
+		}
+	case <-fw.ctx.Done():
+		t.Fatal("logs --follow kept waiting after the instance was deleted")
+	}
+}
+
 // TestLogsFollowEndsWhenDeleted: `instance logs --follow` with no run
 // under way ends, exit 3, once the instance is deleted, instead of waiting
 // for a run that can no longer come.
 func TestLogsFollowEndsWhenDeleted(t *testing.T) {
 	t.Parallel()
-	f := newTestFactory(t, "NO_COLOR=1")
-	id := f.createNamed(t, "auggie", "followed")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := f.Store(ctx, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	r, err := st.Get(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// An earlier run's output: printed once the command follows.
-	if err := os.WriteFile(filepath.Join(r.Dir, instance.RunLogFile), []byte("an earlier run\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var out lockedBuffer
-	ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &lockedBuffer{}, getenv: func(string) string { return "" }}
-	done := make(chan error, 1)
-	go func() {
-		done <- instanceLogsRun(ctx, &InstanceLogsOptions{IO: ios, Store: f.Store, Instance: "followed", Follow: true, PollInterval: 10 * time.Millisecond})
-	}()
-	for !strings.Contains(out.String(), "an earlier run") {
-		select {
-		case err := <-done:
-			t.Fatalf("logs --follow ended before following: %v", err)
-		case <-ctx.Done():
-			t.Fatal("logs --follow printed nothing")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	if _, err := st.Delete(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, instance.ErrDeleted) || exitCode(context.Background(), err) != ExitNotFound || !strings.Contains(err.Error(), "no run of it is left to follow") {
-			t.Errorf("logs --follow of a deleted instance: %v (exit %d), want it deleted, exit %d", err, exitCode(context.Background(), err), ExitNotFound)
-		}
-	case <-ctx.Done():
-		t.Fatal("logs --follow kept waiting after the instance was deleted")
-	}
+	startFollower(t).endsDeleted(t)
 }
 
 // TestLogsFollowWaitsOutADelete: a delete holds the run's lock for a
@@ -69,83 +108,29 @@ func TestLogsFollowEndsWhenDeleted(t *testing.T) {
 // once it is.
 func TestLogsFollowWaitsOutADelete(t *testing.T) {
 	t.Parallel()
-	f := newTestFactory(t, "NO_COLOR=1")
-	id := f.createNamed(t, "auggie", "followed")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := f.Store(ctx, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	r, err := st.Get(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(r.Dir, instance.RunLogFile)
-	appendLog := func(s string) {
-		t.Helper()
-		lf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lf.Close()
-		if _, err := lf.WriteString(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var out lockedBuffer
-	ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &lockedBuffer{}, getenv: func(string) string { return "" }}
-	done := make(chan error, 1)
-	go func() {
-		done <- instanceLogsRun(ctx, &InstanceLogsOptions{IO: ios, Store: f.Store, Instance: "followed", Follow: true, PollInterval: 10 * time.Millisecond})
-	}()
-	printed := func(s string) {
-		t.Helper()
-		for !strings.Contains(out.String(), s) {
-			select {
-			case err := <-done:
-				t.Fatalf("logs --follow ended before printing %q: %v", s, err)
-			case <-ctx.Done():
-				t.Fatalf("logs --follow never printed %q", s)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
-	appendLog("before\n")
-	printed("before")
+	fw := startFollower(t)
 	// The delete's first step: the run's lock, held while --follow polls
 	// (it polls again to print each line).
-	release, err := st.RunLock(id)
+	release, err := fw.st.RunLock(fw.rec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendLog("locked\n")
-	printed("locked")
-	appendLog("still locked\n")
-	printed("still locked")
+	fw.appendLog(t, "locked\n")
+	fw.printed(t, "locked")
+	fw.appendLog(t, "still locked\n")
+	fw.printed(t, "still locked")
 	// The second: the directory moved aside, the record still there.
-	if err := os.Rename(r.Dir, r.Dir+".aside"); err != nil {
+	if err := os.Rename(fw.rec.Dir, fw.rec.Dir+".aside"); err != nil {
 		t.Fatal(err)
 	}
 	release()
 	select {
-	case err := <-done:
+	case err := <-fw.done:
 		t.Fatalf("logs --follow ended while the delete was under way: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}
 	// The last: the record removed.
-	if _, err := st.Delete(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, instance.ErrDeleted) || exitCode(context.Background(), err) != ExitNotFound {
-			t.Errorf("logs --follow of a deleted instance: %v, want it deleted, exit %d", err, ExitNotFound)
-		}
-	case <-ctx.Done():
-		t.Fatal("logs --follow kept waiting after the instance was deleted")
-	}
+	fw.endsDeleted(t)
 }
 
 // TestQuestionsWaitEndsWhenDeleted: what `instance questions INSTANCE
