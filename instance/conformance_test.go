@@ -799,9 +799,18 @@ func confTokens(t *testing.T, e *confEnv) {
 		check(fmt.Sprint(i, ": an unknown instance"), s, "01kaaaaaaaaaaaaaaaaaaaaaaa", tokA, false)
 		check(fmt.Sprint(i, ": a label for an id"), s, "tokened", tokA, false)
 	}
-	n, err := st.CountForTest(`SELECT count(*) FROM instances WHERE record LIKE '%` + TokenPrefix + `%'`)
-	if err != nil || n != 0 {
-		t.Errorf("%d records hold a token (%v), want none", n, err)
+	// LIKE's _ matches any character, and a token's prefix ends with one
+	// (an unescaped '%agt_%' matched ids and paths holding "agt"), so the
+	// patterns are escaped: the prefix and each token, literally.
+	for _, lit := range []string{TokenPrefix, tokA, tokB} {
+		n, err := st.CountForTest(`SELECT count(*) FROM instances WHERE record LIKE ? ESCAPE '!'`, "%"+likeLiteral(lit)+"%")
+		if err != nil || n != 0 {
+			t.Errorf("%d records hold %q (%v), want none", n, lit, err)
+		}
+	}
+	// The same query finds what a record does hold, so the check above can fail.
+	if n, err := st.CountForTest(`SELECT count(*) FROM instances WHERE record LIKE ? ESCAPE '!'`, "%"+likeLiteral(a.ID)+"%"); err != nil || n != 1 {
+		t.Errorf("%d records hold instance a's id (%v), want 1", n, err)
 	}
 	if r, err := other.Get(ctx, a.ID); err != nil || r.NewToken() != "" {
 		t.Errorf("a read record's token: %v", err)
@@ -2370,4 +2379,10 @@ func confRestart(t *testing.T) {
 	if err != nil || len(evs) != 3 {
 		t.Errorf("events after the restart: %d, %v; want 3", len(evs), err)
 	}
+}
+
+// likeLiteral escapes s for a LIKE pattern with ESCAPE '!', so that it
+// matches s literally on SQLite and PostgreSQL alike.
+func likeLiteral(s string) string {
+	return strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(s)
 }

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -58,8 +59,9 @@ func (s *Store) SetLostClientGraceForTest(d time.Duration) { s.lostClientGrace =
 // true fails it as on a full disk.
 func (s *Store) SetDiskFullForTest(full func() bool) { s.diskFullHook = full }
 
-// CountForTest returns the count(*) query q gives.
+// CountForTest returns the count(*) query q gives; its ? placeholders are
+// rebound for the store's database, as the store's own statements are.
 func (s *Store) CountForTest(q string, args ...any) (n int, err error) {
-	err = s.db.QueryRow(q, args...).Scan(&n)
+	err = s.db.QueryRowContext(context.Background(), q, args...).Scan(&n)
 	return n, err
 }
