@@ -79,7 +79,7 @@ type ConnectResult struct {
 	// (disconnect).
 	Action string `json:"action"`
 	// Backup is the copy of the file as it was before agentctl first
-	// changed it, when there is one.
+	// changed it, when there is one: none when agentctl made the file.
 	Backup string `json:"backup,omitempty"`
 	// Previous is the copy of the file as it was before this change
 	// (FILE.agentctl-bak.1; older ones are rotated to .2 ... .5).

@@ -145,19 +145,51 @@ func TestConnectDisconnectGolden(t *testing.T) {
 
 // TestConnectNewFileAndLastEntry: connect creates the file (and its
 // directory) when there is none; disconnecting the only entry leaves an
-// empty map, not a deleted file.
+// empty map, not a deleted file. A file agentctl made has no version from
+// before agentctl: later changes keep each previous version, but no
+// FILE.agentctl-bak that would pass agentctl's own entry off as the user's.
 func TestConnectNewFileAndLastEntry(t *testing.T) {
 	st := openStore(t)
 	ws := t.TempDir()
 	rec := create(t, st, "cursor", func(o *instance.CreateOptions) { o.Workspace = ws })
+	other := create(t, st, "cursor", func(o *instance.CreateOptions) { o.Workspace, o.ServerName = ws, "second" })
+	path := filepath.Join(ws, ".cursor", "mcp.json")
 	res, err := instance.Connect(rec, instance.ConnectOptions{})
-	if err != nil || res.Action != "added" || res.Backup != "" {
+	if err != nil || res.Action != "added" || res.Backup != "" || res.Previous != "" {
 		t.Fatalf("connect: %+v, %v", res, err)
 	}
-	if _, err := instance.Disconnect(rec, instance.ConnectOptions{}); err != nil {
+	made, _ := os.ReadFile(path)
+	noFirst := func(what string, res *instance.ConnectResult, prev []byte) {
+		t.Helper()
+		if res.Backup != "" {
+			t.Errorf("%s: Backup = %q, want none (agentctl made the file)", what, res.Backup)
+		}
+		if _, err := os.Lstat(path + instance.BackupSuffix); err == nil {
+			data, _ := os.ReadFile(path + instance.BackupSuffix)
+			t.Errorf("%s: %s kept as the file before agentctl:\n%s", what, instance.BackupSuffix, data)
+		}
+		if got, _ := os.ReadFile(res.Previous); res.Previous != path+instance.BackupSuffix+".1" || !bytes.Equal(got, prev) {
+			t.Errorf("%s: Previous %q holds %q, want %q", what, res.Previous, got, prev)
+		}
+	}
+	res, err = instance.Connect(other, instance.ConnectOptions{})
+	if err != nil || res.Action != "added" {
+		t.Fatalf("connect another: %+v, %v", res, err)
+	}
+	noFirst("a second connect", res, made)
+	two, _ := os.ReadFile(path)
+	if _, err := instance.Disconnect(other, instance.ConnectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(ws, ".cursor", "mcp.json"))
+	res, err = instance.Disconnect(rec, instance.ConnectOptions{})
+	if err != nil || res.Action != "removed" {
+		t.Fatalf("disconnect: %+v, %v", res, err)
+	}
+	noFirst("the last disconnect", res, made)
+	if prev2, _ := os.ReadFile(path + instance.BackupSuffix + ".2"); !bytes.Equal(prev2, two) {
+		t.Errorf(".2 holds %q, want the file with both entries %q", prev2, two)
+	}
+	data, err := os.ReadFile(path)
 	if err != nil || string(data) != "{\n  \"mcpServers\": {}\n}\n" {
 		t.Errorf("after the last entry went: %q, %v", data, err)
 	}

@@ -398,15 +398,20 @@ func backupMode(data []byte, mode fs.FileMode) fs.FileMode {
 
 // rotateBackups puts tmp (a copy of the file before this change) in place
 // as real.agentctl-bak.1, moving older ones up to .BackupsKept, and keeps
-// the first version agentctl changed as real.agentctl-bak.
+// the first version agentctl changed as real.agentctl-bak (first is "" when
+// there is none). A version that already holds an agentctl entry is not
+// the file as it was before agentctl: agentctl made the file (there was
+// none before), or its first backup was removed; it is kept as .1 only.
 func rotateBackups(real, tmp string) (first, previous string) {
-	first = real + BackupSuffix
-	previous = first + ".1"
-	if _, err := os.Lstat(first); errors.Is(err, fs.ErrNotExist) {
-		if os.Link(tmp, first) != nil {
-			if data, err := os.ReadFile(tmp); err == nil {
+	name := real + BackupSuffix
+	first, previous = name, name+".1"
+	if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+		first = ""
+		if data, err := os.ReadFile(tmp); err == nil && entryInstance(string(data)) == "" {
+			first = name
+			if os.Link(tmp, name) != nil {
 				if fi, err := os.Stat(tmp); err == nil {
-					_ = writeAtomic(first, data, fi.Mode().Perm())
+					_ = writeAtomic(name, data, fi.Mode().Perm())
 				}
 			}
 		}
@@ -417,7 +422,7 @@ func rotateBackups(real, tmp string) (first, previous string) {
 		}
 	}
 	for i := BackupsKept - 1; i >= 1; i-- {
-		_ = os.Rename(first+"."+strconv.Itoa(i), first+"."+strconv.Itoa(i+1))
+		_ = os.Rename(name+"."+strconv.Itoa(i), name+"."+strconv.Itoa(i+1))
 	}
 	if err := os.Rename(tmp, previous); err != nil {
 		return first, ""

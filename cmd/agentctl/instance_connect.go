@@ -72,7 +72,8 @@ version; a file that keeps changing is refused (exit code 4).
 
 Backups: before each change the file as it was is kept as FILE.agentctl-bak.1,
 older copies rotated to FILE.agentctl-bak.2 ... .5 (the oldest dropped), and
-FILE.agentctl-bak keeps the file as it was before agentctl first changed it.
+FILE.agentctl-bak keeps the file as it was before agentctl first changed it
+(there is none when agentctl made the file: removing the file undoes it).
 
 A file that does not parse, JSON with comments, a member name that comes twice
 in one object, or servers that are not where the client reads them, are refused
