@@ -40,7 +40,8 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
                 file, a bad --server-name, a label already in use, an ambiguous
                 id prefix, deleting an instance an endpoint is serving or 'instance
                 run' is running (--force)
-  5  timeout    'instance wait' ran out of time before the status was reached
+  5  timeout    'instance wait' ran out of time before the status was reached,
+                or 'instance questions --wait --timeout D' saw no open question
   6  failed     'instance wait' saw the instance report status "failed"
   7  problems   'tools lint' found a problem in the tool names a model would see
   8  unanswered 'instance wait --status done' saw the run end done, but a question

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ type InstanceQuestionsOptions struct {
 	Quiet    bool
 	// Wait waits for an open question before listing (--wait).
 	Wait bool
+	// Timeout ends --wait with exit 5 when no question is open by then
+	// (0: wait until interrupted).
+	Timeout time.Duration
 	// Poll is how often --wait looks; 0 is [instance.DefaultPollInterval].
 	Poll time.Duration
 }
@@ -53,11 +57,13 @@ names each question's instance ("instance_id"), for a script that answers them.
 --wait waits until there is an open question (the instance's, or, without one,
 any instance's), then lists as without it: a script, or a person, that starts a
 headless run in the background waits so for the agent to ask. If the instance is
-deleted meanwhile, it ends with exit 3.`,
+deleted meanwhile, it ends with exit 3; with --timeout D, when no question is
+open after D, it ends with exit 5 (see 'agentctl help exit-codes').`,
 		Example: `  agentctl instance questions
   agentctl instance questions fix-login --all
   agentctl instance questions fix-login -q
   agentctl instance questions fix-login --wait
+  agentctl instance questions --wait --timeout 10m -o json
   agentctl instance questions --jq '.[] | "\(.instance_id) \(.id) \(.question)"'`,
 		Args:              rangeArgs(0, 1, "an instance id, id prefix or label"),
 		ValidArgsFunction: completeInstances(f),
@@ -70,6 +76,12 @@ deleted meanwhile, it ends with exit 3.`,
 			} else if opts.All {
 				return usageErrorf("--all lists one instance's questions; name the instance (agentctl instance questions INSTANCE --all)")
 			}
+			switch {
+			case opts.Timeout < 0:
+				return usageErrorf("invalid --timeout %s: use a positive duration, or 0 to wait until interrupted", opts.Timeout)
+			case cmd.Flags().Changed("timeout") && !opts.Wait:
+				return usageErrorf("--timeout bounds --wait: add --wait, or leave --timeout out")
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -78,6 +90,7 @@ deleted meanwhile, it ends with exit 3.`,
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "include answered, expired and cancelled questions")
 	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "wait until a question is open, then list")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "with --wait, give up after this long, exit 5 (0: wait until interrupted)")
 	addOutputFlag(cmd, &opts.Output, opts.IO, formatWide)
 	addQuietFlag(cmd, &opts.Quiet, "question ids")
 	return cmd
@@ -89,7 +102,7 @@ func instanceQuestionsRun(ctx context.Context, opts *InstanceQuestionsOptions) e
 	}
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
 		if opts.Wait {
-			err := waitForQuestion(ctx, opts.Poll, func() (int, error) { return openQuestionCount(ctx, st, r.ID) })
+			err := waitForQuestion(ctx, opts.Poll, opts.Timeout, "for instance "+r.ID, func(ctx context.Context) (int, error) { return openQuestionCount(ctx, st, r.ID) })
 			if err != nil {
 				return err
 			}
@@ -132,25 +145,41 @@ func openQuestionCount(ctx context.Context, st *instance.Store, id string) (int,
 	return 0, nil
 }
 
+// errNoQuestion is the cause of --wait's context when --timeout passes.
+var errNoQuestion = errors.New("no question within the timeout")
+
 // waitForQuestion calls count every poll (default
 // [instance.DefaultPollInterval]) until it counts an open question, fails,
-// or ctx ends.
-func waitForQuestion(ctx context.Context, poll time.Duration, count func() (int, error)) error {
+// or ctx ends; after timeout (when above 0) it fails with exit 5, saying
+// where (such as "for instance ID") no question was open.
+func waitForQuestion(ctx context.Context, poll, timeout time.Duration, where string, count func(context.Context) (int, error)) error {
 	if poll <= 0 {
 		poll = instance.DefaultPollInterval
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errNoQuestion)
+		defer cancel()
 	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		n, err := count()
-		if err != nil || n > 0 {
-			return err
+		n, err := count(ctx)
+		if n > 0 {
+			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-t.C:
+		if err == nil {
+			select {
+			case <-ctx.Done():
+				err = context.Cause(ctx)
+			case <-t.C:
+				continue
+			}
 		}
+		if errors.Is(context.Cause(ctx), errNoQuestion) {
+			return &exitError{code: ExitTimeout, err: fmt.Errorf("no question was open %s within %s", where, timeout)}
+		}
+		return err
 	}
 }
 
@@ -170,7 +199,7 @@ func printQuestionIDs(io *IOStreams, n int, id func(int) string) error {
 func inboxRun(ctx context.Context, opts *InstanceQuestionsOptions) error {
 	return withStore(ctx, opts.Store, func(st *instance.Store) error {
 		if opts.Wait {
-			err := waitForQuestion(ctx, opts.Poll, func() (int, error) {
+			err := waitForQuestion(ctx, opts.Poll, opts.Timeout, "in the store (any instance)", func(ctx context.Context) (int, error) {
 				open, err := st.Inbox(ctx, 1)
 				return len(open), err
 			})
