@@ -321,8 +321,9 @@ func TestLaneProgressCancellationAndCrash(t *testing.T) {
 
 	// Progress comes back with the client's own token, a string or a number.
 	for _, tok := range []string{`"my-token"`, `42`} {
-		ans, before := p.request(t, "tools/call", `{"name":"slow","arguments":{"ms":120},"_meta":{"progressToken":`+tok+`}}`)
-		if !bytes.Contains(ans, []byte(`"text":"slow: done after 120ms"`)) || bytes.Contains(ans, []byte(`"isError"`)) {
+		// Progress every 50 ms, over 400 ms: at least one, on a loaded machine too.
+		ans, before := p.request(t, "tools/call", `{"name":"slow","arguments":{"ms":400},"_meta":{"progressToken":`+tok+`}}`)
+		if !bytes.Contains(ans, []byte(`"text":"slow: done after 400ms"`)) || bytes.Contains(ans, []byte(`"isError"`)) {
 			t.Fatalf("slow: %s", ans)
 		}
 		progress := 0

@@ -77,6 +77,7 @@ type proxyEnv struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	notes  chan string // tools/list_changed and progress seen by the client
+	tokens chan any    // the progress token of each progress notification seen
 }
 
 // servePath is how a test's client reaches the endpoint.
@@ -138,7 +139,7 @@ func startProxyWith(t *testing.T, path servePath, configure func(*Config), mode 
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	env := &proxyEnv{ep: ep, log: logBuf, stderr: stderr, cancel: cancel, done: make(chan struct{}), notes: make(chan string, 100)}
+	env := &proxyEnv{ep: ep, log: logBuf, stderr: stderr, cancel: cancel, done: make(chan struct{}), notes: make(chan string, 100), tokens: make(chan any, 100)}
 	var (
 		ct         mcp.Transport
 		serverDone func()
@@ -175,8 +176,14 @@ func startProxyWith(t *testing.T, path servePath, configure func(*Config), mode 
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { note("list_changed") },
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { note("progress") },
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { note("list_changed") },
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			note("progress")
+			select {
+			case env.tokens <- r.Params.ProgressToken:
+			default:
+			}
+		},
 	})
 	var opts *mcp.ClientSessionOptions
 	if path == viaLaneInit {

@@ -92,12 +92,25 @@ func TestProxyForwardsProgressAndCancellation(t *testing.T) {
 			}
 		}
 
+		// Cancelled once its first progress shows the server's handler runs.
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		go func() {
-			time.Sleep(100 * time.Millisecond)
-			cancel()
+			for {
+				select {
+				case tok := <-p.tokens:
+					if tok == "tok-2" {
+						cancel()
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
 		}()
-		if _, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 60000}}); err == nil {
+		long := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 60000}}
+		long.SetProgressToken("tok-2")
+		if _, err := p.cs.CallTool(ctx, long); err == nil {
 			t.Fatal("a cancelled call succeeded")
 		}
 		testkit.Eventually(t, "the server to see the cancellation", func() bool { return strings.Contains(p.log.String(), "[up] slow cancelled") })

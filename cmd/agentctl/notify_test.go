@@ -290,7 +290,9 @@ func TestNotifyQuestionEndToEnd(t *testing.T) {
 		"[[notify]]\nurl = \""+other.URL+"\"\nevents = [\"run_started\", \"run_ended\"]\n")
 	rec := e.create(ctx, "--agent", "auggie", "--name", "fix-login", "--ask-via", "store",
 		"--mcp-json", `web={"command":"/bin/true","env":{"API_KEY":"`+planted+`"}}`)
-	sess, _, stderr := serveMCP(t, ctx, e, rec.ID, "NOTIFY_KEY="+secret)
+	// The outbox is looked at once a minute: a notification within the
+	// bound below was sent as the question was asked.
+	sess, _, stderr := serveMCP(t, ctx, e, rec.ID, "NOTIFY_KEY="+secret, testNotifyEnv+"=poll=1m")
 	defer sess.Close()
 
 	asked := time.Now()
@@ -301,8 +303,13 @@ func TestNotifyQuestionEndToEnd(t *testing.T) {
 		answered <- err
 	}()
 	got := h.next(t, 20*time.Second)
-	if took := got.at.Sub(asked); took > time.Second {
-		t.Errorf("the notification came %s after the question, want within 1s", took)
+	// Sent when the question is asked, not when the outbox is next looked
+	// at; a loaded CI machine may take a few seconds, so the bound is
+	// loose, and anything above 1 s is logged.
+	if took := got.at.Sub(asked); took > 10*time.Second {
+		t.Errorf("the notification came %s after the question, want it sent as the question is asked", took)
+	} else if took > time.Second {
+		t.Logf("the notification came %s after the question (a loaded machine?)", took)
 	}
 	if !got.signed || got.event != "question" {
 		t.Errorf("request %+v", got)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -21,12 +20,9 @@ func TestCLINeverShowsAnHTTPServersSecrets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 	defer cancel()
 	secrets := []string{"plantedUser", "plantedPassword", "plantedKey", "plantedToken"}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	// Port 1 (tcpmux) is privileged and unused: connecting is refused. A
+	// port freed after a listen could be taken by a parallel test meanwhile.
+	addr := "127.0.0.1:1"
 	e := newRCEnv(t)
 	mountFlags := []string{"--mcp", "remote=http://plantedUser:plantedPassword@" + addr + "/mcp?key=plantedKey",
 		"--mcp-header", "remote:Authorization=Bearer plantedToken"}

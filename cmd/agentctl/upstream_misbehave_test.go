@@ -362,7 +362,9 @@ func TestSDKPathMisbehavingServerTSClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 	defer cancel()
 	e := newRCEnv(t)
-	spec := fmt.Sprintf(`{"command":%q,"args":["-misbehave","-tools","0"],"call_timeout":"300ms"}`, serverBin(t))
+	// call_timeout bounds every call of the mount: long enough for the
+	// calls that must answer on a loaded machine, short for the one that hangs.
+	spec := fmt.Sprintf(`{"command":%q,"args":["-misbehave","-tools","0"],"call_timeout":"3s"}`, serverBin(t))
 	rec := e.create(ctx, "--agent", "codex", "--workspace", e.work, "--mcp-json", "up="+spec)
 	out := runTS(ctx, t, tsPlan{
 		Command: e.bin, Args: []string{"mcp", "serve", "--instance", rec.ID, "--fast-lane=false"},
@@ -373,7 +375,7 @@ func TestSDKPathMisbehavingServerTSClient(t *testing.T) {
 		},
 	}, e.work, e.cliEnv())
 	hang := out.result(t, 0, "call")
-	if hang.Result == nil || !hang.Result.IsError || !strings.Contains(hang.Result.String(), `did not answer within 300ms`) {
+	if hang.Result == nil || !hang.Result.IsError || !strings.Contains(hang.Result.String(), `did not answer within 3s`) {
 		t.Fatalf("the call past its timeout: %s", hang)
 	}
 	wantCallError(t, out.result(t, 1, "call"), -32003)

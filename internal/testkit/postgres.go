@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -544,12 +545,39 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
-// freePort returns a loopback TCP port no one listens on now.
+// freePort returns a loopback TCP port no one listens on now, below the
+// kernel's ephemeral range where it can: a server stopped and started again
+// ([Postgres.Stop], [Postgres.Start]) keeps its port, and a port the kernel
+// hands out to connections and listen(":0") could be taken meanwhile by
+// any other test.
 func freePort() (int, error) {
+	if lo := ephemeralLow(); lo > 2048 {
+		for range 20 {
+			port := 1024 + int(mrand.N(uint(lo-1024)))
+			if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+				l.Close()
+				return port, nil
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ephemeralLow is the first port of Linux's ephemeral range, or 0.
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0
+	}
+	lo, _ := strconv.Atoi(f[0])
+	return lo
 }

@@ -419,14 +419,20 @@ func TestGuardAnswersAParseErrorAndReadsOn(t *testing.T) {
 	t.Parallel()
 	var out testkit.Buffer
 	g := New(&out, Options{Drain: time.Hour})
-	in := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"cut short"}` + "\n" +
-		`{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n" +
-		`{"a":1}{"b":2}` + "\n" +
+	// The last two lines are sent once the ping is answered: the guard
+	// answers them itself, and would otherwise race the SDK's answer.
+	first := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"cut short"}` + "\n" +
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n"
+	rest := `{"a":1}{"b":2}` + "\n" +
 		`{"jsonrpc":"2.0","id":5,`
+	in, client := io.Pipe()
+	go func() {
+		_, _ = io.WriteString(client, first)
+	}()
 	var offered []string
 	served := make(chan error, 1)
 	go func() {
-		served <- g.Serve(context.Background(), strings.NewReader(in), byLine(func(line []byte) bool {
+		served <- g.Serve(context.Background(), in, byLine(func(line []byte) bool {
 			offered = append(offered, string(line))
 			return false
 		}))
@@ -437,6 +443,10 @@ func TestGuardAnswersAParseErrorAndReadsOn(t *testing.T) {
 		t.Fatalf("the SDK read %q, %v", line, err)
 	}
 	sdkWrite(t, g, `{"jsonrpc":"2.0","id":`+sdkID(t, line)+`,"result":{}}`)
+	go func() {
+		_, _ = io.WriteString(client, rest)
+		client.Close()
+	}()
 	if _, err := sdk.Next(); err != io.EOF {
 		t.Fatalf("the SDK's input after the last line: %v", err)
 	}

@@ -402,12 +402,13 @@ func TestLaneCallTimeout(t *testing.T) {
 
 	// Answered in time: nothing more comes, not even when the timer
 	// set for it fires.
-	link.CallTimeout = 50 * time.Millisecond
+	// (The timeout leaves room for a loaded machine between the two steps.)
+	link.CallTimeout = 400 * time.Millisecond
 	if !l.fromLine([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)) {
 		t.Fatal("the lane did not take the call")
 	}
 	l.takeLine([]byte(`{"jsonrpc":"2.0","id":"agentctl-call-2","result":{"content":[{"type":"text","text":"two"}]}}`))
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(800 * time.Millisecond)
 	if n := strings.Count(client.String(), "\n"); n != 2 || !strings.Contains(client.String(), `"text":"two"`) || strings.Count(up.String(), "cancelled") != 1 {
 		t.Fatalf("%d answers:\n%s\nupstream got:\n%s", n, client.String(), up.String())
 	}
