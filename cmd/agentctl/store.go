@@ -28,6 +28,13 @@ The store in force is --store, else AGENTCTL_STORE, else store in config.toml, e
 SQLite in the state directory. Keep a password out of the URL (PGPASSWORD or
 ~/.pgpass); agentctl never shows one.
 
+TLS follows the URL's sslmode, as libpq's does; without one it is prefer: TLS if
+the server offers it, else none. The driver (pgx) answers a server without TLS by
+opening a second connection, which every command pays (7-8 ms on a small machine).
+For such a server, on this host or a private network, add ?sslmode=disable or use
+its Unix socket (postgres:///DATABASE?host=/var/run/postgresql); across a network
+you do not trust, give the server TLS and use sslmode=verify-full.
+
 To move to another store, copy into it with 'agentctl store migrate', then make it
 the store in force.`,
 	}
