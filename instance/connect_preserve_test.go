@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/instance"
+	pelletier "github.com/pelletier/go-toml/v2"
 )
 
 // weirdJSON is a client file with what a decode and encode would change:
@@ -121,6 +122,52 @@ func TestConnectTOMLKeepsBytes(t *testing.T) {
 	}
 	if gone, _ := os.ReadFile(path); string(gone) != body {
 		t.Errorf("after connect and disconnect:\n%s\nwant:\n%s", gone, body)
+	}
+}
+
+// TestConnectTOMLOnlyServer: agentctl's entry as the file's only server,
+// and a file with CRLF line ends or a byte order mark: connect and
+// disconnect give back the very bytes (comments included), connected the
+// file is TOML to a strict reader, and its line ends are the file's.
+func TestConnectTOMLOnlyServer(t *testing.T) {
+	st := openStore(t)
+	for _, c := range []struct{ name, body string }{
+		{"comments", "# top comment\nmodel = \"o3\" # best\n"},
+		{"bom", "\xef\xbb\xbf# top\nmodel = \"o3\"\n"},
+		{"crlf", "# top\r\nmodel = \"o3\"\r\n\r\n[profiles.fast]\r\nmodel = \"mini\"\r\n"},
+		{"crlf-servers", "model = \"o3\"\r\n\r\n[mcp_servers.docs]\r\ncommand = \"docs\"\r\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec, path, o := clientFile(t, st, "codex", "codex-home/config.toml", c.body)
+			if _, err := instance.Connect(rec, o); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := os.ReadFile(path)
+			strictTOML(t, after)
+			if !strings.Contains(string(after), rec.ID) {
+				t.Errorf("no entry in\n%s", after)
+			}
+			if strings.Contains(c.body, "\r\n") && strings.Count(string(after), "\n") != strings.Count(string(after), "\r\n") {
+				t.Errorf("line ends mixed:\n%q", after)
+			}
+			if _, err := instance.Disconnect(rec, o); err != nil {
+				t.Fatal(err)
+			}
+			if gone, _ := os.ReadFile(path); string(gone) != c.body {
+				t.Errorf("after connect and disconnect:\n%q\nwant:\n%q", gone, c.body)
+			}
+		})
+	}
+}
+
+// strictTOML fails t unless data is TOML to a reader that holds to the
+// specification (BurntSushi's, which agentctl reads with, lets an inline
+// table be extended; Codex's does not).
+func strictTOML(t *testing.T, data []byte) {
+	t.Helper()
+	var m map[string]any
+	if err := pelletier.Unmarshal(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), &m); err != nil {
+		t.Errorf("not TOML (%v):\n%s", err, data)
 	}
 }
 
@@ -261,12 +308,22 @@ func TestConnectDisconnectRemovesOnlyTheMember(t *testing.T) {
 // every value kept.
 func TestConnectTOMLInlineServers(t *testing.T) {
 	st := openStore(t)
-	body := "model = \"o3\"\nmcp_servers = { docs = { command = \"docs\", args = [\"a\"] } }\n"
+	for _, body := range []string{
+		"model = \"o3\"\nmcp_servers = { docs = { command = \"docs\", args = [\"a\"] } }\n",
+		"model = \"o3\"\nmcp_servers = { }\n[docs]\ncommand = \"docs\"\n",
+		"model = \"o3\"\nmcp_servers.docs.command = \"docs\"\n",
+	} {
+		t.Run("", func(t *testing.T) { connectTOMLInline(t, st, body) })
+	}
+}
+
+func connectTOMLInline(t *testing.T, st *instance.Store, body string) {
 	rec, path, o := clientFile(t, st, "codex", "codex-home/config.toml", body)
 	if res, err := instance.Connect(rec, o); err != nil || res.Action != "added" {
 		t.Fatalf("connect: %+v, %v", res, err)
 	}
 	after, _ := os.ReadFile(path)
+	strictTOML(t, after)
 	for _, want := range []string{`model = "o3"`, `command = "docs"`, rec.ID} {
 		if !strings.Contains(string(after), want) {
 			t.Errorf("no %q in\n%s", want, after)

@@ -200,15 +200,25 @@ func tomlCut(s []byte, start, end int) []byte {
 	switch {
 	case start >= 2 && s[start-1] == '\n' && s[start-2] == '\n':
 		start--
+	case start >= 4 && string(s[start-4:start]) == "\r\n\r\n":
+		start -= 2
 	case start == 0 && end < len(s) && s[end] == '\n':
 		end++
+	case start == 0 && bytes.HasPrefix(s[end:], []byte("\r\n")):
+		end += 2
 	}
 	return splice(s, start, end, nil)
 }
 
+// errTOMLInline: KEY is an inline table or dotted keys, which TOML does
+// not let a [KEY.NAME] table extend.
+var errTOMLInline = errors.New("the servers are not written as tables")
+
 // tomlEdit sets (or, with entry nil, removes) KEY.NAME in the TOML file s,
-// changing only that entry's tables.
-func tomlEdit(s []byte, key, name string, entry any) ([]byte, error) {
+// changing only that entry's tables; had says s holds KEY. When KEY is
+// not written as tables (KEY = { ... }, or KEY.x = ...), a table added
+// would not be TOML: errTOMLInline.
+func tomlEdit(s []byte, key, name string, entry any, had bool) ([]byte, error) {
 	secs := scanTOML(s)
 	var mine []tomlSection
 	lastKey := -1
@@ -220,11 +230,18 @@ func tomlEdit(s []byte, key, name string, entry any) ([]byte, error) {
 			mine = append(mine, sec)
 		}
 	}
+	if had && lastKey < 0 {
+		return nil, errTOMLInline
+	}
 	var block []byte
 	if entry != nil {
 		var err error
 		if block, err = tomlEntryBlock(key, name, entry); err != nil {
 			return nil, err
+		}
+		if bytes.Contains(s, []byte("\r\n")) {
+			// The file's line ends, not the encoder's.
+			block = bytes.ReplaceAll(block, []byte("\n"), []byte("\r\n"))
 		}
 	}
 	out := s
@@ -242,12 +259,16 @@ func tomlEdit(s []byte, key, name string, entry any) ([]byte, error) {
 	if lastKey >= 0 {
 		at = secs[lastKey].end
 	}
+	eol := []byte("\n")
+	if bytes.Contains(s, []byte("\r\n")) {
+		eol = []byte("\r\n")
+	}
 	var text []byte
 	if at > 0 && out[at-1] != '\n' {
-		text = append(text, '\n')
+		text = append(text, eol...)
 	}
 	if at > 0 {
-		text = append(text, '\n')
+		text = append(text, eol...)
 	}
 	text = append(text, block...)
 	return splice(out, at, at, text), nil
@@ -270,6 +291,7 @@ func decodeTOML(path string, data []byte) (map[string]any, error) {
 // is s decoded: in place when the result holds exactly that change, else
 // by encoding the whole changed document again.
 func editTOML(path string, s []byte, doc map[string]any, key, name string, entry any) ([]byte, error) {
+	_, had := doc[key]
 	servers, _ := doc[key].(map[string]any)
 	if servers == nil {
 		servers = map[string]any{}
@@ -280,10 +302,17 @@ func editTOML(path string, s []byte, doc map[string]any, key, name string, entry
 	} else {
 		servers[name] = entry
 	}
-	if next, err := tomlEdit(s, key, name, entry); err == nil {
+	if next, err := tomlEdit(s, key, name, entry, had); err == nil {
 		var got map[string]any
-		if _, err := toml.Decode(string(next), &got); err == nil && sameValue(got, doc) {
-			return next, nil
+		if _, err := toml.Decode(string(next), &got); err == nil {
+			if _, ok := got[key]; !ok && len(servers) == 0 {
+				// The entry was the only table under KEY: the file
+				// without it has no KEY at all, which is the same.
+				got[key] = map[string]any{}
+			}
+			if sameValue(got, doc) {
+				return next, nil
+			}
 		}
 	}
 	var b bytes.Buffer
