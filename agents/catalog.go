@@ -86,6 +86,9 @@ func Load(opts LoadOptions) (*Catalog, error) {
 	sort.Strings(files)
 	seen := map[string]string{}
 	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), ".") {
+			continue // an editor's lock or backup (.#x.toml, .x.toml.swp), or hidden on purpose
+		}
 		data, err := os.ReadFile(f)
 		if err == nil {
 			var d *Definition

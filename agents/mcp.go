@@ -189,7 +189,11 @@ func (m *MCPConfig) applyDefaults(id string) {
 	if m.File == "" && len(m.Entry) == 0 {
 		if f, ok := CatalogMCP(id, m.ConfigFormat); ok {
 			m.ConfigFormat, m.File, m.Entry, m.List = f.ConfigFormat, f.File, f.Entry, m.List || f.List
-			m.Key, m.Connect = cmp.Or(m.Key, f.Key), cmp.Or(m.Connect, f.Connect)
+			m.Key = cmp.Or(m.Key, f.Key)
+			// Each scope on its own: a definition that names one file
+			// keeps the catalog's other.
+			m.Connect = Connect{Workspace: cmp.Or(m.Connect.Workspace, f.Connect.Workspace), User: cmp.Or(m.Connect.User, f.Connect.User),
+				WorkspaceReads: cmp.Or(m.Connect.WorkspaceReads, f.Connect.WorkspaceReads), UserReads: cmp.Or(m.Connect.UserReads, f.Connect.UserReads)}
 			m.ToolTimeoutDefault = cmp.Or(m.ToolTimeoutDefault, f.ToolTimeoutDefault)
 			if m.Document == nil {
 				m.Document = f.Document
@@ -204,11 +208,13 @@ func (m *MCPConfig) applyDefaults(id string) {
 	}
 }
 
-var placeholderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([a-z_]*)\}`) })
+var placeholderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([A-Za-z_]*)\}`) })
 
 // validate checks the shape.
 func (m *MCPConfig) validate() *fieldError {
 	switch {
+	case len(m.Entry) == 0 && m.File != "":
+		return &fieldError{"mcp.entry", fmt.Sprintf("missing: mcp.file is set (%q), so describe the entry too (mcp.entry, and mcp.key), or leave mcp.file out to take the shape of config_format %q", m.File, m.ConfigFormat)}
 	case len(m.Entry) == 0 && m.ConfigFormat == "":
 		return &fieldError{"mcp.config_format", "missing; one of " + strings.Join(FormatNames(), ", ") + ", or describe the client's own file with mcp.file, mcp.key and mcp.entry"}
 	case len(m.Entry) == 0:
@@ -218,13 +224,73 @@ func (m *MCPConfig) validate() *fieldError {
 	case m.List && FileKind(m.File) != "yaml":
 		return &fieldError{"mcp.list", "a list of servers is written only in a YAML file (connect edits JSON and TOML servers by name)"}
 	}
-	if u := m.Connect.User; u != "" && !strings.ContainsRune("~{$/", rune(u[0])) {
-		return &fieldError{"mcp.connect.user", fmt.Sprintf("%q is not in the home directory: start it with ~/, {xdgconfig}, {appconfig} or ${VAR:-DEFAULT}", u)}
+	if fe := checkConnect("mcp.connect.workspace", m.Connect.Workspace, false, FileKind(m.File)); fe != nil {
+		return fe
+	}
+	if fe := checkConnect("mcp.connect.user", m.Connect.User, true, FileKind(m.File)); fe != nil {
+		return fe
 	}
 	if fe := checkTemplate("mcp.entry", m.Entry, entryPlaceholders); fe != nil {
 		return fe
 	}
+	// The document is filled as the entries are.
+	if fe := checkTemplate("mcp.document", m.Document, slices.Compact(slices.Sorted(slices.Values(slices.Concat(entryPlaceholders, remotePlaceholders))))); fe != nil {
+		return fe
+	}
 	return checkTemplate("mcp.remote_entry", m.RemoteEntry, remotePlaceholders)
+}
+
+// connectPlaceholders are those of a [Connect] path.
+var connectPlaceholders = []string{"server", "xdgconfig", "appconfig"}
+
+var (
+	envRefRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$(\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)`) })
+	bracesRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{[^{}]*\}`) })
+	userStart = []string{"~/", "{xdgconfig}", "{appconfig}", "$"}
+)
+
+// checkConnect checks the path of a connect scope (user: the user's, else
+// the workspace's): known placeholders, the extension of the instance's
+// own file (kind: it is written the same way), inside the workspace, or
+// under one of the user's directories, with no way up out of it.
+func checkConnect(key, p string, user bool, kind string) *fieldError {
+	if p == "" {
+		return nil
+	}
+	rest := envRefRE().ReplaceAllString(p, "x")
+	for _, ph := range bracesRE().FindAllString(rest, -1) {
+		if !slices.Contains(connectPlaceholders, ph[1:len(ph)-1]) {
+			return &fieldError{key, fmt.Sprintf("unknown placeholder %s in %q (known: {%s}, and ${VAR} or ${VAR:-DEFAULT})", ph, p, strings.Join(connectPlaceholders, "}, {"))}
+		}
+	}
+	if k := FileKind(p); k != kind {
+		return &fieldError{key, fmt.Sprintf("%q is not a %s file, as mcp.file is: connect writes the entry as the instance's own file holds it", p, kind)}
+	}
+	local := bracesRE().ReplaceAllString(rest, "x")
+	if !user {
+		if strings.Contains(p, "$") || !filepath.IsLocal(local) {
+			return &fieldError{key, fmt.Sprintf("%q is not a path inside the workspace: give it relative to the workspace, without .. or $VAR (a file elsewhere belongs in mcp.connect.user)", p)}
+		}
+		return nil
+	}
+	start := ""
+	for _, s := range userStart {
+		if strings.HasPrefix(p, s) {
+			start = s
+		}
+	}
+	if start == "" {
+		return &fieldError{key, fmt.Sprintf("%q is not in the home directory: start it with ~/, {xdgconfig}, {appconfig} or ${VAR:-DEFAULT}", p)}
+	}
+	// Below its start (~/, a placeholder or a variable, each "x" in local).
+	tail, ok := strings.CutPrefix(local, "~/")
+	if !ok {
+		tail, _ = strings.CutPrefix(local, "x/")
+	}
+	if !filepath.IsLocal(tail) {
+		return &fieldError{key, fmt.Sprintf("%q leaves the directory it starts in (..): name the file below it", p)}
+	}
+	return nil
 }
 
 // checkTemplate checks that every placeholder in v, at key, is one of known.
@@ -232,6 +298,9 @@ func checkTemplate(key string, v any, known []string) *fieldError {
 	switch t := v.(type) {
 	case Object:
 		for _, m := range t {
+			if p := placeholderRE().FindString(m.Key); p != "" {
+				return &fieldError{key + "." + m.Key, fmt.Sprintf("%s is in a key: placeholders fill values only", p)}
+			}
 			if fe := checkTemplate(key+"."+m.Key, m.Value, known); fe != nil {
 				return fe
 			}

@@ -54,7 +54,8 @@ func TestDecodeShape(t *testing.T) {
 
 // TestDecodeShapeFromFormat: a definition that names a format alone takes
 // its shape; one that overrides a catalog id without a shape keeps the
-// catalog's, with its own connect files.
+// catalog's, with its own connect file where it names one (the catalog's
+// for the other scope).
 func TestDecodeShapeFromFormat(t *testing.T) {
 	d, err := Decode("mine.toml", []byte(goodTOML))
 	if err != nil {
@@ -68,7 +69,7 @@ func TestDecodeShapeFromFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.MCP.ConfigFormat != "cursor" || d.MCP.File != ".cursor/mcp.json" || d.MCP.Connect != (Connect{Workspace: "x/mcp.json"}) {
+	if d.MCP.ConfigFormat != "cursor" || d.MCP.File != ".cursor/mcp.json" || d.MCP.Connect != (Connect{Workspace: "x/mcp.json", User: "~/.cursor/mcp.json"}) {
 		t.Errorf("cursor override %+v", d.MCP)
 	}
 	d, err = Decode("v.toml", []byte(strings.Replace(goodTOML, `"mcp-servers-json"`, `"vscode"`, 1)))
@@ -87,6 +88,19 @@ func TestDecodeShapeErrors(t *testing.T) {
 		{"outside the instance", `"nc/servers.yaml"`, `"../servers.yaml"`, `key "mcp.file"`},
 		{"list in JSON", `"nc/servers.yaml"`, `"nc/servers.json"`, `key "mcp.list": a list of servers is written only in a YAML file`},
 		{"user file not at home", `user_reads = "reads only the workspace"`, `user = ".nc/x.yaml"`, `key "mcp.connect.user": ".nc/x.yaml" is not in the home directory`},
+		{"placeholder in capitals", `"{tool_timeout_ms}"`, `"{Command}"`, `key "mcp.entry.wait_ms": unknown placeholder {Command}`},
+		{"placeholder as a key", `wait_ms = "{tool_timeout_ms}"`, `"{server}" = "x"`, `key "mcp.entry.{server}": {server} is in a key: placeholders fill values only`},
+		{"unknown placeholder in the document", `version = 2`, `version = "{bogus}"`, `key "mcp.document.version": unknown placeholder {bogus}`},
+		{"unknown placeholder in a connect path", `".nc/{server}.yaml"`, `"{workspace}/nc.yaml"`, `key "mcp.connect.workspace": unknown placeholder {workspace} in "{workspace}/nc.yaml"`},
+		{"connect file of another kind", `".nc/{server}.yaml"`, `".nc/settings.json"`, `key "mcp.connect.workspace": ".nc/settings.json" is not a yaml file, as mcp.file is`},
+		{"workspace file outside it", `".nc/{server}.yaml"`, `"../nc.yaml"`, `key "mcp.connect.workspace": "../nc.yaml" is not a path inside the workspace`},
+		{"workspace file at an absolute path", `".nc/{server}.yaml"`, `"/tmp/nc.yaml"`, `is not a path inside the workspace`},
+		{"workspace file through a variable", `".nc/{server}.yaml"`, `"$NC_DIR/nc.yaml"`, `is not a path inside the workspace`},
+		{"tilde without a slash", `user_reads = "reads only the workspace"`, `user = "~.nc.yaml"`, `key "mcp.connect.user": "~.nc.yaml" is not in the home directory`},
+		{"user file above home", `user_reads = "reads only the workspace"`, `user = "~/../../etc/nc.yaml"`, `key "mcp.connect.user": "~/../../etc/nc.yaml" leaves the directory it starts in`},
+		{"user file above a variable", `user_reads = "reads only the workspace"`, `user = "${NC_HOME}/../nc.yaml"`, `leaves the directory it starts in`},
+		{"file without an entry", `entry = { name = "{server}", run = { exe = "{command}", argv = ["--", "{args}"] }, env = "{env}", wait_ms = "{tool_timeout_ms}" }`, `config_format = "cursor"`,
+			`key "mcp.entry": missing: mcp.file is set ("nc/servers.yaml"), so describe the entry too`},
 		{"typo in entry", `entry = {`, `entri = {`, `key "mcp.entri": unknown key (did you mean "entry"?)`},
 		{"near-miss", `connect =`, `conect =`, `key "mcp.conect": unknown key (did you mean "connect"?)`},
 	} {

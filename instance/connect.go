@@ -126,16 +126,27 @@ func resolveConnect(rec *Record, o ConnectOptions) (connectFile, string, error) 
 		app = "~/Library/Application Support"
 	}
 	path = strings.NewReplacer("{server}", rec.ServerName, "{xdgconfig}", xdg, "{appconfig}", app).Replace(path)
+	var unset []string
 	path = os.Expand(path, func(v string) string {
-		name, def, _ := strings.Cut(v, ":-")
-		return cmp.Or(getenv(name), def)
+		name, def, hasDef := strings.Cut(v, ":-")
+		val := cmp.Or(getenv(name), def)
+		if val == "" && !hasDef {
+			unset = append(unset, name)
+		}
+		return val
 	})
+	if len(unset) > 0 {
+		return f, "", invalidf("%s is not set, and %s's %s file (%s) is found through it: set it, or give a default in the definition (${%s:-DEFAULT})",
+			unset[0], rec.Agent, scope, cf.Connect.User, unset[0])
+	}
 	if rest, ok := strings.CutPrefix(path, "~/"); ok {
 		home := getenv("HOME")
 		if home == "" {
 			return f, "", invalidf("HOME is not set; set it to find %s's %s file", rec.Agent, scope)
 		}
 		path = filepath.Join(home, rest)
+	} else if scope == ScopeUser && !filepath.IsAbs(path) {
+		return f, "", invalidf("%s's %s file is %q, not an absolute path: set the variables it names to directories (%s)", rec.Agent, scope, path, cf.Connect.User)
 	} else if !filepath.IsAbs(path) {
 		path = filepath.Join(rec.Workspace, path)
 	}

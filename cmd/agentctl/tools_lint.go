@@ -125,13 +125,23 @@ func toolsLintRun(ctx context.Context, opts *ToolsLintOptions) error {
 	if err != nil {
 		return err
 	}
+	// A definition file that could not be used is a client whose names
+	// were not checked: CI hears of it.
+	var probs error
+	if cat, err := opts.Catalog(); err == nil {
+		probs = problemsError(cat)
+	}
 	if errs > 0 || (opts.Strict && warns > 0) {
-		return &exitError{code: ExitProblems, err: fmt.Errorf("%s, %s in the tool names of %s", count(errs, "error"), count(warns, "warning"), count(len(reports), "agent"))}
+		err := fmt.Errorf("%s, %s in the tool names of %s", count(errs, "error"), count(warns, "warning"), count(len(reports), "agent"))
+		if probs != nil {
+			err = fmt.Errorf("%w; and %w", err, probs)
+		}
+		return &exitError{code: ExitProblems, err: err}
 	}
 	if warns > 0 {
 		opts.IO.Narrate("%s (not failing without --strict)", count(warns, "warning"))
 	}
-	return nil
+	return probs
 }
 
 // lintFindings flattens the reports' findings, each tool's after the
