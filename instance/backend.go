@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,15 +176,83 @@ func parseStore(u StoreURL, stateDir string) (kind, where string, err error) {
 	case strings.Contains(s, "://"):
 		scheme, _, _ := strings.Cut(s, "://")
 		return "", "", invalidf("store %q: unknown kind %q; use a path, sqlite:PATH or postgres://USER@HOST/DATABASE", RedactStore(s), scheme)
+	case strings.HasPrefix(s, "postgres:"), strings.HasPrefix(s, "postgresql:"):
+		return "", "", invalidf("store %q is not a URL: write postgres://USER@HOST:PORT/DATABASE", RedactStore(s))
+	case keywordDSN().MatchString(s):
+		// Not echoed: such a string may hold password=...
+		return "", "", invalidf("the store is a PostgreSQL connection string of key=value words, which agentctl does not take (it would be a SQLite file of that name): " +
+			"write it as a URL, postgres://USER@HOST:PORT/DATABASE?sslmode=..., with the password in PGPASSWORD or ~/.pgpass")
 	default:
 		return "sqlite", s, nil
 	}
+}
+
+// keywordDSN matches libpq's keyword/value connection strings (host=x
+// dbname=y); a path that starts so is given as sqlite:PATH.
+var keywordDSN = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(host|hostaddr|port|dbname|user|password|sslmode|service|application_name|connect_timeout|options)\s*=`)
+})
+
+// secretParams are the URL parameters that hold a secret: the password,
+// and the passphrase of a TLS client key.
+var secretParams = []string{"password", "sslpassword"}
+
+// dropSecrets is the raw query q without its secretParams, however they
+// are written (escaped or not, valid escapes or not).
+func dropSecrets(q string) string {
+	var kept []string
+	for _, kv := range strings.Split(q, "&") {
+		k, _, _ := strings.Cut(kv, "=")
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
+		}
+		if !slices.Contains(secretParams, strings.ToLower(strings.TrimSpace(k))) {
+			kept = append(kept, kv)
+		}
+	}
+	return strings.Join(kept, "&")
+}
+
+// secretValues are the secrets the store URL s carries, as written and
+// unescaped: its password and its secretParams.
+func secretValues(s string) []string {
+	var out []string
+	add := func(v string) {
+		if v != "" {
+			out = append(out, v)
+			if esc := url.QueryEscape(v); esc != v {
+				out = append(out, esc)
+			}
+		}
+	}
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			add(pw)
+		}
+	}
+	_, q, _ := strings.Cut(s, "?")
+	for _, kv := range strings.Split(q, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
+		}
+		if slices.Contains(secretParams, strings.ToLower(strings.TrimSpace(k))) {
+			add(v)
+			if uv, err := url.QueryUnescape(v); err == nil {
+				add(uv)
+			}
+		}
+	}
+	return out
 }
 
 // RedactStore is a store URL as messages show it: without its password.
 func RedactStore(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" {
+		if base, q, ok := strings.Cut(s, "?"); ok {
+			s = base + "?" + dropSecrets(q)
+		}
 		if i := strings.Index(s, "://"); i >= 0 {
 			if j := strings.LastIndex(s, "@"); j > i {
 				return s[:i+3] + "…" + s[j:]
@@ -195,10 +265,8 @@ func RedactStore(s string) string {
 			u.User = url.User(u.User.Username())
 		}
 	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Del("password")
-		u.RawQuery = q.Encode()
+	if u.RawQuery != "" {
+		u.RawQuery = dropSecrets(u.RawQuery)
 	}
 	return u.String()
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -229,15 +228,8 @@ func openPostgres(ctx context.Context, raw string) (*sql.DB, backend, error) {
 // redactSecret removes raw's password from msg, should a driver's message
 // quote it.
 func redactSecret(msg, raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return msg
-	}
-	if pw, ok := u.User.Password(); ok && pw != "" {
-		msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		if esc := url.QueryEscape(pw); esc != pw {
-			msg = strings.ReplaceAll(msg, esc, "xxxxx")
-		}
+	for _, v := range secretValues(raw) {
+		msg = strings.ReplaceAll(msg, v, "xxxxx")
 	}
 	return msg
 }

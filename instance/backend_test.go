@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -40,9 +41,44 @@ func TestRedactStore(t *testing.T) {
 		"postgres://u@h/db":                             "postgres://u@h/db",
 		"postgres://h/db?password=secret&sslmode=off":   "postgres://h/db?sslmode=off",
 		"/var/lib/agentctl/state.db":                    "/var/lib/agentctl/state.db",
+		// A badly escaped value, which url.Values drops, and the TLS
+		// key's passphrase.
+		"postgres://u@h/db?sslmode=disable&password=Wrong%zzPw":  "postgres://u@h/db?sslmode=disable",
+		"postgres://u@h/db?sslpassword=SECRET&sslmode=require":    "postgres://u@h/db?sslmode=require",
+		"postgres://u@h/db?Pass%77ord=SECRET":                     "postgres://u@h/db",
+		"postgres://u:p@h:bad/db?sslpassword=SECRET&password=PW2": "postgres://…@h:bad/db?",
 	} {
 		if got := RedactStore(in); got != want {
 			t.Errorf("RedactStore(%q) = %q, want %q", in, got, want)
+		}
+	}
+	msg := redactSecret(`cannot parse "postgres://u:pw%2Fx@h/db?sslpassword=k%20ey&password=Wrong%zz": pw/x k ey`, "postgres://u:pw%2Fx@h/db?sslpassword=k%20ey&password=Wrong%zz")
+	for _, secret := range []string{"pw/x", "pw%2Fx", "k ey", "k%20ey", "Wrong%zz"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("redactSecret left %q in %s", secret, msg)
+		}
+	}
+}
+
+// TestParseStoreRefusesNonURLs: what would be taken as a SQLite file name
+// but is meant for PostgreSQL (a keyword/value string, with its password
+// then in a file name and a client's configuration) is refused, without
+// being echoed.
+func TestParseStoreRefusesNonURLs(t *testing.T) {
+	for _, s := range []string{
+		"host=127.0.0.1 port=5432 user=fleet password=SECRET dbname=fleet",
+		"dbname=fleet password=SECRET",
+		"postgres:fleet",
+		"postgresql:fleet?password=SECRET",
+	} {
+		_, _, err := parseStore(StoreURL(s), "/state")
+		if err == nil || !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("parseStore(%q): %v; want it refused as invalid, without the password", s, err)
+		}
+	}
+	for _, s := range []string{"state.db", "sqlite:host=x.db", "./host=x.db"} {
+		if kind, _, err := parseStore(StoreURL(s), "/state"); err != nil || kind != "sqlite" {
+			t.Errorf("parseStore(%q) = %s, %v; want a SQLite file", s, kind, err)
 		}
 	}
 }
