@@ -43,7 +43,7 @@ func TestRedactStore(t *testing.T) {
 		"/var/lib/agentctl/state.db":                    "/var/lib/agentctl/state.db",
 		// A badly escaped value, which url.Values drops, and the TLS
 		// key's passphrase.
-		"postgres://u@h/db?sslmode=disable&password=Wrong%zzPw":  "postgres://u@h/db?sslmode=disable",
+		"postgres://u@h/db?sslmode=disable&password=Wrong%zzPw":   "postgres://u@h/db?sslmode=disable",
 		"postgres://u@h/db?sslpassword=SECRET&sslmode=require":    "postgres://u@h/db?sslmode=require",
 		"postgres://u@h/db?Pass%77ord=SECRET":                     "postgres://u@h/db",
 		"postgres://u:p@h:bad/db?sslpassword=SECRET&password=PW2": "postgres://…@h:bad/db?",
