@@ -143,7 +143,10 @@ func (b *pgBackend) isUnavailable(err error) bool {
 		// The server answered: unavailable only while it is shutting
 		// down or starting (a refused password or a missing database is
 		// not something to wait out).
-		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+		// Too many connections (53300) is the rush after a restart.
+		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || pe.Code == "53300"
+	case strings.Contains(err.Error(), "server refused TLS connection"):
+		return false // sslmode asks for what the server does not have
 	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, driver.ErrBadConn), pgconn.Timeout(err):
 		return true
@@ -217,6 +220,12 @@ func openPostgres(ctx context.Context, raw string) (*sql.DB, backend, error) {
 	b.lis = &pgListener{pool: pool, subs: map[string]map[*pgSub]struct{}{}}
 	if err := pgMigrate(ctx, pool); err != nil {
 		pool.Close()
+		if hint, ok := connectHint(err); ok {
+			return nil, nil, invalidf("postgres store %s: %s; %s", name, redactSecret(err.Error(), raw), hint)
+		}
+		if ie := (*InvalidError)(nil); errors.As(err, &ie) {
+			return nil, nil, invalidf("postgres store %s: %s", name, ie.Msg)
+		}
 		if b.isUnavailable(err) {
 			return nil, nil, fmt.Errorf("postgres store %s: %s (%w)", name, redactSecret(err.Error(), raw), ErrUnavailable)
 		}
@@ -239,8 +248,18 @@ func redactSecret(msg, raw string) string {
 // then find nothing to do.
 func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 	var v int
-	if err := pool.QueryRow(ctx, `SELECT version FROM agentctl_schema`).Scan(&v); err == nil && v == len(pgMigrations) {
+	err := pool.QueryRow(ctx, `SELECT version FROM agentctl_schema`).Scan(&v)
+	var pe *pgconn.PgError
+	switch {
+	case err == nil && v == len(pgMigrations):
 		return nil
+	case err == nil && v > len(pgMigrations):
+		// Said before anything is tried that a role without rights, or
+		// a read-only session, would fail at first.
+		return newerSchema(v)
+	case errors.As(err, &pe) && pe.Code == "42501":
+		return &InvalidError{Msg: fmt.Sprintf("the role may not read agentctl's tables (%s): grant it SELECT, INSERT, UPDATE and DELETE on them "+
+			"(GRANT ... ON ALL TABLES IN SCHEMA public TO ROLE, and USAGE on its sequences), or use the role that made them", pe.Message)}
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -251,6 +270,10 @@ func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS agentctl_schema (version INTEGER NOT NULL)`); err != nil {
+		if errors.As(err, &pe) && pe.Code == "42501" {
+			return &InvalidError{Msg: fmt.Sprintf("the database holds no agentctl schema yet, and this role may not make it (%s): "+
+				"run agentctl once as a role with CREATE on the schema (the first use migrates), or grant CREATE to this one", pe.Message)}
+		}
 		return err
 	}
 	err = tx.QueryRow(ctx, `SELECT version FROM agentctl_schema`).Scan(&v)
@@ -263,7 +286,7 @@ func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	if v > len(pgMigrations) {
-		return fmt.Errorf("the database has schema version %d, newer than this agentctl knows (%d); upgrade agentctl", v, len(pgMigrations))
+		return newerSchema(v)
 	}
 	for i := v; i < len(pgMigrations); i++ {
 		if _, err := tx.Exec(ctx, pgMigrations[i]); err != nil {
@@ -274,6 +297,35 @@ func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+func newerSchema(v int) error {
+	return fmt.Errorf("the database has schema version %d, newer than this agentctl knows (%d); upgrade agentctl", v, len(pgMigrations))
+}
+
+// connectHint says how to fix a connection the server refused for a
+// reason waiting will not change: a password, a role, a database, TLS.
+func connectHint(err error) (string, bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "28P01":
+			return "the password was refused: give it in PGPASSWORD or ~/.pgpass (or the URL), for the role the URL names", true
+		case "28000":
+			return "the server refused the role or this host (pg_hba.conf): check the role in the URL, and that the server lets it connect from here", true
+		case "3D000":
+			return "no such database: create it (createdb NAME), or name another in the URL", true
+		}
+		return "", false
+	}
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "server refused TLS connection"):
+		return "the server does not offer TLS, which the URL's sslmode requires: give the server TLS, or use sslmode=disable on a network you trust", true
+	case strings.Contains(msg, "SASL auth") && strings.Contains(msg, "password"),
+		strings.Contains(msg, "no password"):
+		return "a password is needed: give it in PGPASSWORD or ~/.pgpass (or the URL)", true
+	}
+	return "", false
 }
 
 // pgListener is a process's one LISTEN connection, started by its first

@@ -2,8 +2,12 @@ package instance
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestParseStore(t *testing.T) {
@@ -112,6 +116,27 @@ func TestSameDatabase(t *testing.T) {
 	} {
 		if got := tc.a.SameDatabase(tc.b); got != tc.want {
 			t.Errorf("%q.SameDatabase(%q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestPostgresUnavailable: what to wait out (a server stopping, starting,
+// or out of connection slots, as after a restart) and what not (TLS that
+// sslmode requires and the server lacks, a refused password).
+func TestPostgresUnavailable(t *testing.T) {
+	b := &pgBackend{}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Code: "57P03"}, true},
+		{&pgconn.PgError{Code: "53300"}, true},
+		{&pgconn.PgError{Code: "28P01"}, false},
+		{fmt.Errorf("failed to connect: %w", errors.New("tls error: server refused TLS connection")), false},
+		{io.ErrUnexpectedEOF, true},
+	} {
+		if got := b.isUnavailable(c.err); got != c.want {
+			t.Errorf("isUnavailable(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }
