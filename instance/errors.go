@@ -17,9 +17,15 @@ var (
 	ErrDeleted = errors.New("deleted")
 	// ErrUnavailable marks an error of a store that could not be reached
 	// (a PostgreSQL server down or out of reach): trying again later may
-	// work, and nothing was changed.
-	ErrUnavailable = errors.New("store unavailable")
+	// work, and nothing was changed. Packages that do not import this one
+	// find it by its method StoreUnavailable.
+	ErrUnavailable error = unavailableError{}
 )
+
+type unavailableError struct{}
+
+func (unavailableError) Error() string          { return "store unavailable" }
+func (unavailableError) StoreUnavailable() bool { return true }
 
 // NotFoundError says which instance or question was not found.
 type NotFoundError struct {

@@ -441,7 +441,7 @@ func (s *Store) PollAnswer(ctx context.Context, instanceID, questionID string) (
 		return "", false, s.orDeleted(ctx, instanceID, &NotFoundError{What: "question", Ref: questionID, Hint: "see `agentctl instance questions " + instanceID + "`"})
 	}
 	if err != nil {
-		return "", false, err
+		return "", false, s.dbError(err)
 	}
 	return answer, status == QuestionAnswered, nil
 }

@@ -121,6 +121,13 @@ func IsInstanceDeleted(err error) bool {
 	return errors.As(err, &d) && d.InstanceDeleted()
 }
 
+// IsStoreUnavailable reports whether err is a store's that could not be
+// reached (instance.ErrUnavailable): trying again later may work.
+func IsStoreUnavailable(err error) bool {
+	var u interface{ StoreUnavailable() bool }
+	return errors.As(err, &u) && u.StoreUnavailable()
+}
+
 // deleted is the answer of a built-in tool whose instance was deleted: a
 // tool error (not a protocol error) that tells the model what happened,
 // what it meant for this call, and to stop.
@@ -360,6 +367,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 	defer heartbeat.Stop()
 	token := req.Params.GetProgressToken()
 	beats := 0.0
+	outage := false // the store did not answer the last poll
 	for {
 		select {
 		case <-ctx.Done():
@@ -402,7 +410,20 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			if errors.Is(err, context.Canceled) {
 				continue
 			}
+			if IsStoreUnavailable(err) {
+				// The question is in the store, open: its answer comes
+				// when the store is back (the deadline still holds).
+				if !outage {
+					e.log.Warn("the store does not answer; waiting for it, the question stays open", "question", qid, "err", err)
+				}
+				outage = true
+				continue
+			}
 			return nil, AskOutput{}, err
+		}
+		if outage {
+			e.log.Info("the store answers again", "question", qid)
+			outage = false
 		}
 		if ok {
 			ended = fmt.Sprintf("question %s answered", qid)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -121,4 +122,54 @@ type closeDeletes struct{ deletingStore }
 func (s *closeDeletes) ExpireQuestion(ctx context.Context, id, qid string) (bool, error) {
 	s.deleted.Store(true)
 	return s.deletingStore.ExpireQuestion(ctx, id, qid)
+}
+
+// outageStore is a fakeStore whose polls fail as a store that cannot be
+// reached fails, until down is cleared.
+type outageStore struct {
+	*fakeStore
+	down  atomic.Bool
+	polls atomic.Int64 // the polls that failed
+}
+
+// errUnavailable is what the instance store returns while it cannot reach
+// its database.
+type errUnavailable struct{}
+
+func (errUnavailable) Error() string {
+	return "postgres store postgres://db/x: unexpected EOF (store unavailable)"
+}
+func (errUnavailable) StoreUnavailable() bool { return true }
+
+func (s *outageStore) PollAnswer(ctx context.Context, id, qid string) (string, bool, error) {
+	if s.down.Load() {
+		s.polls.Add(1)
+		return "", false, errUnavailable{}
+	}
+	return s.fakeStore.PollAnswer(ctx, id, qid)
+}
+
+// TestAskUserQuestionWaitsOutAStoreOutage: a store that stops answering
+// while a question waits (a PostgreSQL restart) does not end the call: the
+// question stays open, and its answer, given once the store is back,
+// reaches the agent.
+func TestAskUserQuestionWaitsOutAStoreOutage(t *testing.T) {
+	st := &outageStore{fakeStore: newFakeStore()}
+	_, cs := connect(t, testConfig(agents.NamespacingPrefix, st), nil)
+	go func() {
+		id := <-st.asked
+		st.down.Store(true)
+		for st.polls.Load() < 3 {
+			time.Sleep(time.Millisecond)
+		}
+		st.answer(id, "staging")
+		st.down.Store(false)
+	}()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Which DB?"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if out := res.StructuredContent.(map[string]any); out["answer"] != "staging" {
+		t.Fatalf("got %v", out)
+	}
 }

@@ -102,7 +102,7 @@ func instanceQuestionsRun(ctx context.Context, opts *InstanceQuestionsOptions) e
 	}
 	return withInstance(ctx, opts.Store, opts.Instance, func(st *instance.Store, r *instance.Record) error {
 		if opts.Wait {
-			err := waitForQuestion(ctx, opts.Poll, opts.Timeout, "for instance "+r.ID, func(ctx context.Context) (int, error) { return openQuestionCount(ctx, st, r.ID) })
+			err := waitForQuestion(ctx, opts.Poll, opts.Timeout, "for instance "+r.ID, narrateOutage(opts.IO, st), func(ctx context.Context) (int, error) { return openQuestionCount(ctx, st, r.ID) })
 			if err != nil {
 				return err
 			}
@@ -152,7 +152,7 @@ var errNoQuestion = errors.New("no question within the timeout")
 // [instance.DefaultPollInterval]) until it counts an open question, fails,
 // or ctx ends; after timeout (when above 0) it fails with exit 5, saying
 // where (such as "for instance ID") no question was open.
-func waitForQuestion(ctx context.Context, poll, timeout time.Duration, where string, count func(context.Context) (int, error)) error {
+func waitForQuestion(ctx context.Context, poll, timeout time.Duration, where string, outage func(error), count func(context.Context) (int, error)) error {
 	if poll <= 0 {
 		poll = instance.DefaultPollInterval
 	}
@@ -163,10 +163,21 @@ func waitForQuestion(ctx context.Context, poll, timeout time.Duration, where str
 	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	down := false // the store did not answer the last count
 	for {
 		n, err := count(ctx)
 		if n > 0 {
 			return nil
+		}
+		if errors.Is(err, instance.ErrUnavailable) && ctx.Err() == nil {
+			// Waited out, as instance wait does (a PostgreSQL restart).
+			if !down {
+				outage(err)
+			}
+			down, err = true, nil
+		} else if err == nil && down {
+			outage(nil)
+			down = false
 		}
 		if err == nil {
 			select {
@@ -199,7 +210,7 @@ func printQuestionIDs(io *IOStreams, n int, id func(int) string) error {
 func inboxRun(ctx context.Context, opts *InstanceQuestionsOptions) error {
 	return withStore(ctx, opts.Store, func(st *instance.Store) error {
 		if opts.Wait {
-			err := waitForQuestion(ctx, opts.Poll, opts.Timeout, "in the store (any instance)", func(ctx context.Context) (int, error) {
+			err := waitForQuestion(ctx, opts.Poll, opts.Timeout, "in the store (any instance)", narrateOutage(opts.IO, st), func(ctx context.Context) (int, error) {
 				open, err := st.Inbox(ctx, 1)
 				return len(open), err
 			})
