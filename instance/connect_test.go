@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,6 +194,82 @@ func TestConnectNewFileAndLastEntry(t *testing.T) {
 	if err != nil || string(data) != "{\n  \"mcpServers\": {}\n}\n" {
 		t.Errorf("after the last entry went: %q, %v", data, err)
 	}
+	// Connected again: what disconnect left is agentctl's too.
+	res, err = instance.Connect(rec, instance.ConnectOptions{})
+	if err != nil || res.Action != "added" {
+		t.Fatalf("connect again: %+v, %v", res, err)
+	}
+	noFirst("a connect after the last disconnect", res, data)
+}
+
+// TestConnectRefusesWhatItShouldNotReplace: a directory where the file
+// should be, and a read-only file, are refused (exit code 4) and left as
+// they are; a link to a file not made yet makes that file, the link kept;
+// the file keeps its owner.
+func TestConnectRefusesWhatItShouldNotReplace(t *testing.T) {
+	st := openStore(t)
+	for _, c := range []struct {
+		name string
+		make func(path string) error
+		want string
+	}{
+		{"directory", func(path string) error { return os.Mkdir(path, 0o755) }, "is a directory, not a client's file"},
+		{"read-only", func(path string) error { return os.WriteFile(path, []byte(`{"mcpServers": {}}`), 0o444) }, "is read-only (mode -r--r--r--)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec, path, o := clientFile(t, st, "cursor", ".cursor/mcp.json", "")
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.make(path); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.Lstat(path)
+			_, err := instance.Connect(rec, o)
+			if err == nil || !errors.Is(err, instance.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("connect: %v; want it refused: %s", err, c.want)
+			}
+			if after, _ := os.Lstat(path); !os.SameFile(before, after) || after.Mode() != before.Mode() {
+				t.Errorf("%s was replaced or changed", path)
+			}
+		})
+	}
+	t.Run("dangling link", func(t *testing.T) {
+		rec, path, o := clientFile(t, st, "cursor", ".cursor/mcp.json", "")
+		target := filepath.Join(t.TempDir(), "dotfiles", "cursor-mcp.json")
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, path); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := instance.Connect(rec, o); err != nil || res.Action != "added" {
+			t.Fatalf("connect through a link to a file not made yet: %+v, %v", res, err)
+		}
+		if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("the link is gone: %v", err)
+		}
+		if data, _ := os.ReadFile(target); !strings.Contains(string(data), rec.ID) {
+			t.Errorf("the link's file holds %q", data)
+		}
+	})
+	t.Run("owner", func(t *testing.T) {
+		rec, path, o := clientFile(t, st, "cursor", ".cursor/mcp.json", `{"mcpServers": {}}`)
+		uid, gid := os.Getuid(), os.Getgid()
+		if uid == 0 { // as root (CI), a file of another user's stays theirs
+			uid, gid = 65534, 65534
+			if err := os.Chown(path, uid, gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := instance.Connect(rec, o); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if st, ok := fi.Sys().(*syscall.Stat_t); err != nil || !ok || int(st.Uid) != uid || int(st.Gid) != gid {
+			t.Errorf("owner after connect: %+v, %v; want %d:%d", fi.Sys(), err, uid, gid)
+		}
+	})
 }
 
 // clientFile makes an instance of agent with body as the client's file at

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/BurntSushi/toml"
 )
 
 // BackupSuffix is appended to a file's name for the copy of it that
@@ -57,12 +60,17 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 	real := path
 	if r, err := filepath.EvalSymlinks(path); err == nil {
 		real = r
+	} else if t, ok := danglingLink(path); ok {
+		real = t // a link to a file not made yet: it is made, the link kept
+	}
+	if err := checkEditable(path, real); err != nil {
+		return err
 	}
 	// A lock file beside the client's file would be left in the user's
 	// workspace: the directory itself is locked.
 	unlock, err := lockDir(filepath.Dir(real))
 	if err != nil {
-		return err
+		return notWritable(path, real, err)
 	}
 	defer unlock()
 
@@ -137,7 +145,8 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 				connectHook("edited", real)
 			}
 			mode := fs.FileMode(0o644)
-			if fi, err := os.Stat(real); err == nil {
+			fi, ferr := os.Stat(real)
+			if ferr == nil {
 				mode = fi.Mode().Perm()
 			}
 			var tmp string
@@ -146,9 +155,12 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 					mode = 0o600 // it holds an instance's token
 				}
 				if tmp, err = writeTemp(real, fe.next, mode); err != nil {
-					return true, err
+					return true, notWritable(path, real, err)
 				}
 				defer os.Remove(tmp)
+				if ferr == nil {
+					keepOwner(tmp, fi)
+				}
 			}
 			// The compare-and-swap: the file must still be what was read.
 			now, nowExists, err := readFile(real)
@@ -223,6 +235,65 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 	}
 	return &fileConflictError{Msg: fmt.Sprintf("%s kept changing while agentctl edited it (%d attempts); nothing was changed: "+
 		"close the program writing it (an editor with unsaved changes, another agentctl), and try again", path, casAttempts)}
+}
+
+// danglingLink is the file a symbolic link at path names when that file
+// is not there yet (following links to links); false when path is no
+// such link.
+func danglingLink(path string) (string, bool) {
+	p := path
+	for range 40 {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, p != path
+		}
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return "", false
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			return "", false
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		p = t
+	}
+	return "", false
+}
+
+// checkEditable refuses a client file (path, real once links are
+// followed) that agentctl should not replace: a directory, or a file its
+// owner made read-only or the user may not write. Root may write any file,
+// but a read-only one says its owner wants it left alone.
+func checkEditable(path, real string) error {
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil // not there: made
+	}
+	switch {
+	case fi.IsDir():
+		return invalidf("%s is a directory, not a client's file; nothing was changed: move it away, or fix the path in the client's definition", path)
+	case fi.Mode().Perm()&0o222 == 0:
+		return invalidf("%s is read-only (mode %v); nothing was changed: make it writable (chmod u+w %s) for agentctl to edit it", path, fi.Mode().Perm(), path)
+	}
+	f, err := os.OpenFile(real, os.O_WRONLY, 0)
+	if err != nil {
+		return notWritable(path, real, err)
+	}
+	f.Close()
+	return nil
+}
+
+// notWritable is err, said for a client file agentctl may not write (or
+// write beside, as it must to replace it whole) when err is a refused
+// permission.
+func notWritable(path, real string, err error) error {
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return invalidf("%s cannot be changed: agentctl writes its new version beside it, in %s, and renames it over the file, and may not (%v); nothing was changed: "+
+		"run as the user who owns the file, or give yours write access to the file and its directory", path, filepath.Dir(real), err)
 }
 
 // replaceChecked puts tmp in place at real. When what it replaced is not
@@ -407,7 +478,7 @@ func rotateBackups(real, tmp string) (first, previous string) {
 	first, previous = name, name+".1"
 	if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
 		first = ""
-		if data, err := os.ReadFile(tmp); err == nil && entryInstance(string(data)) == "" {
+		if data, err := os.ReadFile(tmp); err == nil && entryInstance(string(data)) == "" && !leftover(data) {
 			first = name
 			if os.Link(tmp, name) != nil {
 				if fi, err := os.Stat(tmp); err == nil {
@@ -428,6 +499,30 @@ func rotateBackups(real, tmp string) (first, previous string) {
 		return first, ""
 	}
 	return first, previous
+}
+
+// leftover reports whether data is what disconnect leaves of a file
+// agentctl made: one member, an empty table of servers ({"mcpServers":
+// {}}), which is not the user's file as it was before agentctl.
+func leftover(data []byte) bool {
+	var m map[string]any
+	if json.Unmarshal(bytes.TrimPrefix(data, utf8BOM), &m) != nil {
+		if _, err := toml.Decode(string(data), &m); err != nil {
+			return false
+		}
+	}
+	if len(m) != 1 {
+		return false
+	}
+	for _, v := range m {
+		switch t := v.(type) {
+		case map[string]any:
+			return len(t) == 0
+		case []any:
+			return len(t) == 0
+		}
+	}
+	return false
 }
 
 // utf8BOM is the byte order mark some Windows editors begin a UTF-8 file

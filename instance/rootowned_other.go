@@ -2,6 +2,11 @@
 
 package instance
 
+import "os"
+
 // RootOwnedRefusal: the clients that trust only root-owned files check
 // POSIX owners, which this platform has not; nothing is refused here.
 func RootOwnedRefusal(string) string { return "" }
+
+// keepOwner: file ownership is not carried over here.
+func keepOwner(string, os.FileInfo) {}

@@ -40,3 +40,12 @@ func RootOwnedRefusal(path string) string {
 		p = parent
 	}
 }
+
+// keepOwner gives the new version name of a client file the owner and
+// group of the file it replaces (of), where this process may (root may);
+// otherwise it stays the process's.
+func keepOwner(name string, of os.FileInfo) {
+	if st, ok := of.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != os.Geteuid() || int(st.Gid) != os.Getegid()) {
+		_ = os.Chown(name, int(st.Uid), int(st.Gid))
+	}
+}

@@ -66,7 +66,7 @@ and tables; a config.toml whose servers cannot take a table of their own, such
 as an inline table, is read and written again as a whole, which keeps its values
 but not its comments).
 The file is edited under an advisory lock (flock on it and on its directory) and
-replaced atomically, with its mode, only if it is still what agentctl read: if
+replaced atomically, with its mode and owner, only if it is still what agentctl read: if
 another program (an editor) changed it meanwhile, the edit is made again on its
 version; a file that keeps changing is refused (exit code 4).
 
@@ -75,9 +75,11 @@ older copies rotated to FILE.agentctl-bak.2 ... .5 (the oldest dropped), and
 FILE.agentctl-bak keeps the file as it was before agentctl first changed it
 (there is none when agentctl made the file: removing the file undoes it).
 
-A file that does not parse, JSON with comments, a member name that comes twice
-in one object, or servers that are not where the client reads them, are refused
-(exit code 4) and the file left as it is. An entry named S that starts something
+A symbolic link is followed: the file it names is edited (made, if not there
+yet) and the link kept. A file that does not parse, JSON with comments, a member
+name that comes twice in one object, servers that are not where the client reads
+them, a read-only file, a directory, or a file you may not replace (agentctl
+writes beside it and renames) are refused (exit code 4) and left as they are. An entry named S that starts something
 else (another instance) is refused unless --force. Connecting again changes
 nothing. Undo it with 'agentctl instance disconnect'.
 
