@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -297,6 +298,41 @@ func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// EndpointPasswordProblem says why an endpoint that a client starts from
+// this environment (`mcp serve`, as [Store.EndpointEntry] names it: the
+// store without its password) would not find the password the store was
+// opened with; nil when it would, or none is needed. env is the store the
+// endpoint also reads from the environment (AGENTCTL_STORE), which it
+// takes the password from when it names the same database.
+func (s *Store) EndpointPasswordProblem(env StoreURL) error {
+	if s.db.be.Kind() != "postgres" || !hasPassword(string(s.url)) {
+		return nil
+	}
+	if env.SameDatabase(s.url) && hasPassword(string(env)) {
+		return nil
+	}
+	// The driver reads PGPASSWORD and ~/.pgpass (PGPASSFILE) as it parses.
+	if cfg, err := pgconn.ParseConfig(RedactStore(string(s.url))); err == nil && cfg.Password != "" {
+		return nil
+	}
+	return invalidf("the store's password was given in its URL (--store, or store in the config file), and the endpoint the client starts would not find it: " +
+		"agentctl never writes it into a client's file; give it in PGPASSWORD or ~/.pgpass, or the whole URL in AGENTCTL_STORE")
+}
+
+// hasPassword reports whether the store URL s carries a password.
+func hasPassword(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		return false
+	}
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			return true
+		}
+	}
+	return u.Query().Get("password") != ""
 }
 
 func newerSchema(v int) error {

@@ -156,6 +156,12 @@ func runInstance(ctx context.Context, opts *InstanceRunOptions) error {
 		if err := rebuildHere(st, r, opts.Definition, opts.Executable); err != nil {
 			return err
 		}
+		if r.Transport.Kind != instance.TransportHTTP && !opts.DryRun {
+			// The client starts the endpoint, which must find the store.
+			if err := st.EndpointPasswordProblem(instance.StoreURL(os.Getenv(settingFor(keyStore).Env))); err != nil {
+				return err
+			}
+		}
 		// A client that rewrites the file it is handed gets a private copy.
 		if def, err := opts.Definition(r.Agent); err == nil && def.Run.RewritesConfig && !opts.DryRun {
 			c, remove, err := instance.PrivateRunCopy(r)
