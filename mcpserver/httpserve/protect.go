@@ -3,6 +3,7 @@ package httpserve
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -393,8 +394,9 @@ func BearerToken(r *http.Request) (string, bool) {
 
 // Authorize checks the request's bearer token for instanceID with c. It
 // writes 401 (with `WWW-Authenticate: Bearer`) and returns false when the
-// token is missing or wrong, and 500 when c fails. The token never
-// reaches a log or an answer.
+// token is missing or wrong, 503 (with Retry-After) when c's store cannot
+// be reached (a client tries again), and 500 when c fails otherwise. The
+// token never reaches a log or an answer.
 func Authorize(w http.ResponseWriter, r *http.Request, c TokenChecker, instanceID string, log *slog.Logger) bool {
 	token, ok := BearerToken(r)
 	if ok {
@@ -402,6 +404,12 @@ func Authorize(w http.ResponseWriter, r *http.Request, c TokenChecker, instanceI
 		if err != nil {
 			if log != nil {
 				log.Error("checking a token failed", "instance", instanceID, "error", err)
+			}
+			var u interface{ StoreUnavailable() bool }
+			if errors.As(err, &u) && u.StoreUnavailable() {
+				w.Header().Set("Retry-After", "5")
+				http.Error(w, "Service Unavailable: the store that holds the instance's token does not answer; try again shortly", http.StatusServiceUnavailable)
+				return false
 			}
 			http.Error(w, "Internal Server Error: the token could not be checked", http.StatusInternalServerError)
 			return false

@@ -222,3 +222,37 @@ func TestSessionEraRequestWithoutSession(t *testing.T) {
 		t.Errorf("a malformed body: %d, want 400", res.StatusCode)
 	}
 }
+
+// failingChecker's CheckToken fails with err.
+type failingChecker struct{ err error }
+
+func (c failingChecker) CheckToken(context.Context, string, string) (bool, error) { return false, c.err }
+
+type storeDown struct{}
+
+func (storeDown) Error() string          { return "postgres store db: connection refused (store unavailable)" }
+func (storeDown) StoreUnavailable() bool { return true }
+
+// TestAuthorizeStoreDown: a token that cannot be checked because the store
+// does not answer is 503 with Retry-After (the client tries again), not a
+// 500; any other failure stays 500. Neither says the token.
+func TestAuthorizeStoreDown(t *testing.T) {
+	for _, c := range []struct {
+		err   error
+		code  int
+		retry string
+	}{
+		{storeDown{}, http.StatusServiceUnavailable, "5"},
+		{io.ErrShortBuffer, http.StatusInternalServerError, ""},
+	} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/instances/x/mcp", nil)
+		r.Header.Set("Authorization", "Bearer agt_secret_token")
+		if httpserve.Authorize(w, r, failingChecker{c.err}, "x", nil) {
+			t.Fatal("authorized")
+		}
+		if w.Code != c.code || w.Header().Get("Retry-After") != c.retry || strings.Contains(w.Body.String(), "agt_secret") {
+			t.Errorf("%v: %d, Retry-After %q, %q; want %d, %q", c.err, w.Code, w.Header().Get("Retry-After"), w.Body, c.code, c.retry)
+		}
+	}
+}
