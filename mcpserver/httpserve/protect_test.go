@@ -226,7 +226,9 @@ func TestSessionEraRequestWithoutSession(t *testing.T) {
 // failingChecker's CheckToken fails with err.
 type failingChecker struct{ err error }
 
-func (c failingChecker) CheckToken(context.Context, string, string) (bool, error) { return false, c.err }
+func (c failingChecker) CheckToken(context.Context, string, string) (bool, error) {
+	return false, c.err
+}
 
 type storeDown struct{}
 
