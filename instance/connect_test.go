@@ -281,6 +281,8 @@ func TestConnectRefusesUnparsable(t *testing.T) {
 	for _, c := range []struct{ agent, rel, body, want string }{
 		{"cursor", ".cursor/mcp.json", "{\n  \"mcpServers\": {\n    \"a\": {,}\n  }\n}\n", "line 3, column 11"},
 		{"vscode-copilot", ".vscode/mcp.json", "{\n  // my servers\n  \"servers\": {}\n}\n", "the file has comments"},
+		{"cursor", ".cursor/mcp.json", "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n  }\n}\n", "line 4, column 3: invalid character '}' looking for beginning of object key string; a comma before the closing bracket (a trailing comma)"},
+		{"cursor", ".cursor/mcp.json", "{\"mcpServers\": {\"a\": {\"args\": [\"x\",]}}}", "a trailing comma"},
 		{"codex", "codex-home/config.toml", "model = \"x\"\n[mcp_servers\n", "to end table name"},
 		// Written back, one of the two would be lost.
 		{"cursor", ".cursor/mcp.json", "{\n  \"mcpServers\": {\"x\": {}},\n  \"mcpServers\": {\"a\": {}}\n}\n", `line 3, column 3: the member "mcpServers" comes twice in one object`},

@@ -46,16 +46,7 @@ func scanJSON(data []byte) (*jsonSpan, error) {
 	// RawMessage converts no number (1e400 is valid JSON).
 	var raw json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line, col := lineCol(data, se.Offset)
-			msg := se.Error()
-			if hasJSONComment(data) {
-				msg += "; the file has comments (JSON with comments), which agentctl does not edit"
-			}
-			return nil, fmt.Errorf("line %d, column %d: %s", line, col, msg)
-		}
-		return nil, err
+		return nil, jsonSyntax(data, err)
 	}
 	sc := jsonScanner{data: data}
 	sc.ws()

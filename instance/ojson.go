@@ -40,22 +40,33 @@ func (o *jsonObject) remove(k string) {
 	}
 }
 
+// jsonSyntax is err, a JSON decode error of data, with the line and column
+// of a syntax error and what the clients' own readers accept that JSON
+// does not (comments, a comma before a closing bracket).
+func jsonSyntax(data []byte, err error) error {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return err
+	}
+	line, col := lineCol(data, se.Offset)
+	msg := se.Error()
+	switch {
+	case hasJSONComment(data):
+		msg += "; the file has comments (JSON with comments), which agentctl does not edit"
+	case se.Offset >= 1 && int(se.Offset) <= len(data) && (data[se.Offset-1] == '}' || data[se.Offset-1] == ']') &&
+		bytes.HasSuffix(bytes.TrimRight(data[:se.Offset-1], " \t\r\n"), []byte(",")):
+		msg += "; a comma before the closing bracket (a trailing comma), which JSON does not allow: remove it"
+	}
+	return fmt.Errorf("line %d, column %d: %s", line, col, msg)
+}
+
 // parseOrderedJSON reads one JSON value, keeping object member order and
 // numbers as written. A syntax error names the line and column.
 func parseOrderedJSON(data []byte) (any, error) {
 	// encoding/json's own check gives the offset of a syntax error.
 	var probe any
 	if err := json.Unmarshal(data, &probe); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line, col := lineCol(data, se.Offset)
-			msg := se.Error()
-			if hasJSONComment(data) {
-				msg += "; the file has comments (JSON with comments), which agentctl does not edit"
-			}
-			return nil, fmt.Errorf("line %d, column %d: %s", line, col, msg)
-		}
-		return nil, err
+		return nil, jsonSyntax(data, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
