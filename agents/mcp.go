@@ -221,6 +221,8 @@ func (m *MCPConfig) validate() *fieldError {
 		return &fieldError{"mcp.config_format", fmt.Sprintf("unknown format %q (want one of %s, or describe it with mcp.file, mcp.key and mcp.entry)", m.ConfigFormat, strings.Join(FormatNames(), ", "))}
 	case FileKind(m.File) == "" || !filepath.IsLocal(m.File):
 		return &fieldError{"mcp.file", fmt.Sprintf("%q is not a file name in the instance's directory ending in .json, .toml or .yaml", m.File)}
+	case strings.ContainsAny(m.Key, ".[]"):
+		return &fieldError{"mcp.key", fmt.Sprintf("%q is a path; the servers are a member at the top of the file, named by mcp.key as it is written there (such as mcpServers)", m.Key)}
 	case m.List && FileKind(m.File) != "yaml":
 		return &fieldError{"mcp.list", "a list of servers is written only in a YAML file (connect edits JSON and TOML servers by name)"}
 	}

@@ -101,6 +101,7 @@ func TestDecodeShapeErrors(t *testing.T) {
 		{"user file above a variable", `user_reads = "reads only the workspace"`, `user = "${NC_HOME}/../nc.yaml"`, `leaves the directory it starts in`},
 		{"file without an entry", `entry = { name = "{server}", run = { exe = "{command}", argv = ["--", "{args}"] }, env = "{env}", wait_ms = "{tool_timeout_ms}" }`, `config_format = "cursor"`,
 			`key "mcp.entry": missing: mcp.file is set ("nc/servers.yaml"), so describe the entry too`},
+		{"a path as the key", `key = "servers"`, `key = "mcp.servers"`, `key "mcp.key": "mcp.servers" is a path`},
 		{"typo in entry", `entry = {`, `entri = {`, `key "mcp.entri": unknown key (did you mean "entry"?)`},
 		{"near-miss", `connect =`, `conect =`, `key "mcp.conect": unknown key (did you mean "connect"?)`},
 	} {
