@@ -131,8 +131,9 @@ func BenchmarkProcess(b *testing.B) {
 // BenchmarkServeStartup measures `agentctl mcp serve --instance ID` from
 // process start to the answer of the first tools/list (initialize,
 // initialized, tools/list over stdio), and against a minimal go-sdk stdio
-// server in the same run, and against that server reading the instance's
-// record from the store first.
+// server in the same run, against that server linking agentctl's other
+// libraries, and against that server reading the instance's record from
+// the store first.
 //
 //	go test -run '^$' -bench ServeStartup -benchtime 40x -count 3 ./cmd/agentctl
 func BenchmarkServeStartup(b *testing.B) {
@@ -154,6 +155,14 @@ func BenchmarkServeStartup(b *testing.B) {
 	minimal := testkit.Build(b, "minimalstdio", staticBuild...)
 	b.Run("serve_vs_minimal_stdio", func(b *testing.B) {
 		pairedProcesses(b, "minimal_stdio", func() time.Duration { d, _ := timeFirstList(b, minimal, env); return d },
+			"serve", func() time.Duration { d, _ := timeFirstList(b, bin, env, "mcp", "serve", "--instance", id); return d })
+	})
+	// The same server linking the libraries agentctl links besides go-sdk
+	// (testdata/minimalstdio built with -tags libs): what their start-up
+	// costs any program that uses them, before any work of agentctl's.
+	minimalLibs := testkit.Build(b, "minimalstdio", append([]string{"GOFLAGS=-tags=libs"}, staticBuild...)...)
+	b.Run("serve_vs_minimal_stdio_libs", func(b *testing.B) {
+		pairedProcesses(b, "minimal_stdio_libs", func() time.Duration { d, _ := timeFirstList(b, minimalLibs, env); return d },
 			"serve", func() time.Duration { d, _ := timeFirstList(b, bin, env, "mcp", "serve", "--instance", id); return d })
 	})
 	// A second floor: that server reading the instance's record from the
