@@ -436,11 +436,42 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 // recordStatus records a progress event of ask_user_question's with
 // status: the instance's status while its question waits in the store. A
 // store that cannot take it is logged, and the question goes on.
+//
+// The status "running" at the end of a wait is tried again, in the
+// background, while the store does not answer (a PostgreSQL restart),
+// so that the instance is not left blocked; until a new question waits,
+// or the endpoint closes.
 func (e *Endpoint) recordStatus(ctx context.Context, status, msg string) {
 	tool := BuiltinName(BaseAskUserQuestion, e.cfg.ServerName)
-	if _, err := e.cfg.Store.RecordProgress(context.WithoutCancel(ctx), e.cfg.Instance.ID, tool, status, msg, nil); err != nil && !IsInstanceDeleted(err) {
-		e.log.Warn("could not record the instance's status", "status", status, "err", err)
+	_, err := e.cfg.Store.RecordProgress(context.WithoutCancel(ctx), e.cfg.Instance.ID, tool, status, msg, nil)
+	if err == nil || IsInstanceDeleted(err) {
+		return
 	}
+	e.log.Warn("could not record the instance's status", "status", status, "err", err)
+	if status != statusRunning || !IsStoreUnavailable(err) || !e.unblocking.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer e.unblocking.Store(false)
+		for wait := e.cfg.PollInterval; ; wait = min(2*wait, 30*time.Second) {
+			select {
+			case <-e.stop:
+				return
+			case <-time.After(wait):
+			}
+			if e.waiting.Load() > 0 {
+				return // blocked again, by a newer question
+			}
+			_, err := e.cfg.Store.RecordProgress(context.Background(), e.cfg.Instance.ID, tool, status, msg, nil)
+			if err == nil {
+				e.log.Info("recorded the instance's status once the store answered", "status", status)
+				return
+			}
+			if !IsStoreUnavailable(err) {
+				return
+			}
+		}
+	}()
 }
 
 // unanswered records that question qid ended without an answer

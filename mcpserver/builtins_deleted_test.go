@@ -173,3 +173,44 @@ func TestAskUserQuestionWaitsOutAStoreOutage(t *testing.T) {
 		t.Fatalf("got %v", out)
 	}
 }
+
+// statusOutageStore fails to record the status "running" failures times,
+// as a store that cannot be reached does.
+type statusOutageStore struct {
+	*fakeStore
+	failures atomic.Int64
+}
+
+func (s *statusOutageStore) RecordProgress(ctx context.Context, id, tool, status, message string, percent *float64) (int64, error) {
+	if status == statusRunning && s.failures.Add(-1) >= 0 {
+		return 0, errUnavailable{}
+	}
+	return s.fakeStore.RecordProgress(ctx, id, tool, status, message, percent)
+}
+
+// TestAskUserQuestionUnblocksAfterAnOutage: the status "running" that ends
+// a wait, refused by a store that does not answer, is recorded once it
+// does: the instance is not left blocked.
+func TestAskUserQuestionUnblocksAfterAnOutage(t *testing.T) {
+	st := &statusOutageStore{fakeStore: newFakeStore()}
+	st.failures.Store(3)
+	_, cs := connect(t, testConfig(agents.NamespacingPrefix, st), nil)
+	go func() { st.answer(<-st.asked, "staging") }()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Which DB?"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st.mu.Lock()
+		last := st.events[len(st.events)-1]
+		st.mu.Unlock()
+		if last.status == statusRunning {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the last status is %q, 10s after the answer; want %s", last.status, statusRunning)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

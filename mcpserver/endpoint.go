@@ -179,6 +179,10 @@ type Endpoint struct {
 	// waiting counts the questions waiting in the store (the instance is
 	// blocked until none is).
 	waiting atomic.Int64
+	// unblocking: a status "running" the store did not take is being
+	// tried again (see [Endpoint.recordStatus]); stop ends that at Close.
+	unblocking atomic.Bool
+	stop       chan struct{}
 }
 
 // DefaultQuestionTimeout is how long ask_user_question waits for an answer
@@ -228,7 +232,7 @@ func New(cfg Config) (*Endpoint, error) {
 	}
 	sdkLog := sdkLogger(cfg.Logger)
 	server := mcp.NewServer(implementation(cfg), &mcp.ServerOptions{Logger: sdkLog, Instructions: instructions(cfg, mounts)})
-	e := &Endpoint{cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
+	e := &Endpoint{stop: make(chan struct{}), cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
 		mounts:   mounts,
 		external: map[string]*servedTool{},
 		first:    firstList{ready: make(chan struct{})}}
@@ -336,6 +340,9 @@ func (e *MountError) Unwrap() error { return e.Err }
 func (e *Endpoint) Close() error {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
+	if !e.closed {
+		close(e.stop)
+	}
 	e.closed = true
 	var errs []error
 	for _, kb := range e.kbs {
