@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // A backend is the database under a [Store]: SQLite (a file in the state
@@ -320,10 +322,17 @@ var rebound sync.Map // statement → rebound statement
 // not be reached names the store (without its password) and matches
 // [ErrUnavailable], wherever in the command it came from.
 func (s *Store) Explain(err error) error {
-	if err == nil || errors.Is(err, ErrUnavailable) || !s.db.be.isUnavailable(err) {
+	if err == nil || errors.Is(err, ErrUnavailable) {
 		return err
 	}
-	return storeError(s.db.be, err)
+	if s.db.be.isUnavailable(err) {
+		return storeError(s.db.be, err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && !strings.Contains(err.Error(), s.db.be.Name()) {
+		return storeError(s.db.be, err) // the server's own words: say which store
+	}
+	return err
 }
 
 // storeError names the database in an error from it; one of a database
@@ -331,6 +340,9 @@ func (s *Store) Explain(err error) error {
 func storeError(be backend, err error) error {
 	if be.isUnavailable(err) {
 		return fmt.Errorf("%s store %s: %w (%w)", be.Kind(), be.Name(), err, ErrUnavailable)
+	}
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "25006" {
+		return fmt.Errorf("%s store %s: %w; the database takes no changes (a standby, or default_transaction_read_only): point the store at the primary", be.Kind(), be.Name(), err)
 	}
 	return fmt.Errorf("%s store %s: %w", be.Kind(), be.Name(), err)
 }

@@ -3,13 +3,16 @@ package instance_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestPostgresRefusals: a connection the server refuses for a reason that
@@ -79,10 +82,41 @@ func TestPostgresRefusals(t *testing.T) {
 		}
 	}
 
+	// A database that takes no changes: the error says which store, and why.
+	ro := pg.NewDatabase(t)
+	if err := open(ro); err != nil {
+		t.Fatal(err)
+	}
+	exec(ro, `ALTER DATABASE `+strings.TrimPrefix(mustURL(t, ro).Path, "/")+` SET default_transaction_read_only = on`)
+	st, err := instance.Open(ctx, t.TempDir(), instance.WithStore(instance.StoreURL(ro)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	err = st.OutboxRetry(ctx, "01nosuchrow", time.Now(), "")
+	if err = st.Explain(err); err == nil || !strings.Contains(err.Error(), "postgres store "+instance.RedactStore(ro)) ||
+		!strings.Contains(err.Error(), "point the store at the primary") {
+		t.Errorf("a change refused by a read-only database: %v", err)
+	}
+	// The server's words that reach a command unnamed are said as the store's.
+	if err := st.Explain(fmt.Errorf("create: %w", &pgconn.PgError{Severity: "ERROR", Code: "25006", Message: "cannot execute INSERT in a read-only transaction"})); err == nil ||
+		!strings.Contains(err.Error(), "postgres store "+instance.RedactStore(ro)+": create: ERROR: cannot execute INSERT") || !strings.Contains(err.Error(), "point the store at the primary") {
+		t.Errorf("Explain: %v", err)
+	}
+
 	exec(owner, `GRANT SELECT ON agentctl_schema TO low; UPDATE agentctl_schema SET version = version + 1`)
 	for _, u := range []string{owner, low(owner)} {
 		if err := open(u); err == nil || !strings.Contains(err.Error(), "newer than this agentctl knows") {
 			t.Errorf("a newer schema: %v", err)
 		}
 	}
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
