@@ -248,7 +248,7 @@ var connectPlaceholders = []string{"server", "xdgconfig", "appconfig"}
 var (
 	envRefRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$(\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)`) })
 	bracesRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{[^{}]*\}`) })
-	userStart = []string{"~/", "{xdgconfig}", "{appconfig}", "$"}
+	userStart = []string{"~/", "{xdgconfig}", "{appconfig}", "$", "/"}
 )
 
 // checkConnect checks the path of a connect scope (user: the user's, else
@@ -282,14 +282,16 @@ func checkConnect(key, p string, user bool, kind string) *fieldError {
 		}
 	}
 	if start == "" {
-		return &fieldError{key, fmt.Sprintf("%q is not in the home directory: start it with ~/, {xdgconfig}, {appconfig} or ${VAR:-DEFAULT}", p)}
+		return &fieldError{key, fmt.Sprintf("%q is not in the home directory: start it with ~/, {xdgconfig}, {appconfig} or ${VAR:-DEFAULT} (or give an absolute path)", p)}
 	}
 	// Below its start (~/, a placeholder or a variable, each "x" in local).
 	tail, ok := strings.CutPrefix(local, "~/")
 	if !ok {
-		tail, _ = strings.CutPrefix(local, "x/")
+		if tail, ok = strings.CutPrefix(local, "x/"); !ok {
+			tail = strings.TrimLeft(local, "/")
+		}
 	}
-	if !filepath.IsLocal(tail) {
+	if !filepath.IsLocal(tail) || slices.Contains(strings.Split(tail, "/"), "..") {
 		return &fieldError{key, fmt.Sprintf("%q leaves the directory it starts in (..): name the file below it", p)}
 	}
 	return nil

@@ -98,6 +98,7 @@ func TestDecodeShapeErrors(t *testing.T) {
 		{"workspace file through a variable", `".nc/{server}.yaml"`, `"$NC_DIR/nc.yaml"`, `is not a path inside the workspace`},
 		{"tilde without a slash", `user_reads = "reads only the workspace"`, `user = "~.nc.yaml"`, `key "mcp.connect.user": "~.nc.yaml" is not in the home directory`},
 		{"user file above home", `user_reads = "reads only the workspace"`, `user = "~/../../etc/nc.yaml"`, `key "mcp.connect.user": "~/../../etc/nc.yaml" leaves the directory it starts in`},
+		{"absolute user file above its start", `user_reads = "reads only the workspace"`, `user = "/etc/../nc.yaml"`, `leaves the directory it starts in`},
 		{"user file above a variable", `user_reads = "reads only the workspace"`, `user = "${NC_HOME}/../nc.yaml"`, `leaves the directory it starts in`},
 		{"file without an entry", `entry = { name = "{server}", run = { exe = "{command}", argv = ["--", "{args}"] }, env = "{env}", wait_ms = "{tool_timeout_ms}" }`, `config_format = "cursor"`,
 			`key "mcp.entry": missing: mcp.file is set ("nc/servers.yaml"), so describe the entry too`},
