@@ -125,6 +125,7 @@ func resolveConnect(rec *Record, o ConnectOptions) (connectFile, string, error) 
 	if runtime.GOOS == "darwin" {
 		app = "~/Library/Application Support"
 	}
+	named := path // as the definition writes it
 	path = strings.NewReplacer("{server}", rec.ServerName, "{xdgconfig}", xdg, "{appconfig}", app).Replace(path)
 	var unset []string
 	path = os.Expand(path, func(v string) string {
@@ -137,7 +138,7 @@ func resolveConnect(rec *Record, o ConnectOptions) (connectFile, string, error) 
 	})
 	if len(unset) > 0 {
 		return f, "", invalidf("%s is not set, and %s's %s file (%s) is found through it: set it, or give a default in the definition (${%s:-DEFAULT})",
-			unset[0], rec.Agent, scope, cf.Connect.User, unset[0])
+			unset[0], rec.Agent, scope, named, unset[0])
 	}
 	if rest, ok := strings.CutPrefix(path, "~/"); ok {
 		home := getenv("HOME")
@@ -146,7 +147,7 @@ func resolveConnect(rec *Record, o ConnectOptions) (connectFile, string, error) 
 		}
 		path = filepath.Join(home, rest)
 	} else if scope == ScopeUser && !filepath.IsAbs(path) {
-		return f, "", invalidf("%s's %s file is %q, not an absolute path: set the variables it names to directories (%s)", rec.Agent, scope, path, cf.Connect.User)
+		return f, "", invalidf("%s's %s file is %q, not an absolute path: set the variables it names to directories (%s)", rec.Agent, scope, path, named)
 	} else if !filepath.IsAbs(path) {
 		path = filepath.Join(rec.Workspace, path)
 	}
