@@ -73,6 +73,9 @@ type ConnectOptions struct {
 type ConnectResult struct {
 	// Path is the file edited.
 	Path string `json:"path"`
+	// Target is the file edited when Path is a symbolic link: the file
+	// the link names (its backups are kept beside it).
+	Target string `json:"target,omitempty"`
 	// Key is the entry's place in it, such as "mcpServers.agentctl".
 	Key string `json:"key"`
 	// Action is added, replaced or unchanged (connect), removed or absent

@@ -241,8 +241,8 @@ func TestConnectRefusesWhatItShouldNotReplace(t *testing.T) {
 		if err := os.Symlink(target, path); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := instance.Connect(rec, o); err != nil || res.Action != "added" {
-			t.Fatalf("connect through a link to a file not made yet: %+v, %v", res, err)
+		if res, err := instance.Connect(rec, o); err != nil || res.Action != "added" || res.Target != target || res.Path != path {
+			t.Fatalf("connect through a link to a file not made yet: %+v, %v; want target %s", res, err, target)
 		}
 		if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			t.Errorf("the link is gone: %v", err)

@@ -66,6 +66,9 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 	if err := checkEditable(path, real); err != nil {
 		return err
 	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		res.Target = real // the link's own folder may lead elsewhere too; that is no news
+	}
 	// A lock file beside the client's file would be left in the user's
 	// workspace: the directory itself is locked.
 	unlock, err := lockDir(filepath.Dir(real))

@@ -83,8 +83,9 @@ writes beside it and renames) are refused (exit code 4) and left as they are. An
 else (another instance) is refused unless --force. Connecting again changes
 nothing. Undo it with 'agentctl instance disconnect'.
 
-What was done is printed on stderr; -o json prints {path, key, action, backup,
-previous} (backup: FILE.agentctl-bak; previous: the copy made before this change).`,
+What was done is printed on stderr; -o json prints {path, target, key, action,
+backup, previous} (target: the file a link at path names, when it is one; backup:
+FILE.agentctl-bak; previous: the copy made before this change).`,
 		Example: `  id=$(agentctl instance create --agent cursor --workspace .)
   agentctl instance connect $id            # adds mcpServers.agentctl to ./.cursor/mcp.json
   agentctl instance connect $id --scope user
@@ -136,6 +137,9 @@ func instanceConnectRun(ctx context.Context, opts *InstanceConnectOptions, op fu
 		res, err := op(r, instance.ConnectOptions{Scope: opts.Scope, Getenv: opts.Getenv, Force: opts.Force})
 		if err != nil {
 			return err
+		}
+		if res.Target != "" {
+			opts.IO.Narrate("%s is a link to %s: that file is the one edited.", res.Path, res.Target)
 		}
 		switch res.Action {
 		case "absent":
