@@ -79,7 +79,7 @@ func (v *maxBytesValue) Type() string { return "BYTES" }
 func (v *maxBytesValue) Set(s string) error {
 	n, ok := parseMaxBytes(s)
 	if !ok {
-		return errors.New("give a positive number of bytes, as the mount option max= takes")
+		return errors.New("give a positive number of bytes, at most 1 GiB (1073741824), as the mount option max= takes")
 	}
 	*v.n = n
 	return nil

@@ -123,7 +123,7 @@ func parseKBFlag(s string) (mount.Mount, error) {
 		case "max", "max_bytes":
 			n, ok := parseMaxBytes(v)
 			if !ok {
-				return mount.Mount{}, usageErrorf("invalid --kb %q: max must be a positive number of bytes", s)
+				return mount.Mount{}, usageErrorf("invalid --kb %q: max must be a positive number of bytes, at most 1 GiB (1073741824)", s)
 			}
 			kb.MaxBytes = n
 		default:
@@ -134,10 +134,11 @@ func parseKBFlag(s string) (mount.Mount, error) {
 }
 
 // parseMaxBytes reads a knowledge base's largest concept to index: a
-// positive number of bytes (--kb's max= and kb index's --max).
+// positive number of bytes, at most mount.MaxBytesLimit (--kb's max= and
+// kb index's --max).
 func parseMaxBytes(v string) (int64, bool) {
 	n, err := strconv.ParseInt(v, 10, 64)
-	return n, err == nil && n > 0
+	return n, err == nil && n > 0 && n <= mount.MaxBytesLimit
 }
 
 // mcpHow says how --mcp is written, for its errors.

@@ -14,6 +14,10 @@ import (
 // written: 1 MiB.
 const DefaultMaxBytes = 1 << 20
 
+// MaxMaxBytes is the largest [Options.MaxBytes]: a concept is read whole
+// into memory, and a model is sent it whole.
+const MaxMaxBytes = 1 << 30
+
 const (
 	defaultRefreshInterval = 2 * time.Second
 	// defaultStaleTempAge is how old a leftover temporary file of a write
@@ -151,8 +155,8 @@ func Open(name, dir string, opts Options) (*Base, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("knowledge base %q: %s is not a directory", name, dir)
 	}
-	if opts.MaxBytes < 0 {
-		return nil, fmt.Errorf("knowledge base %q: negative MaxBytes %d", name, opts.MaxBytes)
+	if opts.MaxBytes < 0 || opts.MaxBytes > MaxMaxBytes {
+		return nil, fmt.Errorf("knowledge base %q: MaxBytes %d is not between 1 and %d", name, opts.MaxBytes, int64(MaxMaxBytes))
 	}
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = DefaultMaxBytes

@@ -142,8 +142,8 @@ func (m Mount) Validate() error {
 			return bad("no path; give the knowledge base's folder")
 		case m.Command != "" || len(m.Args) > 0 || len(m.Env) > 0 || m.URL != "" || len(m.Headers) > 0 || m.Timeout != 0 || m.CallTimeout != 0:
 			return bad("command, args, env, url, headers, timeout and call_timeout are for MCP servers, not knowledge bases")
-		case m.MaxBytes < 0:
-			return bad("max_bytes must be a positive number of bytes")
+		case m.MaxBytes < 0 || m.MaxBytes > MaxBytesLimit:
+			return bad("max_bytes must be a positive number of bytes, at most 1 GiB (1073741824)")
 		}
 	case KindServer:
 		switch {
@@ -241,3 +241,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// MaxBytesLimit is the largest [Mount.MaxBytes]: 1 GiB, the knowledge
+// base's own limit (kb.MaxMaxBytes), a concept being read whole.
+const MaxBytesLimit = 1 << 30

@@ -30,6 +30,7 @@ func TestValidate(t *testing.T) {
 		"kb without path":       {kb(func(m *Mount) { m.Path = "" }), `knowledge base "docs": no path`},
 		"kb with a command":     {kb(func(m *Mount) { m.Command = "x" }), "are for MCP servers"},
 		"kb negative max":       {kb(func(m *Mount) { m.MaxBytes = -1 }), "max_bytes must be"},
+		"kb max over 1 GiB":     {kb(func(m *Mount) { m.MaxBytes = MaxBytesLimit + 1 }), "at most 1 GiB"},
 		"server with neither":   {srv(func(m *Mount) { m.Command = "" }), `MCP server "web": give a command (stdio) or a url`},
 		"server with both":      {srv(func(m *Mount) { m.URL = "https://h" }), "not both"},
 		"server ftp url":        {srv(func(m *Mount) { m.Command, m.URL = "", "ftp://u:pw@h/?key=SECRET" }), `url "ftp://redacted@h/?redacted" is not an http(s) URL`},
