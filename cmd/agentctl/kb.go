@@ -43,13 +43,23 @@ func openKB(dir, stateDir string, opts kb.Options) (*kb.Base, error) {
 	}
 	opts.IndexDir = kbIndexDir(stateDir)
 	base, err := kb.Open(filepath.Base(abs), abs, opts)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, &exitError{code: ExitNotFound, err: fmt.Errorf("knowledge base folder %s does not exist; pass the folder of Markdown files an instance mounts", dir)}
-	case err != nil:
-		return nil, &exitError{code: ExitNotFound, err: fmt.Errorf("%w; pass the folder of Markdown files an instance mounts", err)}
+	if err != nil {
+		return nil, kbOpenError(dir, err)
 	}
 	return base, nil
+}
+
+// kbOpenError says why the knowledge-base folder dir did not open, with
+// its exit code: not there (3), not readable (4), else not a folder of
+// Markdown files (3).
+func kbOpenError(dir string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &exitError{code: ExitNotFound, err: fmt.Errorf("knowledge base folder %s does not exist; pass the folder of Markdown files an instance mounts", dir)}
+	case errors.Is(err, fs.ErrPermission):
+		return &exitError{code: ExitInvalid, err: fmt.Errorf("%w; you may not read the knowledge base folder %s: run as a user who may, or give yours read access (chmod, setfacl)", err, dir)}
+	}
+	return &exitError{code: ExitNotFound, err: fmt.Errorf("%w; pass the folder of Markdown files an instance mounts", err)}
 }
 
 // addMaxFlag adds --max BYTES to a kb command: the largest concept it
