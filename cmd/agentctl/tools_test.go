@@ -54,7 +54,7 @@ func TestNewCmdToolsList(t *testing.T) {
 		{args: []string{"--agent", "auggie", "-o", "yaml"}, wantErr: `invalid output format "yaml"`},
 		{args: []string{"--agent", "auggie", "--tool-prefix-mode", "sometimes"}, wantErr: "sometimes"},
 		// What instance create refuses, as it refuses it (exit 4).
-		{args: []string{"--agent", "auggie", "--kb", "docs=" + filepath.Join(docs, "nope")}, wantErr: `knowledge base "docs": ` + filepath.Join(docs, "nope") + " is not a directory", invalid: true},
+		{args: []string{"--agent", "auggie", "--kb", "docs=" + filepath.Join(docs, "nope")}, wantErr: `knowledge base "docs": ` + filepath.Join(docs, "nope") + " does not exist", invalid: true},
 		{args: []string{"--agent", "auggie", "--mcp", "up=./nope.sh"}, wantErr: `MCP server "up": command "./nope.sh" is `, invalid: true},
 	}
 	for _, tt := range tests {

@@ -2,7 +2,10 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -125,8 +128,26 @@ func CheckFolders(mounts []mount.Mount) ([]mount.Mount, error) {
 		if err != nil {
 			return nil, err
 		}
-		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return nil, invalid(fmt.Errorf("knowledge base %q: %s is not a directory", m.Name, abs))
+		fi, err := os.Stat(abs)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, invalid(fmt.Errorf("knowledge base %q: %s does not exist; create it, or mount a folder that does", m.Name, abs))
+		case err == nil && !fi.IsDir():
+			return nil, invalid(fmt.Errorf("knowledge base %q: %s is not a directory; mount the folder of Markdown files", m.Name, abs))
+		case err == nil:
+			// Served by this user: a folder they may not read would stop
+			// the endpoint at its start, built-in tools and all.
+			var f *os.File
+			if f, err = os.Open(abs); err == nil {
+				_, err = f.ReadDir(1)
+				f.Close()
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+			}
+		}
+		if err != nil {
+			return nil, invalid(fmt.Errorf("knowledge base %q: %s cannot be read (%v); the endpoint reads it as you: give yourself read access, or mount another folder", m.Name, abs, err))
 		}
 		out[i].Path = abs
 	}

@@ -66,7 +66,7 @@ func TestMountAddChecksTheNewFolders(t *testing.T) {
 	dir := kbDirs(t, "a")
 	rec, _, _ := createWith(t, "auggie", nil, kb("a", filepath.Join(dir, "a")))
 	_, err := provision.PlanMountAdd(rec, []mount.Mount{kb("b", filepath.Join(dir, "nowhere"))})
-	if err == nil || !strings.Contains(err.Error(), `knowledge base "b": `+filepath.Join(dir, "nowhere")+" is not a directory") {
+	if err == nil || !strings.Contains(err.Error(), `knowledge base "b": `+filepath.Join(dir, "nowhere")+" does not exist") {
 		t.Errorf("err %v", err)
 	}
 }
