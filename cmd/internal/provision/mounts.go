@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -50,8 +51,25 @@ func PlanMountAddInMode(rec *instance.Record, added []mount.Mount, mode mount.Pr
 		return nil, err
 	}
 	return planMountChange(rec, mode, func(cur []mount.Mount) ([]mount.Mount, error) {
+		for _, a := range added {
+			if i := slices.IndexFunc(cur, func(m mount.Mount) bool { return m.Name == a.Name }); i >= 0 {
+				return nil, &instance.InvalidError{Msg: fmt.Sprintf("the instance already mounts %q (%s); remove it first (agentctl instance mount remove %s %s), or give the new mount another name",
+					a.Name, mountWhat(cur[i]), rec.ID, a.Name)}
+			}
+		}
 		return append(cur, added...), nil
 	})
+}
+
+// mountWhat is what a mount serves, for messages: its folder or server.
+func mountWhat(m mount.Mount) string {
+	switch {
+	case m.Kind == mount.KindKB:
+		return "the knowledge base " + m.Path
+	case m.URL != "":
+		return "the MCP server at " + mount.RedactURL(m.URL)
+	}
+	return "the MCP server " + m.Command
 }
 
 // PlanMountRemove plans unmounting the mount called name; a name the

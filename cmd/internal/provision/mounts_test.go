@@ -71,6 +71,18 @@ func TestMountAddChecksTheNewFolders(t *testing.T) {
 	}
 }
 
+// TestMountAddNameInUse: a mount of a name the instance already mounts is
+// refused saying so, what that mount serves, and how to replace it (not
+// "X and X have the same name").
+func TestMountAddNameInUse(t *testing.T) {
+	dir := kbDirs(t, "a", "b")
+	rec, _, _ := createWith(t, "auggie", nil, kb("docs", filepath.Join(dir, "a")))
+	_, err := provision.PlanMountAdd(rec, []mount.Mount{kb("docs", filepath.Join(dir, "b"))})
+	if err == nil || !errors.Is(err, instance.ErrInvalid) || !strings.Contains(err.Error(), `the instance already mounts "docs" (the knowledge base `+filepath.Join(dir, "a")+`); remove it first (agentctl instance mount remove `+rec.ID+` docs)`) {
+		t.Errorf("err %v", err)
+	}
+}
+
 func TestMountAddTemplateExpansion(t *testing.T) {
 	// A template naming a mount's tool by MOUNT/TOOL expands to its new name.
 	dir := kbDirs(t, "a", "b")
