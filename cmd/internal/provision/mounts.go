@@ -52,7 +52,10 @@ func PlanMountAddInMode(rec *instance.Record, added []mount.Mount, mode mount.Pr
 	}
 	return planMountChange(rec, mode, func(cur []mount.Mount) ([]mount.Mount, error) {
 		for _, a := range added {
-			if i := slices.IndexFunc(cur, func(m mount.Mount) bool { return m.Name == a.Name }); i >= 0 {
+			// The same kind under the same name: a second one of it. (A
+			// server named as a knowledge base is the prefix contract's
+			// reserved-name case, said by mount.Resolve.)
+			if i := slices.IndexFunc(cur, func(m mount.Mount) bool { return m.Name == a.Name && m.Kind == a.Kind }); i >= 0 {
 				return nil, &instance.InvalidError{Msg: fmt.Sprintf("the instance already mounts %q (%s); remove it first (agentctl instance mount remove %s %s), or give the new mount another name",
 					a.Name, mountWhat(cur[i]), rec.ID, a.Name)}
 			}
