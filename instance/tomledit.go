@@ -233,16 +233,17 @@ func tomlEdit(s []byte, key, name string, entry any, had bool) ([]byte, error) {
 	if had && lastKey < 0 {
 		return nil, errTOMLInline
 	}
+	eol := []byte("\n") // the file's line ends, not the encoder's
+	if bytes.Contains(s, []byte("\r\n")) {
+		eol = []byte("\r\n")
+	}
 	var block []byte
 	if entry != nil {
 		var err error
 		if block, err = tomlEntryBlock(key, name, entry); err != nil {
 			return nil, err
 		}
-		if bytes.Contains(s, []byte("\r\n")) {
-			// The file's line ends, not the encoder's.
-			block = bytes.ReplaceAll(block, []byte("\n"), []byte("\r\n"))
-		}
+		block = bytes.ReplaceAll(block, []byte("\n"), eol)
 	}
 	out := s
 	for i := len(mine) - 1; i >= 0; i-- {
@@ -258,10 +259,6 @@ func tomlEdit(s []byte, key, name string, entry any, had bool) ([]byte, error) {
 	at := len(out)
 	if lastKey >= 0 {
 		at = secs[lastKey].end
-	}
-	eol := []byte("\n")
-	if bytes.Contains(s, []byte("\r\n")) {
-		eol = []byte("\r\n")
 	}
 	var text []byte
 	if at > 0 && out[at-1] != '\n' {
