@@ -72,7 +72,10 @@ import (
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
-		Dir:                 filepath.Join("..", "..", "testdata", "script"),
+		Dir: filepath.Join("..", "..", "testdata", "script"),
+		// Under the test's own folder: testscript's default folder in
+		// TMPDIR is left behind, empty, when -run picks some scripts.
+		WorkdirRoot:         t.TempDir(),
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			node, client := tsClientPaths()

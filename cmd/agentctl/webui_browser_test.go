@@ -58,6 +58,9 @@ func newBrowser(t *testing.T, width, height int) context.Context {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium's singleton socket folder goes in TMPDIR and outlives
+		// the browser, which is killed: keep it in the test's folder.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 		chromedp.WindowSize(width, height),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("lang", "en-US"),

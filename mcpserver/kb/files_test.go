@@ -122,7 +122,9 @@ func TestCrashSafety(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 6 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashWriter$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+		// The writer is killed, so its private search index (made under
+		// TMPDIR) is never removed: keep it in a folder the test removes.
+		cmd.Env = append(os.Environ(), crashEnv+"="+dir, "TMPDIR="+t.TempDir())
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
