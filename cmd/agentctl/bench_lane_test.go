@@ -48,6 +48,8 @@ func BenchmarkLaneProcess(b *testing.B) {
 	// (its server's aside), which tells work from waiting.
 	laneCPU, ok1 := processCPU(lane.pid)
 	relayCPU, ok2 := processCPU(floor.pid)
+	laneSw, ok5 := processSwitches(lane.pid)
+	relaySw, ok6 := processSwitches(floor.pid)
 	n := 0
 	for i := 0; b.Loop(); i++ {
 		var d [3]time.Duration
@@ -62,6 +64,12 @@ func BenchmarkLaneProcess(b *testing.B) {
 	b.StopTimer()
 	laneEnd, ok3 := processCPU(lane.pid)
 	relayEnd, ok4 := processCPU(floor.pid)
+	laneSwEnd, ok7 := processSwitches(lane.pid)
+	relaySwEnd, ok8 := processSwitches(floor.pid)
+	if ok5 && ok6 && ok7 && ok8 && n > 0 {
+		b.ReportMetric(float64(laneSwEnd-laneSw)/float64(n), "switches-lane/call")
+		b.ReportMetric(float64(relaySwEnd-relaySw)/float64(n), "switches-relay/call")
+	}
 	if ok1 && ok2 && ok3 && ok4 && n > 0 {
 		b.ReportMetric(float64(laneEnd-laneCPU)/float64(time.Microsecond)/float64(n), "µs-cpu-lane/call")
 		b.ReportMetric(float64(relayEnd-relayCPU)/float64(time.Microsecond)/float64(n), "µs-cpu-relay/call")

@@ -538,6 +538,34 @@ func benchServeHTTPBuiltin(b *testing.B, daemonURL, bareURL, id, version string,
 
 // processCPU is the CPU time the threads of process pid have run, from
 // /proc/PID/task/*/schedstat (Linux; false elsewhere).
+// processSwitches is how many times the threads of process pid have been
+// switched out (voluntary and involuntary context switches), and whether
+// it could be read.
+func processSwitches(pid int) (int64, bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, false
+	}
+	var total int64
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		for line := range strings.Lines(string(data)) {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && (k == "voluntary_ctxt_switches" || k == "nonvoluntary_ctxt_switches") {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					return 0, false
+				}
+				total += n
+			}
+		}
+	}
+	return total, true
+}
+
 func processCPU(pid int) (time.Duration, bool) {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
