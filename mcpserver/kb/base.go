@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -89,7 +90,16 @@ type Base struct {
 	name string
 	dir  string
 	opts Options
-	root *os.Root
+	// cur is the folder as opened, opened again when dir names another
+	// (see [Base.follow]); followMu makes that one at a time, and retired
+	// keeps the roots it replaced open (calls in flight may use them)
+	// until Close.
+	cur      atomic.Pointer[folder]
+	followMu sync.Mutex
+	retired  []*os.Root
+	// walkNext makes the next reconcile walk the folder, however fresh the
+	// index says it is: set when the folder was followed to another.
+	walkNext atomic.Bool
 	// staleTempAge is defaultStaleTempAge; tests shorten it.
 	staleTempAge time.Duration
 	// bulkAfter is optimizeAfter; tests lower it.
@@ -112,11 +122,6 @@ type Base struct {
 	// open; tests replace it to make some unreadable (as root they all
 	// can be read).
 	open func(name string) (*os.File, error)
-
-	// indexPath is the index database; "" for a private one. realDir is
-	// the folder's real path, which the index records.
-	indexPath string
-	realDir   string
 
 	// mu makes this process's reconciles one at a time (a flock does so
 	// across processes).
@@ -176,9 +181,10 @@ func Open(name, dir string, opts Options) (*Base, error) {
 	if err != nil {
 		return nil, fmt.Errorf("knowledge base %q: %w", name, err)
 	}
-	kb := &Base{name: name, dir: dir, opts: opts, root: root, indexPath: indexPath, realDir: realDir, staleTempAge: defaultStaleTempAge, bulkAfter: optimizeAfter,
+	kb := &Base{name: name, dir: dir, opts: opts, staleTempAge: defaultStaleTempAge, bulkAfter: optimizeAfter,
 		now: time.Now, after: time.After}
-	kb.open = root.Open
+	kb.cur.Store(&folder{root: root, real: realDir, indexPath: indexPath})
+	kb.open = func(name string) (*os.File, error) { return kb.fsys().Open(name) }
 	kb.bgCtx, kb.bgCancel = context.WithCancel(context.Background())
 	kb.kick = make(chan struct{}, 1)
 	return kb, nil
@@ -203,12 +209,81 @@ func (kb *Base) Close() error {
 	}
 	kb.ixMu.Unlock()
 	kb.mu.Unlock()
-	return errors.Join(err, kb.root.Close())
+	kb.followMu.Lock()
+	defer kb.followMu.Unlock()
+	err = errors.Join(err, kb.fsys().Close())
+	for _, r := range kb.retired {
+		err = errors.Join(err, r.Close())
+	}
+	return err
+}
+
+// folder is a knowledge base's folder as opened: its root, its real path
+// (which the index records) and its index database ("" for a private one).
+type folder struct {
+	root      *os.Root
+	real      string
+	indexPath string
+}
+
+// fsys is the root of the folder every access goes through.
+func (kb *Base) fsys() *os.Root { return kb.cur.Load().root }
+
+// follow makes sure the base works on the folder its path names now. A
+// folder replaced while mounted (moved aside and another put in its place,
+// as a fresh clone or a deploy does, or a link to it pointed elsewhere) is
+// opened again, its index too when its real path changed, and the next
+// search walks it; before, reads and lists went on in the old folder,
+// searches found nothing and writes went into a folder no longer there. A
+// folder gone is an error that says so.
+func (kb *Base) follow() error {
+	f := kb.cur.Load()
+	now, err := os.Stat(kb.dir)
+	if err == nil {
+		if open, serr := f.root.Stat("."); serr == nil && os.SameFile(now, open) {
+			return nil
+		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("knowledge base %q: its folder %s no longer exists (moved or removed while mounted); put it back, or remove the mount", kb.name, kb.dir)
+	case err != nil:
+		return fmt.Errorf("knowledge base %q: %w", kb.name, err)
+	case !now.IsDir():
+		return fmt.Errorf("knowledge base %q: %s is no longer a folder (replaced while mounted); put the folder back, or remove the mount", kb.name, kb.dir)
+	}
+	kb.followMu.Lock()
+	defer kb.followMu.Unlock()
+	if kb.closed.Load() {
+		return fmt.Errorf("knowledge base %q is closed", kb.name)
+	}
+	if f = kb.cur.Load(); true {
+		if open, serr := f.root.Stat("."); serr == nil && os.SameFile(now, open) {
+			return nil // another call followed it meanwhile
+		}
+	}
+	real, err := realPath(kb.dir)
+	if err != nil {
+		return fmt.Errorf("knowledge base %q: %w", kb.name, err)
+	}
+	root, err := os.OpenRoot(kb.dir)
+	if err != nil {
+		return fmt.Errorf("knowledge base %q: %w", kb.name, err)
+	}
+	next := &folder{root: root, real: real, indexPath: f.indexPath}
+	if f.indexPath != "" {
+		next.indexPath = indexPathOf(kb.opts.IndexDir, real)
+	}
+	kb.retired = append(kb.retired, f.root)
+	kb.cur.Store(next)
+	kb.lastRefresh.Store(0)
+	kb.walkNext.Store(true) // the index may be fresh, but of the old folder
+	return nil
 }
 
 // IndexFile returns the path of the search index database, or "" for a
 // private one (no [Options.IndexDir]).
-func (kb *Base) IndexFile() string { return kb.indexPath }
+func (kb *Base) IndexFile() string { return kb.cur.Load().indexPath }
 
 // Name returns the knowledge base's name.
 func (kb *Base) Name() string { return kb.name }
@@ -220,5 +295,8 @@ func (kb *Base) usable(ctx context.Context) error {
 	if kb.closed.Load() {
 		return fmt.Errorf("knowledge base %q is closed", kb.name)
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return kb.follow()
 }

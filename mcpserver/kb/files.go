@@ -167,7 +167,7 @@ func (kb *Base) Read(ctx context.Context, id string) (ReadOutput, error) {
 // information, taken before the read.
 func (kb *Base) readConcept(cid string) ([]byte, fs.FileInfo, error) {
 	rel := cid + ".md"
-	fi, err := kb.root.Stat(rel)
+	fi, err := kb.fsys().Stat(rel)
 	if err != nil {
 		return nil, nil, kb.pathError(cid, err)
 	}
@@ -215,7 +215,7 @@ func (kb *Base) tooLargeToRead(cid string, size int64) error {
 
 // readHead reads up to n bytes of a file inside the root.
 func (kb *Base) readHead(rel string, n int64) ([]byte, error) {
-	f, err := kb.root.Open(rel)
+	f, err := kb.fsys().Open(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (kb *Base) readHead(rel string, n int64) ([]byte, error) {
 func (kb *Base) pathError(cid string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		if fi, serr := kb.root.Lstat(cid); serr == nil && fi.IsDir() {
+		if fi, serr := kb.fsys().Lstat(cid); serr == nil && fi.IsDir() {
 			return errorf(ErrConceptNotFound, "concept %q not found in knowledge base %q: %q is a folder; list its concepts with concept_list and prefix %q", cid, kb.name, cid, cid+"/")
 		}
 		return errorf(ErrConceptNotFound, "concept %q not found in knowledge base %q; use concept_list or concept_search", cid, kb.name)
@@ -269,14 +269,17 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 		return WriteOutput{}, errorf(ErrConceptTooLarge, "content is %d bytes, larger than the %d-byte limit (MaxBytes) for a concept in knowledge base %q; split it into smaller concepts",
 			len(content), kb.opts.MaxBytes, kb.name)
 	}
+	if i := strings.IndexByte(content, 0); i >= 0 {
+		return WriteOutput{}, errorf(ErrInvalidRequest, "content holds a NUL character (\\u0000) at byte %d, which Markdown text cannot; write the concept's text without it", i)
+	}
 	rel := cid + ".md"
 	dir, base := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	if dir != "" {
-		if err := kb.root.MkdirAll(dir, 0o755); err != nil {
+		if err := kb.fsys().MkdirAll(dir, 0o755); err != nil {
 			// MkdirAll reports an existing link that leaves the root as
 			// "file exists"; Stat says why.
-			if _, serr := kb.root.Stat(dir); isRootEscape(serr) || errors.Is(serr, syscall.ELOOP) {
+			if _, serr := kb.fsys().Stat(dir); isRootEscape(serr) || errors.Is(serr, syscall.ELOOP) {
 				return WriteOutput{}, kb.pathError(cid, serr)
 			}
 			if isRootEscape(err) || errors.Is(err, syscall.ELOOP) {
@@ -289,13 +292,13 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 		}
 	}
 	perm, created := fs.FileMode(0o644), false
-	switch fi, err := kb.root.Lstat(rel); {
+	switch fi, err := kb.fsys().Lstat(rel); {
 	case errors.Is(err, fs.ErrNotExist):
 		created = true
 	case err != nil:
 		return WriteOutput{}, kb.pathError(cid, err)
 	case fi.Mode()&fs.ModeSymlink != 0:
-		if _, serr := kb.root.Stat(rel); serr != nil && !errors.Is(serr, fs.ErrNotExist) {
+		if _, serr := kb.fsys().Stat(rel); serr != nil && !errors.Is(serr, fs.ErrNotExist) {
 			return WriteOutput{}, kb.pathError(cid, serr)
 		}
 		return WriteOutput{}, errorf(ErrNotAConcept, "concept %q is a symbolic link in knowledge base %q; agentctl does not replace links: write to the concept it points to instead", cid, kb.name)
@@ -326,8 +329,8 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 func (kb *Base) renameAndIndex(ctx context.Context, tmp, cid, content string) error {
 	rel := cid + ".md"
 	rename := func() error {
-		if err := kb.root.Rename(tmp, rel); err != nil {
-			_ = kb.root.Remove(tmp)
+		if err := kb.fsys().Rename(tmp, rel); err != nil {
+			_ = kb.fsys().Remove(tmp)
 			return kb.pathError(cid, err)
 		}
 		return nil
@@ -344,7 +347,7 @@ func (kb *Base) renameAndIndex(ctx context.Context, tmp, cid, content string) er
 	if err := rename(); err != nil {
 		return err
 	}
-	fi, err := kb.root.Lstat(rel)
+	fi, err := kb.fsys().Lstat(rel)
 	if err != nil {
 		return nil // replaced or removed already; the next reconcile sees it
 	}
@@ -371,13 +374,13 @@ func isTempName(name string) bool {
 }
 
 func (kb *Base) writeTemp(tmp, content string, perm fs.FileMode) (err error) {
-	f, err := kb.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := kb.fsys().OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			_ = kb.root.Remove(tmp)
+			_ = kb.fsys().Remove(tmp)
 		}
 	}()
 	if _, err = io.WriteString(f, content); err != nil {
@@ -397,7 +400,7 @@ func (kb *Base) syncDir(dir string) {
 	if dir == "" {
 		dir = "."
 	}
-	if d, err := kb.root.Open(dir); err == nil {
+	if d, err := kb.fsys().Open(dir); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}

@@ -20,16 +20,17 @@ func (kb *Base) index(ctx context.Context) (*ftsIndex, error) {
 		return nil, kb.usable(ctx)
 	}
 	if kb.ix != nil {
-		if !kb.ix.replaced() {
+		if !kb.ix.replaced() && (kb.ix.private != "" || kb.ix.path == kb.cur.Load().indexPath) {
 			return kb.ix, nil
 		}
-		// Another process replaced a damaged index: its connections
-		// here have the old file open. (Searches of this process using
-		// them fail.)
+		// Another process replaced a damaged index, whose file the
+		// connections here have open (searches of this process using
+		// them fail), or the folder was replaced by one with another
+		// real path, which has an index of its own (see [Base.follow]).
 		kb.ix.db.Close()
 		kb.ix = nil
 	}
-	path, private := kb.indexPath, ""
+	path, private := kb.cur.Load().indexPath, ""
 	if path == "" {
 		dir, err := os.MkdirTemp("", "agentctl-kb-")
 		if err != nil {
@@ -179,8 +180,11 @@ func (kb *Base) Refresh(ctx context.Context) error {
 // and built again from the folder: it holds nothing the folder does not.
 // That happens under the flock, after checking that another process has
 // not done it meanwhile (see checkIndex).
-func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOptions) (IndexStats, error) {
-	stats := IndexStats{Path: kb.indexPath, MaxBytes: kb.opts.MaxBytes}
+func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOptions) (stats IndexStats, err error) {
+	stats = IndexStats{Path: kb.IndexFile(), MaxBytes: kb.opts.MaxBytes}
+	if err := kb.follow(); err != nil {
+		return stats, err // a folder gone leaves the index as it was
+	}
 	ix, err := kb.index(ctx)
 	damaged := isDamaged(err)
 	if err != nil && !damaged {
@@ -197,7 +201,15 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 		}
 		return ok, err
 	}
-	if !damaged && o.check == checkNone {
+	// After the folder was followed to another, the index may be fresh,
+	// but of the old one: walk the new one whatever it says.
+	walk := kb.walkNext.Swap(false)
+	defer func() {
+		if walk && err != nil {
+			kb.walkNext.Store(true) // not walked yet
+		}
+	}()
+	if !damaged && o.check == checkNone && !walk {
 		if ok, err := fresh(); ok || err != nil {
 			return stats, err
 		}
@@ -215,7 +227,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 		return stats, fmt.Errorf("knowledge base %q: %w", kb.name, indexFault(stats.Path, fmt.Errorf("lock %s: %w", stats.Path+".lock", err)))
 	}
 	defer unlock()
-	if !damaged && o.check == checkNone {
+	if !damaged && o.check == checkNone && !walk {
 		if ok, err := fresh(); ok || err != nil {
 			return stats, err
 		}
@@ -323,7 +335,7 @@ func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, 
 	if err := ix.restoreAutomerge(ctx); err != nil {
 		return kb.indexError(ix, err)
 	}
-	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes, kb.realDir); err != nil {
+	if err := ix.setReconciledAt(ctx, start, kb.opts.MaxBytes, kb.cur.Load().real); err != nil {
 		return kb.indexError(ix, err)
 	}
 	kb.lastRefresh.Store(start.UnixNano())
@@ -385,7 +397,7 @@ func (kb *Base) applyRemovals(ctx context.Context, ix *ftsIndex, gone map[string
 	var ids []string
 	for id := range gone {
 		// Still gone? A write in another process may have created it.
-		if _, err := kb.root.Lstat(id + ".md"); err == nil {
+		if _, err := kb.fsys().Lstat(id + ".md"); err == nil {
 			continue
 		}
 		ids = append(ids, id)
@@ -528,7 +540,7 @@ func (kb *Base) applyBatch(ctx context.Context, ix *ftsIndex, batch []indexed) (
 	var gone []string
 	at := map[string]int{} // index in puts by id
 	for _, r := range batch {
-		fi, err := kb.root.Stat(r.id + ".md")
+		fi, err := kb.fsys().Stat(r.id + ".md")
 		if err == nil && !r.gone && r.row.indexed && r.row.racy() {
 			r = kb.readForIndex(file{id: r.id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi), ctime: ctime(fi), known: r.known, prev: r.prev, statted: true})
 		}

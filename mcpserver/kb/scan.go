@@ -46,7 +46,7 @@ func (kb *Base) scan(ctx context.Context, dir string) (files []file, unreadable 
 		p := ""
 		for c := range strings.SplitSeq(dir, "/") {
 			p = path.Join(p, c)
-			fi, err := kb.root.Lstat(p)
+			fi, err := kb.fsys().Lstat(p)
 			if err != nil || !fi.IsDir() {
 				return nil, nil, nil
 			}
@@ -136,7 +136,7 @@ func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs
 		if n[0] == '.' {
 			if !kb.opts.ReadOnly && e.Type().IsRegular() && isTempName(n) {
 				if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > kb.staleTempAge {
-					_ = kb.root.Remove(rel)
+					_ = kb.fsys().Remove(rel)
 				}
 			}
 			continue
@@ -151,7 +151,7 @@ func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs
 			}
 			fi, err := e.Info()
 			if t&fs.ModeSymlink != 0 {
-				fi, err = kb.root.Stat(rel) // follows links inside the root only
+				fi, err = kb.fsys().Stat(rel) // follows links inside the root only
 				if err != nil && !errors.Is(err, fs.ErrPermission) || err == nil && !fi.Mode().IsRegular() {
 					continue
 				}

@@ -126,7 +126,9 @@ func (kb *Base) search(ctx context.Context, terms []string, limit int) (SearchOu
 	if err != nil {
 		return out, kb.closedOr(ctx, err)
 	}
-	if !built {
+	// The index of a folder that was replaced (see [Base.follow]) is of the
+	// old one: it is walked before the search, as a new one is built.
+	if !built || kb.walkNext.Load() {
 		if _, err := kb.reconcile(ctx, kb.opts.RefreshInterval, IndexOptions{}); err != nil {
 			return out, kb.closedOr(ctx, err)
 		}
