@@ -124,7 +124,11 @@ func shortenFix(parts []namePart, over int) string {
 	for _, p := range parts {
 		alts = append(alts, fmt.Sprintf("%s %q (%d characters): %s", p.what, p.value, utf8.RuneCountInString(p.value), p.how))
 	}
-	return fmt.Sprintf("shorten by at least %d characters %s", over, strings.Join(alts, "; or "))
+	unit := "characters"
+	if over == 1 {
+		unit = "character"
+	}
+	return fmt.Sprintf("shorten by at least %d %s %s", over, unit, strings.Join(alts, "; or "))
 }
 
 func tooLong(server string, naming agents.ToolNaming, r *ToolRow) (Finding, bool) {

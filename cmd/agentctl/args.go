@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 )
@@ -9,6 +12,17 @@ import (
 // Argument validators that report usage errors.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
+		// tools list/lint take the instance as a flag, where the instance
+		// commands take it as an argument.
+		if f := cmd.Flags().Lookup("instance"); f != nil && !f.Changed && len(args) == 1 {
+			ref := args[0]
+			if strings.ContainsFunc(ref, func(r rune) bool {
+				return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.", r)
+			}) {
+				ref = strconv.Quote(ref)
+			}
+			return usageErrorf("%s takes no arguments, got %q; for an instance, use --instance %s", cmd.CommandPath(), args, ref)
+		}
 		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
 	}
 	return nil

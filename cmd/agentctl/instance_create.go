@@ -207,6 +207,7 @@ func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
 	for _, line := range plan.Warnings(exec.LookPath) {
 		opts.IO.Narrate("%s", line)
 	}
+	narrateNameWarnings(opts.IO, plan, rec.ID)
 	if line := instance.ToolTimeoutWarning(def, time.Duration(rec.QuestionTimeout)); line != "" {
 		opts.IO.Narrate("%s", line)
 	}

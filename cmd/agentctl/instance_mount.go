@@ -54,6 +54,7 @@ func changeMounts(ctx context.Context, io *IOStreams, open storeOpener, ref stri
 		for _, line := range ch.Toolset.Announcements() {
 			io.Narrate("%s", line)
 		}
+		narrateNameWarnings(io, ch.Toolset, updated.ID)
 		io.Narrate("Instance %s now has %d mount(s).", updated.ID, len(updated.Mounts))
 		r := sessionReach(ctx, st, updated)
 		r.tellMounts(io, updated)
@@ -87,4 +88,16 @@ func confirmRenames(io *IOStreams, rn []provision.Rename, yes bool) error {
 		return &exitError{code: ExitInvalid, err: fmt.Errorf("not changed")}
 	}
 	return nil
+}
+
+// narrateNameWarnings tells of the names the client would refuse or drop
+// (too long, outside its charset), and where to find how to fix them.
+func narrateNameWarnings(io *IOStreams, ts provision.Toolset, id string) {
+	lines := ts.NameWarnings()
+	for _, line := range lines {
+		io.Narrate("%s", line)
+	}
+	if len(lines) > 0 {
+		io.Narrate("The client may refuse or drop these tools; 'agentctl tools lint --instance %s' checks them again (exit 7 while any is left).", id)
+	}
 }

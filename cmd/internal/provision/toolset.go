@@ -46,6 +46,21 @@ func (p Toolset) Warnings(lookPath func(string) (string, error)) []string {
 	return out
 }
 
+// NameWarnings are the problems of the names the client's model will see
+// of the tools known before anything runs (the built-ins and the knowledge
+// bases'): a name over the client's length limit or outside its charset.
+// The instance works, but the client may refuse or drop the tool; `tools
+// lint` says which part to shorten and fails CI on them.
+func (p Toolset) NameWarnings() []string {
+	var out []string
+	for _, t := range p.Tools {
+		for _, problem := range t.Problems {
+			out = append(out, fmt.Sprintf("warning: tool %s (%s): %s", t.Canonical, t.Source, problem))
+		}
+	}
+	return out
+}
+
 // InvalidError is a configuration that the prefix contract, the tool plan or
 // a template refuses. It wraps the cause and [instance.ErrInvalid], so
 // callers can map it like the store's own invalid input.
