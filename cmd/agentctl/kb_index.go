@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentctl/agentctl/mcpserver/kb"
 	"github.com/spf13/cobra"
@@ -39,9 +40,10 @@ instance and process that mounts DIR uses this index; building it ahead of time
 (in a CI image, say) makes their first search fast. A progress bar is shown when
 stderr is a terminal.
 
-Concepts larger than --max, and files and folders this user may not read, are not
-indexed: kb index counts them (too_large, unreadable) and names the first few on
-stderr.
+Concepts larger than --max, files and folders this user may not read, and files
+named *.md whose names no concept id can have (x.md.md, a space at an end) are not
+indexed: kb index counts them (too_large, unreadable, misnamed) and names the first
+few on stderr.
 
 A damaged index database (a disk error, a copy cut short) is built again from the
 folder where kb index or a search meets the damage. --check also reads every page
@@ -108,6 +110,18 @@ func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
 		opts.IO.Narrate("Warning: %s this user may not read (their permissions), so not indexed: %s.",
 			countOf(st.Unreadable, "file or folder", "files or folders"), namedPaths(st.UnreadablePaths, st.Unreadable))
 	}
+	if st.Misnamed > 0 {
+		quoted := make([]string, len(st.MisnamedPaths))
+		for i, p := range st.MisnamedPaths {
+			quoted[i] = strconv.Quote(p) // odd names, spaces at an end among them
+		}
+		const why = "(a name that starts or ends with a space, is not in Unicode NFC, has a control character or a backslash, or ends in .md.md)"
+		if st.Misnamed == 1 {
+			opts.IO.Narrate("Warning: 1 file named *.md is not a concept, since no concept id names it %s: %s. Rename it to make it a concept.", why, quoted[0])
+		} else {
+			opts.IO.Narrate("Warning: %d files named *.md are not concepts, since no concept id names them %s: %s. Rename them to make them concepts.", st.Misnamed, why, namedPaths(quoted, st.Misnamed))
+		}
+	}
 	if opts.Output == formatJSON {
 		return opts.IO.PrintJSON(st)
 	}
@@ -118,6 +132,7 @@ func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
 		{"max_bytes", strconv.FormatInt(st.MaxBytes, 10)},
 		{"too_large", strconv.Itoa(st.TooLarge)},
 		{"unreadable", strconv.Itoa(st.Unreadable)},
+		{"misnamed", strconv.Itoa(st.Misnamed)},
 		{"index", st.Path},
 	})
 }
@@ -132,7 +147,16 @@ func countOf(n int, one, many string) string {
 
 // namedPaths lists paths, the first of n, saying how many more there are.
 func namedPaths(paths []string, n int) string {
-	s := strings.Join(paths, ", ")
+	shown := make([]string, len(paths))
+	for i, p := range paths {
+		// A name with a character a terminal would act on or hide, or
+		// spaces at an end, is shown quoted.
+		shown[i] = p
+		if strings.IndexFunc(p, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 || strings.TrimSpace(p) != p {
+			shown[i] = strconv.Quote(p)
+		}
+	}
+	s := strings.Join(shown, ", ")
 	if more := n - len(paths); more > 0 {
 		s += fmt.Sprintf(" and %d more", more)
 	}

@@ -82,7 +82,7 @@ func (kb *Base) List(ctx context.Context, prefix, cursor string, limit int) (Lis
 		}
 		after = string(b)
 	}
-	files, _, err := kb.scan(ctx, prefixDir(prefix))
+	files, _, _, err := kb.scan(ctx, prefixDir(prefix))
 	if err != nil {
 		return out, err
 	}

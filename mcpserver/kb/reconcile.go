@@ -77,6 +77,13 @@ type IndexStats struct {
 	Unreadable      int      `json:"unreadable"`
 	TooLargePaths   []string `json:"too_large_paths,omitempty"`
 	UnreadablePaths []string `json:"unreadable_paths,omitempty"`
+	// Misnamed is how many files named *.md have names that are not
+	// concept ids ("x.md.md", a name starting or ending with a space or
+	// not in Unicode NFC, one with a control character or a backslash; see
+	// [CleanConceptID]), so are not concepts; MisnamedPaths names the
+	// first few.
+	Misnamed      int      `json:"misnamed"`
+	MisnamedPaths []string `json:"misnamed_paths,omitempty"`
 }
 
 // maxNamedPaths is how many paths of each kind [IndexStats] names.
@@ -256,7 +263,7 @@ func (kb *Base) reconcile(ctx context.Context, maxAge time.Duration, o IndexOpti
 func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, stats *IndexStats) error {
 	start := kb.now()
 	kb.walks.Add(1)
-	files, unreadable, err := kb.scan(ctx, "")
+	files, unreadable, misnamed, err := kb.scan(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -320,6 +327,7 @@ func (kb *Base) walkAndApply(ctx context.Context, ix *ftsIndex, o IndexOptions, 
 	unreadable = append(unreadable, denied...)
 	stats.TooLarge, stats.TooLargePaths = len(tooLarge), firstPaths(tooLarge)
 	stats.Unreadable, stats.UnreadablePaths = len(unreadable), firstPaths(unreadable)
+	stats.Misnamed, stats.MisnamedPaths = len(misnamed), firstPaths(misnamed)
 	if err != nil {
 		if bulk { // else left off until the next reconcile
 			_ = ix.restoreAutomerge(context.WithoutCancel(ctx))

@@ -35,20 +35,23 @@ type file struct {
 // removed on the way unless the mount is read-only. unreadable lists, in
 // no order, the folders (with a trailing "/") and concept files below dir
 // that the walk could not read or stat (permissions): not part of the
-// knowledge base while so.
-func (kb *Base) scan(ctx context.Context, dir string) (files []file, unreadable []string, err error) {
+// knowledge base while so. misnamed lists the files named *.md whose names
+// are not concept ids (see [CleanConceptID]): "x.md.md", a name that
+// starts or ends with a space or is not in Unicode NFC, one with a control
+// character or a backslash; no id reads them, so they are not concepts.
+func (kb *Base) scan(ctx context.Context, dir string) (files []file, unreadable, misnamed []string, err error) {
 	if dir != "" {
 		// Start below the root only through real, visible folders, as a
 		// full walk would.
 		if !isConceptID(dir) {
-			return nil, nil, nil
+			return nil, nil, nil, nil
 		}
 		p := ""
 		for c := range strings.SplitSeq(dir, "/") {
 			p = path.Join(p, c)
 			fi, err := kb.fsys().Lstat(p)
 			if err != nil || !fi.IsDir() {
-				return nil, nil, nil
+				return nil, nil, nil, nil
 			}
 		}
 	}
@@ -76,10 +79,11 @@ func (kb *Base) scan(ctx context.Context, dir string) (files []file, unreadable 
 			d := queue[len(queue)-1]
 			queue = queue[:len(queue)-1]
 			mu.Unlock()
-			subdirs, found, denied, err := kb.scanDir(ctx, d, now)
+			subdirs, found, denied, bad, err := kb.scanDir(ctx, d, now)
 			mu.Lock()
 			files = append(files, found...)
 			unreadable = append(unreadable, denied...)
+			misnamed = append(misnamed, bad...)
 			queue = append(queue, subdirs...)
 			pending += len(subdirs) - 1
 			if err != nil && walkErr == nil {
@@ -94,17 +98,17 @@ func (kb *Base) scan(ctx context.Context, dir string) (files []file, unreadable 
 	}
 	wg.Wait()
 	if walkErr != nil {
-		return nil, nil, walkErr
+		return nil, nil, nil, walkErr
 	}
 	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.id, b.id) })
-	return files, unreadable, nil
+	return files, unreadable, misnamed, nil
 }
 
 // scanDir reads one folder of a walk: its visible subfolders and concepts,
-// and what it could not read (see scan).
-func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs []string, files []file, unreadable []string, err error) {
+// what it could not read, and its misnamed concept files (see scan).
+func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs []string, files []file, unreadable, misnamed []string, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	name := dir
 	if name == "" {
@@ -114,11 +118,11 @@ func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs
 	if err != nil {
 		switch {
 		case dir != "" && errors.Is(err, fs.ErrNotExist):
-			return nil, nil, nil, nil // vanished
+			return nil, nil, nil, nil, nil // vanished
 		case dir != "" && errors.Is(err, fs.ErrPermission):
-			return nil, nil, []string{dir + "/"}, nil // not part of the knowledge base while so
+			return nil, nil, []string{dir + "/"}, nil, nil // not part of the knowledge base while so
 		}
-		return nil, nil, nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
+		return nil, nil, nil, nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
 	}
 	// Entries of a directory opened in a Root carry their information, read
 	// with fstatat relative to the directory.
@@ -126,7 +130,7 @@ func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs
 	d.Close()
 	if err != nil {
 		if !(dir != "" && errors.Is(err, fs.ErrPermission)) {
-			return nil, nil, nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
+			return nil, nil, nil, nil, fmt.Errorf("knowledge base %q: %w", kb.name, err)
 		}
 		unreadable = append(unreadable, dir+"/")
 	}
@@ -146,7 +150,11 @@ func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs
 			subdirs = append(subdirs, rel)
 		case t.IsRegular(), t&fs.ModeSymlink != 0:
 			id, ok := strings.CutSuffix(rel, ".md")
-			if !ok || !isConceptID(id) {
+			if !ok {
+				continue
+			}
+			if !isConceptID(id) {
+				misnamed = append(misnamed, rel)
 				continue
 			}
 			fi, err := e.Info()
@@ -165,5 +173,5 @@ func (kb *Base) scanDir(ctx context.Context, dir string, now time.Time) (subdirs
 			files = append(files, file{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), inode: inode(fi), ctime: ctime(fi), statted: true})
 		}
 	}
-	return subdirs, files, unreadable, nil
+	return subdirs, files, unreadable, misnamed, nil
 }
