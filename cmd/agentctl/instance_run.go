@@ -245,7 +245,7 @@ func printPlan(ios *IOStreams, p *launch.Plan, format string) error {
 func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *instance.Record, plan *launch.Plan, asJSON bool) error {
 	end, err := launch.Run(ctx, st, r, plan, launch.Streams{In: ios.In, Out: ios.Out, ErrOut: ios.ErrOut, InTerminal: ios.stdinTTY}, func(run instance.Run) {
 		if asJSON {
-			_ = ios.NarrateJSON(runStartJSON{Event: "started", Instance: r.ID, Run: run, Log: plan.Log})
+			_ = ios.NarrateJSON(runStartJSON{Event: "started", InstanceID: r.ID, Instance: r.ID, Run: run, Log: plan.Log})
 		} else {
 			ios.Narrate("agentctl: run %s of instance %s: %s started (%s, pid %d)", run.ID, r.ID, plan.Program, plan.Mode, run.PID)
 		}
@@ -260,7 +260,7 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 		ios.Narrate("agentctl: %v", err)
 	}
 	if asJSON {
-		_ = ios.NarrateJSON(runEndJSON{Event: "ended", Instance: r.ID, Run: end.Run, Status: end.Status, Message: end.Message})
+		_ = ios.NarrateJSON(runEndJSON{Event: "ended", InstanceID: r.ID, Instance: r.ID, Run: end.Run, Status: end.Status, Message: end.Message})
 	}
 	if code := *end.Run.ExitCode; code != 0 {
 		return &exitError{code: code, err: errSilent, client: true}
@@ -271,8 +271,12 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 // runStartJSON is what `instance run -o json` prints on stderr as the
 // client starts: the run's id, program, mode, pid and start.
 type runStartJSON struct {
-	Event    string `json:"event"` // "started"
-	Instance string `json:"instance"`
+	Event string `json:"event"` // "started"
+	// InstanceID names the instance as records, events and questions do;
+	// Instance is the same, the name these lines had first (kept: fields
+	// are added, never renamed).
+	InstanceID string `json:"instance_id"`
+	Instance   string `json:"instance"`
 	instance.Run
 	Log string `json:"log,omitempty"` // the headless run's log
 }
@@ -281,8 +285,9 @@ type runStartJSON struct {
 // client has ended: last_run's fields and the status its end recorded
 // (the model's own final report, if it made one, stands in the events).
 type runEndJSON struct {
-	Event    string `json:"event"` // "ended"
-	Instance string `json:"instance"`
+	Event      string `json:"event"` // "ended"
+	InstanceID string `json:"instance_id"`
+	Instance   string `json:"instance"` // as in runStartJSON
 	instance.Run
 	Status  string `json:"status"`
 	Message string `json:"message"`

@@ -99,12 +99,13 @@ func TestWaitIsAboutARun(t *testing.T) {
 		t.Fatalf("run 3\n%s", res)
 	}
 	var started, ended struct {
-		Event    string `json:"event"`
-		Instance string `json:"instance"`
-		ID       string `json:"id"`
-		PID      int    `json:"pid"`
-		Status   string `json:"status"`
-		ExitCode *int   `json:"exit_code"`
+		Event      string `json:"event"`
+		InstanceID string `json:"instance_id"`
+		Instance   string `json:"instance"`
+		ID         string `json:"id"`
+		PID        int    `json:"pid"`
+		Status     string `json:"status"`
+		ExitCode   *int   `json:"exit_code"`
 	}
 	var lines []string
 	for _, l := range strings.Split(res.stderr, "\n") {
@@ -115,7 +116,7 @@ func TestWaitIsAboutARun(t *testing.T) {
 	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &started) != nil || json.Unmarshal([]byte(lines[1]), &ended) != nil {
 		t.Fatalf("run -o json: want two JSON lines on stderr\n%s", res)
 	}
-	if started.Event != "started" || started.Instance != rec.ID || started.ID == "" || started.ID == run2 || started.PID == 0 ||
+	if started.Event != "started" || started.InstanceID != rec.ID || ended.InstanceID != rec.ID || started.Instance != rec.ID || started.ID == "" || started.ID == run2 || started.PID == 0 ||
 		ended.Event != "ended" || ended.ID != started.ID || ended.Status != "done" || ended.ExitCode == nil || *ended.ExitCode != 0 {
 		t.Fatalf("run -o json lines:\n%s", strings.Join(lines, "\n"))
 	}
