@@ -81,7 +81,9 @@ func errorf(kind error, format string, args ...any) *Error {
 // leading ".") and files other than *.md are not concepts.
 //
 // Every file access goes through an [os.Root] opened on the folder, so
-// nothing outside it is read or written, also not through symbolic links.
+// nothing outside it is read or written, also not through symbolic links;
+// a folder replaced at its path while mounted is opened again (see
+// [Base.follow]).
 // Writes are atomic (temporary file, fsync, rename; see [Base.Write]). Search
 // uses a persistent SQLite FTS5 index, shared by every process mounting the
 // folder and kept fresh (see [Base.Search]). Its methods are safe for
