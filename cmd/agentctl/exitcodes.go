@@ -32,8 +32,8 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
   1  error      anything not listed below (I/O, database, a bug)
   2  usage      bad command line: unknown command or flag, missing or extra argument,
                 invalid -o format
-  3  not found  unknown agent id, instance (id, id prefix or label) or question,
-                an instance deleted while 'instance wait', 'logs --follow' or
+  3  not found  unknown agent id, instance (id, id prefix or label), question or
+                run ('instance wait --run ID'), an instance deleted while 'instance wait', 'logs --follow' or
                 'questions --wait' waited on it, a folder 'kb index' or 'kb
                 search' was given that is not there
   4  invalid    invalid configuration or input: a broken agent definition or config
@@ -44,16 +44,16 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
                 or 'instance questions --wait --timeout D' saw no open question
   6  failed     'instance wait' saw the instance report status "failed"
   7  problems   'tools lint' found a problem in the tool names a model would see
-  8  unanswered 'instance wait --status done' saw the run end done, but a question
-                the agent asked in it got no answer (it expired, or the client
-                stopped waiting): nobody was asked, or nobody answered in time;
-                --allow-unanswered accepts that as done
+  8  unanswered 'instance wait' (for done, its default) saw the run end done,
+                but a question the agent asked in it got no answer (it expired,
+                or the client stopped waiting): nobody was asked, or nobody
+                answered in time; --allow-unanswered accepts that as done
   9  unavailable the store could not be reached, or its connection was lost (a
                 PostgreSQL server down or out of reach); a change is made whole or
                 not at all, so check with a read and try again later
   127 'instance run': the client's program is not installed
-  130 interrupted by SIGINT (143 by SIGTERM); 'mcp serve' exits 0 on either;
-      version, agents list/show and instance list/show, which read and print,
+  130 interrupted by SIGINT (143 by SIGTERM); 'mcp serve' and 'serve' exit 0
+      on either; version, agents list/show and instance list/show, which read and print,
       are ended by the signal itself (a shell reports the same 130, 143; a
       program that waits for them sees the signal)
 
