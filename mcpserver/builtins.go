@@ -373,7 +373,11 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 		case <-ctx.Done():
 			// Leave the question closed so nobody answers into the void.
 			if closed, _ := e.cfg.Store.CancelQuestion(context.WithoutCancel(ctx), id, qid); closed {
-				e.unanswered(ctx, qid, in.Question, "the client stopped waiting before anyone answered")
+				why := "the client stopped waiting before anyone answered"
+				if cause := e.stopCause.Load(); cause != nil {
+					why = fmt.Sprintf("the endpoint stopped (%v) before anyone answered", *cause)
+				}
+				e.unanswered(ctx, qid, in.Question, why)
 			}
 			return nil, AskOutput{}, ctx.Err()
 		case <-deadline.C:

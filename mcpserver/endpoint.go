@@ -183,6 +183,9 @@ type Endpoint struct {
 	// tried again (see [Endpoint.recordStatus]); stop ends that at Close.
 	unblocking atomic.Bool
 	stop       chan struct{}
+	// stopCause, once set ([Endpoint.Stopping]), is why the endpoint is
+	// being stopped: the waits for answers it ends say so.
+	stopCause atomic.Pointer[error]
 }
 
 // DefaultQuestionTimeout is how long ask_user_question waits for an answer
@@ -351,6 +354,12 @@ func (e *Endpoint) Close() error {
 	e.kbs = nil
 	return errors.Join(errs...)
 }
+
+// Stopping tells the endpoint why it is about to be stopped (a signal, a
+// daemon's shutdown), before its sessions end: a question whose wait that
+// ends is recorded as unanswered because the endpoint stopped, not because
+// the client stopped waiting. The first cause stands.
+func (e *Endpoint) Stopping(cause error) { e.stopCause.CompareAndSwap(nil, &cause) }
 
 // Server returns the SDK server.
 func (e *Endpoint) Server() *mcp.Server { return e.server }

@@ -32,7 +32,10 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) 
 	defer g.Close()
 	// Stopped (a signal): answer what is pending now, before the servers
 	// are stopped under the calls.
-	defer context.AfterFunc(ctx, g.Close)()
+	defer context.AfterFunc(ctx, func() {
+		e.Stopping(context.Cause(ctx))
+		g.Close()
+	})()
 	var take guard.Taker
 	if !e.cfg.NoFastLane {
 		l := lane.New(lane.Options{Endpoint: laneRoutes{e}, Client: g, Implementation: implementation(e.cfg), Logger: e.log})

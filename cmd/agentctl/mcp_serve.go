@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/cmd/internal/serving"
@@ -145,6 +147,11 @@ func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 		defer stop()
 		logger.Debug("serving", "instance", rec.ID, "agent", rec.Agent, "namespacing", rec.Capabilities.ToolNames.Namespacing,
 			"tools", strings.Join(ep.Registry().Names(), ","))
+		// A client that closed its end of stdout must not kill the
+		// endpoint (Go dies of SIGPIPE on a write to fd 1) before it has
+		// closed the questions that wait: the write fails, and it goes on.
+		signal.Ignore(syscall.SIGPIPE)
+		defer signal.Reset(syscall.SIGPIPE)
 		return ep.ServeStdio(ctx, opts.IO.In, opts.IO.Out)
 	})
 }

@@ -23,7 +23,9 @@ func Main() int {
 	sigs := make(chan os.Signal, 1)
 	defer signal.Stop(sigs)
 	f.watchSignals = func() {
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		// SIGHUP too: a closed terminal or ssh session ends a command as
+		// SIGTERM does, cleanly (an endpoint closes its open questions).
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		go func() {
 			if s, ok := <-sigs; ok {
 				cancel(signalError{s.(syscall.Signal)})

@@ -99,10 +99,43 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 		// the end, and prints what the store has by then.
 		shared.Close()
 	}
+	if cerr := closeLeftQuestions(bg, st, rec.ID, run, p.Program); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
 	if _, eerr := st.EndRun(bg, rec.ID, start.seq, run, instance.Event{Tool: instance.RunTool, Status: out.Status, Message: out.Message}); eerr != nil {
 		err = errors.Join(err, fmt.Errorf("record the end of the run: %w", eerr))
 	}
 	return out, err
+}
+
+// closeLeftQuestions closes the questions asked during the run that are
+// still open once its client has ended: nobody can receive their answers
+// now. An endpoint closes its own as it stops; one that was killed (the
+// client killed with it, SIGKILL, an out-of-memory kill) cannot, and its
+// questions stayed open for ever, taking answers given into the void and
+// making the next question's answer ambiguous. Each is recorded
+// unanswered, as the endpoint would, so `instance wait` exits 8.
+func closeLeftQuestions(ctx context.Context, st *instance.Store, id string, run instance.Run, program string) error {
+	open, err := st.Questions(ctx, id, false)
+	if err != nil {
+		return fmt.Errorf("close the run's open questions: %w", err)
+	}
+	var errs []error
+	for _, q := range open {
+		if q.AskedAt.Before(run.StartedAt) {
+			continue // asked before this run, by another client
+		}
+		closed, err := st.CancelQuestion(ctx, id, q.ID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("close question %s: %w", q.ID, err))
+			continue
+		}
+		if closed { // else its endpoint closed it meanwhile, and said so
+			msg := fmt.Sprintf("question %s got no answer: %s ended before anyone answered (%q)", q.ID, program, q.Text)
+			errs = append(errs, st.RecordUnanswered(ctx, id, instance.RunTool, msg))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // outcome is the status and message a run's end records, unless the model
