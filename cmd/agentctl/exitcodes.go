@@ -52,10 +52,10 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
                 PostgreSQL server down or out of reach); a change is made whole or
                 not at all, so check with a read and try again later
   127 'instance run': the client's program is not installed
-  130 interrupted by SIGINT (143 by SIGTERM); 'mcp serve' and 'serve' exit 0
-      on either; version, agents list/show and instance list/show, which read and print,
-      are ended by the signal itself (a shell reports the same 130, 143; a
-      program that waits for them sees the signal)
+  130 interrupted by SIGINT (143 by SIGTERM, 129 by SIGHUP); 'mcp serve' and
+      'serve' exit 0 on any of them; version, agents list/show and instance
+      list/show, which read and print, are ended by the signal itself (a shell
+      reports the same code; a program that waits for them sees the signal)
 
 'instance run' exits with the client's own exit code once the client has started
 (128+N when signal N ended it).
