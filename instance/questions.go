@@ -102,6 +102,14 @@ func (s *Store) Questions(ctx context.Context, instanceID string, all bool) ([]*
 	return out, rows.Err()
 }
 
+// OpenQuestions counts an instance's open questions, whichever endpoint
+// asked them.
+func (s *Store) OpenQuestions(ctx context.Context, instanceID string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM questions WHERE instance_id = ? AND status = ?`, instanceID, QuestionOpen).Scan(&n)
+	return n, err
+}
+
 // Inbox returns every open question in the store, of every instance and
 // host, oldest first: the inbox of the person on call. It reads the
 // questions_open index (status, id): its cost is that of the open

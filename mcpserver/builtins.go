@@ -347,7 +347,14 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 	ended := fmt.Sprintf("the wait for question %s ended", qid)
 	e.waiting.Add(1)
 	defer func() {
+		// Running again once no question of the instance waits, here or
+		// at another endpoint serving it (a second client, a daemon):
+		// each closes its question before it looks, so the last to end
+		// sees none open.
 		if e.waiting.Add(-1) == 0 {
+			if n, err := e.cfg.Store.OpenQuestions(context.WithoutCancel(ctx), id); err == nil && n > 0 {
+				return
+			}
 			e.recordStatus(ctx, statusRunning, ended)
 		}
 	}()

@@ -42,6 +42,10 @@ type Store interface {
 	// RecordUnanswered stores the event that a question of tool ended
 	// without an answer (the store names its status).
 	RecordUnanswered(ctx context.Context, instanceID, tool, message string) error
+	// OpenQuestions counts the instance's open questions, whichever
+	// endpoint (process, host) asked them: the instance stays blocked
+	// while one waits.
+	OpenQuestions(ctx context.Context, instanceID string) (int, error)
 }
 
 // AnswerWatcher is what a store offers, beside [Store], when it can say

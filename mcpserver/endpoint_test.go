@@ -101,6 +101,18 @@ func (s *fakeStore) RecordUnanswered(ctx context.Context, id, tool, message stri
 	return err
 }
 
+func (s *fakeStore) OpenQuestions(context.Context, string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, q := range s.questions {
+		if q.status == "open" {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (s *fakeStore) answer(id, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
