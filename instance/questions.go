@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/text/unicode/norm"
 	"slices"
 	"strconv"
 	"strings"
@@ -264,14 +265,21 @@ func (s *Store) Answer(ctx context.Context, instanceID, questionID, answer strin
 		return nil, &InvalidError{Msg: fmt.Sprintf("question %s is %s, not open; it cannot be answered any more", q.ID, q.Status)}
 	}
 	if len(q.Choices) > 0 && !other {
-		choice, ok := matchChoice(q.Choices, answer)
-		if !ok {
-			quoted := make([]string, len(q.Choices))
-			for i, c := range q.Choices {
-				quoted[i] = strconv.Quote(c)
+		choice, several := matchChoice(q.Choices, answer)
+		if choice == "" {
+			quote := func(cs []string) string {
+				quoted := make([]string, len(cs))
+				for i, c := range cs {
+					quoted[i] = strconv.Quote(c)
+				}
+				return strings.Join(quoted, ", ")
+			}
+			if len(several) > 1 {
+				return nil, &InvalidError{Msg: fmt.Sprintf("question %s (%q): %q matches %d of its choices but for letter case (%s); give one exactly as written",
+					q.ID, q.Text, answer, len(several), quote(several))}
 			}
 			return nil, &InvalidError{Msg: fmt.Sprintf("question %s (%q) takes one of its choices: %s; %q is none of them (pass --other to send it as free text)",
-				q.ID, q.Text, strings.Join(quoted, ", "), answer)}
+				q.ID, q.Text, quote(q.Choices), answer)}
 		}
 		answer = choice
 	}
@@ -465,18 +473,21 @@ func (s *Store) RecordProgress(ctx context.Context, instanceID, tool, status, me
 
 // matchChoice finds answer among choices: exactly, else regardless of case
 // and surrounding space when that picks one choice.
-func matchChoice(choices []string, answer string) (string, bool) {
+func matchChoice(choices []string, answer string) (string, []string) {
 	if slices.Contains(choices, answer) {
-		return answer, true
+		return answer, nil
 	}
+	// As a person types it: spaces at the ends, letter case and the
+	// Unicode form (a decomposed "é" from a macOS keyboard) aside.
+	fold := func(s string) string { return norm.NFC.String(strings.TrimSpace(s)) }
 	var found []string
 	for _, c := range choices {
-		if strings.EqualFold(strings.TrimSpace(c), strings.TrimSpace(answer)) {
+		if strings.EqualFold(fold(c), fold(answer)) {
 			found = append(found, c)
 		}
 	}
 	if len(found) == 1 {
-		return found[0], true
+		return found[0], nil
 	}
-	return "", false
+	return "", found
 }

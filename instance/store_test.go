@@ -510,6 +510,18 @@ func TestAnswerTakesAChoice(t *testing.T) {
 	if got, err := st.Answer(ctx, rec.ID, q2.ID, "green", true); err != nil || got.Answer != "green" {
 		t.Fatalf("free text with other: %+v %v", got, err)
 	}
+	// A choice typed in another Unicode form (a decomposed é, as macOS
+	// keyboards give) is that choice.
+	q4, _ := st.AddQuestion(ctx, rec.ID, "Where?", []string{"caf\u00e9", "bar"})
+	if got, err := st.Answer(ctx, rec.ID, q4.ID, "Cafe\u0301", false); err != nil || got.Answer != "caf\u00e9" {
+		t.Fatalf("a choice in another Unicode form: %+v %v, want café", got, err)
+	}
+	// An answer that matches several choices but for case says so,
+	// rather than that it matches none.
+	q5, _ := st.AddQuestion(ctx, rec.ID, "Sure?", []string{"Yes", "yes", "No"})
+	if _, err := st.Answer(ctx, rec.ID, q5.ID, "YES", false); err == nil || !strings.Contains(err.Error(), `matches 2 of its choices but for letter case ("Yes", "yes")`) {
+		t.Fatalf("an answer matching two choices: %v", err)
+	}
 	q3, _ := st.AddQuestion(ctx, rec.ID, "Anything?", nil)
 	if got, err := st.Answer(ctx, rec.ID, q3.ID, "whatever", false); err != nil || got.Answer != "whatever" {
 		t.Fatalf("a question without choices takes any answer: %+v %v", got, err)

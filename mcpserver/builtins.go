@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/text/unicode/norm"
 	"strconv"
 	"strings"
 	"time"
@@ -223,6 +224,9 @@ func (e *Endpoint) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest
 	if in.Question == "" {
 		return toolError("question is empty; pass the question to ask in \"question\""), AskOutput{}, nil
 	}
+	if msg := checkChoices(in.Choices); msg != "" {
+		return toolError(msg), AskOutput{}, nil
+	}
 	if resp, ok := req.Params.InputResponses[askInputKey]; ok {
 		return e.elicited(ctx, req, in, resp)
 	}
@@ -230,6 +234,25 @@ func (e *Endpoint) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest
 		return e.elicit(in), AskOutput{}, nil
 	}
 	return e.askThroughStore(ctx, req, in)
+}
+
+// checkChoices says what is wrong with a question's choices for a person
+// who types one ("" when nothing): an empty one cannot be picked, and two
+// that differ only in letter case, spaces at the ends or Unicode form look
+// alike, and an answer typed as either is ambiguous.
+func checkChoices(choices []string) string {
+	seen := map[string]string{}
+	for i, c := range choices {
+		folded := strings.ToLower(norm.NFC.String(strings.TrimSpace(c)))
+		if folded == "" {
+			return fmt.Sprintf("choice %d is empty; give each choice as the words a person picks, or leave \"choices\" out for a free-text answer", i+1)
+		}
+		if prev, ok := seen[folded]; ok {
+			return fmt.Sprintf("choices %q and %q look the same to a person (they differ only in letter case, spaces or Unicode form); give distinct choices", prev, c)
+		}
+		seen[folded] = c
+	}
+	return ""
 }
 
 // askPlace is where the question policy puts a question now: the

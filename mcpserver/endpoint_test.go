@@ -293,6 +293,31 @@ func TestAskUserQuestionThroughTheStore(t *testing.T) {
 	}
 }
 
+// Choices a person could not pick (empty) or could not tell apart (case,
+// spaces, Unicode form) are refused with a tool error saying which, and no
+// question is asked.
+func TestAskUserQuestionRefusesChoicesAPersonCannotPick(t *testing.T) {
+	st := newFakeStore()
+	_, cs := connect(t, testConfig(agents.NamespacingSuffix, st), nil)
+	for _, tc := range []struct {
+		choices []string
+		want    string
+	}{
+		{[]string{"a", "  "}, "choice 2 is empty"},
+		{[]string{"", "a"}, "choice 1 is empty"},
+		{[]string{"Yes", "yes", "No"}, `choices "Yes" and "yes" look the same to a person`},
+		{[]string{"caf\u00e9", "cafe\u0301 "}, "look the same to a person"},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{"question": "Which?", "choices": tc.choices}})
+		if err != nil || !res.IsError || !strings.Contains(resultText(res), tc.want) {
+			t.Errorf("choices %q: %v %q, want a tool error saying %q", tc.choices, err, resultText(res), tc.want)
+		}
+	}
+	if len(st.questions) != 0 {
+		t.Errorf("questions were asked: %v", st.questions)
+	}
+}
+
 func TestAskUserQuestionTimesOutWithANormalResult(t *testing.T) {
 	st := newFakeStore()
 	cfg := testConfig(agents.NamespacingPrefix, st)
