@@ -191,7 +191,8 @@ func (p *Poller) events(ctx context.Context, instanceID string, first []*Event, 
 // [StatusUnanswered] event is not a status and does not count
 // as the latest), else at the first event reporting it. Reaching done
 // after a question of the same run (since the latest `instance run` start
-// before it, or since the first event) went unanswered returns the done
+// before it; without one, since the latest done or failed before it, or
+// the first event: see runQuestions) went unanswered returns the done
 // event with an [*UnansweredError]. It returns a [*FailedError] if the
 // latest status is, or becomes, [StatusFailed] first, an error
 // matching [ErrDeleted] if the instance is deleted meanwhile, and
@@ -220,11 +221,11 @@ func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*Event, e
 			latest = i
 		}
 	}
-	var unanswered []*Event // in the current run
+	var run runQuestions
 	for i, e := range first {
-		unanswered = runQuestions(unanswered, e)
+		run.see(e)
 		if i == latest {
-			if out, err, ok := reached(e, status, unanswered); ok {
+			if out, err, ok := reached(e, status, run.unanswered); ok {
 				return out, err
 			}
 		}
@@ -233,24 +234,40 @@ func (p *Poller) Wait(ctx context.Context, instanceID, status string) (*Event, e
 		if err != nil {
 			return nil, err
 		}
-		unanswered = runQuestions(unanswered, e)
-		if out, err, ok := reached(e, status, unanswered); ok {
+		run.see(e)
+		if out, err, ok := reached(e, status, run.unanswered); ok {
 			return out, err
 		}
 	}
 	return nil, ctx.Err() // not reached: a followed stream ends with an error
 }
 
-// runQuestions is the unanswered events of the current run once e is
-// seen: a run's start begins a new run with none.
-func runQuestions(unanswered []*Event, e *Event) []*Event {
+// runQuestions is the unanswered events of the current run, as events are
+// seen. A run is an `instance run` (its start begins one with none); for an
+// instance whose client is started otherwise, it is the work since the last
+// final report (done or failed), so that a question that expired before
+// one "done" does not make every later wait exit 8.
+type runQuestions struct {
+	unanswered []*Event
+	inRun      bool // an `instance run` started and has not ended
+	ended      bool // the last event ended a run: the next begins anew
+}
+
+func (r *runQuestions) see(e *Event) {
+	if r.ended {
+		r.unanswered, r.ended = nil, false
+	}
+	final := e.Status == StatusDone || e.Status == StatusFailed
 	switch {
 	case e.Tool == RunTool && e.Status == StatusRunning:
-		return nil
+		r.unanswered, r.inRun = nil, true
+	case e.Tool == RunTool && final:
+		r.inRun, r.ended = false, true
 	case e.Status == StatusUnanswered:
-		return append(unanswered, e)
+		r.unanswered = append(r.unanswered, e)
+	case final && !r.inRun:
+		r.ended = true
 	}
-	return unanswered
 }
 
 // reached says whether e ends a wait for status, and how: e reports status

@@ -255,6 +255,14 @@ func TestWaitMeansTheLatestRun(t *testing.T) {
 		{"unanswered in the run", [][]*instance.Event{{runEv(1, "running"), {Seq: 2, InstanceID: "i1", Tool: "ask_user_question_agentctl", Status: unanswered.Status, Message: "question q1 got no answer"}, runEv(3, "done")}}, 3, false, true},
 		{"unanswered in an earlier run", [][]*instance.Event{{runEv(1, "running"), {Seq: 2, InstanceID: "i1", Status: unanswered.Status}, runEv(3, "done"), runEv(4, "running"), runEv(5, "done")}}, 5, false, false},
 		{"no run recorded", [][]*instance.Event{{ev(1, "running")}, {ev(2, "done")}}, 2, false, false},
+		// Without `instance run`, a done or failed ends the run: a question
+		// unanswered before it is not one of the next.
+		{"unanswered without runs", [][]*instance.Event{{ev(1, "running"), {Seq: 2, InstanceID: "i1", Status: unanswered.Status}, ev(3, "done")}}, 3, false, true},
+		{"unanswered before an earlier done, without runs", [][]*instance.Event{{ev(1, "running"), {Seq: 2, InstanceID: "i1", Status: unanswered.Status}, ev(3, "done"), ev(4, "running"), ev(5, "done")}}, 5, false, false},
+		{"unanswered before an earlier failed, without runs", [][]*instance.Event{{ev(1, "running"), {Seq: 2, InstanceID: "i1", Status: unanswered.Status}, ev(3, "failed"), ev(4, "running")}, {ev(5, "done")}}, 5, false, false},
+		// Within a run, the model's own done does not end it: the run's end
+		// still counts the question.
+		{"unanswered, the model's done, then the run's end", [][]*instance.Event{{runEv(1, "running"), {Seq: 2, InstanceID: "i1", Status: unanswered.Status}, ev(3, "done"), runEv(4, "done")}}, 4, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &fakeEvents{batches: tc.batches, existsPolls: 100}

@@ -71,7 +71,9 @@ as --status done does, and says so.
 
 A run that ends done although a question the agent asked in it got no answer (it
 expired, or the client stopped waiting) is not a clean done: wait exits 8 and names
-the question. --allow-unanswered accepts it (exit 0, with the warning).`,
+the question. --allow-unanswered accepts it (exit 0, with the warning). A run is an
+'instance run'; for a client you start yourself, it is what followed the last done or
+failed the agent reported.`,
 		Example: `  agentctl instance run "$id" --prompt 'Fix the failing test'
   agentctl instance wait "$id"                      # the run that just ended
   agentctl instance wait "$id" --next --timeout 30m # the next run, started elsewhere
