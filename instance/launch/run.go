@@ -34,10 +34,10 @@ type Ended struct {
 // saying so are returned.
 func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan, s Streams, started func(instance.Run)) (*Ended, error) {
 	if _, err := p.LookPath(); err != nil {
-		return nil, err
+		return nil, notStarted(ctx, st, rec.ID, p, err)
 	}
 	if err := p.CheckDir(); err != nil {
-		return nil, err
+		return nil, notStarted(ctx, st, rec.ID, p, err)
 	}
 	release, err := st.RunLock(rec.ID)
 	if err != nil {
@@ -106,6 +106,17 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 		err = errors.Join(err, fmt.Errorf("record the end of the run: %w", eerr))
 	}
 	return out, err
+}
+
+// notStarted records that a run could not start, as the instance's status
+// failed, and returns why. A script's `instance run` and then `instance
+// wait` would otherwise wait for ever for a run that never began; now wait
+// sees failed (exit 6) and says why. Recording is best effort: the reason
+// the run did not start is the error that matters.
+func notStarted(ctx context.Context, st *instance.Store, id string, p *Plan, why error) error {
+	_, _ = st.AddEvent(context.WithoutCancel(ctx), instance.Event{InstanceID: id, Tool: instance.RunTool, Status: instance.StatusFailed,
+		Message: fmt.Sprintf("%s could not start: %v", p.Program, why)})
+	return why
 }
 
 // closeLeftQuestions closes the questions asked during the run that are
