@@ -387,6 +387,11 @@ type DeleteOptions struct {
 	// instance was deleted, or while `instance run` runs its client (see
 	// [Store.RunLock]), which then runs on without its directory.
 	Force bool
+	// Prepare, when not nil, is called with the record once the delete
+	// may go ahead (not refused, its locks held), before anything is
+	// removed: what still needs the instance's directory goes there
+	// (taking its entries out of the files its client reads).
+	Prepare func(r *Record)
 }
 
 // Delete is [Store.DeleteInstance] without options: it refuses an instance
@@ -438,6 +443,9 @@ func (s *Store) DeleteInstance(ctx context.Context, ref string, o DeleteOptions)
 		case live:
 			return nil, &ServedError{ID: row.id}
 		}
+	}
+	if o.Prepare != nil {
+		o.Prepare(r)
 	}
 	// Move the directory aside first so that a failure leaves the record and
 	// its files together; the rename is atomic. The directory is derived

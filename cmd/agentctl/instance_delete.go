@@ -14,6 +14,7 @@ type InstanceDeleteOptions struct {
 	IO       *IOStreams
 	Store    storeOpener
 	StateDir func() string
+	Getenv   func(string) string
 
 	Instance string
 	Output   string
@@ -25,7 +26,7 @@ type InstanceDeleteOptions struct {
 // NewCmdInstanceDelete is `agentctl instance delete`; runF replaces
 // [instanceDeleteRun] in tests.
 func NewCmdInstanceDelete(f *Factory, runF func(context.Context, *InstanceDeleteOptions) error) *cobra.Command {
-	opts := &InstanceDeleteOptions{IO: f.IOStreams, Store: f.Store, StateDir: func() string { return f.Config.StateDir() }}
+	opts := &InstanceDeleteOptions{IO: f.IOStreams, Store: f.Store, StateDir: func() string { return f.Config.StateDir() }, Getenv: f.Config.getenv}
 	cmd := &cobra.Command{
 		Use:     "delete INSTANCE",
 		Aliases: []string{"rm"},
@@ -38,6 +39,12 @@ whose client 'agentctl instance run' is running, is not deleted unless you pass
 the client its directory. Wait for the run to end ('instance logs --follow'
 follows it), or stop it, first. With --force it is deleted all the same, and the
 endpoint's tools answer the model that the instance was deleted.
+
+The entries 'agentctl instance connect' put in the files its client reads (either
+scope) are taken out first, as 'instance disconnect' does (the file backed up): left
+there, they would start an instance that is gone each time the client starts. An
+entry changed by hand since is left, and named on stderr. -o json lists the files
+changed as "disconnected".
 
 It works on a full disk, taking the least space it can: the instance's directory
 goes first, then the 1 MiB reserve that create and gc keep in the state directory;
@@ -62,19 +69,49 @@ nothing is compacted on the way ('agentctl gc' does that once there is room).`,
 	return cmd
 }
 
+// disconnectDeleted takes the instance's entries out of the files
+// `instance connect` put them in (each scope's), as disconnect does, and
+// returns those files: an entry left there starts `mcp serve` for an
+// instance that is gone, which fails every time the client starts, and
+// nothing could remove it afterwards (disconnect needs the instance). An
+// entry changed by hand since is left, and named.
+func disconnectDeleted(io *IOStreams, r *instance.Record, getenv func(string) string) []string {
+	out := []string{}
+	for _, scope := range []string{instance.ScopeWorkspace, instance.ScopeUser} {
+		o := instance.ConnectOptions{Scope: scope, Getenv: getenv}
+		path, ok := instance.Connected(r, o)
+		if !ok {
+			continue
+		}
+		res, err := instance.Disconnect(r, o)
+		if err != nil {
+			io.Narrate("warning: %s still has an entry that starts instance %s, which will not start any more; remove it yourself: %v", path, r.ID, err)
+			continue
+		}
+		io.Narrate("%s: %s removed (it started this instance).", res.Path, res.Key)
+		out = append(out, res.Path)
+	}
+	return out
+}
+
 func instanceDeleteRun(ctx context.Context, opts *InstanceDeleteOptions) error {
 	// Not withInstance: that decodes the record, and an instance whose
 	// record is corrupt must still be deletable.
 	opened := false
 	del := func(st *instance.Store) error {
 		opened = true
-		r, err := st.DeleteInstance(ctx, opts.Instance, instance.DeleteOptions{Force: opts.Force})
+		disconnected := []string{}
+		r, err := st.DeleteInstance(ctx, opts.Instance, instance.DeleteOptions{Force: opts.Force,
+			Prepare: func(r *instance.Record) { disconnected = disconnectDeleted(opts.IO, r, opts.Getenv) }})
 		if err != nil {
 			return err
 		}
 		opts.IO.Narrate("Deleted instance %s and %s.", r.ID, r.Dir)
 		if opts.Output == formatJSON {
-			return opts.IO.PrintJSON(r.Redacted())
+			return opts.IO.PrintJSON(struct {
+				*instance.Record
+				Disconnected []string `json:"disconnected"`
+			}{r.Redacted(), disconnected})
 		}
 		_, err = fmt.Fprintln(opts.IO.Out, r.ID)
 		return err

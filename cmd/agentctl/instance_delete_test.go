@@ -34,10 +34,10 @@ func TestNewCmdInstanceDelete(t *testing.T) {
 		if !checkUsageError(t, tt.args, err, tt.wantErr) {
 			continue
 		}
-		if got.IO != f.IOStreams || got.Store == nil || got.StateDir == nil || got.StateDir() != f.Config.StateDir() {
-			t.Errorf("%q: the options lack the factory's streams, store or state directory", tt.args)
+		if got.IO != f.IOStreams || got.Store == nil || got.StateDir == nil || got.StateDir() != f.Config.StateDir() || got.Getenv == nil {
+			t.Errorf("%q: the options lack the factory's streams, store, state directory or environment", tt.args)
 		}
-		got.IO, got.Store, got.StateDir = nil, nil, nil
+		got.IO, got.Store, got.StateDir, got.Getenv = nil, nil, nil, nil
 		if !reflect.DeepEqual(*got, tt.want) {
 			t.Errorf("%q: options %+v, want %+v", tt.args, *got, tt.want)
 		}
