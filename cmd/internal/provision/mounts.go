@@ -85,11 +85,11 @@ func PlanMountRemove(rec *instance.Record, name string) (*MountChange, error) {
 			for j, m := range cur {
 				names[j] = m.Name
 			}
-			hint := "-"
+			hint := "the instance has no mounts"
 			if len(names) > 0 {
-				hint = strings.Join(names, ", ")
+				hint = "the instance's mounts: " + strings.Join(names, ", ")
 			}
-			return nil, &instance.NotFoundError{What: "mount", Ref: name, Hint: "the instance's mounts: " + hint}
+			return nil, &instance.NotFoundError{What: "mount", Ref: name, Hint: hint}
 		}
 		return slices.Delete(cur, i, i+1), nil
 	})
