@@ -53,6 +53,9 @@ header: ID, STATUS, ASKED, QUESTION, CHOICES, ANSWER for one instance, and
 INSTANCE (label, else the whole id), [HOST,] ID, ASKED, QUESTION, CHOICES for
 the inbox. -q prints the question ids alone, one a line; the inbox's -o json
 names each question's instance ("instance_id"), for a script that answers them.
+The agent's text is shown with its control characters (escape sequences, CR,
+BEL, bidirectional controls) written as escapes (\x1b), so that none acts on
+the terminal; -o json keeps it exact.
 
 --wait waits until there is an open question (the instance's, or, without one,
 any instance's), then lists as without it: a script, or a person, that starts a
@@ -119,7 +122,7 @@ func instanceQuestionsRun(ctx context.Context, opts *InstanceQuestionsOptions) e
 		}
 		rows := make([][]string, len(qs))
 		for i, q := range qs {
-			rows[i] = []string{q.ID, q.Status, q.AskedAt.Format(time.RFC3339), q.Text, strings.Join(q.Choices, " | "), q.Answer}
+			rows[i] = []string{q.ID, q.Status, q.AskedAt.Format(time.RFC3339), TerminalLines(q.Text), displayChoices(q.Choices), TerminalLines(q.Answer)}
 		}
 		if !opts.IO.IsStdoutTTY() {
 			return opts.IO.PrintTSV(rows)
@@ -194,6 +197,18 @@ func waitForQuestion(ctx context.Context, poll, timeout time.Duration, where str
 	}
 }
 
+// displayChoices is a question's choices as the table and TSV show them:
+// each made harmless to print ([TerminalLines]: the text comes from the
+// model, and a choice "yes\x1b[1A" must not look like "yes"), joined
+// with " | ". -o json keeps them exact.
+func displayChoices(choices []string) string {
+	shown := make([]string, len(choices))
+	for i, c := range choices {
+		shown[i] = TerminalLines(c)
+	}
+	return strings.Join(shown, " | ")
+}
+
 // printQuestionIDs prints n question ids, one a line (-q).
 func printQuestionIDs(io *IOStreams, n int, id func(int) string) error {
 	var b strings.Builder
@@ -246,7 +261,7 @@ func inboxRun(ctx context.Context, opts *InstanceQuestionsOptions) error {
 			if hosts {
 				rows[i] = append(rows[i], orDash(q.Host))
 			}
-			rows[i] = append(rows[i], q.ID, q.AskedAt.Format(time.RFC3339), q.Text, strings.Join(q.Choices, " | "))
+			rows[i] = append(rows[i], q.ID, q.AskedAt.Format(time.RFC3339), TerminalLines(q.Text), displayChoices(q.Choices))
 		}
 		if !tty {
 			return opts.IO.PrintTSV(rows)

@@ -157,6 +157,22 @@ func TerminalText(s string) string {
 	return b.String()
 }
 
+// TerminalLines is [TerminalText] for text of several lines (a question an
+// agent asked): each line made harmless, the line breaks kept, since a
+// table's cell may hold several lines and tab-separated output puts them
+// on one (cellCleaner). A CRLF is a line break; a lone CR is escaped.
+func TerminalLines(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if !strings.ContainsFunc(s, func(r rune) bool { return r != '\n' && terminalUnsafe(r) }) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = TerminalText(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // terminalUnsafe reports whether a terminal would act on r rather than
 // show it.
 func terminalUnsafe(r rune) bool {
