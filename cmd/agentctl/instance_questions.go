@@ -221,56 +221,87 @@ func printQuestionIDs(io *IOStreams, n int, id func(int) string) error {
 }
 
 // inboxRun is `instance questions` without an instance: every open
-// question in the store, oldest first.
-func inboxRun(ctx context.Context, opts *InstanceQuestionsOptions) error {
-	return withStore(ctx, opts.Store, func(st *instance.Store) error {
-		if opts.Wait {
-			err := waitForQuestion(ctx, opts.Poll, opts.Timeout, "in the store (any instance)", narrateOutage(opts.IO, st), func(ctx context.Context) (int, error) {
-				open, err := st.Inbox(ctx, 1)
-				return len(open), err
-			})
-			if err != nil {
-				return err
+// question in the store, oldest first. A state directory without a
+// database yet (no instance was ever created) has none: the list is
+// empty, as `instance list`'s is, and --wait waits for the database too.
+func inboxRun(ctx context.Context, opts *InstanceQuestionsOptions) (err error) {
+	var st *instance.Store // nil while there is no database
+	defer func() {
+		if st != nil {
+			err = st.Explain(err)
+			st.Close()
+		}
+	}()
+	open := func(ctx context.Context) error {
+		if st != nil {
+			return nil
+		}
+		s, err := opts.Store(ctx, false)
+		if _, none := errors.AsType[*noStateError](err); none {
+			return nil
+		}
+		st = s
+		return err
+	}
+	if err := open(ctx); err != nil {
+		return err
+	}
+	if opts.Wait {
+		outage := func(err error) {
+			if st != nil {
+				narrateOutage(opts.IO, st)(err)
 			}
 		}
-		qs, err := st.Inbox(ctx, 0)
+		err := waitForQuestion(ctx, opts.Poll, opts.Timeout, "in the store (any instance)", outage, func(ctx context.Context) (int, error) {
+			if err := open(ctx); err != nil || st == nil {
+				return 0, err
+			}
+			waiting, err := st.Inbox(ctx, 1)
+			return len(waiting), err
+		})
 		if err != nil {
 			return err
 		}
-		switch {
-		case opts.Quiet:
-			return printQuestionIDs(opts.IO, len(qs), func(i int) string { return qs[i].ID })
-		case opts.Output == formatJSON:
-			return opts.IO.PrintJSON(qs)
+	}
+	qs := []*instance.InboxQuestion{}
+	if st != nil {
+		if qs, err = st.Inbox(ctx, 0); err != nil {
+			return err
 		}
-		hosts := st.Kind() != "sqlite"
-		tty, wide := opts.IO.IsStdoutTTY(), opts.Output == formatWide
-		var short map[string]string
-		if tty && !wide {
-			ids := make([]string, 0, len(qs))
-			for _, q := range qs {
-				if q.InstanceName == "" {
-					ids = append(ids, q.InstanceID)
-				}
+	}
+	switch {
+	case opts.Quiet:
+		return printQuestionIDs(opts.IO, len(qs), func(i int) string { return qs[i].ID })
+	case opts.Output == formatJSON:
+		return opts.IO.PrintJSON(qs)
+	}
+	hosts := st != nil && st.Kind() != "sqlite"
+	tty, wide := opts.IO.IsStdoutTTY(), opts.Output == formatWide
+	var short map[string]string
+	if tty && !wide && st != nil {
+		ids := make([]string, 0, len(qs))
+		for _, q := range qs {
+			if q.InstanceName == "" {
+				ids = append(ids, q.InstanceID)
 			}
-			short = shortIDs(ctx, st, ids)
 		}
-		rows := make([][]string, len(qs))
-		for i, q := range qs {
-			rows[i] = []string{cmp.Or(q.InstanceName, short[q.InstanceID], q.InstanceID)}
-			if hosts {
-				rows[i] = append(rows[i], orDash(q.Host))
-			}
-			rows[i] = append(rows[i], q.ID, q.AskedAt.Format(time.RFC3339), TerminalLines(q.Text), displayChoices(q.Choices))
+		short = shortIDs(ctx, st, ids)
+	}
+	rows := make([][]string, len(qs))
+	for i, q := range qs {
+		rows[i] = []string{cmp.Or(q.InstanceName, short[q.InstanceID], q.InstanceID)}
+		if hosts {
+			rows[i] = append(rows[i], orDash(q.Host))
 		}
-		if !tty {
-			return opts.IO.PrintTSV(rows)
-		}
-		cols := []tableColumn{{header: "INSTANCE"}, {header: "HOST", hide: 1}, {header: "ID"}, {header: "ASKED", hide: 2},
-			{header: "QUESTION", wrap: true}, {header: "CHOICES", wrap: true}}
-		if !hosts {
-			cols = slices.Delete(cols, 1, 2)
-		}
-		return opts.IO.DrawTable(cols, rows, wide)
-	})
+		rows[i] = append(rows[i], q.ID, q.AskedAt.Format(time.RFC3339), TerminalLines(q.Text), displayChoices(q.Choices))
+	}
+	if !tty {
+		return opts.IO.PrintTSV(rows)
+	}
+	cols := []tableColumn{{header: "INSTANCE"}, {header: "HOST", hide: 1}, {header: "ID"}, {header: "ASKED", hide: 2},
+		{header: "QUESTION", wrap: true}, {header: "CHOICES", wrap: true}}
+	if !hosts {
+		cols = slices.Delete(cols, 1, 2)
+	}
+	return opts.IO.DrawTable(cols, rows, wide)
 }
