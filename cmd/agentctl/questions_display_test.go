@@ -77,3 +77,20 @@ func TestTerminalLines(t *testing.T) {
 		}
 	}
 }
+
+// TestQuestionGist: `answer` echoes the question's first line, at most
+// maxGist characters, quoted, with "…" when there is more.
+func TestQuestionGist(t *testing.T) {
+	long := strings.Repeat("é", maxGist+1)
+	for in, want := range map[string]string{
+		"Which database?":          `"Which database?"`,
+		"Which one?\n1. a\n2. b":   `"Which one?"…`,
+		long:                       `"` + long[:2*maxGist] + `"…`,
+		strings.Repeat("x", 3<<20): `"` + strings.Repeat("x", maxGist) + `"…`,
+		"bell\x07":                 `"bell\a"`,
+	} {
+		if got := questionGist(in); got != want {
+			t.Errorf("questionGist(%.40q) = %.60q, want %.60q", in, got, want)
+		}
+	}
+}
