@@ -94,6 +94,11 @@ collections, for less CPU per request.`,
 			if opts.Instance == "" {
 				return usageErrorf("--instance is required: the id, id prefix or label of the instance to serve")
 			}
+			if opts.HTTP == "" {
+				if err := httpOnlyFlags(cmd); err != nil {
+					return err
+				}
+			}
 			var err error
 			if opts.LogLevel, err = f.Config.LogLevel(); err != nil {
 				return err
@@ -121,11 +126,43 @@ collections, for less CPU per request.`,
 	cmd.Flags().BoolVar(&opts.FastLane, "fast-lane", true, "forward external stdio servers' tool calls without decoding them")
 	cmd.Flags().StringVar(&opts.HTTP, "http", "", "serve over streamable HTTP at this address (host:port) instead of stdio, at /instances/ID/mcp")
 	addServeFlags(cmd, opts.Serve, "")
+	for _, name := range mcpServeHTTPFlags {
+		fl := cmd.Flags().Lookup(name)
+		if u, ok := strings.CutSuffix(fl.Usage, " (with --allow-remote)"); ok {
+			fl.Usage = u + " (with --http and --allow-remote)"
+		} else {
+			fl.Usage += " (with --http)"
+		}
+	}
 	addSettingFlag(cmd.Flags(), keyLogLevel)
 	addSettingFlag(cmd.Flags(), keyFirstListWait)
 	_ = cmd.RegisterFlagCompletionFunc("instance", completeInstances(f))
 	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// mcpServeHTTPFlags are the flags of `mcp serve` that only --http uses
+// (addServeFlags'): on stdio they would do nothing.
+var mcpServeHTTPFlags = []string{"allow-remote", "allow-host", "max-body", "grace"}
+
+// httpOnlyFlags refuses the flags of mcp serve that only --http uses, given
+// without it: a --grace that did nothing contradicted the stdio endpoint's
+// own 10 seconds, silently.
+func httpOnlyFlags(cmd *cobra.Command) error {
+	var given []string
+	for _, name := range mcpServeHTTPFlags {
+		if cmd.Flags().Changed(name) {
+			given = append(given, "--"+name)
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	verb, them := "applies", "it"
+	if len(given) > 1 {
+		verb, them = "apply", "them"
+	}
+	return usageErrorf("%s only %s to serving over HTTP: add --http ADDR, or leave %s out (on stdio a call still running 10s after the input ended, or when a signal came, is answered -32004)", strings.Join(given, ", "), verb, them)
 }
 
 func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
