@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentctl/agentctl/agents"
@@ -38,8 +39,9 @@ func problemsError(cat *agents.Catalog) error {
 	return &configError{fmt.Errorf("%d agent definition file(s) could not be used and were left out:\n  %s", len(probs), strings.Join(msgs, "\n  "))}
 }
 
-// completeAgentIDs completes agent ids, with their names.
-func completeAgentIDs(f *Factory) cobra.CompletionFunc {
+// completeAgentIDs completes agent ids, with their names, after the
+// completions extra ("all\tevery agent" for a flag that takes it).
+func completeAgentIDs(f *Factory, extra ...string) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -49,7 +51,7 @@ func completeAgentIDs(f *Factory) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		var out []string
+		out := slices.Clone(extra)
 		for _, d := range cat.Definitions() {
 			out = append(out, d.ID+"\t"+d.Name)
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/spf13/cobra"
 )
 
@@ -64,5 +65,88 @@ func completeInstances(f *Factory) cobra.CompletionFunc {
 		}
 		slices.Sort(out)
 		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeOfInstance completes what belongs to the instance args[0] names
+// (its mounts, its servers, its open questions): values lists them, each
+// as a completion ("value\tdescription"). Nothing when the instance is not
+// found.
+func completeOfInstance(f *Factory, cmd *cobra.Command, ref string, values func(*instance.Store, *instance.Record) ([]string, error)) ([]string, cobra.ShellCompDirective) {
+	_ = f.Config.load(cmd.Flags())
+	var out []string
+	err := withInstance(cmd.Context(), f.Store, ref, func(st *instance.Store, r *instance.Record) error {
+		var err error
+		out, err = values(st, r)
+		return err
+	})
+	if err != nil && !errors.Is(err, instance.ErrNotFound) {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	slices.Sort(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeMounts completes `INSTANCE NAME` to an instance, then to its
+// mounts' names.
+func completeMounts(f *Factory) cobra.CompletionFunc {
+	instances := completeInstances(f)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) != 1 {
+			return instances(cmd, args, toComplete)
+		}
+		return completeOfInstance(f, cmd, args[0], func(_ *instance.Store, r *instance.Record) ([]string, error) {
+			return mountNames(r, ""), nil
+		})
+	}
+}
+
+// completeServers completes a --server flag to the external servers of the
+// instance the first argument names.
+func completeServers(f *Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return completeOfInstance(f, cmd, args[0], func(_ *instance.Store, r *instance.Record) ([]string, error) {
+			return mountNames(r, mount.KindServer), nil
+		})
+	}
+}
+
+// mountNames is the record's mounts of kind (all with ""), as completions
+// described by their kind.
+func mountNames(r *instance.Record, kind mount.Kind) []string {
+	var out []string
+	for _, m := range r.Mounts {
+		if kind != "" && m.Kind != kind {
+			continue
+		}
+		what := "external MCP server"
+		if m.Kind == mount.KindKB {
+			what = "knowledge base " + m.Path
+		}
+		out = append(out, m.Name+"\t"+what)
+	}
+	return out
+}
+
+// completeOpenQuestions completes `INSTANCE [QUESTION-ID] TEXT` to an
+// instance, then to its open questions' ids (described by the question);
+// the answer's text is the user's.
+func completeOpenQuestions(f *Factory) cobra.CompletionFunc {
+	instances := completeInstances(f)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) != 1 {
+			return instances(cmd, args, toComplete)
+		}
+		return completeOfInstance(f, cmd, args[0], func(st *instance.Store, r *instance.Record) ([]string, error) {
+			qs, err := st.Questions(cmd.Context(), r.ID, false)
+			out := make([]string, len(qs))
+			for i, q := range qs {
+				out[i] = q.ID + "\t" + questionGist(q.Text)
+			}
+			return out, err
+		})
 	}
 }

@@ -47,7 +47,7 @@ refused with the choices listed, and --other sends it anyway as free text.`,
   agentctl instance answer fix-login 01jq3z... "yes"
   agentctl instance answer fix-login --other "neither: use a fresh database"`,
 		Args:              rangeArgs(2, 3, "an instance, an optional question id, and the answer text"),
-		ValidArgsFunction: completeInstances(f),
+		ValidArgsFunction: completeOpenQuestions(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(opts.Output); err != nil {
 				return err

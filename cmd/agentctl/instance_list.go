@@ -93,6 +93,7 @@ client files and run logs. --host NAME and --here keep one host's.`,
 	cmd.Flags().StringVar(&opts.Host, "host", "", "show only instances whose files are on host `NAME` (see HOST)")
 	cmd.Flags().BoolVar(&opts.Here, "here", false, "show only this host's instances")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(statuses, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("agent", completeAgentIDs(f))
 	return markQuick(cmd)
 }
 

@@ -29,7 +29,7 @@ func NewCmdInstanceMountRemove(f *Factory, runF func(context.Context, *InstanceM
 		Short:             "Unmount a knowledge base or an external MCP server from an instance",
 		Example:           `  agentctl instance mount remove fix-login notes --yes`,
 		Args:              exactArgs(2, "an instance and a mount name"),
-		ValidArgsFunction: completeInstances(f),
+		ValidArgsFunction: completeMounts(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(opts.Output); err != nil {
 				return err

@@ -54,6 +54,7 @@ changes nothing but the record.`,
 		},
 	}
 	cmd.Flags().StringSliceVar(&opts.Servers, "server", nil, "restart only this external server (repeatable; default: all)")
+	_ = cmd.RegisterFlagCompletionFunc("server", completeServers(f))
 	addOutputFlag(cmd, &opts.Output, opts.IO)
 	return cmd
 }

@@ -56,7 +56,7 @@ func registerToolsTarget(f *Factory, cmd *cobra.Command, t *ToolsTarget, mounts 
 	mounts.register(fl)
 	addSettingFlag(fl, keyToolPrefixMode)
 	_ = cmd.RegisterFlagCompletionFunc("instance", completeInstances(f))
-	_ = cmd.RegisterFlagCompletionFunc("agent", completeAgentIDs(f))
+	_ = cmd.RegisterFlagCompletionFunc("agent", completeAgentIDs(f, agentAll+"\tevery agent, side by side"))
 	_ = cmd.RegisterFlagCompletionFunc("tool-prefix-mode", cobra.FixedCompletions([]string{"mount-name", "off"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
