@@ -149,7 +149,7 @@ func TestShortIDs(t *testing.T) {
 }
 
 // TestInstanceListAtEightyColumns: on an 80-column terminal instance list
-// shows NAME first, the shortest id prefix that `instance show` takes, the
+// shows LABEL first, the shortest id prefix that `instance show` takes, the
 // agent, the status and the open questions, nothing cut; the columns that
 // do not fit are in -o wide, with whole ids; piped, the tab-separated form
 // keeps its columns and whole ids.
@@ -165,8 +165,8 @@ func TestInstanceListAtEightyColumns(t *testing.T) {
 	out := f.mustRun(t, NewCmdInstanceList(f.Factory, nil))
 	checkFits(t, "instance list", out, 80)
 	rows := tableCells(out)
-	if len(rows) != 5 || !slices.Equal(rows[0], []string{"NAME", "ID", "AGENT", "STATUS", "QUESTIONS"}) {
-		t.Fatalf("want the columns NAME ID AGENT STATUS QUESTIONS and 3 rows, the long label on 2 lines:\n%s", out)
+	if len(rows) != 5 || !slices.Equal(rows[0], []string{"LABEL", "ID", "AGENT", "STATUS", "QUESTIONS"}) {
+		t.Fatalf("want the columns LABEL ID AGENT STATUS QUESTIONS and 3 rows, the long label on 2 lines:\n%s", out)
 	}
 	// The long label's second line.
 	if rows[4][0] == "" || rows[4][1] != "" {
@@ -192,7 +192,7 @@ func TestInstanceListAtEightyColumns(t *testing.T) {
 
 	out = f.mustRun(t, NewCmdInstanceList(f.Factory, nil), "-o", "wide")
 	rows = tableCells(out)
-	if len(rows) != 4 || !slices.Equal(rows[0], []string{"NAME", "ID", "AGENT", "STATUS", "QUESTIONS", "CREATED", "WORKSPACE", "SERVER", "NAMESPACING"}) {
+	if len(rows) != 4 || !slices.Equal(rows[0], []string{"LABEL", "ID", "AGENT", "STATUS", "QUESTIONS", "CREATED", "WORKSPACE", "SERVER", "NAMESPACING"}) {
 		t.Fatalf("-o wide: want every column:\n%s", out)
 	}
 	for _, r := range rows[1:] {
@@ -415,7 +415,7 @@ func TestListsAtARealEightyColumnTerminal(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", line, err, out)
 		}
 		checkFits(t, tc.stty+" "+tc.columns, out, 80)
-		if !strings.Contains(out, "│ NAME ") || !regexp.MustCompile(`│ fix-login +│ `+id[:minShortID]+`\w* +│ auggie`).MatchString(out) ||
+		if !strings.Contains(out, "│ LABEL ") || !regexp.MustCompile(`│ fix-login +│ `+id[:minShortID]+`\w* +│ auggie`).MatchString(out) ||
 			strings.Contains(out, id) || !strings.Contains(out, "  model sees: mcp__agentctl__ask_user_question_agentctl\n") {
 			t.Errorf("%s %s: want the fitted list and tools' blocks:\n%s", tc.stty, tc.columns, out)
 		}

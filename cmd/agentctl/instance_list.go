@@ -44,6 +44,15 @@ func NewCmdInstanceList(f *Factory, runF func(context.Context, *InstanceListOpti
 open (asked with ask_user_question and not yet answered; see
 ` + "`agentctl instance questions`" + `) and the status each last reported.
 
+On a terminal the table always shows each instance's LABEL (--name; "-" for
+none), the shortest prefix of its ID that commands take, AGENT, STATUS and
+QUESTIONS, and HOST (in a store hosts share), CREATED, WORKSPACE, SERVER and
+NAMESPACING as the width allows (-o wide: every column, the ids whole).
+Piped, tab-separated values without a header, in an order of their own that
+scripts rely on: ID (whole), LABEL, AGENT, [HOST,] NAMESPACING, SERVER,
+CREATED, WORKSPACE, QUESTIONS, STATUS (the last). -q prints the ids alone,
+one a line.
+
 The filters run in the state database, so a listing costs what it prints,
 however many instances the store holds. --limit keeps the most recent N of
 the instances the other filters select (still printed oldest first, as
@@ -230,7 +239,7 @@ func (t *tableLister) flush() error {
 	// A label longer than the terminal has room for wraps (at its
 	// hyphens, dots and underscores first), the last thing that gives.
 	cols := []tableColumn{
-		{header: "NAME", wrap: true}, {header: "ID"}, {header: "AGENT"}, {header: "HOST", hide: 1},
+		{header: "LABEL", wrap: true}, {header: "ID"}, {header: "AGENT"}, {header: "HOST", hide: 1},
 		{header: "STATUS"}, {header: "QUESTIONS"}, {header: "CREATED", hide: 2},
 		{header: "WORKSPACE", hide: 3, wrap: true}, {header: "SERVER", hide: 4}, {header: "NAMESPACING", hide: 5},
 	}
