@@ -1,6 +1,9 @@
 // Package instance holds agent instances: the durable record that carries a
-// client's capabilities, the SQLite store that keeps records, questions and
-// progress events, and the writers of each client's native MCP configuration.
+// client's capabilities, the store that keeps records, tokens, questions,
+// progress events, runs and run logs, and the writers of each client's
+// native MCP configuration. The store writes its SQL once over a backend:
+// SQLite in the state directory (the default), or PostgreSQL, which many
+// hosts and daemons share ([WithStore] with a postgres:// [StoreURL]).
 //
 // The shortest use:
 //
