@@ -133,7 +133,7 @@ func kbIndexRun(ctx context.Context, opts *KBIndexOptions) error {
 		{"too_large", strconv.Itoa(st.TooLarge)},
 		{"unreadable", strconv.Itoa(st.Unreadable)},
 		{"misnamed", strconv.Itoa(st.Misnamed)},
-		{"index", st.Path},
+		{"path", st.Path},
 	})
 }
 
