@@ -130,14 +130,16 @@ func printEvent(io *IOStreams, output string, e *instance.Event) error {
 	if e.Percent != nil {
 		pct = fmt.Sprintf("%g%%", *e.Percent)
 	}
-	// The message comes from the model: no tabs, newlines or escape
-	// sequences into TSV or the terminal.
-	msg := strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
+	// The message comes from the model: one line (its breaks are spaces),
+	// no tab into TSV, and every other control character, C1 and
+	// bidirectional controls among them, shown escaped, not acted on by
+	// the terminal ([TerminalText]).
+	msg := TerminalText(strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
 			return ' '
 		}
 		return r
-	}, e.Message)
+	}, e.Message))
 	var err error
 	if io.IsStdoutTTY() {
 		_, err = fmt.Fprintf(io.Out, "%4d  %s  %-7s  %5s  %s\n", e.Seq, e.At.Local().Format(time.TimeOnly), e.Status, pct, msg)

@@ -62,6 +62,44 @@ func TestQuestionsShowTheAgentsTextHarmlessly(t *testing.T) {
 	}
 }
 
+// TestEventsShowTheAgentsTextHarmlessly: an event's message comes from the
+// model too; `instance events` prints it on one line, with control
+// characters (C1 and bidirectional controls among them) escaped, on a
+// terminal and piped; -o jsonl keeps it exact.
+func TestEventsShowTheAgentsTextHarmlessly(t *testing.T) {
+	t.Parallel()
+	f := newTestFactory(t, "NO_COLOR=1")
+	id := f.createNamed(t, "auggie", "esc")
+	st, err := f.Store(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := "step\x1b]0;PWNED\x07 one\r\ntwo\tthree \u202eevil\u009b2J"
+	if _, err := st.RecordProgress(context.Background(), id, "report_progress_agentctl", "running", msg, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, tty := range []bool{true, false} {
+		f.IOStreams.SetStdoutTTY(tty)
+		out := f.mustRun(t, NewCmdInstanceEvents(f.Factory, nil), "esc")
+		line := strings.TrimSuffix(out, "\n")
+		if strings.Contains(line, "\n") || strings.ContainsFunc(line, func(r rune) bool { return r != '\t' && terminalUnsafe(r) }) {
+			t.Errorf("events (tty %v): a line break or control character reaches the terminal: %q", tty, out)
+		}
+		if want := `step\x1b]0;PWNED\x07 one  two three \u202eevil\u009b2J`; !strings.Contains(out, want) {
+			t.Errorf("events (tty %v): want %s shown:\n%q", tty, want, out)
+		}
+	}
+	f.IOStreams.SetStdoutTTY(false)
+	var ev struct {
+		Message string `json:"message"`
+	}
+	out := f.mustRun(t, NewCmdInstanceEvents(f.Factory, nil), "esc", "-o", "jsonl")
+	if err := json.Unmarshal([]byte(out), &ev); err != nil || ev.Message != msg {
+		t.Errorf("events -o jsonl: want the message exact: %v\n%s", err, out)
+	}
+}
+
 // TestTerminalLines: each line made harmless, line breaks (LF, CRLF) kept.
 func TestTerminalLines(t *testing.T) {
 	for in, want := range map[string]string{
