@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -172,8 +173,11 @@ const Redacted = "<redacted>"
 // value of every variable of environ (agentctl's own, which the server
 // inherits) whose name [mount.SecretName] says is a credential, and the
 // value of every argument that is such a flag's (`--token T`,
-// `--api-key=K`). A value of several lines counts each line. A value
-// shorter than minSecretLen is left: it would mangle the text.
+// `--api-key=K`); and, whatever a variable's or a flag's name, what a URL
+// in a variable's value or in an argument holds of a credential (see
+// urlSecrets: DATABASE_URL=postgres://user:PASSWORD@host/db). A value of
+// several lines counts each line. A value shorter than minSecretLen is
+// left: it would mangle the text.
 func stderrRedactor(m mount.Resolved, environ []string) *stderrRedaction {
 	var secrets []string
 	add := func(v string) {
@@ -187,9 +191,18 @@ func stderrRedactor(m mount.Resolved, environ []string) *stderrRedaction {
 		add(v)
 	}
 	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && mount.SecretName(k) {
-			add(v)
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
 		}
+		if mount.SecretName(k) {
+			add(v)
+		} else {
+			urlSecrets(v, add)
+		}
+	}
+	for _, a := range m.Args {
+		urlSecrets(a, add)
 	}
 	for i, a := range m.Args {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -213,4 +226,44 @@ func stderrRedactor(m mount.Resolved, environ []string) *stderrRedaction {
 	}
 	r.replacer = strings.NewReplacer(pairs...)
 	return r
+}
+
+// urlUserinfo finds the user information of a URL in a text (scheme://,
+// then everything up to the last '@' before the host), and urlQueryParam a
+// query's parameter (?name=value, &name=value).
+var (
+	urlUserinfo   = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://([^\s/?#]*)@`)
+	urlQueryParam = regexp.MustCompile(`[?&]([^\s=&#]+)=([^\s&#]*)`)
+)
+
+// urlSecrets calls add with what the URLs in text hold of a credential:
+// the "user:password" of their user information and its password, as
+// written and percent-decoded, and the value of every query parameter
+// whose name [mount.SecretName] says is a credential's
+// (?sslpassword=P, ?token=T). A URL's password is a secret whatever the
+// name of the variable that holds it (DATABASE_URL, REDIS_URL, a DSN).
+func urlSecrets(text string, add func(string)) {
+	if !strings.Contains(text, "://") {
+		return
+	}
+	for _, m := range urlUserinfo.FindAllStringSubmatch(text, -1) {
+		_, pw, hasPW := strings.Cut(m[1], ":")
+		if !hasPW || pw == "" {
+			continue
+		}
+		add(m[1])
+		add(pw)
+		if dec, err := url.PathUnescape(pw); err == nil && dec != pw {
+			add(dec)
+		}
+	}
+	for _, m := range urlQueryParam.FindAllStringSubmatch(text, -1) {
+		if m[2] == "" || !mount.SecretName(m[1]) {
+			continue
+		}
+		add(m[2])
+		if dec, err := url.QueryUnescape(m[2]); err == nil && dec != m[2] {
+			add(dec)
+		}
+	}
 }

@@ -123,6 +123,37 @@ func TestStderrRedactor(t *testing.T) {
 	}
 }
 
+// TestStderrRedactorPasswords: PostgreSQL's, MySQL's and the short
+// spellings of a password variable are secrets, and so is the password of
+// a URL in any variable or argument (user:password@, a query's
+// password=), whatever the name; the working directory (PWD) is not.
+func TestStderrRedactorPasswords(t *testing.T) {
+	t.Parallel()
+	m := server("s", "s")
+	m.Args = []string{"--dsn", "mysql://app:argPw%40rd@db:3306/x", "redis://:redisPass@cache:6379"}
+	environ := []string{
+		"PGPASSWORD=pgStorePassword", "DB_PASS=dbPassValue", "MYSQL_PWD=mysqlPwdValue", "PWD=/work/dir",
+		"DATABASE_URL=postgres://agent:urlPassword@pg.example:5432/app?sslmode=require&sslpassword=keyPass",
+		"UPSTREAM=http://user@proxy.example:8080", "HOME=/home/me",
+	}
+	tail := newStderrTail(stderrRedactor(m, environ))
+	fmt.Fprintln(tail, "pw pgStorePassword db dbPassValue my mysqlPwdValue in /work/dir")
+	fmt.Fprintln(tail, "connecting to postgres://agent:urlPassword@pg.example:5432/app?sslmode=require&sslpassword=keyPass: urlPassword refused")
+	fmt.Fprintln(tail, "dsn mysql://app:argPw%40rd@db:3306/x (argPw@rd) redis://:redisPass@cache:6379 via http://user@proxy.example:8080 /home/me")
+	got := strings.Join(tail.Lines(), "\n")
+	for _, secret := range []string{"pgStorePassword", "dbPassValue", "mysqlPwdValue", "urlPassword", "keyPass", "argPw", "redisPass"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("the tail shows %q:\n%s", secret, got)
+		}
+	}
+	for _, kept := range []string{"in /work/dir", "postgres://<redacted>@pg.example:5432/app?sslmode=require&sslpassword=<redacted>:",
+		"mysql://<redacted>@db:3306/x", "redis://<redacted>@cache", "http://user@proxy.example:8080 /home/me"} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("the tail lost %q:\n%s", kept, got)
+		}
+	}
+}
+
 // TestStderrTailRedactsAcrossTheCut: a secret that begins in the part of a
 // long line the tail holds and goes on in the part it does not shows none
 // of itself.
