@@ -66,7 +66,7 @@ with "run" ({"id", "mode", "status", "exit_code", "signal", "message",
 "status", "message"}) for a failure the model reported. "answer" is in an
 answered question only when it is one of the question's choices: free text a
 person typed is not sent. "link", the instance's page, is there when base_url
-(AGENTCTL_BASE_URL) is set. Nothing else of the instance is sent: never its
+(AGENTCTL_BASE_URL, or serve's --base-url) is set. Nothing else of the instance is sent: never its
 token, its record, or its mounts' environment and headers. format slack POSTs
 a Slack incoming-webhook message, {"text": "..."}, saying the same.
 
@@ -449,6 +449,8 @@ func notifyingStore(f *Factory, open storeOpener) storeOpener {
 		}
 		log := slog.New(slog.NewTextHandler(f.IOStreams.ErrOut, &slog.HandlerOptions{Level: level})).With("component", "notify")
 		d := notify.New(targets, notifyOptions(f, log))
+		// base_url: a command's --base-url (serve's), else
+		// AGENTCTL_BASE_URL, else the config file's.
 		instance.WithNotify(d.Notify(f.Config.String(keyBaseURL)))(st)
 		return st, nil
 	}

@@ -365,6 +365,44 @@ func TestNotifyQuestionEndToEnd(t *testing.T) {
 	}
 }
 
+// TestNotifyServeBaseURLFlag: a question asked through `agentctl serve
+// --base-url URL` is notified with a link to URL's page of the instance:
+// the flag reaches the notifications, as it reaches the login URL, and
+// wins over the config file's base_url (flag > env > file: see
+// TestConfigPrecedence).
+func TestNotifyServeBaseURLFlag(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	h := newHookReceiver(t, "")
+	e := notifyEnv(t, "[[notify]]\nurl = \""+h.URL+"\"\nevents = [\"question\"]\n") // base_url https://agents.example.com
+	rec := e.create(ctx, "--agent", "claude-code", "--transport", "http", "--ask-via", "store")
+	d := startServe(ctx, e, "--base-url", "https://flag.example:8443")
+	cs := goConnect(ctx, t, d.url(rec.ID), "2025-06-18")
+	answered := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Link?"}})
+		answered <- err
+	}()
+	got := h.next(t, 30*time.Second)
+	var n instance.Notification
+	if err := json.Unmarshal(got.body, &n); err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://flag.example:8443/ui/instances/" + rec.ID; got.event != "question" || n.Link != want {
+		t.Errorf("notification %s: want event question, link %s", got.body, want)
+	}
+	e.mustRun(ctx, "instance", "answer", rec.ID, n.Question.ID, "yes")
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ask_user_question did not return after the answer")
+	}
+}
+
 // TestNotifyKill9SameDelivery: an endpoint killed (SIGKILL) after the
 // receiver got its POST, before it recorded the delivery, leaves the row
 // pending; another endpoint delivers it again, under the same delivery

@@ -122,7 +122,7 @@ between collections, for less CPU per request.`,
 	cmd.Flags().DurationVar(&opts.IdleStop, "idle-stop", serving.DefaultIdleStop, "stop an instance's external servers after this long without a session or request")
 	cmd.Flags().DurationVar(&opts.SessionTimeout, "session-timeout", 0, "close a session that made no request for this long (0: never; a client that vanished without ending its session otherwise keeps its instance running)")
 	cmd.Flags().BoolVar(&noUI, "no-ui", false, "do not serve the web page (/ and /ui/ answer 404)")
-	cmd.Flags().StringVar(&opts.BaseURL, "base-url", "", "the public URL of this server, for the login URL and the cookie's Secure flag (env AGENTCTL_BASE_URL, config base_url; default http://LISTEN)")
+	cmd.Flags().StringVar(&opts.BaseURL, "base-url", "", "the public URL of this server, for the login URL, notifications' links and the cookie's Secure flag (env AGENTCTL_BASE_URL, config base_url; default http://LISTEN)")
 	addSettingFlag(cmd.Flags(), keyLogLevel)
 	return cmd
 }

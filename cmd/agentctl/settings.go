@@ -62,7 +62,9 @@ var settings = []setting{
 		Help: "state directory: this host's instance directories, and the store unless --store says otherwise"},
 	{Key: keyStore, Flag: "store", Env: "AGENTCTL_STORE", DefaultHelp: "SQLite in the state directory", File: true,
 		Help: "where records, questions and events live: a path or sqlite:PATH, or postgres://USER@HOST:PORT/DATABASE shared by many hosts (its password from PGPASSWORD or ~/.pgpass, or in the URL, never shown)"},
-	{Key: keyBaseURL, Env: "AGENTCTL_BASE_URL", File: true,
+	// The flag is serve's and ui's own (opts.BaseURL); bound here too, so
+	// that what a serve started with --base-url notifies links to it.
+	{Key: keyBaseURL, Flag: "base-url", Env: "AGENTCTL_BASE_URL", File: true,
 		Help: "the public URL at which `agentctl serve` is reached (https://agents.example.com): notifications link to its pages"},
 	{Key: keyHost, Env: "AGENTCTL_HOST", DefaultHelp: "the host name", File: true,
 		Help: "the name this host's instances carry in a shared store (instance list --host)"},

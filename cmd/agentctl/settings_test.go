@@ -82,10 +82,10 @@ func TestSettingsTable(t *testing.T) {
 func TestConfigPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(file, []byte("server_name = \"file\"\nstate_dir = \"state\"\n[mcp]\ntool_prefix_mode = \"off\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("server_name = \"file\"\nstate_dir = \"state\"\nbase_url = \"https://file.example\"\n[mcp]\ntool_prefix_mode = \"off\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fromFile := map[string]string{keyServerName: "file", keyToolPrefixMode: "off", keyQuestionTimeout: "10m0s"}
+	fromFile := map[string]string{keyServerName: "file", keyToolPrefixMode: "off", keyQuestionTimeout: "10m0s", keyBaseURL: "https://file.example"}
 	for _, tc := range []struct {
 		name     string
 		env      []string
@@ -96,12 +96,12 @@ func TestConfigPrecedence(t *testing.T) {
 		{"defaults", nil, nil, map[string]string{keyServerName: "agentctl", keyToolPrefixMode: "mount-name", keyQuestionTimeout: "10m0s"}, "/home/.local/state/agentctl"},
 		{"file", []string{"AGENTCTL_CONFIG=" + file}, nil, fromFile, filepath.Join(dir, "state")},
 		{"--config", nil, []string{"--config", file}, fromFile, filepath.Join(dir, "state")},
-		{"env over file", []string{"AGENTCTL_CONFIG=" + file, "AGENTCTL_SERVER_NAME=env", "AGENTCTL_TOOL_PREFIX_MODE=mount-name", "AGENTCTL_STATE_DIR=envstate"}, nil,
-			map[string]string{keyServerName: "env", keyToolPrefixMode: "mount-name"}, "envstate"},
+		{"env over file", []string{"AGENTCTL_CONFIG=" + file, "AGENTCTL_SERVER_NAME=env", "AGENTCTL_TOOL_PREFIX_MODE=mount-name", "AGENTCTL_STATE_DIR=envstate", "AGENTCTL_BASE_URL=https://env.example"}, nil,
+			map[string]string{keyServerName: "env", keyToolPrefixMode: "mount-name", keyBaseURL: "https://env.example"}, "envstate"},
 		{"empty env is unset", []string{"AGENTCTL_CONFIG=" + file, "AGENTCTL_SERVER_NAME="}, nil, fromFile, filepath.Join(dir, "state")},
-		{"flag over env", []string{"AGENTCTL_CONFIG=" + file, "AGENTCTL_SERVER_NAME=env", "AGENTCTL_QUESTION_TIMEOUT=1m"},
-			[]string{"--server-name", "flag", "--tool-prefix-mode", "mount-name", "--question-timeout", "2m", "--state-dir", "flagstate"},
-			map[string]string{keyServerName: "flag", keyToolPrefixMode: "mount-name", keyQuestionTimeout: "2m"}, "flagstate"},
+		{"flag over env", []string{"AGENTCTL_CONFIG=" + file, "AGENTCTL_SERVER_NAME=env", "AGENTCTL_QUESTION_TIMEOUT=1m", "AGENTCTL_BASE_URL=https://env.example"},
+			[]string{"--server-name", "flag", "--tool-prefix-mode", "mount-name", "--question-timeout", "2m", "--state-dir", "flagstate", "--base-url", "https://flag.example"},
+			map[string]string{keyServerName: "flag", keyToolPrefixMode: "mount-name", keyQuestionTimeout: "2m", keyBaseURL: "https://flag.example"}, "flagstate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vars := map[string]string{"HOME": "/home"}
