@@ -239,7 +239,8 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 
 // parseBaseURL reads the base_url setting: http or https, a host, and no
 // query; a path is warned of by the caller, the page's links being
-// absolute.
+// absolute. Its scheme's default port is dropped (https://HOST:443 is
+// https://HOST).
 func parseBaseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
@@ -249,6 +250,12 @@ func parseBaseURL(s string) (*url.URL, error) {
 		return nil, usageErrorf("base URL %q has a path: the web page is served at the root of its address; proxy a host (or a port) of its own to it", s)
 	}
 	u.Path = ""
+	// https://HOST:443 is https://HOST: the URLs printed say it so, and
+	// the Host a browser or a TLS proxy sends (without the port) is
+	// accepted.
+	if p := u.Port(); u.Scheme == "http" && p == "80" || u.Scheme == "https" && p == "443" {
+		u.Host = strings.TrimSuffix(u.Host, ":"+p)
+	}
 	return u, nil
 }
 

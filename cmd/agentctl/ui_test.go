@@ -230,6 +230,39 @@ func TestUIServeLoginURL(t *testing.T) {
 	}
 }
 
+// TestServeBaseURLDefaultPort: a base URL or an --allow-host name written
+// with its scheme's default port (https://HOST:443, NAME:443) takes the
+// Host a TLS proxy or a browser sends for it, without the port; the login
+// URL is printed without the port; a refused Host is told the names the
+// server takes.
+func TestServeBaseURLDefaultPort(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	d := startServe(ctx, e, "--base-url", "https://agents.example.com:443", "--allow-host", "other.example:443")
+	testkit.Eventually(t, "the login URL", func() bool { return strings.Contains(d.stderr.String(), "web page: log in at ") })
+	if !strings.Contains(d.stderr.String(), "web page: log in at https://agents.example.com/login?token=") {
+		t.Errorf("the login URL is not the base URL's, without its default port:\n%s", d.stderr.String())
+	}
+	for host, want := range map[string]int{
+		"agents.example.com": 200, "agents.example.com:443": 200, "other.example": 200, "other.example:443": 200,
+		"other.example:80": 403, "evil.example": 403,
+	} {
+		code, body := rawRequest(t, http.MethodGet, "http://"+d.addr+"/health", "", map[string]string{"Host": host})
+		if code != want {
+			t.Errorf("GET /health, Host %s: %d, want %d: %s", host, code, want, body)
+		}
+		if code == 403 && !strings.Contains(body, "--allow-host or the base URL (--base-url, a port meaning that port only): other.example:443, agents.example.com") {
+			t.Errorf("GET /health, Host %s: the 403 does not name the names the server takes: %s", host, body)
+		}
+	}
+	// The page's Origin check takes the base URL's origin.
+	if code, body := rawRequest(t, http.MethodGet, "http://"+d.addr+"/login", "", map[string]string{"Host": "agents.example.com", "Origin": "https://agents.example.com"}); code == 403 {
+		t.Errorf("GET /login from https://agents.example.com: 403: %s", body)
+	}
+}
+
 // TestUIServeLiveEndpoint: an instance's page shows the daemon's running
 // endpoint when there is one (its external server up, with the names its
 // tools have for the model) and the record's view before; never a mount's

@@ -187,6 +187,10 @@ func TestHostAllowed(t *testing.T) {
 		{"localhost", "127.0.0.1:7821", false},
 		{"localhost", "127.0.0.1:80", true},
 		{"localhost:", "127.0.0.1:80", true},
+		// A Host without a port names its scheme's default port: 443
+		// behind TLS.
+		{"localhost", "127.0.0.1:443", true},
+		{"localhost:80", "127.0.0.1:443", false},
 		{"localhost:+7821", "127.0.0.1:7821", false},
 		{"localhost:07821", "127.0.0.1:7821", true},
 		{"[localhost]:7821", "127.0.0.1:7821", false},
@@ -211,11 +215,15 @@ func TestHostAllowed(t *testing.T) {
 			t.Errorf("HostAllowed(%q, %q) = %v, want %v", c.host, c.listen, got, c.want)
 		}
 	}
-	allowed := []string{"build.example", "Proxy.Example:8443"}
+	allowed := []string{"build.example", "Proxy.Example:8443", "agents.example:443", "plain.example:80"}
 	for host, want := range map[string]bool{
 		"build.example:7821": true, "BUILD.example": true, "build.example:9": true,
 		"proxy.example:8443": true, "proxy.example:7821": false, "proxy.example": false,
 		"other.example:7821": false,
+		// A name allowed with its scheme's default port is allowed without
+		// one, as a browser or a TLS proxy sends it (https://NAME:443).
+		"agents.example": true, "agents.example:443": true, "agents.example:80": false, "agents.example:7821": false,
+		"plain.example": true, "plain.example:80": true, "plain.example:443": false,
 	} {
 		if got := httpserve.HostAllowed(host, "0.0.0.0:7821", allowed); got != want {
 			t.Errorf("HostAllowed(%q, 0.0.0.0:7821, %q) = %v, want %v", host, allowed, got, want)
@@ -258,6 +266,12 @@ func TestOriginAllowed(t *testing.T) {
 	}
 	if httpserve.OriginAllowed("https://localhost", "127.0.0.1:80", nil) {
 		t.Error("https://localhost (port 443) was allowed on port 80")
+	}
+	if !httpserve.OriginAllowed("https://agents.example", "127.0.0.1:7821", []string{"agents.example:443"}) {
+		t.Error("https://agents.example was refused with agents.example:443 allowed")
+	}
+	if httpserve.OriginAllowed("http://agents.example", "127.0.0.1:7821", []string{"agents.example:443"}) {
+		t.Error("http://agents.example (port 80) was allowed with agents.example:443 allowed")
 	}
 }
 

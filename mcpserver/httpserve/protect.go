@@ -24,7 +24,8 @@ type ProtectOptions struct {
 	Listen string
 	// AllowedHosts are more names a request's Host or Origin may give: the
 	// names remote clients reach the server by. A name without a port is
-	// allowed with any port; one with a port, with that port only.
+	// allowed with any port; one with a port, with that port only (a Host
+	// without a port naming a default port, 80 or 443).
 	AllowedHosts []string
 	// MaxBodyBytes refuses a request whose Content-Length says its body is
 	// larger, with 413, before reading it (the [Handler] also stops reading
@@ -72,7 +73,7 @@ func Protect(next http.Handler, o ProtectOptions) http.Handler {
 			rule = &perRequest
 		}
 		if !rule.allows(r.Host) {
-			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not this server's address (DNS-rebinding protection); use %s", r.Host, hostHint(rule.listen)), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not this server's address (DNS-rebinding protection); use %s", r.Host, rule.hint()), http.StatusForbidden)
 			return
 		}
 		if ok, why := originAllowed(r, rule); !ok {
@@ -109,6 +110,27 @@ func listenAddr(listen string, r *http.Request) string {
 	return net.JoinHostPort(host, lport)
 }
 
+// hint says which Hosts the rule allows: the listen address's forms, then
+// the names it was given (--allow-host, and the base URL's host), or how
+// to give one.
+func (h *hostRule) hint() string {
+	hint := hostHint(h.listen)
+	if len(h.allowed) == 0 {
+		return hint + "; to reach it by another name, give that name with --allow-host (serve: or --base-url)"
+	}
+	names := make([]string, len(h.allowed))
+	for i, a := range h.allowed {
+		names[i] = a.host
+		if strings.Contains(a.host, ":") {
+			names[i] = "[" + a.host + "]"
+		}
+		if a.port != 0 {
+			names[i] += ":" + strconv.Itoa(a.port)
+		}
+	}
+	return hint + ", or a name given with --allow-host or the base URL (--base-url, a port meaning that port only): " + strings.Join(names, ", ")
+}
+
 func hostHint(listen string) string {
 	host, port, ok := splitHostPort(listen, 0)
 	if !ok || port == 0 {
@@ -128,13 +150,16 @@ func hostHint(listen string) string {
 // HostAllowed is the one rule of which hosts a request may name, in its
 // Host header and in its Origin (see [OriginAllowed]), on a server
 // listening on listen (host:port). hostport is host[:port]; without a
-// port it means port 80. It is allowed when
+// port it means its scheme's default port, which a Host header does not
+// say: 80 (http) or 443 (https, through a TLS proxy). It is allowed when
 //
 //   - its port is listen's port and its host is a loopback form,
 //     localhost, 127.0.0.1 or [::1] (any case), or listen's host itself,
 //     or, when listen's host is unspecified (0.0.0.0, ::, empty), any IP
 //     literal;
-//   - or it is one of allowed (a name without a port: with any port).
+//   - or it is one of allowed (a name without a port: with any port; a
+//     name with port 80 or 443: also without a port, as a client writes
+//     https://NAME:443).
 //
 // Nothing else: not another loopback address (127.0.0.2), another
 // spelling (localhost., an IPv4-mapped ::ffff:127.0.0.1, a zone), another
@@ -185,16 +210,16 @@ func newHostRule(listen string, allowed []string) hostRule {
 
 // allows is [HostAllowed] for the rule's listen address and names.
 func (h *hostRule) allows(hostport string) bool {
-	host, port, ok := splitHostPort(hostport, 80)
+	host, port, ok := splitHostPort(hostport, noPort)
 	if !ok || host == "" {
 		return false
 	}
 	for _, a := range h.allowed {
-		if asciiEqualFold(host, a.host) && (a.port == 0 || a.port == port) {
+		if asciiEqualFold(host, a.host) && (a.port == 0 || samePort(port, a.port)) {
 			return true
 		}
 	}
-	if !h.lok || port != h.lport {
+	if !h.lok || !samePort(port, h.lport) {
 		return false
 	}
 	if asciiEqualFold(host, "localhost") {
@@ -218,6 +243,20 @@ func (h *hostRule) allows(hostport string) bool {
 		return false
 	}
 	return h.lip.IsUnspecified() || ip == h.lip
+}
+
+// noPort is the port [hostRule.allows] reads from a Host without one.
+const noPort = -1
+
+// samePort reports whether port, from a Host header (noPort when it has
+// none), names want: a Host without a port names its scheme's default
+// port, 80 or 443 (a browser or a TLS proxy sends "Host: NAME" for
+// https://NAME:443 and for http://NAME:80).
+func samePort(port, want int) bool {
+	if port == noPort {
+		return want == 80 || want == 443
+	}
+	return port == want
 }
 
 // OriginAllowed reports whether a request's Origin header names this

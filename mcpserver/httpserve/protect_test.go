@@ -173,6 +173,34 @@ func TestGuardHostAndOriginForms(t *testing.T) {
 	}
 }
 
+// A refused Host is told which Hosts the server takes: the listen
+// address's forms and the names it was given (--allow-host, the base
+// URL), or how to give one.
+func TestGuardHostHint(t *testing.T) {
+	for _, c := range []struct {
+		allowed []string
+		want    string
+	}{
+		{nil, "; to reach it by another name, give that name with --allow-host (serve: or --base-url)\n"},
+		{[]string{"agents.example:443", "build.example", "[::2]"}, ", or a name given with --allow-host or the base URL (--base-url, a port meaning that port only): agents.example:443, build.example, [::2]\n"},
+	} {
+		_, ts := serveGuarded(t, newServer(), httpserve.Options{}, httpserve.ProtectOptions{AllowedHosts: c.allowed})
+		_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/noread", nil)
+		req.Host = "evil.example"
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		want := `Forbidden: Host "evil.example" is not this server's address (DNS-rebinding protection); use localhost:` + port + ", 127.0.0.1:" + port + " or [::1]:" + port + c.want
+		if res.StatusCode != http.StatusForbidden || string(b) != want {
+			t.Errorf("allowed %q: %d %q\nwant 403 %q", c.allowed, res.StatusCode, b, want)
+		}
+	}
+}
+
 // A session-era request without Mcp-Session-Id that is not an initialize
 // is 400 with a JSON-RPC error (invalid request), not a 200 of code 0.
 func TestSessionEraRequestWithoutSession(t *testing.T) {
