@@ -263,6 +263,55 @@ func TestServeBaseURLDefaultPort(t *testing.T) {
 	}
 }
 
+// TestUIServeTwoDaemonsKeepTheirLogins: two daemons of two stores on one
+// host, on two ports, in one browser (a cookie jar keeps one set of
+// cookies per host, whatever the port, as browsers do): logging in to the
+// second leaves the first logged in, since each names its session cookie
+// after its port; the cookie keeps HttpOnly, SameSite=Strict and Path=/.
+func TestUIServeTwoDaemonsKeepTheirLogins(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	a, b := startServe(ctx, newRCEnv(t)), startServe(ctx, newRCEnv(t))
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	login := func(d *daemonRun) {
+		t.Helper()
+		res, err := c.PostForm("http://"+d.addr+"/login", url.Values{"token": {loginTokenOf(t, loginURLOf(t, d))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		_, port, _ := strings.Cut(d.addr, ":")
+		cookie := res.Header.Get("Set-Cookie")
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("log in to %s: %d, want 303", d.addr, res.StatusCode)
+		}
+		if !strings.HasPrefix(cookie, "agentctl_session_"+port+"=") {
+			t.Errorf("log in to %s: cookie %q; want one named after the port", d.addr, cookie)
+		}
+		for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+			if !strings.Contains(cookie, want) || strings.Contains(cookie, "Secure") {
+				t.Errorf("the session cookie %q lacks %s, or is Secure over http", cookie, want)
+			}
+		}
+	}
+	loggedIn := func(d *daemonRun) bool {
+		t.Helper()
+		res, err := c.Get("http://" + d.addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}
+	login(a)
+	login(b)
+	if !loggedIn(b) || !loggedIn(a) {
+		t.Errorf("after logging in to %s then %s: logged in to the first %v, to the second %v; want both", a.addr, b.addr, loggedIn(a), loggedIn(b))
+	}
+}
+
 // TestUIServeLiveEndpoint: an instance's page shows the daemon's running
 // endpoint when there is one (its external server up, with the names its
 // tools have for the model) and the record's view before; never a mount's

@@ -14,7 +14,9 @@
 // sends it at once and takes the token out of the address bar and the
 // history); POST /login checks it against the store's hashes
 // ([instance.Store.CreateUISession]) and sets a session cookie, HttpOnly
-// and SameSite=Strict (and Secure behind an https base URL). Every form
+// and SameSite=Strict (and Secure behind an https base URL), named after
+// the base URL's port so that two daemons on one host keep their logins
+// apart. Every form
 // carries the session's CSRF token and a POST without it is refused (403).
 // The daemon puts the page behind the same Host and Origin checks as the
 // MCP URLs.
@@ -32,6 +34,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -59,7 +62,8 @@ type Options struct {
 	// come from the record, the external servers as not started.
 	Live func(id string, fn func(Endpoint)) bool
 	// BaseURL is the public URL the page is reached at, if set; an https
-	// one makes the session cookie Secure.
+	// one makes the session cookie Secure, and its port is in the
+	// cookie's name (see [UI.cookieName]).
 	BaseURL string
 	// SessionTTL is how long a login lasts (0: [instance.DefaultSessionTTL]).
 	SessionTTL time.Duration
@@ -76,6 +80,8 @@ type Options struct {
 type UI struct {
 	o   Options
 	log *slog.Logger
+	// cookie is the session cookie's name (see [UI.cookieName]).
+	cookie string
 	// closing ends the live streams when the daemon stops.
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -95,7 +101,9 @@ func New(o Options) *UI {
 	if o.Live == nil {
 		o.Live = func(string, func(Endpoint)) bool { return false }
 	}
-	return &UI{o: o, log: o.Logger, closing: make(chan struct{})}
+	u := &UI{o: o, log: o.Logger, closing: make(chan struct{})}
+	u.cookie = sessionCookieName(o.BaseURL, u.secure())
+	return u
 }
 
 // Register mounts the page on mux: GET / (the instances), /ui/... (an
@@ -122,13 +130,33 @@ func (u *UI) Register(mux *http.ServeMux) {
 // again and say so.
 func (u *UI) Close() { u.closeOnce.Do(func() { close(u.closing) }) }
 
-// cookieName is the session cookie's name: with the __Host- prefix when
-// it is Secure, which also binds it to this host and path /.
-func (u *UI) cookieName() string {
-	if u.secure() {
-		return "__Host-agentctl_session"
+// cookieName is the session cookie's name (see sessionCookieName).
+func (u *UI) cookieName() string { return u.cookie }
+
+// sessionCookieName is the name of the session cookie of the page at
+// base: agentctl_session_PORT, PORT being base's (its scheme's default
+// when it has none), with the __Host- prefix when it is Secure, which also
+// binds it to this host and path /. Browsers keep one cookie jar per host
+// whatever the port, so two daemons on one host (two stores, on 7821 and
+// 7822) must not share a name: logging in to one would overwrite, and so
+// end, the other's session. The daemons of one shared store behind one
+// base URL share it, as they share the sessions. Without a base URL (or
+// with one that does not parse) it is agentctl_session.
+func sessionCookieName(base string, secure bool) string {
+	name := "agentctl_session"
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+		}
+		if port != "" {
+			name += "_" + port
+		}
 	}
-	return "agentctl_session"
+	if secure {
+		name = "__Host-" + name
+	}
+	return name
 }
 
 func (u *UI) secure() bool { return strings.HasPrefix(strings.ToLower(u.o.BaseURL), "https://") }

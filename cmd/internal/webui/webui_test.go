@@ -287,8 +287,41 @@ func TestUISecureCookie(t *testing.T) {
 	s := newSite(t, func(o *webui.Options) { o.BaseURL = "https://agents.example.com" })
 	a := s.browser().do(http.MethodPost, "/login", url.Values{"token": {s.token}}, nil)
 	c := a.hdr.Get("Set-Cookie")
-	if a.code != http.StatusSeeOther || !strings.HasPrefix(c, "__Host-agentctl_session=") || !strings.Contains(c, "; Secure") {
-		t.Errorf("log in behind https: %d, cookie %q; want a Secure __Host- cookie", a.code, c)
+	if a.code != http.StatusSeeOther || !strings.HasPrefix(c, "__Host-agentctl_session_443=") || !strings.Contains(c, "; Secure") {
+		t.Errorf("log in behind https: %d, cookie %q; want a Secure __Host- cookie named after port 443", a.code, c)
+	}
+}
+
+// TestUICookieNamePerPort: the session cookie is named after the base
+// URL's port (its scheme's default when it has none), so that two daemons
+// on one host, whose cookies a browser keeps together whatever the port,
+// do not log each other out; its attributes stay.
+func TestUICookieNamePerPort(t *testing.T) {
+	t.Parallel()
+	for base, want := range map[string]string{
+		"http://127.0.0.1:17830":          "agentctl_session_17830=",
+		"http://127.0.0.1:17831":          "agentctl_session_17831=",
+		"http://agents.example.com":       "agentctl_session_80=",
+		"https://agents.example.com:8443": "__Host-agentctl_session_8443=",
+	} {
+		s := newSite(t, func(o *webui.Options) { o.BaseURL = base })
+		b := s.browser()
+		a := b.do(http.MethodPost, "/login", url.Values{"token": {s.token}}, nil)
+		c := a.hdr.Get("Set-Cookie")
+		if a.code != http.StatusSeeOther || !strings.HasPrefix(c, want) {
+			t.Errorf("base %s: log in: %d, cookie %q; want 303 and %s", base, a.code, c, want)
+		}
+		for _, attr := range []string{"; HttpOnly", "; SameSite=Strict", "; Path=/"} {
+			if !strings.Contains(c, attr) {
+				t.Errorf("base %s: the cookie %q lacks %s", base, c, attr)
+			}
+		}
+		if strings.HasPrefix(base, "http://") {
+			// The cookie the server set opens the page.
+			if page := b.do(http.MethodGet, "/", nil, nil); page.code != http.StatusOK {
+				t.Errorf("base %s: GET / logged in: %d", base, page.code)
+			}
+		}
 	}
 }
 
