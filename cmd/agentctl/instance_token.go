@@ -46,8 +46,9 @@ update them.
 
 The endpoints serving the instance over HTTP (agentctl serve, mcp serve --http, on
 every host sharing the store) refuse the old token within a second (they keep a
-token check for at most a second), without a restart. A client session that runs
-with the old token then fails: restart it, and it reads the new token from its
+token check for at most a second), without a restart, and end the sessions and
+streams it opened within about a second as well. A client session that runs with
+the old token then fails: restart it, and it reads the new token from its
 rewritten configuration. An instance served over stdio sends no token.
 
 The new token is printed on stdout (with -o json, as "token"), once; it is stored

@@ -71,7 +71,8 @@ first request and stop after --idle-stop without a session or a request.
 Instances created while it runs are served at once; a deleted instance's open
 sessions end, and its token (deleted with it) opens nothing. A token opens its
 own instance's URL only: any other, existing or not, answers 401. A token the
-store accepted is trusted for a second, so a rotated one is refused within it.
+store accepted is trusted for a second, so a rotated one is refused within it;
+the sessions and streams it opened are checked again every second, and end.
 
 Clients of protocol 2025-11-25 and earlier get sessions; clients that send
 Mcp-Protocol-Version: 2026-07-28 are served statelessly, on the same URL.

@@ -473,6 +473,112 @@ func TestServeHTTPClientConfig(t *testing.T) {
 	lists("after token rotate")
 }
 
+// TestServeHTTPRotateEndsTheOldTokensSessions: `instance token rotate`
+// ends what the old token opened: a session's GET stream of the server's
+// messages (which carries a question's elicitation and the tool list's
+// changes) ends within a poll of the daemon, and a change made after it
+// reaches nobody through it; the session is gone (404). A session opened
+// with the new token goes on.
+func TestServeHTTPRotateEndsTheOldTokensSessions(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	d := startServe(ctx, e)
+	rec := e.create(ctx, "--agent", "claude-code", "--workspace", e.work, "--transport", "http", "--url", "http://"+d.addr+"/instances/{id}/mcp")
+	u := d.url(rec.ID)
+	post := func(token, sid, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	open := func(token string) (sid string, stream *lockedBuffer, ended chan struct{}) {
+		t.Helper()
+		res := post(token, "", initialize)
+		sid = res.Header.Get("Mcp-Session-Id")
+		if res.StatusCode != 200 || sid == "" {
+			t.Fatalf("initialize: %d, session %q", res.StatusCode, sid)
+		}
+		if res := post(token, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); res.StatusCode != http.StatusAccepted {
+			t.Fatalf("notifications/initialized: %d", res.StatusCode)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		req.Header.Set("Accept", "text/event-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("GET stream: %v %v", res, err)
+		}
+		stream, ended = &lockedBuffer{}, make(chan struct{})
+		go func() {
+			defer close(ended)
+			defer res.Body.Close()
+			io.Copy(stream, res.Body)
+		}()
+		return sid, stream, ended
+	}
+	oldSID, oldStream, oldEnded := open(rec.Token)
+
+	var rot struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(e.mustRun(ctx, "instance", "token", "rotate", rec.ID, "-o", "json")), &rot); err != nil || rot.Token == "" {
+		t.Fatalf("rotate -o json: %v", err)
+	}
+	rotated := time.Now()
+	select {
+	case <-oldEnded:
+		if took := time.Since(rotated); took > 2*time.Second {
+			t.Logf("the old token's stream ended %s after the rotation (a loaded machine?)", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the GET stream opened with the old token is still open 10s after the rotation:\n%s", oldStream.String())
+	}
+	// The session is gone: the old token is refused (401), and the new one
+	// does not reach the old session either (404: initialize again).
+	awaitStatus(ctx, t, u, map[string]string{"Authorization": "Bearer " + rec.Token}, 401)
+	if res := post(rot.Token, oldSID, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); res.StatusCode != http.StatusNotFound {
+		t.Errorf("the old session with the new token: %d, want 404 (the session ended)", res.StatusCode)
+	}
+
+	// A session of the new token is not ended, and gets the change of the
+	// tool list that the old stream no longer carries.
+	_, newStream, newEnded := open(rot.Token)
+	time.Sleep(2500 * time.Millisecond) // two polls of the daemon
+	select {
+	case <-newEnded:
+		t.Fatalf("the new token's stream ended:\n%s", newStream.String())
+	default:
+	}
+	kb := t.TempDir()
+	if err := os.WriteFile(filepath.Join(kb, "a.md"), []byte("# a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.mustRun(ctx, "instance", "mount", "add", rec.ID, "--kb", "docs="+kb, "--yes")
+	testkit.Eventually(t, "the change of the tool list on the new session's stream", func() bool {
+		return strings.Contains(newStream.String(), "notifications/tools/list_changed")
+	})
+	if strings.Contains(oldStream.String(), "notifications/tools/list_changed") {
+		t.Errorf("the old token's stream got the change made after the rotation:\n%s", oldStream.String())
+	}
+}
+
 // TestServeHTTPSecondSignal: a second SIGTERM during the graceful stop ends
 // the daemon at once, without waiting out --grace.
 func TestServeHTTPSecondSignal(t *testing.T) {

@@ -111,6 +111,10 @@ type Handler struct {
 	idle    chan struct{}
 	idleMu  sync.Mutex
 	waiters atomic.Int64
+
+	// creds are the tokens the sessions and requests came with (see
+	// [Handler.Revoke]).
+	creds credentials
 }
 
 // NewHandler returns the handler of server. It installs a receiving
@@ -169,9 +173,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Protect arms it first; this is for a Handler served without Protect.
 	armBodyDeadline(w, r, h.bodyTimeout)
+	r, token, untrack := h.creds.track(r)
+	defer untrack()
 	if IsStateless(r) {
 		h.stateless.ServeHTTP(w, r)
 		return
+	}
+	if sid := r.Header.Get(sessionIDHeader); sid != "" && token != "" {
+		h.creds.bindSession(sid, token)
 	}
 	if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" && h.refuseWithoutSession(w, r) {
 		return
@@ -348,6 +357,10 @@ func (h *Handler) CloseSessions() {
 // request timeout and by [Handler.Interrupt].
 func (h *Handler) bound(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		sess, ended := h.sessionEnded(method, req)
+		if ended != nil {
+			return nil, ended
+		}
 		if method == "subscriptions/listen" || method == "initialize" || method == "notifications/initialized" {
 			return next(ctx, method, req)
 		}
@@ -360,6 +373,10 @@ func (h *Handler) bound(next mcp.MethodHandler) mcp.MethodHandler {
 		defer cancel()
 		stop := context.AfterFunc(h.closing, cancel)
 		defer stop()
+		if sess != nil {
+			stopEnded := context.AfterFunc(sess.ended, cancel)
+			defer stopEnded()
+		}
 		res, err := next(ctx, method, req)
 		// A tool whose context ended answers with a tool error (the SDK
 		// makes a handler's error one): say why it ended instead, as a
@@ -367,6 +384,11 @@ func (h *Handler) bound(next mcp.MethodHandler) mcp.MethodHandler {
 		if cr, ok := res.(*mcp.CallToolResult); err != nil || res == nil || (ok && cr != nil && cr.IsError) {
 			if cause := context.Cause(h.closing); cause != nil {
 				return nil, closingError(cause)
+			}
+			if sess != nil {
+				if cause := context.Cause(sess.ended); cause != nil {
+					return nil, sessionEndedError(cause)
+				}
 			}
 			var rt errRequestTimeout
 			if errors.As(context.Cause(ctx), &rt) {

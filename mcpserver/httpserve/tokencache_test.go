@@ -37,3 +37,35 @@ func TestCachedTokens(t *testing.T) {
 	check("a", "tok-a2", true, 5)
 	check("a", "tok-a2", true, 5)
 }
+
+// TestRecheckForgetsARotatedToken: Recheck asks the checker past the
+// cache, and forgets the acceptance of a token the checker now refuses,
+// which is refused from then on, before the time to live passes.
+func TestRecheckForgetsARotatedToken(t *testing.T) {
+	valid := map[string]string{"a": "tok-a"}
+	asked := 0
+	c := CachedTokens(TokenCheckerFunc(func(_ context.Context, id, tok string) (bool, error) {
+		asked++
+		return valid[id] != "" && valid[id] == tok, nil
+	}), time.Hour)
+	ctx := context.Background()
+	if ok, _ := c.CheckToken(ctx, "a", "tok-a"); !ok {
+		t.Fatal("the valid token was refused")
+	}
+	if ok, err := Recheck(ctx, c, "a", "tok-a"); !ok || err != nil || asked != 2 {
+		t.Errorf("Recheck of the valid token: %v, %v after %d questions; want true after 2", ok, err, asked)
+	}
+	valid["a"] = "tok-a2" // rotated
+	if ok, _ := c.CheckToken(ctx, "a", "tok-a"); !ok {
+		t.Fatal("the cache did not answer within its time to live")
+	}
+	if ok, err := Recheck(ctx, c, "a", "tok-a"); ok || err != nil {
+		t.Errorf("Recheck of the rotated token: %v, %v; want false", ok, err)
+	}
+	if ok, _ := c.CheckToken(ctx, "a", "tok-a"); ok {
+		t.Error("the rotated token is still accepted from the cache after Recheck refused it")
+	}
+	if ok, _ := Recheck(ctx, TokenCheckerFunc(func(context.Context, string, string) (bool, error) { return true, nil }), "a", "x"); !ok {
+		t.Error("Recheck of a checker without a cache did not ask it")
+	}
+}

@@ -12,7 +12,8 @@
 // [Options.PollInterval]: an instance created meanwhile is served on its
 // first request without a restart; an instance deleted meanwhile has its
 // calls in flight answered with an error saying so, its sessions closed,
-// and its URL answers 404 from then on.
+// and its URL answers 404 from then on; a token no longer valid (rotated)
+// has the sessions and requests it opened ended.
 //
 // Every /instances/{id}/... request carries the instance's bearer token,
 // checked by a [httpserve.TokenChecker] before anything else: a caller

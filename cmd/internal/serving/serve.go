@@ -148,8 +148,8 @@ func deletedError(id string) error {
 	return fmt.Errorf("instance %s was deleted (agentctl instance delete); this URL serves nothing any more", id)
 }
 
-// janitor polls the store for deleted instances and stops idle endpoints,
-// until done is closed.
+// janitor polls the store for deleted instances and for tokens no longer
+// valid, and stops idle endpoints, until done is closed.
 func (d *Daemon) janitor(done <-chan struct{}) {
 	every := d.o.PollInterval
 	if d.o.IdleStop > 0 && d.o.IdleStop/2 < every {
@@ -167,6 +167,7 @@ func (d *Daemon) janitor(done <-chan struct{}) {
 		if time.Since(lastPoll) >= d.o.PollInterval {
 			lastPoll = time.Now()
 			d.reapDeleted()
+			d.recheckTokens()
 		}
 		if d.o.IdleStop > 0 {
 			d.stopIdle()
@@ -202,6 +203,33 @@ func (d *Daemon) reapDeleted() {
 			e.h.CloseSessions()
 			e.s.close()
 		}()
+	}
+}
+
+// recheckTokens ends the sessions and requests whose token is no longer
+// their instance's (`agentctl instance token rotate`, through this daemon
+// or another process): each token an open session or a request in flight
+// came with is checked again, past the checker's cache, once a poll, so
+// that rotating a leaked token cuts off whoever holds it within a poll
+// (the stream of the server's messages of a session it opened included),
+// as a rotated token is refused within the cache's second. A store that
+// does not answer leaves them to the next poll.
+func (d *Daemon) recheckTokens() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, e := range d.builtEntries() {
+		for _, token := range e.h.Tokens() {
+			ok, err := httpserve.Recheck(ctx, d.o.Checker, e.id, token)
+			if err != nil {
+				d.log.Warn("checking the tokens of open sessions failed; trying again", "instance", e.id, "error", err)
+				return
+			}
+			if ok {
+				continue
+			}
+			sessions, requests := e.h.Revoke(token, fmt.Errorf("instance %s's token was replaced (agentctl instance token rotate): the old one opens nothing", e.id))
+			d.log.Info("the instance's token changed; what the old one opened ends", "instance", e.id, "sessions", sessions, "requests", requests)
+		}
 	}
 }
 
