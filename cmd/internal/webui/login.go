@@ -3,6 +3,7 @@ package webui
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/agentctl/agentctl/instance"
@@ -98,10 +99,23 @@ func (u *UI) logout(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 // safeNext is where to go after logging in: a path of this server, never
-// another site's URL.
+// another site's URL; "/" for anything else. It takes printable ASCII
+// only, without a backslash: browsers drop tabs and newlines from a URL
+// and read '\' as '/', so "/\t/evil.example" and "/\\evil.example" are
+// "//evil.example", another site, and a path of the page (the request
+// URI needLogin passes) is ASCII, escaped. What is left must parse as a
+// path alone (no scheme, no host), starting with one '/'.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") || strings.HasPrefix(next, "/login") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/login") {
+		return "/"
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.EscapedPath(), "/") || strings.HasPrefix(u.EscapedPath(), "//") {
 		return "/"
 	}
 	return next

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -278,6 +279,58 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestUILoginNext: after logging in the browser goes to the form's next
+// only when it is a path of this server as a browser reads it; a control
+// character, a space or a backslash (which browsers drop or read as '/',
+// making "/\t/evil.example" another site), another site's URL or anything
+// that is not a path sends it to / instead. The log-in page's form does
+// not carry such a next either.
+func TestUILoginNext(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	for next, want := range map[string]string{
+		"/ui/instances/x":              "/ui/instances/x",
+		"/?q=fix&status=done":          "/?q=fix&status=done",
+		"/ui/instances/x?answered=1#a": "/ui/instances/x?answered=1#a",
+		"/\t/evil.example":             "/",
+		"/\n/evil.example":             "/",
+		"/\r\n/evil.example":           "/",
+		"/\x00/evil.example":           "/",
+		"/\x0b/evil.example":           "/",
+		"/\x7f/evil.example":           "/",
+		"/ /evil.example":              "/",
+		"/\u00a0/evil.example":         "/",
+		"/\u2028/evil.example":         "/",
+		"/\\evil.example":              "/",
+		"/\\/evil.example":             "/",
+		"//evil.example":               "/",
+		"///evil.example":              "/",
+		"https://evil.example/":        "/",
+		"javascript:alert(1)":          "/",
+		"evil.example":                 "/",
+		"":                             "/",
+		"/login?next=/":                "/",
+	} {
+		// The transport's own answer, Location as sent: a client would
+		// refuse to parse one with a control character.
+		req, _ := http.NewRequest(http.MethodPost, s.srv.URL+"/login", strings.NewReader(url.Values{"token": {s.token}, "next": {next}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil { // a Location no client can read
+			t.Errorf("log in with next %q: %v", next, err)
+			continue
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want {
+			t.Errorf("log in with next %q: %d to %q, want 303 to %q", next, res.StatusCode, res.Header.Get("Location"), want)
+		}
+		page := s.browser().do(http.MethodGet, "/login?"+url.Values{"next": {next}}.Encode(), nil, nil)
+		if want == "/" && next != "" && strings.Contains(page.body, `name="next" value="`+template.HTMLEscapeString(next)+`"`) {
+			t.Errorf("the log-in page's form carries next %q", next)
+		}
+	}
 }
 
 // TestUISecureCookie: behind an https base URL the cookie is Secure and
