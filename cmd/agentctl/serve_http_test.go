@@ -296,6 +296,17 @@ func TestServeHTTPSIGTERMDuringAQuestion(t *testing.T) {
 	if len(qs) != 1 || qs[0].Status != "cancelled" || qs[0].Text != "Deploy?" {
 		t.Errorf("after SIGTERM the store holds %+v, want the question, cancelled", qs)
 	}
+	// The event says the endpoint stopped, not that the client stopped
+	// waiting.
+	var why string
+	for _, ev := range e.events(ctx, rec.ID) {
+		if ev.Status == "unanswered" {
+			why = ev.Message
+		}
+	}
+	if !strings.Contains(why, "the endpoint stopped (interrupted by terminated) before anyone answered") {
+		t.Errorf("the unanswered event says %q, want that the endpoint stopped", why)
+	}
 }
 
 // An external server that crashes in one instance leaves another

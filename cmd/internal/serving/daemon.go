@@ -208,6 +208,7 @@ func (d *Daemon) Shutdown(srv *http.Server, cause error) {
 		_ = e.h.WaitCalls(grace)
 	}
 	for _, e := range entries {
+		e.s.ep.Stopping(cause) // the questions it interrupts say why
 		e.h.Interrupt(cause)
 	}
 	// The answers of the interrupted calls are written on their POSTs;
