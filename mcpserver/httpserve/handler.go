@@ -390,6 +390,10 @@ func (h *Handler) bound(next mcp.MethodHandler) mcp.MethodHandler {
 					return nil, sessionEndedError(cause)
 				}
 			}
+			var revoked tokenRevoked
+			if errors.As(context.Cause(ctx), &revoked) {
+				return nil, &jsonrpc.Error{Code: CodeClosing, Message: "the request was ended: " + revoked.Error()}
+			}
 			var rt errRequestTimeout
 			if errors.As(context.Cause(ctx), &rt) {
 				return nil, &jsonrpc.Error{Code: CodeClosing, Message: rt.Error()}

@@ -150,7 +150,7 @@ func (h *Handler) Revoke(token string, cause error) (sessions, requests int) {
 	}
 	c.mu.Unlock()
 	for _, cancel := range cancels {
-		cancel(cause)
+		cancel(tokenRevoked{cause})
 	}
 	if len(ids) == 0 {
 		return 0, len(cancels)
@@ -195,6 +195,14 @@ func (h *Handler) sessionEnded(method string, req mcp.Request) (*sessionCreds, e
 	}
 	return s, nil
 }
+
+// tokenRevoked is the cause a request [Handler.Revoke] cancelled ends
+// with: a call's answer, if it can still be written, says so (see bound)
+// rather than passing on the tool error its cancelled context made.
+type tokenRevoked struct{ cause error }
+
+func (e tokenRevoked) Error() string { return e.cause.Error() }
+func (e tokenRevoked) Unwrap() error { return e.cause }
 
 func sessionEndedError(cause error) error {
 	return &jsonrpc.Error{Code: CodeClosing, Message: "the session was ended: " + cause.Error()}
