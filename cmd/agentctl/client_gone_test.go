@@ -46,21 +46,8 @@ func TestClientGoneAbruptlyClosesItsQuestion(t *testing.T) {
 			e := newRCEnv(t)
 			rec := e.create(ctx, "--agent", "claude-code", "--question-timeout", "10m")
 
-			cmd := exec.Command(e.bin, "mcp", "serve", "--instance", rec.ID)
-			cmd.Env, cmd.Dir = e.cliEnv(), e.work
-			var stderr lockedBuffer
-			cmd.Stderr = &stderr
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			p := e.startServePipes(rec.ID)
+			cmd, stdin, stdout, stderr := p.cmd, p.stdin, p.stdout, p.stderr
 			exited := make(chan error, 1)
 			for _, line := range []string{
 				`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"gone","version":"1"}}}`,

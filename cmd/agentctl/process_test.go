@@ -321,21 +321,8 @@ func TestServeStdoutIsProtocolOnly(t *testing.T) {
 		e := newRCEnv(t)
 		rec := e.create(ctx, "--agent", "auggie")
 
-		cmd := exec.Command(e.bin, "mcp", "serve", "--instance", rec.ID, "--log-level", "debug")
-		cmd.Env, cmd.Dir = e.cliEnv(), e.work
-		var stderr lockedBuffer
-		cmd.Stderr = &stderr
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		p := e.startServePipes(rec.ID, "--log-level", "debug")
+		cmd, stdin, stdout, stderr := p.cmd, p.stdin, p.stdout, p.stderr
 		exited := make(chan struct{})
 		waitStarted := false
 		defer func() {

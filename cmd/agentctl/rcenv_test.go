@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/agentctl/agentctl/internal/testkit"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,4 +326,33 @@ func (e *rcEnv) awaitQuestion(ctx context.Context, id string, run *tsRun) rcQues
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// servePipes is `agentctl mcp serve` started on pipes of its own, which the
+// test writes and reads as a client would, byte for byte.
+type servePipes struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stderr *lockedBuffer
+}
+
+// startServePipes starts `agentctl mcp serve --instance id` with args.
+func (e *rcEnv) startServePipes(id string, args ...string) *servePipes {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, append([]string{"mcp", "serve", "--instance", id}, args...)...)
+	cmd.Env, cmd.Dir = e.cliEnv(), e.work
+	p := &servePipes{cmd: cmd, stderr: &lockedBuffer{}}
+	cmd.Stderr = p.stderr
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		e.t.Fatal(err)
+	}
+	if p.stdout, err = cmd.StdoutPipe(); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
 }
