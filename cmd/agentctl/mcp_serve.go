@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -186,9 +187,12 @@ func mcpServeRun(ctx context.Context, opts *MCPServeOptions) error {
 			"tools", strings.Join(ep.Registry().Names(), ","))
 		// A client that closed its end of stdout must not kill the
 		// endpoint (Go dies of SIGPIPE on a write to fd 1) before it has
-		// closed the questions that wait: the write fails, and it goes on.
-		signal.Ignore(syscall.SIGPIPE)
-		defer signal.Reset(syscall.SIGPIPE)
+		// closed the questions that wait: with SIGPIPE notified, the write
+		// fails with EPIPE, and it goes on. Notified, not ignored: an
+		// ignored signal stays ignored in the external servers it starts.
+		sigpipe := make(chan os.Signal, 1)
+		signal.Notify(sigpipe, syscall.SIGPIPE)
+		defer signal.Stop(sigpipe)
 		return ep.ServeStdio(ctx, opts.IO.In, opts.IO.Out)
 	})
 }
