@@ -138,9 +138,9 @@ func instanceQuestionsRun(ctx context.Context, opts *InstanceQuestionsOptions) e
 // error says the instance was deleted meanwhile (a deleted instance has no
 // questions, and will ask none).
 func openQuestionCount(ctx context.Context, st *instance.Store, id string) (int, error) {
-	open, err := st.Questions(ctx, id, false)
-	if err != nil || len(open) > 0 {
-		return len(open), err
+	n, err := st.OpenQuestions(ctx, id)
+	if err != nil || n > 0 {
+		return n, err
 	}
 	if _, err := st.Get(ctx, id); errors.Is(err, instance.ErrNotFound) {
 		return 0, deletedMeanwhile(id, "it will ask no question")
