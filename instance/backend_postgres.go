@@ -107,6 +107,12 @@ var pgMigrations = []string{
 		RETURN NEW;
 	END $$;
 	CREATE TRIGGER events_status AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION agentctl_events_status();`,
+	// 2: as SQLite's 8, each question carries its instance's label, agent
+	// and host.
+	`ALTER TABLE questions ADD COLUMN instance_name TEXT COLLATE "C";
+	ALTER TABLE questions ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+	ALTER TABLE questions ADD COLUMN host TEXT NOT NULL DEFAULT '';
+	` + questionInstanceSync + `;`,
 }
 
 // pgMigrateLock is the advisory lock the migrators of one database take

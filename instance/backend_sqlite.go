@@ -178,6 +178,13 @@ var sqliteMigrations = []string{
 		created_at TEXT NOT NULL,
 		expires_at TEXT NOT NULL
 	);`,
+	// 8: each question carries its instance's label, agent and host (none
+	// of which changes after create), so that the fleet's inbox reads the
+	// questions alone; see questionInstanceSync.
+	`ALTER TABLE questions ADD COLUMN instance_name TEXT;
+	ALTER TABLE questions ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+	ALTER TABLE questions ADD COLUMN host TEXT NOT NULL DEFAULT '';
+	` + questionInstanceSync + `;`,
 }
 
 // dsnParams are the connection settings of the state database: wait up to

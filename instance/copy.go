@@ -573,8 +573,20 @@ var questionTable = childTable{
 	differs: "the target has it with another status or answer; kept the target's",
 }
 
-func (c *copier) copyTokens() error    { return c.copyChildren(tokenTable) }
-func (c *copier) copyQuestions() error { return c.copyChildren(questionTable) }
+func (c *copier) copyTokens() error { return c.copyChildren(tokenTable) }
+
+// copyQuestions copies the questions, then gives those it copied (which
+// left the copies of their instance's label, agent and host empty) the
+// target's values of them.
+func (c *copier) copyQuestions() error {
+	if err := c.copyChildren(questionTable); err != nil {
+		return err
+	}
+	if _, err := c.dst.Tx.ExecContext(c.ctx, questionInstanceSync); err != nil {
+		return c.dstErr(fmt.Errorf("copy into questions: %w", err))
+	}
+	return nil
+}
 
 func (c *copier) copyChildren(t childTable) error {
 	cols := strings.Join(t.cols, ", ")

@@ -63,7 +63,7 @@ func fillStore(t *testing.T, st *instance.Store, label string) fleet {
 	if _, err := st.Answer(ctx, f.ids[0], q1.ID, "LEFT", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AddQuestion(ctx, f.ids[2], "proceed?", nil); err != nil {
+	if _, err := st.AddQuestion(ctx, f.ids[0], "proceed?", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Headless runs' output: two chunks of one instance's, one of another's.
@@ -78,6 +78,11 @@ func fillStore(t *testing.T, st *instance.Store, label string) fleet {
 		"postgres": `(record::jsonb - 'host')::text`,
 	}[st.Kind()] + ` WHERE id = '` + f.ids[0] + `'`
 	if err := st.ExecForTest(legacy); err != nil {
+		t.Fatal(err)
+	}
+	// Its questions' copies of its host too, as the migration that added
+	// them left them.
+	if err := st.ExecForTest(`UPDATE questions SET host = '' WHERE instance_id = '` + f.ids[0] + `'`); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -156,6 +161,25 @@ func checkCopied(t *testing.T, src, dst *instance.Store, f fleet, host string) {
 		if logText(w) != logText(g) {
 			t.Errorf("instance %s: run log %q copied as %q", id, logText(w), logText(g))
 		}
+	}
+	// The inbox shows each open question with its instance's label, agent
+	// and host as the target has them (the host the copy gave included).
+	inbox, err := dst.Inbox(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*instance.Listed{}
+	for _, r := range got.Instances {
+		byID[r.ID] = r
+	}
+	for _, q := range inbox {
+		r := byID[q.InstanceID]
+		if r == nil || q.InstanceName != r.Name || q.Agent != r.Agent || q.Host != r.Host {
+			t.Errorf("inbox question %s: label %q, agent %q, host %q; its instance: %s", q.ID, q.InstanceName, q.Agent, q.Host, js(r))
+		}
+	}
+	if len(inbox) == 0 {
+		t.Error("the copy's inbox is empty; the fleet has an open question")
 	}
 	// The host is in the column too (instance list --host).
 	n := 0

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // TestMigrationStatusBackfill: a store made before migration 4 gets each
@@ -121,4 +123,79 @@ func makeStoreAt(ctx context.Context, dir string, n int) error {
 	}
 	_, err = db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", n))
 	return err
+}
+
+// TestMigrationQuestionsCarryTheirInstance: questions asked before the
+// migration that gave them copies of their instance's label, agent and host
+// get them in it, on both stores, so the inbox (which reads the questions
+// alone) shows them; answered questions too.
+func TestMigrationQuestionsCarryTheirInstance(t *testing.T) {
+	ctx := context.Background()
+	pg := testkit.StartPostgres(t)
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			var db *sql.DB
+			var err error
+			url := StoreURL("")
+			if kind == "sqlite" {
+				if err := makeStoreAt(ctx, dir, len(sqliteMigrations)-1); err != nil {
+					t.Fatal(err)
+				}
+				db, err = sql.Open("sqlite", "file:"+filepath.Join(dir, DBFile)+"?_pragma=foreign_keys(1)")
+			} else {
+				url = StoreURL(pg.NewDatabase(t))
+				db, err = sql.Open("pgx", string(url))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			be := backend(&sqliteBackend{})
+			if kind == "postgres" {
+				be = &pgBackend{}
+				for _, m := range append(pgMigrations[:len(pgMigrations)-1:len(pgMigrations)-1],
+					`CREATE TABLE agentctl_schema (version INTEGER NOT NULL)`,
+					fmt.Sprintf(`INSERT INTO agentctl_schema (version) VALUES (%d)`, len(pgMigrations)-1)) {
+					if _, err := db.ExecContext(ctx, m); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			exec := func(q string, args ...any) {
+				t.Helper()
+				if _, err := db.ExecContext(ctx, be.rebind(q), args...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const a, b = "01kaaaaaaaaaaaaaaaaaaaaaaa", "01kbbbbbbbbbbbbbbbbbbbbbbb"
+			exec(`INSERT INTO instances (id, name, agent, created_at, record, host) VALUES (?, 'alpha', 'auggie', '', '{}', 'host-a'), (?, NULL, 'codex', '', '{}', 'host-b')`, a, b)
+			exec(`INSERT INTO questions (id, instance_id, question, choices, status, asked_at) VALUES
+				('q1', ?, 'a?', '[]', 'open', '2026-01-01T00:00:01.000000000Z'),
+				('q2', ?, 'b?', '[]', 'open', '2026-01-01T00:00:02.000000000Z'),
+				('q3', ?, 'done?', '[]', 'answered', '2026-01-01T00:00:03.000000000Z')`, a, b, a)
+			st, err := Open(ctx, dir, WithStore(url))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			in, err := st.Inbox(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, q := range in {
+				got = append(got, q.ID+" "+q.InstanceName+" "+q.Agent+" "+q.Host)
+			}
+			if want := []string{"q1 alpha auggie host-a", "q2  codex host-b"}; !slices.Equal(got, want) {
+				t.Errorf("inbox after the migration: %q, want %q", got, want)
+			}
+			var name sql.NullString
+			var agent, host string
+			if err := st.db.QueryRowContext(ctx, `SELECT instance_name, agent, host FROM questions WHERE id = 'q3'`).Scan(&name, &agent, &host); err != nil ||
+				name.String != "alpha" || agent != "auggie" || host != "host-a" {
+				t.Errorf("the answered question after the migration: %v %q %q (%v)", name, agent, host, err)
+			}
+		})
+	}
 }

@@ -613,6 +613,26 @@ func seedPostgresQuestions(b *testing.B, url string, ids []string, open, answere
 		b.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	// Each question carries its instance's label, agent and host, as
+	// AddQuestion writes it.
+	type inst struct{ name, agent, host any }
+	of := map[string]inst{}
+	rows, err := conn.Query(ctx, `SELECT id, name, agent, host FROM instances`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		var name *string
+		var agent, host string
+		if err := rows.Scan(&id, &name, &agent, &host); err != nil {
+			b.Fatal(err)
+		}
+		of[id] = inst{name, agent, host}
+	}
+	if rows.Err() != nil {
+		b.Fatal(rows.Err())
+	}
 	n := open + answered
 	isOpen := make([]bool, n)
 	for _, i := range mrand.Perm(n)[:open] {
@@ -621,15 +641,20 @@ func seedPostgresQuestions(b *testing.B, url string, ids []string, open, answere
 	start := time.Now().Add(-time.Duration(n) * time.Second)
 	i := 0
 	seeded, err := conn.CopyFrom(ctx, pgx.Identifier{"questions"},
-		[]string{"id", "instance_id", "question", "choices", "status", "asked_at", "answer", "answered_at"},
+		[]string{"id", "instance_id", "question", "choices", "status", "asked_at", "answer", "answered_at", "instance_name", "agent", "host"},
 		pgx.CopyFromFunc(func() ([]any, error) {
 			if i == n {
 				return nil, nil
 			}
 			t := start.Add(time.Duration(i) * time.Second).UTC()
 			id := strings.ToLower(ulid.MustNew(ulid.Timestamp(t), rand.Reader).String())
-			row := []any{id, ids[mrand.N(len(ids))], fmt.Sprintf("Which database should migration %d use?", i), `["staging","production"]`,
-				instance.QuestionOpen, t.Format(storeBenchTimeFormat), nil, nil}
+			iid := ids[mrand.N(len(ids))]
+			in, ok := of[iid]
+			if !ok {
+				return nil, fmt.Errorf("instance %s is not in the store", iid)
+			}
+			row := []any{id, iid, fmt.Sprintf("Which database should migration %d use?", i), `["staging","production"]`,
+				instance.QuestionOpen, t.Format(storeBenchTimeFormat), nil, nil, in.name, in.agent, in.host}
 			if !isOpen[i] {
 				row[4], row[6], row[7] = instance.QuestionAnswered, "staging", t.Add(30*time.Second).Format(storeBenchTimeFormat)
 			}

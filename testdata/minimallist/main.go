@@ -28,7 +28,7 @@ const dsnParams = "?_pragma=busy_timeout(30000)&_pragma=foreign_keys(1)&_pragma=
 	"&_pragma=wal_autocheckpoint(100)&_txlock=immediate"
 
 // schemaVersion is the store's number of migrations.
-const schemaVersion = 7
+const schemaVersion = 8
 
 // query is the one instance.Store.Records runs for ListOptions{Limit: 50}.
 const query = `SELECT * FROM (SELECT i.id, i.record, i.status, ` +
