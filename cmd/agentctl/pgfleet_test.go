@@ -488,7 +488,7 @@ func TestPGFleet(t *testing.T) {
 // healthOut is what the fleet tests read of GET /health.
 type healthOut struct {
 	Status    string `json:"status"`
-	Instances int    `json:"instances"`
+	Instances *int   `json:"instances"`
 	Store     string `json:"store"`
 	StoreOK   *bool  `json:"store_ok"`
 }
@@ -505,7 +505,9 @@ func fleetHealth(t *testing.T, d *daemonRun) (h *healthOut, code int, body strin
 }
 
 // TestPGFleetHealth: a daemon's /health says when its PostgreSQL store is
-// unreachable, and again when it is back.
+// unreachable, and again when it is back; it counts the instances while the
+// store answers, and says null (not 0: not an empty fleet) while it does
+// not.
 func TestPGFleetHealth(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
@@ -513,6 +515,7 @@ func TestPGFleetHealth(t *testing.T) {
 	pg := testkit.StartPostgres(t)
 	a := newFleetHost(t, pg.NewDatabase(t), "host-a")
 	d := startServe(ctx, a.rcEnv)
+	a.createHTTP(ctx, d)
 	await := func(when string, ok bool) {
 		t.Helper()
 		start := time.Now()
@@ -528,6 +531,9 @@ func TestPGFleetHealth(t *testing.T) {
 			}
 			if h != nil && h.Store == "postgres" && h.StoreOK != nil && *h.StoreOK == ok {
 				t.Logf("%s: GET /health %d %s after %v", when, code, strings.TrimSpace(body), time.Since(start))
+				if ok && (h.Instances == nil || *h.Instances != 1) || !ok && h.Instances != nil || !strings.Contains(body, `"instances":`) {
+					t.Errorf("%s: GET /health counts instances as %s, want %s", when, body, map[bool]string{true: "1", false: "null"}[ok])
+				}
 				return
 			}
 			time.Sleep(50 * time.Millisecond)

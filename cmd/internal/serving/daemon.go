@@ -277,9 +277,11 @@ func (d *Daemon) builtEntries() []*entry {
 type Health struct {
 	// Status is "ok", or "degraded" (HTTP 503) while the store does not
 	// answer: sessions already open go on, what needs the store fails.
-	Status    string `json:"status"`
-	Version   string `json:"version"`
-	Instances int    `json:"instances"`
+	Status  string `json:"status"`
+	Version string `json:"version"`
+	// Instances is null while degraded: the store that counts them does
+	// not answer (0 would say the fleet is empty).
+	Instances *int   `json:"instances"`
 	Store     string `json:"store"` // "sqlite" or "postgres"
 	StoreOK   bool   `json:"store_ok"`
 	// StoreError is why the store did not answer (without its password).
@@ -288,21 +290,23 @@ type Health struct {
 
 // health is GET /health (see [Health]).
 func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
-	h := Health{Status: "ok", Version: d.o.Endpoint.Version, Instances: 1, Store: d.o.Store.Kind(), StoreOK: true}
+	h := Health{Status: "ok", Version: d.o.Endpoint.Version, Store: d.o.Store.Kind(), StoreOK: true}
+	n := 1
 	var err error
 	if d.o.Only == "" {
-		h.Instances, err = d.o.Store.Count(r.Context())
+		n, err = d.o.Store.Count(r.Context())
 	} else {
 		err = d.o.Store.Ping(r.Context())
 	}
 	if err != nil {
 		d.log.Error("health: the store does not answer", "error", err)
-		h.Status, h.StoreOK, h.StoreError, h.Instances = "degraded", false, err.Error(), 0
+		h.Status, h.StoreOK, h.StoreError = "degraded", false, err.Error()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_ = json.NewEncoder(w).Encode(h)
 		return
 	}
+	h.Instances = &n
 	writeJSON(w, h)
 }
 
