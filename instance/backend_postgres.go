@@ -108,11 +108,21 @@ var pgMigrations = []string{
 	END $$;
 	CREATE TRIGGER events_status AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION agentctl_events_status();`,
 	// 2: as SQLite's 8, each question carries its instance's label, agent
-	// and host.
+	// and host, set before each insert (no second row version).
 	`ALTER TABLE questions ADD COLUMN instance_name TEXT COLLATE "C";
 	ALTER TABLE questions ADD COLUMN agent TEXT NOT NULL DEFAULT '';
 	ALTER TABLE questions ADD COLUMN host TEXT NOT NULL DEFAULT '';
-	` + questionInstanceSync + `;`,
+	` + questionInstanceSync + `;
+	CREATE FUNCTION agentctl_questions_instance() RETURNS trigger LANGUAGE plpgsql AS $$
+	DECLARE r record;
+	BEGIN
+		SELECT i.name, i.agent, i.host INTO r FROM instances i WHERE i.id = NEW.instance_id;
+		IF FOUND THEN
+			NEW.instance_name := r.name; NEW.agent := r.agent; NEW.host := r.host;
+		END IF;
+		RETURN NEW;
+	END $$;
+	CREATE TRIGGER questions_instance BEFORE INSERT ON questions FOR EACH ROW EXECUTE FUNCTION agentctl_questions_instance();`,
 }
 
 // pgMigrateLock is the advisory lock the migrators of one database take

@@ -575,18 +575,9 @@ var questionTable = childTable{
 
 func (c *copier) copyTokens() error { return c.copyChildren(tokenTable) }
 
-// copyQuestions copies the questions, then gives those it copied (which
-// left the copies of their instance's label, agent and host empty) the
-// target's values of them.
-func (c *copier) copyQuestions() error {
-	if err := c.copyChildren(questionTable); err != nil {
-		return err
-	}
-	if _, err := c.dst.Tx.ExecContext(c.ctx, questionInstanceSync); err != nil {
-		return c.dstErr(fmt.Errorf("copy into questions: %w", err))
-	}
-	return nil
-}
+// copyQuestions copies the questions; the target's trigger gives each its
+// instance's label, agent and host as the target has them.
+func (c *copier) copyQuestions() error { return c.copyChildren(questionTable) }
 
 func (c *copier) copyChildren(t childTable) error {
 	cols := strings.Join(t.cols, ", ")

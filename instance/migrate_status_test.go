@@ -128,7 +128,8 @@ func makeStoreAt(ctx context.Context, dir string, n int) error {
 // TestMigrationQuestionsCarryTheirInstance: questions asked before the
 // migration that gave them copies of their instance's label, agent and host
 // get them in it, on both stores, so the inbox (which reads the questions
-// alone) shows them; answered questions too.
+// alone) shows them; answered questions too; and one asked afterwards by an
+// older agentctl (which names none of the three) gets them from the trigger.
 func TestMigrationQuestionsCarryTheirInstance(t *testing.T) {
 	ctx := context.Background()
 	pg := testkit.StartPostgres(t)
@@ -179,6 +180,9 @@ func TestMigrationQuestionsCarryTheirInstance(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
+			// An endpoint of the older agentctl, still serving, asks one
+			// more as it always did: the trigger fills the three in.
+			exec(`INSERT INTO questions (id, instance_id, question, choices, status, asked_at) VALUES ('q4', ?, 'old?', '[]', 'open', '2026-01-01T00:00:04.000000000Z')`, a)
 			in, err := st.Inbox(ctx, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -187,7 +191,7 @@ func TestMigrationQuestionsCarryTheirInstance(t *testing.T) {
 			for _, q := range in {
 				got = append(got, q.ID+" "+q.InstanceName+" "+q.Agent+" "+q.Host)
 			}
-			if want := []string{"q1 alpha auggie host-a", "q2  codex host-b"}; !slices.Equal(got, want) {
+			if want := []string{"q1 alpha auggie host-a", "q2  codex host-b", "q4 alpha auggie host-a"}; !slices.Equal(got, want) {
 				t.Errorf("inbox after the migration: %q, want %q", got, want)
 			}
 			var name sql.NullString

@@ -23,26 +23,13 @@ func (s *Store) AddQuestion(ctx context.Context, instanceID, text string, choice
 	}
 	q := &Question{ID: s.newID(s.now()), InstanceID: instanceID, Text: text, Choices: choices, Status: QuestionOpen, AskedAt: s.stamp()}
 	cj, _ := json.Marshal(choices)
-	// The question takes its instance's label, agent and host (for the
-	// inbox); no row is inserted if the instance is gone.
-	const insert = `INSERT INTO questions (id, instance_id, question, choices, status, asked_at, instance_name, agent, host)
-		SELECT ?, id, ?, ?, ?, ?, name, agent, host FROM instances WHERE id = ?`
-	args := []any{q.ID, text, string(cj), q.Status, q.AskedAt.Format(timeFormat), instanceID}
-	exec := func(ex interface {
-		ExecContext(context.Context, string, ...any) (sql.Result, error)
-	}) error {
-		res, err := ex.ExecContext(ctx, insert, args...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err == nil && n == 0 {
-			return deletedError(instanceID)
-		}
-		return nil
-	}
+	// A trigger gives the question its instance's label, agent and host
+	// (for the inbox), whichever agentctl inserts it.
+	const insert = `INSERT INTO questions (id, instance_id, question, choices, status, asked_at) VALUES (?, ?, ?, ?, ?, ?)`
+	args := []any{q.ID, instanceID, text, string(cj), q.Status, q.AskedAt.Format(timeFormat)}
 	n := s.notifyFor(NotifyQuestion)
 	if n == nil {
-		if err := exec(s.db); err != nil {
+		if _, err := s.db.ExecContext(ctx, insert, args...); err != nil {
 			return nil, s.orDeleted(ctx, instanceID, err)
 		}
 		return q, nil
@@ -50,7 +37,7 @@ func (s *Store) AddQuestion(ctx context.Context, instanceID, text string, choice
 	// The question and its notifications commit together.
 	var ids []string
 	err := s.inTx(ctx, instanceID, func(tx *dbTx) (err error) {
-		if err := exec(tx); err != nil {
+		if _, err := tx.ExecContext(ctx, insert, args...); err != nil {
 			return err
 		}
 		ids, err = s.enqueue(ctx, tx, n, instanceID, []string{NotifyQuestion}, func(b *Notification) { b.Question = notificationQuestion(q) })
@@ -65,8 +52,9 @@ func (s *Store) AddQuestion(ctx context.Context, instanceID, text string, choice
 
 // questionInstanceSync sets every question's copy of its instance's
 // label, agent and host where it differs: the backfill of the migration
-// that added them, and the end of a copy (CopyStore), whose target may give
-// an instance a host. Nothing else changes those three after create.
+// that added them. From then on a trigger (questions_instance) sets them at
+// each insert, whichever code makes it (AddQuestion, a copy, an endpoint of
+// an older agentctl still serving); nothing changes the three after create.
 const questionInstanceSync = `UPDATE questions SET (instance_name, agent, host) =
 	(SELECT i.name, i.agent, i.host FROM instances i WHERE i.id = questions.instance_id)
 	WHERE EXISTS (SELECT 1 FROM instances i WHERE i.id = questions.instance_id
