@@ -73,6 +73,9 @@ type Run struct {
 	ExitCode *int `json:"exit_code,omitempty"`
 	// Signal names the signal agentctl forwarded to end the run, if any.
 	Signal string `json:"signal,omitempty"`
+	// StartError says why the client could not start (not installed, no
+	// workspace): the run ended as it started, without a pid or exit code.
+	StartError string `json:"start_error,omitempty"`
 }
 
 // RunLock marks instance id (exactly, not a reference) as being run by
@@ -300,6 +303,45 @@ func (s *Store) StartRun(ctx context.Context, id string, r Run, ev Event) (int64
 	}
 	n.enqueued(s, ids)
 	return seq, nil
+}
+
+// NotStarted records a run whose client could not start, in one
+// transaction: r (with its StartError) as the record's last_run, started
+// and ended at r.StartedAt, and ev (failed, saying why) as its one event, so
+// that `instance wait`, --next included, sees the run end failed instead of
+// waiting for a start that never comes. Notified as a failed run's end.
+func (s *Store) NotStarted(ctx context.Context, id string, r Run, ev Event) error {
+	if r.ID == "" {
+		r.ID = s.NewRunID()
+	}
+	open := r
+	open.EndedAt = nil
+	ended := r.StartedAt
+	r.EndedAt = &ended
+	nt := s.notifyFor(NotifyRunEnded, NotifyFailed)
+	var ids []string
+	err := s.inTx(ctx, id, func(tx *dbTx) error {
+		// Open first, so that the event is the run's (see insertEvent).
+		if err := setLastRun(ctx, tx, id, open); err != nil {
+			return err
+		}
+		if _, _, err := insertEvent(ctx, tx, s.stamp(), id, ev); err != nil {
+			return err
+		}
+		if err := setLastRun(ctx, tx, id, r); err != nil || nt == nil {
+			return err
+		}
+		var err error
+		ids, err = s.enqueue(ctx, tx, nt, id, []string{NotifyFailed, NotifyRunEnded}, func(b *Notification) {
+			b.Run = notificationRun(r, ev.Status, ev.Message)
+		})
+		return err
+	})
+	if err != nil {
+		return s.orDeleted(ctx, id, err)
+	}
+	nt.enqueued(s, ids)
+	return nil
 }
 
 // notificationRun is run r, of status and message, as a notification

@@ -109,6 +109,8 @@ func describeRun(run *instance.Run) string {
 	}
 	desc := fmt.Sprintf("%s %s, started %s", run.Program, run.Mode, run.StartedAt.Format(time.RFC3339))
 	switch {
+	case run.StartError != "":
+		desc += ", could not start: " + run.StartError
 	case run.EndedAt == nil:
 		desc += ", running"
 	case run.ExitCode != nil:

@@ -59,7 +59,8 @@ whatever the agent said last.
   --run ID     waits for that run: 'instance run' prints its id as it starts, and
                'instance show' keeps the latest (last_run.id);
   --next       waits for the first run that starts after wait was called: start
-               wait before 'instance run', and the run cannot slip by;
+               wait before 'instance run', and the run cannot slip by (a run
+               whose client could not start ends at once, failed: exit 6);
   --status S   waits for the instance's latest reported status to be S (one of
                running, blocked, done, failed): at once if it is already, exit 6
                if it is or becomes failed. That is how wait behaved before runs

@@ -33,12 +33,6 @@ type Ended struct {
 // its start or end could not be recorded, both the outcome and an error
 // saying so are returned.
 func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan, s Streams, started func(instance.Run)) (*Ended, error) {
-	if _, err := p.LookPath(); err != nil {
-		return nil, notStarted(ctx, st, rec.ID, p, err)
-	}
-	if err := p.CheckDir(); err != nil {
-		return nil, notStarted(ctx, st, rec.ID, p, err)
-	}
 	release, err := st.RunLock(rec.ID)
 	if err != nil {
 		return nil, err
@@ -46,6 +40,14 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 	defer release()
 	if err := st.CheckLostClient(ctx, rec.ID); err != nil {
 		return nil, err
+	}
+	// Checked under the lock: a run that cannot start is recorded as a
+	// run, which must not replace the last_run of one under way.
+	if _, err := p.LookPath(); err != nil {
+		return nil, notStarted(ctx, st, rec.ID, p, err)
+	}
+	if err := p.CheckDir(); err != nil {
+		return nil, notStarted(ctx, st, rec.ID, p, err)
 	}
 	bg := context.WithoutCancel(ctx)
 	run := instance.Run{ID: st.NewRunID(), Program: p.Program, Mode: string(p.Mode)}
@@ -108,13 +110,15 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 	return out, err
 }
 
-// notStarted records that a run could not start, as the instance's status
-// failed, and returns why. A script's `instance run` and then `instance
-// wait` would otherwise wait for ever for a run that never began; now wait
-// sees failed (exit 6) and says why. Recording is best effort: the reason
-// the run did not start is the error that matters.
+// notStarted records that a run could not start, as a run that ended as it
+// started, failed ([instance.Store.NotStarted]), and returns why. A
+// script's `instance run` and then `instance wait` (or `wait --next`
+// started first) would otherwise wait for ever for a run that never began;
+// now wait sees failed (exit 6) and says why. Recording is best effort: the
+// reason the run did not start is the error that matters.
 func notStarted(ctx context.Context, st *instance.Store, id string, p *Plan, why error) error {
-	_, _ = st.AddEvent(context.WithoutCancel(ctx), instance.Event{InstanceID: id, Tool: instance.RunTool, Status: instance.StatusFailed,
+	r := instance.Run{ID: st.NewRunID(), Program: p.Program, Mode: string(p.Mode), StartedAt: time.Now().UTC(), StartError: why.Error()}
+	_ = st.NotStarted(context.WithoutCancel(ctx), id, r, instance.Event{Tool: instance.RunTool, Status: instance.StatusFailed,
 		Message: fmt.Sprintf("%s could not start: %v", p.Program, why)})
 	return why
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
@@ -94,17 +95,49 @@ func TestRunRecordsTheRun(t *testing.T) {
 	release()
 }
 
-// TestRunProgramMissingRecordsNothing: a client that is not installed is a
-// ProgramNotFoundError, and no run is recorded.
-func TestRunProgramMissingRecordsNothing(t *testing.T) {
+// TestRunProgramMissingRecordsAFailedRun: a client that is not installed is
+// a ProgramNotFoundError, recorded as a run that ended as it started,
+// failed, saying why: `instance wait --next`, waiting since before the
+// attempt, sees it end (a FailedError) instead of waiting for a start that
+// never comes. A second attempt while a run holds the lock is refused
+// before it can replace that run's last_run.
+func TestRunProgramMissingRecordsAFailedRun(t *testing.T) {
 	st, rec, p := recordedRun(t, "exit7")
 	p.Program = "agentctl-no-such-client"
-	_, err := Run(context.Background(), st, rec, p, Streams{Out: io.Discard, ErrOut: io.Discard}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	since := time.Now()
+	waited := make(chan error, 1)
+	go func() {
+		poll := &instance.Poller{Source: st, Interval: 10 * time.Millisecond}
+		_, err := poll.WaitRun(ctx, rec.ID, instance.Which{Next: true, Since: since})
+		waited <- err
+	}()
+	_, err := Run(ctx, st, rec, p, Streams{Out: io.Discard, ErrOut: io.Discard}, nil)
 	var nf *ProgramNotFoundError
 	if !errors.As(err, &nf) {
 		t.Fatalf("err = %v, want a ProgramNotFoundError", err)
 	}
-	if last, _ := st.LastRun(context.Background(), rec.ID); last != nil {
-		t.Errorf("a run was recorded: %+v", last)
+	last, err := st.LastRun(ctx, rec.ID)
+	if err != nil || last == nil || last.ID == "" || last.EndedAt == nil || !last.EndedAt.Equal(last.StartedAt) ||
+		last.PID != 0 || last.ExitCode != nil || !strings.Contains(last.StartError, "agentctl-no-such-client") {
+		t.Fatalf("the run that could not start is recorded as %+v (%v)", last, err)
+	}
+	var failed *instance.FailedError
+	if err := <-waited; !errors.As(err, &failed) || failed.Event.RunID != last.ID || !strings.Contains(failed.Event.Message, "could not start") {
+		t.Fatalf("wait --next = %v, want the failed run %s", err, last.ID)
+	}
+
+	// Under way elsewhere: refused at the lock, and the last run stays.
+	release, err := st.RunLock(rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if _, err := Run(ctx, st, rec, p, Streams{Out: io.Discard, ErrOut: io.Discard}, nil); err == nil || errors.As(err, &nf) {
+		t.Errorf("a second attempt while a run holds the lock: %v, want refused as already being run", err)
+	}
+	if again, err := st.LastRun(ctx, rec.ID); err != nil || again.ID != last.ID {
+		t.Errorf("the refused attempt replaced the last run: %+v (%v)", again, err)
 	}
 }
