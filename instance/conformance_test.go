@@ -1590,6 +1590,25 @@ func confRuns(t *testing.T, e *confEnv) {
 		}
 	}
 
+	// A run whose client could not start: a run that ended as it started,
+	// its one event failed and its own, seen from the other store.
+	clk.advance(time.Second)
+	ns := Run{ID: st.NewRunID(), Program: "missing-client", Mode: RunHeadless, StartedAt: clk.now(), StartError: "not installed"}
+	if err := st.NotStarted(ctx, rec.ID, ns, Event{Tool: RunTool, Status: StatusFailed, Message: "missing-client could not start"}); err != nil {
+		t.Fatal(err)
+	}
+	lr := lastRun()
+	if lr.ID != ns.ID || lr.StartError != "not installed" || lr.EndedAt == nil || !lr.EndedAt.Equal(ns.StartedAt) || lr.ExitCode != nil || lr.PID != 0 {
+		t.Errorf("last_run after NotStarted = %+v", lr)
+	}
+	evs, err = other.Events(ctx, rec.ID, evs[len(evs)-1].Seq)
+	if err != nil || len(evs) != 1 || evs[0].RunID != ns.ID || evs[0].Status != StatusFailed || evs[0].Tool != RunTool {
+		t.Errorf("NotStarted's events: %v, %v; want one failed event of run %s", evs, err, ns.ID)
+	}
+	e.note("not started: last_run start_error %q, ended at its start %v, events %d", lr.StartError, lr.EndedAt.Equal(ns.StartedAt), len(evs))
+	err = st.NotStarted(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa", Run{Program: "x", StartedAt: clk.now()}, Event{Tool: RunTool, Status: StatusFailed})
+	e.wantErr(t, "NotStarted of an unknown instance", err, "deleted")
+
 	_, err = st.StartRun(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa", Run{Program: "x"}, Event{Tool: RunTool, Status: StatusRunning})
 	e.wantErr(t, "StartRun of an unknown instance", err, "deleted")
 	_, err = st.EndRun(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa", 0, Run{Program: "x"}, Event{Tool: RunTool, Status: StatusDone})
