@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -9,6 +10,9 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -220,6 +224,9 @@ func openPostgres(ctx context.Context, raw string) (*sql.DB, backend, error) {
 	if err != nil {
 		return nil, nil, invalidf("store %s: %s", name, redactSecret(err.Error(), raw))
 	}
+	if msg := insecurePassfile(raw, cfg.ConnConfig.Password); msg != "" {
+		return nil, nil, invalidf("store %s: %s", name, msg)
+	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
@@ -331,10 +338,48 @@ func (s *Store) EndpointPasswordProblem(env StoreURL) error {
 	}
 	// The driver reads PGPASSWORD and ~/.pgpass (PGPASSFILE) as it parses.
 	if cfg, err := pgconn.ParseConfig(RedactStore(string(s.url))); err == nil && cfg.Password != "" {
+		if msg := insecurePassfile(RedactStore(string(s.url)), cfg.Password); msg != "" {
+			return invalidf("the endpoint the client starts would refuse the store's password: %s", msg)
+		}
 		return nil
 	}
 	return invalidf("the store's password was given in its URL (--store, or store in the config file), and the endpoint the client starts would not find it: " +
 		"agentctl never writes it into a client's file; give it in PGPASSWORD or ~/.pgpass, or the whole URL in AGENTCTL_STORE")
+}
+
+// insecurePassfile says why password, which the driver found for the store
+// URL raw, must not be used: it comes from a password file that others may
+// read or write (as psql's libpq ignores such a file, agentctl refuses it,
+// naming the fix); "" when the password comes from elsewhere (the URL,
+// PGPASSWORD, a service file) or the file is the user's alone. The file is
+// the one the driver reads: the URL's passfile, else PGPASSFILE, else
+// ~/.pgpass.
+func insecurePassfile(raw, password string) string {
+	if password == "" || runtime.GOOS == "windows" || hasPassword(raw) || os.Getenv("PGPASSWORD") != "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	q := u.Query()
+	if q.Get("password") != "" || q.Get("service") != "" || os.Getenv("PGSERVICE") != "" {
+		return ""
+	}
+	path := cmp.Or(q.Get("passfile"), os.Getenv("PGPASSFILE"))
+	if path == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		path = filepath.Join(home, ".pgpass")
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the password file %s may be read by others (mode %04o), so its passwords are not the user's alone: chmod 0600 %s (psql ignores such a file too)",
+		path, fi.Mode().Perm(), path)
 }
 
 // hasPassword reports whether the store URL s carries a password.
