@@ -116,7 +116,7 @@ var pgMigrations = []string{
 	`ALTER TABLE questions ADD COLUMN instance_name TEXT COLLATE "C";
 	ALTER TABLE questions ADD COLUMN agent TEXT NOT NULL DEFAULT '';
 	ALTER TABLE questions ADD COLUMN host TEXT NOT NULL DEFAULT '';
-	` + questionInstanceSync + `;
+	` + questionInstanceBackfill + `;
 	CREATE FUNCTION agentctl_questions_instance() RETURNS trigger LANGUAGE plpgsql AS $$
 	DECLARE r record;
 	BEGIN
@@ -337,8 +337,9 @@ func (s *Store) EndpointPasswordProblem(env StoreURL) error {
 		return nil
 	}
 	// The driver reads PGPASSWORD and ~/.pgpass (PGPASSFILE) as it parses.
-	if cfg, err := pgconn.ParseConfig(RedactStore(string(s.url))); err == nil && cfg.Password != "" {
-		if msg := insecurePassfile(RedactStore(string(s.url)), cfg.Password); msg != "" {
+	bare := RedactStore(string(s.url))
+	if cfg, err := pgconn.ParseConfig(bare); err == nil && cfg.Password != "" {
+		if msg := insecurePassfile(bare, cfg.Password); msg != "" {
 			return invalidf("the endpoint the client starts would refuse the store's password: %s", msg)
 		}
 		return nil

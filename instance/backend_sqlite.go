@@ -181,11 +181,11 @@ var sqliteMigrations = []string{
 	// 8: each question carries its instance's label, agent and host (none
 	// of which changes after create), so that the fleet's inbox reads the
 	// questions alone: backfilled here, then set by the trigger at each
-	// insert (see questionInstanceSync).
+	// insert (see questionInstanceBackfill).
 	`ALTER TABLE questions ADD COLUMN instance_name TEXT;
 	ALTER TABLE questions ADD COLUMN agent TEXT NOT NULL DEFAULT '';
 	ALTER TABLE questions ADD COLUMN host TEXT NOT NULL DEFAULT '';
-	` + questionInstanceSync + `;
+	` + questionInstanceBackfill + `;
 	CREATE TRIGGER questions_instance AFTER INSERT ON questions BEGIN
 		UPDATE questions SET (instance_name, agent, host) = (SELECT i.name, i.agent, i.host FROM instances i WHERE i.id = NEW.instance_id)
 			WHERE id = NEW.id AND EXISTS (SELECT 1 FROM instances i WHERE i.id = NEW.instance_id);

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestInsecurePassfileRefused: a password the driver would take from a
@@ -64,5 +66,59 @@ func TestInsecurePassfileRefused(t *testing.T) {
 	}
 	if err := open(store); err == nil || strings.Contains(err.Error(), "chmod") || !errors.Is(err, ErrUnavailable) {
 		t.Errorf("a private password file: %v; want the server's absence (unavailable), not the file refused", err)
+	}
+}
+
+// TestInsecurePassfileNamesTheDriversFile pins insecurePassfile's choice of
+// file to the driver's: for each way a password file is named (the URL's
+// passfile, PGPASSFILE, ~/.pgpass, and the first two together), each
+// candidate file holds a password of its own, and the file insecurePassfile
+// names must be the one whose password pgconn.ParseConfig found. A pgx
+// that changes its order fails here.
+func TestInsecurePassfileNamesTheDriversFile(t *testing.T) {
+	t.Setenv("PGPASSWORD", "")
+	t.Setenv("PGSERVICE", "")
+	home, dir := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	files := map[string]string{ // path: its password
+		filepath.Join(home, ".pgpass"): "Home_Pw_1",
+		filepath.Join(dir, "env-pass"): "Env_Pw_2",
+		filepath.Join(dir, "url-pass"): "Url_Pw_3",
+	}
+	for path, pw := range files {
+		if err := os.WriteFile(path, []byte("127.0.0.1:1:fleet:agentctl:"+pw+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const base = "postgres://agentctl@127.0.0.1:1/fleet?sslmode=disable"
+	for _, tc := range []struct {
+		name, env, query string
+	}{
+		{"home", "", ""},
+		{"PGPASSFILE", filepath.Join(dir, "env-pass"), ""},
+		{"URL passfile", "", "&passfile=" + filepath.Join(dir, "url-pass")},
+		{"URL passfile over PGPASSFILE", filepath.Join(dir, "env-pass"), "&passfile=" + filepath.Join(dir, "url-pass")},
+	} {
+		t.Setenv("PGPASSFILE", tc.env)
+		raw := base + tc.query
+		cfg, err := pgconn.ParseConfig(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read string
+		for path, pw := range files {
+			if pw == cfg.Password {
+				read = path
+			}
+		}
+		if read == "" {
+			t.Fatalf("%s: the driver found password %q, from none of the files", tc.name, cfg.Password)
+		}
+		if msg := insecurePassfile(raw, cfg.Password); !strings.Contains(msg, "chmod 0600 "+read) {
+			t.Errorf("%s: the driver read %s; insecurePassfile says %q", tc.name, read, msg)
+		}
 	}
 }

@@ -50,15 +50,14 @@ func (s *Store) AddQuestion(ctx context.Context, instanceID, text string, choice
 	return q, nil
 }
 
-// questionInstanceSync sets every question's copy of its instance's
-// label, agent and host where it differs: the backfill of the migration
-// that added them. From then on a trigger (questions_instance) sets them at
-// each insert, whichever code makes it (AddQuestion, a copy, an endpoint of
-// an older agentctl still serving); nothing changes the three after create.
-const questionInstanceSync = `UPDATE questions SET (instance_name, agent, host) =
+// questionInstanceBackfill gives every question a copy of its instance's
+// label, agent and host: the migration that added them. From then on a
+// trigger (questions_instance) sets them at each insert, whichever code
+// makes it (AddQuestion, a copy, an endpoint of an older agentctl still
+// serving); nothing changes the three after create.
+const questionInstanceBackfill = `UPDATE questions SET (instance_name, agent, host) =
 	(SELECT i.name, i.agent, i.host FROM instances i WHERE i.id = questions.instance_id)
-	WHERE EXISTS (SELECT 1 FROM instances i WHERE i.id = questions.instance_id
-		AND (coalesce(i.name, '') <> coalesce(questions.instance_name, '') OR i.agent <> questions.agent OR i.host <> questions.host))`
+	WHERE EXISTS (SELECT 1 FROM instances i WHERE i.id = questions.instance_id)`
 
 const questionCols = `id, instance_id, question, choices, status, asked_at, coalesce(answer, ''), coalesce(answered_at, '')`
 
