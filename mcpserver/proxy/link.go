@@ -31,7 +31,14 @@ type Link struct {
 	queueOnly bool
 	max       int // bytes the queue may hold for the tap's messages
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// writeOut is tryWrite's write of pending to raw's descriptor, which
+	// sets written and werr: made once, a func value costs no allocation
+	// per message.
+	writeOut func(fd uintptr) bool
+	pending  []byte
+	written  int
+	werr     error
 	queue    []queued
 	queued   int // bytes in queue
 	flushing bool
@@ -66,6 +73,10 @@ func NewLink(server string, out io.Writer, max int) *Link {
 		k.queueOnly = true
 		if rc, err := f.SyscallConn(); err == nil && canTryWrite {
 			k.raw, k.queueOnly = rc, false
+			k.writeOut = func(fd uintptr) bool {
+				k.written, k.werr = writeNonblock(fd, k.pending)
+				return true
+			}
 		}
 	}
 	return k
@@ -75,7 +86,8 @@ func NewLink(server string, out io.Writer, max int) *Link {
 func (k *Link) Server() string { return k.server }
 
 // Send queues the tap's message: refused when the link is closed, or the
-// server has not read what is already queued.
+// server has not read what is already queued. msg is not kept: what must
+// wait is copied, so the caller may reuse it once Send returns.
 func (k *Link) Send(msg []byte) error { return k.write(msg, false, 0) }
 
 // write writes msg after everything before it; with wait (the SDK's
@@ -104,7 +116,9 @@ func (k *Link) write(msg []byte, wait bool, timeout time.Duration) error {
 		k.mu.Unlock()
 		return errNotReading
 	}
-	q := queued{msg: msg}
+	// A copy: the caller's buffer is its own again once write returns
+	// (the tap reuses its buffers; an SDK write may give up waiting).
+	q := queued{msg: append([]byte(nil), msg...)}
 	if wait {
 		q.done = make(chan error, 1)
 	}
@@ -132,7 +146,8 @@ func (k *Link) write(msg []byte, wait bool, timeout time.Duration) error {
 	}
 }
 
-// tryWrite writes what the server's input takes without blocking.
+// tryWrite writes what the server's input takes without blocking; k.mu
+// is held.
 func (k *Link) tryWrite(msg []byte) (int, error) {
 	switch {
 	case k.queueOnly:
@@ -140,14 +155,11 @@ func (k *Link) tryWrite(msg []byte) (int, error) {
 	case k.raw == nil:
 		return k.out.Write(msg)
 	}
-	var (
-		n    int
-		werr error
-	)
-	if err := k.raw.Write(func(fd uintptr) bool {
-		n, werr = writeNonblock(fd, msg)
-		return true
-	}); err != nil {
+	k.pending = msg
+	err := k.raw.Write(k.writeOut)
+	n, werr := k.written, k.werr
+	k.pending, k.written, k.werr = nil, 0, nil
+	if err != nil {
 		return 0, err
 	}
 	return n, werr

@@ -68,3 +68,46 @@ func TestLinkBoundsTheSDKsWrites(t *testing.T) {
 		t.Fatalf("a send after close: %v", err)
 	}
 }
+
+// TestLinkKeepsNoCallersBytes: what Send must queue (the server's input
+// is full) is copied, so the caller may reuse its buffer at once, as the
+// fast lane does; and a message the pipe takes costs no allocation.
+func TestLinkKeepsNoCallersBytes(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	link := NewLink("up", w, 0)
+	small := []byte("{}\n")
+	if n := testing.AllocsPerRun(100, func() {
+		if err := link.Send(small); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Send to a pipe with room: %v allocations, want 0", n)
+	}
+	if _, err := io.ReadFull(r, make([]byte, 101*len(small))); err != nil {
+		t.Fatal(err)
+	}
+	buf := bytes.Repeat([]byte("a"), 1<<17) // more than the pipe holds
+	if err := link.Send(buf); err != nil {
+		t.Fatal(err)
+	}
+	link.mu.Lock()
+	queued := link.flushing // the rest waits: nobody reads yet
+	link.mu.Unlock()
+	if !queued {
+		t.Fatal("nothing was queued: the test's pipe took it all")
+	}
+	for i := range buf {
+		buf[i] = 'b' // the caller reuses its buffer
+	}
+	got, err := io.ReadAll(io.LimitReader(r, 1<<17))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := bytes.IndexByte(got, 'b'); i >= 0 {
+		t.Fatalf("the server read the caller's later bytes at %d of %d", i, len(got))
+	}
+}

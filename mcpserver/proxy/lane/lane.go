@@ -86,8 +86,9 @@ type Lane struct {
 	// tools/list it has answered.
 	forwarded, listed atomic.Int64
 
-	// progress maps the lane's progress tokens to their calls.
-	progress *proxy.ProgressRoutes[*call]
+	// progress maps the lane's progress tokens to the clients' tokens, as
+	// written.
+	progress *proxy.ProgressRoutes[json.RawMessage]
 	// listing is tools/list's result for 2026-07-28 requests.
 	listing statelessListing
 
@@ -98,23 +99,120 @@ type Lane struct {
 	// runtime's network poller).
 	expiry   *time.Timer
 	expiryAt time.Time
-	calls    map[string]*call       // by upstream id
+	calls    map[int64]*call        // by number (call.seq)
 	links    map[string]*proxy.Link // by server name: each stdio server's current connection
+
+	spare spare
 }
 
-// call is one forwarded call.
+// spare keeps answered calls and message buffers for reuse: a call costs
+// no allocation once the lane has run a while, since on this path each
+// allocation soon means touching memory the process has not touched yet
+// (BENCHMARKS.md). Lists, not sync.Pool: what a call costs stays the same
+// under the race detector, which empties pools at random.
+type spare struct {
+	mu    sync.Mutex
+	calls []*call
+	bufs  [][]byte
+}
+
+// maxSpare bounds each of spare's lists: more than the calls usually in
+// flight at once.
+const maxSpare = 64
+
+// call is one forwarded call. Whoever removes it from the lane's calls
+// (take, cancel, expire, Down) owns it, answers it and then gives it back
+// ([Lane.done]).
 type call struct {
-	// clientID is the client's id as written; clientKey, by value
-	// (wire.Message.Key): a client may use one id for several calls.
-	clientID, clientKey string
-	clientToken         json.RawMessage // nil: the client asked for no progress
-	seq                 int64           // the call's number, in upID
-	upID, upTok         string
-	link                *proxy.Link
-	proto               protocol
+	// ids is the client's id by value (wire.Message.Key: a client may use
+	// one id for several calls), then as written; keyLen is the first's
+	// length.
+	ids    []byte
+	keyLen int
+	seq    int64  // the call's number: upstream, its id is idPrefix and seq
+	upTok  string // its progress token upstream ("": the client asked for no progress)
+	link   *proxy.Link
+	proto  protocol
 	// limit is the call's timeout (0: none), which runs out at deadline.
 	limit    time.Duration
 	deadline time.Time
+}
+
+func (c *call) clientKey() []byte { return c.ids[:c.keyLen] }
+func (c *call) clientID() []byte  { return c.ids[c.keyLen:] }
+
+// newCall returns a call record, a spare one if there is one.
+func (l *Lane) newCall() *call {
+	l.spare.mu.Lock()
+	defer l.spare.mu.Unlock()
+	if n := len(l.spare.calls); n > 0 {
+		c := l.spare.calls[n-1]
+		l.spare.calls = l.spare.calls[:n-1]
+		return c
+	}
+	return new(call)
+}
+
+// done takes back c, answered and no longer in the lane's calls.
+func (l *Lane) done(c *call) {
+	ids := c.ids[:0]
+	if cap(ids) > 256 {
+		ids = nil
+	}
+	*c = call{ids: ids}
+	l.spare.mu.Lock()
+	if len(l.spare.calls) < maxSpare {
+		l.spare.calls = append(l.spare.calls, c)
+	}
+	l.spare.mu.Unlock()
+}
+
+// buf returns an empty buffer to build a message in, a spare one if there
+// is one. Neither the client's output (the guard) nor a link keeps what
+// it is given ([proxy.Link.Send]), so the buffer goes back (putBuf) once
+// the message is written.
+func (l *Lane) buf() []byte {
+	l.spare.mu.Lock()
+	defer l.spare.mu.Unlock()
+	if n := len(l.spare.bufs); n > 0 {
+		b := l.spare.bufs[n-1]
+		l.spare.bufs = l.spare.bufs[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, 512)
+}
+
+func (l *Lane) putBuf(b []byte) {
+	if cap(b) > 64<<10 {
+		return // a large answer's buffer is not kept
+	}
+	l.spare.mu.Lock()
+	if len(l.spare.bufs) < maxSpare {
+		l.spare.bufs = append(l.spare.bufs, b)
+	}
+	l.spare.mu.Unlock()
+}
+
+// appendUpID appends the upstream id of call number seq, unquoted.
+func appendUpID(dst []byte, seq int64) []byte {
+	return strconv.AppendInt(append(dst, idPrefix...), seq, 10)
+}
+
+// upSeq is the number of the call whose upstream id is id: idPrefix and
+// the number as appendUpID writes it (no sign, no leading zero); false for
+// any other id, which names no lane call.
+func upSeq[T ~string | ~[]byte](id T) (int64, bool) {
+	if len(id) <= len(idPrefix) || len(id) > len(idPrefix)+18 || string(id[:len(idPrefix)]) != idPrefix || id[len(idPrefix)] == '0' {
+		return 0, false
+	}
+	var n int64
+	for i := len(idPrefix); i < len(id); i++ {
+		if id[i] < '0' || id[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(id[i]-'0')
+	}
+	return n, true
 }
 
 type sessionRef struct{ ss Session }
@@ -127,8 +225,8 @@ func New(opts Options) *Lane {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Lane{ep: opts.Endpoint, client: opts.Client, log: log, serverInfo: info,
-		calls: map[string]*call{}, links: map[string]*proxy.Link{},
-		progress: proxy.NewProgressRoutes[*call](tokenPrefix)}
+		calls: map[int64]*call{}, links: map[string]*proxy.Link{},
+		progress: proxy.NewProgressRoutes[json.RawMessage](tokenPrefix)}
 }
 
 // SetSession tells the lane the SDK's session with the client; until then
@@ -216,13 +314,11 @@ func (l *Lane) call(m *wire.Message) bool {
 		return false
 	}
 
-	ids := string(m.Key) + string(m.ID) // one allocation for both
-	c := &call{clientKey: ids[:len(m.Key)], clientID: ids[len(m.Key):], seq: l.next.Add(1), link: link, proto: proto}
-	var up [32]byte
-	c.upID = string(strconv.AppendInt(append(up[:0], idPrefix...), c.seq, 10))
-	msg := make([]byte, 0, len(args)+len(meta)+len(r.Tool)+192)
-	msg = append(msg, `{"jsonrpc":"2.0","id":"`...)
-	msg = append(msg, c.upID...)
+	c := l.newCall()
+	c.ids = append(append(c.ids[:0], m.Key...), m.ID...)
+	c.keyLen, c.seq, c.link, c.proto = len(m.Key), l.next.Add(1), link, proto
+	msg := append(l.buf(), `{"jsonrpc":"2.0","id":"`...)
+	msg = appendUpID(msg, c.seq)
 	msg = append(msg, `","method":"tools/call","params":{"name":`...)
 	msg = wire.AppendString(msg, r.Tool)
 	msg = append(msg, `,"arguments":`...)
@@ -250,8 +346,7 @@ func (l *Lane) call(m *wire.Message) bool {
 			return true
 		})
 		if tok != nil {
-			c.clientToken = bytes.Clone(tok)
-			c.upTok = l.progress.Add(c)
+			c.upTok = l.progress.Add(bytes.Clone(tok))
 			sep()
 			msg = append(msg, `"progressToken":`...)
 			msg = wire.AppendString(msg, c.upTok)
@@ -263,7 +358,11 @@ func (l *Lane) call(m *wire.Message) bool {
 		}
 	}
 	msg = append(msg, "}}\n"...)
+	defer l.putBuf(msg)
 
+	// From here c is the lane's: an answer (or the server's end) may take
+	// it at once, from another goroutine.
+	seq := c.seq
 	l.add(c, link.CallTimeout)
 	l.forwarded.Add(1)
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -272,8 +371,9 @@ func (l *Lane) call(m *wire.Message) bool {
 	if err := link.Send(msg); err != nil {
 		// Answer here only if it is still ours to answer (a server going
 		// away fails its calls from its reader too).
-		if l.take(c.upID) != nil {
+		if c := l.take(seq); c != nil {
 			l.replyError(c, proxy.DidNotGetCall(link.Server(), err))
+			l.done(c)
 		}
 	}
 	return true
@@ -351,17 +451,17 @@ func (l *Lane) add(c *call, limit time.Duration) {
 		c.limit, c.deadline = limit, time.Now().Add(limit)
 		l.armLocked(c.deadline)
 	}
-	l.calls[c.upID] = c
+	l.calls[c.seq] = c
 	l.mu.Unlock()
 	l.inflight.Add(1)
 }
 
-// take removes the call with upstream id upID; nil if it is no longer
-// pending (answered, cancelled or failed).
-func (l *Lane) take(upID string) *call {
+// take removes call number seq; nil if it is no longer pending (answered,
+// cancelled or failed).
+func (l *Lane) take(seq int64) *call {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := l.calls[upID]
+	c := l.calls[seq]
 	if c == nil {
 		return nil
 	}
@@ -370,7 +470,7 @@ func (l *Lane) take(upID string) *call {
 }
 
 func (l *Lane) removeLocked(c *call) {
-	delete(l.calls, c.upID)
+	delete(l.calls, c.seq)
 	if c.upTok != "" {
 		l.progress.Remove(c.upTok)
 	}
@@ -386,7 +486,7 @@ func (l *Lane) cancel(m *wire.Message) bool {
 	var cs []*call
 	l.mu.Lock()
 	for _, c := range l.calls {
-		if c.clientKey == string(m.Key) {
+		if bytes.Equal(c.clientKey(), m.Key) {
 			cs = append(cs, c)
 			l.removeLocked(c)
 		}
@@ -398,6 +498,7 @@ func (l *Lane) cancel(m *wire.Message) bool {
 	}
 	for _, c := range cs {
 		c.cancelUpstream(m.Reason)
+		l.done(c)
 	}
 	return true
 }
@@ -405,7 +506,8 @@ func (l *Lane) cancel(m *wire.Message) bool {
 // cancelUpstream tells the call's server that it is cancelled, with the
 // reason (a JSON string) if not nil.
 func (c *call) cancelUpstream(reason []byte) {
-	msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), wire.AppendString(nil, c.upID)...)
+	msg := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"`), appendUpID(nil, c.seq)...)
+	msg = append(msg, '"')
 	if reason != nil {
 		msg = append(append(msg, `,"reason":`...), reason...)
 	}
@@ -454,5 +556,6 @@ func (l *Lane) expire() {
 		c.cancelUpstream(wire.AppendString(nil, fmt.Sprintf("agentctl's call timeout (%s) ran out", c.limit)))
 		l.log.Warn("MCP server did not answer a call in time; cancelled it", "mcp_server", c.link.Server(), "call_timeout", c.limit)
 		l.replyError(c, proxy.CallTimedOut(c.link.Server(), c.limit)) // the SDK path's words
+		l.done(c)
 	}
 }

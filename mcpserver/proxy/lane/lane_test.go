@@ -436,3 +436,61 @@ func TestLaneCallTimeoutsShareATimer(t *testing.T) {
 		t.Fatalf("%d calls in flight, want the one with an hour left", n)
 	}
 }
+
+// session is an initialized session as go-sdk's: its parameters are kept,
+// not made per call.
+type session struct{ p mcp.InitializeParams }
+
+func (s *session) InitializeParams() *mcp.InitializeParams { return &s.p }
+
+// TestLaneCallCostsNoAllocation: once the lane has run a while, a call
+// without progress and its answer allocate nothing of the lane's but the
+// tool's name for the endpoint's lookup: on this path each allocation soon
+// means touching memory the process has not touched yet, which costs more
+// than the rest of the lane's work.
+func TestLaneCallCostsNoAllocation(t *testing.T) {
+	l, _ := laneWithTool(t, io.Discard, io.Discard)
+	l.SetSession(&session{mcp.InitializeParams{ProtocolVersion: "2025-11-25"}})
+	req := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}` + "\n")
+	var resp []byte
+	var m wire.Message
+	round := func() {
+		if m.Parse(req); !l.FromClient(&m) {
+			t.Fatal("the lane did not take the call")
+		}
+		resp = append(resp[:0], `{"jsonrpc":"2.0","id":"agentctl-call-`...)
+		resp = strconv.AppendInt(resp, l.next.Load(), 10)
+		resp = append(resp, `","result":{"content":[{"type":"text","text":"hello"}]}}`+"\n"...)
+		if m.Parse(resp); !l.Line(nil, &m) {
+			t.Fatal("the lane did not take the answer")
+		}
+	}
+	round()
+	if n := testing.AllocsPerRun(200, round); n > 1 {
+		t.Errorf("a call and its answer: %v allocations, want at most 1 (the name's)", n)
+	}
+	if l.inflight.Load() != 0 {
+		t.Fatal("calls left in flight")
+	}
+}
+
+// TestUpSeqReadsOnlyTheLanesIDs: an answer names a lane call only by the id
+// the lane sent, exactly: no sign, no leading zero, nothing after it.
+func TestUpSeqReadsOnlyTheLanesIDs(t *testing.T) {
+	t.Parallel()
+	for _, seq := range []int64{1, 9, 10, 12345, 1 << 40} {
+		id := appendUpID(nil, seq)
+		if got, ok := upSeq(id); !ok || got != seq {
+			t.Errorf("upSeq(%s) = %d, %v", id, got, ok)
+		}
+		if got, ok := upSeq(string(id)); !ok || got != seq {
+			t.Errorf("upSeq(%q) = %d, %v", id, got, ok)
+		}
+	}
+	for _, id := range []string{"", idPrefix, idPrefix + "0", idPrefix + "07", idPrefix + "+7", idPrefix + "-7",
+		idPrefix + "7 ", idPrefix + "7.0", idPrefix + "1234567890123456789", "agentctl-calls-7", "x" + idPrefix + "7"} {
+		if got, ok := upSeq(id); ok {
+			t.Errorf("upSeq(%q) = %d, true; want false", id, got)
+		}
+	}
+}

@@ -43,8 +43,11 @@ func (l *Lane) Line(_ *proxy.Link, m *wire.Message) bool {
 	switch {
 	case m.Method == nil && m.Result != nil && (m.Error == nil || string(m.Error) == "null"):
 		if id, ok := wire.PlainString(m.ID); ok && bytes.HasPrefix(id, []byte(idPrefix)) {
-			if c := l.take(string(id)); c != nil {
-				l.reply(c, m.Result, nil, nil)
+			if seq, ok := upSeq(id); ok {
+				if c := l.take(seq); c != nil {
+					l.reply(c, m.Result, nil, nil)
+					l.done(c)
+				}
 			}
 			return true // a late answer to a cancelled call is dropped
 		}
@@ -62,7 +65,13 @@ func (l *Lane) Answer(link *proxy.Link, resp *jsonrpc.Response, unreadable strin
 	if !ok || !strings.HasPrefix(id, idPrefix) {
 		return false
 	}
-	c := l.take(id)
+	var c *call
+	if seq, ok := upSeq(id); ok {
+		c = l.take(seq)
+	}
+	if c != nil {
+		defer l.done(c)
+	}
 	switch {
 	case c == nil: // a late answer to a cancelled call is dropped
 	case unreadable != "":
@@ -102,11 +111,11 @@ func (l *Lane) progressOf(params []byte) bool {
 	if !strings.HasPrefix(tok, tokenPrefix) {
 		return false
 	}
-	c, ok := l.progress.Lookup(tok)
+	clientTok, ok := l.progress.Lookup(tok)
 	if !ok {
 		return true // progress of a call that is over
 	}
-	p.ProgressToken = json.RawMessage(c.clientToken)
+	p.ProgressToken = clientTok
 	b, err := json.Marshal(p)
 	if err != nil {
 		return true
@@ -135,9 +144,8 @@ func (l *Lane) reply(c *call, result, rpcErr []byte, failure error) {
 		}
 		result = shaped
 	}
-	msg := make([]byte, 0, len(result)+len(rpcErr)+len(c.clientID)+80)
-	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
-	msg = append(msg, c.clientID...)
+	msg := append(l.buf(), `{"jsonrpc":"2.0","id":`...)
+	msg = append(msg, c.clientID()...)
 	if len(rpcErr) > 0 {
 		msg = append(msg, `,"error":`...)
 		msg = append(msg, rpcErr...)
@@ -147,6 +155,7 @@ func (l *Lane) reply(c *call, result, rpcErr []byte, failure error) {
 	}
 	msg = append(msg, "}\n"...)
 	l.write(msg)
+	l.putBuf(msg)
 }
 
 // replyError answers the client's call with a tool error (isError).
@@ -184,5 +193,6 @@ func (l *Lane) Down(link *proxy.Link, cause error) {
 	l.mu.Unlock()
 	for _, c := range failed {
 		l.reply(c, nil, nil, cause)
+		l.done(c)
 	}
 }
