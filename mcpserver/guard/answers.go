@@ -15,6 +15,8 @@ import (
 // cancelled its request); a progress notification with the client's token
 // put back. See [Guard.Write].
 func (g *Guard) writeSDK(p []byte) (int, error) {
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {

@@ -49,7 +49,13 @@ type Guard struct {
 	// inputEnded: Serve has read the client's input to its end.
 	inputEnded atomic.Bool
 
-	mu     sync.Mutex // one message at a time to out; the fields below
+	// wmu: one message at a time to out, taken before mu. The taker's
+	// answers are written holding only wmu, so that reading the client's
+	// next request (which takes mu) never waits for the write of the
+	// answer before it, whose thread the system may set aside as the
+	// write wakes the client.
+	wmu    sync.Mutex
+	mu     sync.Mutex // the fields below
 	closed bool
 	// seq numbers the requests read; a request handed to the SDK goes
 	// under its number (see ids.go).
@@ -114,9 +120,11 @@ var ErrClosed = errors.New("the connection is closed")
 // SDK's messages go through [Guard.Transport], which puts the client's ids
 // back.
 func (g *Guard) Write(p []byte) (int, error) {
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.closed {
+		g.mu.Unlock()
 		return 0, ErrClosed
 	}
 	var m wire.Message
@@ -126,9 +134,11 @@ func (g *Guard) Write(p []byte) (int, error) {
 		// nothing more to wait for.
 		var buf [32]byte
 		if key, ok := wire.AppendIDKey(buf[:0], m.ID); ok && g.laneAnsweredLocked(key) {
+			g.mu.Unlock()
 			return len(p), nil
 		}
 	}
+	g.mu.Unlock()
 	n, err := g.out.Write(withoutCodeZero(&m))
 	if err == nil {
 		n = len(p)
@@ -210,7 +220,7 @@ func (g *Guard) route(line []byte, take Taker) []byte {
 		g.reply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: nested deeper than %d levels", wire.MaxDepth))
 		return nil
 	}
-	if !json.Valid(line) {
+	if !wire.Valid(line) {
 		g.parseError(line)
 		return nil
 	}
@@ -290,6 +300,8 @@ func (g *Guard) reply(id []byte, code int, msg string) {
 		id = []byte("null")
 	}
 	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, wire.AppendString(nil, msg))
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.closed {
@@ -349,6 +361,8 @@ func (g *Guard) Close() {
 // order they came, each with the client's id as written, and closes the
 // guard.
 func (g *Guard) finish(why string) {
+	g.wmu.Lock() // after the write under way: its request is answered
+	defer g.wmu.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -243,7 +242,7 @@ func (c *stdioConn) message(line []byte) jsonrpc.Message {
 	if !utf8.Valid(line) {
 		line = ValidUTF8(line)
 	}
-	valid := json.Valid(line)
+	valid := wire.Valid(line)
 	if valid && c.tap != nil {
 		if c.msg.Parse(line); c.tap.Line(c.link, &c.msg) {
 			return nil

@@ -4,8 +4,31 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 )
+
+// FuzzValid: Valid says what encoding/json.Valid says, of any line:
+// nested or not, broken anywhere, with bytes that are not UTF-8.
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{
+		`{}`, ` [ ] `, `"x"`, `-0`, `1.5e-3`, `1E+2`, `true`, `null`,
+		`01`, `1.`, `.5`, `-`, `+1`, `nul`, `tru`, `{"a":1,}`, `[1,2`, `{"a" 1}`, `{}x`, `{} {}`,
+		`"\u00e9"`, `"\ud800"`, `"\q"`, `"\u12"`, "\"\t\"", "\"\x01\"", "\"\xff\xfe\"", "\ufeff{}",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[1,{"y":"}"}]}}}`,
+		strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
+		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1),
+		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth),
+		strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, got, want)
+		}
+	})
+}
 
 // FuzzEachMember: on valid JSON, EachMember finds exactly the members
 // encoding/json finds, with the same values; and an Object that reads only
