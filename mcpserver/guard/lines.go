@@ -15,7 +15,7 @@ import (
 func pump(lr *wire.Lines, sdk io.Writer, route func([]byte) []byte, tooLong func(*wire.TooLongError)) (err error, sdkGone bool) {
 	for {
 		line, err := lr.Next()
-		if tl := (*wire.TooLongError)(nil); tooLong != nil && errors.As(err, &tl) {
+		if tl, ok := errors.AsType[*wire.TooLongError](err); ok && tooLong != nil {
 			tooLong(tl)
 			continue
 		}

@@ -207,7 +207,7 @@ func (c *stdioConn) Read(context.Context) (jsonrpc.Message, error) {
 		c.skipped = wire.IDReader{}
 		line, err := c.lines.Next()
 		c.lineNo++
-		if tl := (*wire.TooLongError)(nil); errors.As(err, &tl) {
+		if tl, ok := errors.AsType[*wire.TooLongError](err); ok {
 			if m := c.failAnswer(&c.skipped, fmt.Sprintf("an answer of %d bytes, over the limit of %d (ask the tool for less)", tl.Size, tl.Max), nil); m != nil {
 				return m, nil
 			}

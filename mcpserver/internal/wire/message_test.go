@@ -63,3 +63,26 @@ func TestEnvelope(t *testing.T) {
 		}
 	}
 }
+
+// TestTooDeepCountsOnlyNesting: brackets in strings, or side by side,
+// are no depth, however many a line has; nesting one past MaxDepth is.
+func TestTooDeepCountsOnlyNesting(t *testing.T) {
+	t.Parallel()
+	nest := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, c := range []struct {
+		line string
+		deep bool
+	}{
+		{`{"a":1}`, false},
+		{nest(MaxDepth), false},
+		{nest(MaxDepth + 1), true},
+		{`["` + strings.Repeat("[", 3*MaxDepth) + `"]`, false},
+		{strings.Repeat("[],", 2*MaxDepth) + "[]", false},
+		{`"` + strings.Repeat("{", MaxDepth) + `",` + nest(MaxDepth+1), true},
+		{`"\"` + strings.Repeat("[", MaxDepth) + `"` + nest(2), false},
+	} {
+		if got := TooDeep([]byte(c.line)); got != c.deep {
+			t.Errorf("TooDeep(%.40q... %d bytes) = %v, want %v", c.line, len(c.line), got, c.deep)
+		}
+	}
+}
