@@ -21,7 +21,8 @@ import (
 // its stdio and the server's), the three in turn in one loop, which one
 // goes first rotating. µs-added-* are the medians of (through − direct)
 // per round; ratio/medians is the lane's median added time over the
-// relay's (the target: ≤ 1.2).
+// relay's (the target: ≤ 1.2). faults-*/call are the middle processes'
+// minor page faults per call, µs-cpu-*/call their CPU time.
 //
 //	go test -run '^$' -bench LaneProcess -benchtime 3000x -count 3 ./cmd/agentctl
 func BenchmarkLaneProcess(b *testing.B) {
@@ -50,6 +51,8 @@ func BenchmarkLaneProcess(b *testing.B) {
 	relayCPU, ok2 := processCPU(floor.pid)
 	laneSw, ok5 := processSwitches(lane.pid)
 	relaySw, ok6 := processSwitches(floor.pid)
+	laneFl, ok9 := processFaults(lane.pid)
+	relayFl, ok10 := processFaults(floor.pid)
 	n := 0
 	for i := 0; b.Loop(); i++ {
 		var d [3]time.Duration
@@ -66,6 +69,14 @@ func BenchmarkLaneProcess(b *testing.B) {
 	relayEnd, ok4 := processCPU(floor.pid)
 	laneSwEnd, ok7 := processSwitches(lane.pid)
 	relaySwEnd, ok8 := processSwitches(floor.pid)
+	laneFlEnd, ok11 := processFaults(lane.pid)
+	relayFlEnd, ok12 := processFaults(floor.pid)
+	if ok9 && ok10 && ok11 && ok12 && n > 0 {
+		// A young process's heap is all first touches: what the lane
+		// allocates per call shows here (BENCHMARKS.md, 2026-12-04).
+		b.ReportMetric(float64(laneFlEnd-laneFl)/float64(n), "faults-lane/call")
+		b.ReportMetric(float64(relayFlEnd-relayFl)/float64(n), "faults-relay/call")
+	}
 	if ok5 && ok6 && ok7 && ok8 && n > 0 {
 		b.ReportMetric(float64(laneSwEnd-laneSw)/float64(n), "switches-lane/call")
 		b.ReportMetric(float64(relaySwEnd-relaySw)/float64(n), "switches-relay/call")

@@ -589,3 +589,22 @@ func processCPU(pid int) (time.Duration, bool) {
 	}
 	return total, true
 }
+
+// processFaults is the minor page faults of process pid so far, all its
+// threads' (/proc/PID/stat's minflt): on this project's machine the first
+// touch of a page costs 12–16 µs, more than a proxied call's own work.
+func processFaults(pid int) (int64, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command's name, which is in parentheses and
+	// may hold spaces: minflt is the 10th field of the line, the 8th after it.
+	i := strings.LastIndexByte(string(data), ')')
+	f := strings.Fields(string(data[i+1:]))
+	if i < 0 || len(f) < 8 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(f[7], 10, 64)
+	return n, err == nil
+}
