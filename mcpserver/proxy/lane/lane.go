@@ -116,9 +116,15 @@ type spare struct {
 	bufs  [][]byte
 }
 
-// maxSpare bounds each of spare's lists: more than the calls usually in
-// flight at once.
-const maxSpare = 64
+// What spare keeps at most: call records, more than the calls usually in
+// flight at once; buffers, which are held only while a message is built
+// and written, more than the goroutines that write at once, each no
+// larger than maxSpareBuf (a large answer's is left to the collector).
+const (
+	maxSpareCalls = 64
+	maxSpareBufs  = 8
+	maxSpareBuf   = 16 << 10
+)
 
 // call is one forwarded call. Whoever removes it from the lane's calls
 // (take, cancel, expire, Down) owns it, answers it and then gives it back
@@ -161,7 +167,7 @@ func (l *Lane) done(c *call) {
 	}
 	*c = call{ids: ids}
 	l.spare.mu.Lock()
-	if len(l.spare.calls) < maxSpare {
+	if len(l.spare.calls) < maxSpareCalls {
 		l.spare.calls = append(l.spare.calls, c)
 	}
 	l.spare.mu.Unlock()
@@ -183,11 +189,11 @@ func (l *Lane) buf() []byte {
 }
 
 func (l *Lane) putBuf(b []byte) {
-	if cap(b) > 64<<10 {
-		return // a large answer's buffer is not kept
+	if cap(b) > maxSpareBuf {
+		return
 	}
 	l.spare.mu.Lock()
-	if len(l.spare.bufs) < maxSpare {
+	if len(l.spare.bufs) < maxSpareBufs {
 		l.spare.bufs = append(l.spare.bufs, b)
 	}
 	l.spare.mu.Unlock()
