@@ -220,7 +220,7 @@ func (g *Guard) route(line []byte, take Taker) []byte {
 		g.reply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: nested deeper than %d levels", wire.MaxDepth))
 		return nil
 	}
-	if !wire.Valid(line) {
+	if !wire.ValidShallow(line) { // TooDeep said false just above
 		g.parseError(line)
 		return nil
 	}

@@ -21,8 +21,13 @@ func Valid(line []byte) bool {
 	if TooDeep(line) {
 		return json.Valid(line)
 	}
-	return sdkjson.Valid(line)
+	return ValidShallow(line)
 }
+
+// ValidShallow is [Valid] of a line [TooDeep] has said false of, which
+// the caller need not scan again (a long line with many brackets is
+// scanned byte by byte).
+func ValidShallow(line []byte) bool { return sdkjson.Valid(line) }
 
 // Object walks the members of a JSON object in order. Reading a member's
 // value is optional: a value not read is skipped by the next call to
