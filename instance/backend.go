@@ -58,10 +58,10 @@ type backend interface {
 	// connections a server restart left dead, so the next try gets a
 	// live one.
 	failed(err error)
-	// watch returns a channel that receives when channel's payload is
-	// notified, or when notifications may have been missed (after a
-	// reconnection), and a function that stops the watch; nil for a
-	// backend without notifications, whose waiters poll.
+	// watch returns a channel that receives when channel's payload may
+	// have changed (notified, or anything committed where the backend
+	// cannot say what), or when a change may have gone unseen (after a
+	// reconnection), and a function that stops the watch ([watchSet]).
 	watch(ctx context.Context, channel, payload string) (<-chan struct{}, func())
 }
 
@@ -351,9 +351,10 @@ func storeError(be backend, err error) error {
 // records an event, on any host, and a function that ends the watch. A
 // receive means "read again", not "there is one": the channel also
 // receives after the store reconnects, when events may have gone
-// unannounced. On SQLite the channel is nil (it never receives) and
-// followers poll; on PostgreSQL it is LISTEN/NOTIFY, and followers poll
-// as well, more slowly, in case a notification is lost.
+// unannounced. On PostgreSQL it is LISTEN/NOTIFY; on SQLite it receives
+// within [SQLiteWatchInterval] of any commit to the store (SQLite does not
+// say what changed), and once at the start of the watch. Followers poll
+// as well, in case a wake is lost.
 func (s *Store) WatchEvents(ctx context.Context, id string) (<-chan struct{}, func()) {
 	return s.db.be.watch(ctx, chanEvents, id)
 }

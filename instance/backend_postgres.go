@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -241,7 +240,7 @@ func openPostgres(ctx context.Context, raw string) (*sql.DB, backend, error) {
 		return nil, nil, fmt.Errorf("postgres store %s: %s", name, redactSecret(err.Error(), raw))
 	}
 	b := &pgBackend{name: name, pool: pool}
-	b.lis = &pgListener{pool: pool, subs: map[string]map[*pgSub]struct{}{}}
+	b.lis = newPGListener(pool)
 	if err := pgMigrate(ctx, pool); err != nil {
 		pool.Close()
 		if hint, ok := connectHint(err); ok {
@@ -427,80 +426,21 @@ func connectHint(err error) (string, bool) {
 }
 
 // pgListener is a process's one LISTEN connection, started by its first
-// watch, shared by every watch: it wakes the watchers of each
+// watch ([watchSet]), shared by every watch: it wakes the watchers of each
 // notification, reconnects with backoff when the connection drops, and
-// then wakes every watcher, since what happened meanwhile went unheard
-// (a watcher reads the state again when woken, so a spurious wake costs a
-// read and a missed one cannot happen).
+// then wakes every watcher, since what happened meanwhile went unheard.
 type pgListener struct {
 	pool *pgxpool.Pool
-
-	mu      sync.Mutex
-	subs    map[string]map[*pgSub]struct{} // channel NUL payload → watchers
-	cancel  context.CancelFunc
-	done    chan struct{}
-	stopped bool
+	*watchSet
 }
 
-type pgSub struct{ ch chan struct{} }
-
-func (l *pgListener) subscribe(channel, payload string) (<-chan struct{}, func()) {
-	key := channel + "\x00" + payload
-	sub := &pgSub{ch: make(chan struct{}, 1)}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopped {
-		return nil, func() {}
-	}
-	if l.subs[key] == nil {
-		l.subs[key] = map[*pgSub]struct{}{}
-	}
-	l.subs[key][sub] = struct{}{}
-	if l.cancel == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		l.cancel, l.done = cancel, make(chan struct{})
-		go l.run(ctx)
-	}
-	return sub.ch, func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		delete(l.subs[key], sub)
-		if len(l.subs[key]) == 0 {
-			delete(l.subs, key)
-		}
-	}
-}
-
-func (l *pgListener) stop() {
-	l.mu.Lock()
-	l.stopped = true
-	cancel, done := l.cancel, l.done
-	l.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
-
-// wake wakes key's watchers, or every watcher when key is "".
-func (l *pgListener) wake(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, subs := range l.subs {
-		if key != "" && k != key {
-			continue
-		}
-		for s := range subs {
-			select {
-			case s.ch <- struct{}{}:
-			default:
-			}
-		}
-	}
+func newPGListener(pool *pgxpool.Pool) *pgListener {
+	l := &pgListener{pool: pool}
+	l.watchSet = newWatchSet(func(ctx context.Context, _ *watchSet) { l.run(ctx) }, false)
+	return l
 }
 
 func (l *pgListener) run(ctx context.Context) {
-	defer close(l.done)
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		err := l.listen(ctx, func() { backoff = 50 * time.Millisecond })

@@ -16,7 +16,22 @@ import (
 
 // sqliteBackend is the default [backend]: a file in the state directory
 // (or where sqlite:PATH says), in WAL mode, one writer at a time.
-type sqliteBackend struct{ path string }
+type sqliteBackend struct {
+	path string
+	db   *sql.DB
+	*watchSet
+	// version reads conn's data version ([sqliteBackend.watchVersion]);
+	// tests make it fail.
+	version func(conn *sql.Conn) (int64, error)
+}
+
+func newSQLiteBackend(path string, db *sql.DB) *sqliteBackend {
+	b := &sqliteBackend{path: path, db: db, version: dataVersion}
+	// A new watcher is woken once: the version it is compared with may
+	// have been taken after its caller's last read.
+	b.watchSet = newWatchSet(b.watchVersion, true)
+	return b
+}
 
 func (b *sqliteBackend) Kind() string             { return "sqlite" }
 func (b *sqliteBackend) Name() string             { return b.path }
@@ -42,8 +57,93 @@ func (b *sqliteBackend) notify(context.Context, execer, string, string) error { 
 func (b *sqliteBackend) failed(error)                                         {}
 func (b *sqliteBackend) notifying(q, _ string) string                         { return q }
 
-func (b *sqliteBackend) watch(context.Context, string, string) (<-chan struct{}, func()) {
-	return nil, func() {}
+func (b *sqliteBackend) watch(_ context.Context, channel, payload string) (<-chan struct{}, func()) {
+	return b.subscribe(channel, payload)
+}
+
+// dataVersion is conn's PRAGMA data_version. Not with a context that can
+// end: that costs database/sql and the driver a goroutine each per
+// statement, most of what the read costs; with no lock to wait for
+// (busy_timeout 0), it is short.
+func dataVersion(conn *sql.Conn) (v int64, err error) {
+	err = conn.QueryRowContext(context.Background(), "PRAGMA data_version").Scan(&v)
+	return v, err
+}
+
+// Close ends the watch ([sqliteBackend.watchVersion]) and gives back its
+// connection; the store closes the database after.
+func (b *sqliteBackend) Close() { b.stop() }
+
+// SQLiteWatchInterval is how often a process that watches a SQLite store
+// ([Store.WatchEvents] and the others) asks it whether anything was
+// committed: the pause a running endpoint took between its reads of its
+// record before.
+const SQLiteWatchInterval = 250 * time.Millisecond
+
+// watchVersion is SQLite's watch. SQLite has no notifications, but a
+// connection's PRAGMA data_version changes whenever another connection, of
+// this process or another, commits. One held connection asks every
+// [SQLiteWatchInterval], an autocommit read that costs about a tenth of
+// reading a record, and a change wakes every watcher, since it does not
+// say what changed: an idle store costs its watchers no reads at all. A
+// connection that fails is given back and every watcher is woken, at each
+// try until a new one answers and once more then, since a commit
+// meanwhile went unseen; likewise at the start.
+func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
+	t := time.NewTicker(SQLiteWatchInterval)
+	defer t.Stop()
+	var (
+		conn *sql.Conn
+		last int64 // the version conn gave last, when seen
+		seen bool
+		// missed: a commit before the first version seen may have come
+		// after a watcher's last read (at the start, or after a failure).
+		missed = true
+	)
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	for {
+		var v int64
+		err := ctx.Err()
+		if err == nil && conn == nil {
+			conn, err = b.db.Conn(ctx)
+			if err == nil {
+				// Never wait for a lock: busy is a failure, which wakes.
+				_, err = conn.ExecContext(ctx, "PRAGMA busy_timeout = 0")
+			}
+		}
+		if err == nil {
+			v, err = b.version(conn)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			if conn != nil {
+				conn.Close()
+				conn = nil
+			}
+			seen, missed = false, true
+			w.wake("")
+		case !seen: // versions of different connections do not compare
+			last, seen = v, true
+			if missed {
+				missed = false
+				w.wake("")
+			}
+		case v != last:
+			last = v
+			w.wake("")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // openSQLite opens (creating if needed) the SQLite database at path, whose
@@ -69,7 +169,7 @@ func openSQLite(ctx context.Context, path, instancesDir string) (*sql.DB, *sqlit
 	for _, f := range []string{path, path + "-wal", path + "-shm"} {
 		_ = os.Chmod(f, 0o600) // SQLite creates them by the umask
 	}
-	return db, &sqliteBackend{path: path}, nil
+	return db, newSQLiteBackend(path, db), nil
 }
 
 // DBFile is the name of the state database inside the state directory.

@@ -1879,9 +1879,11 @@ func confDelete(t *testing.T, e *confEnv) {
 
 // confWatch: on PostgreSQL, WatchEvents, WatchAnswer and WatchRecord receive soon after
 // another store (another process or host) records an event or an answer,
-// for the watched key only, and not after the watch ends; on SQLite their
-// channel is nil. A Poller following an instance sees another store's
-// events (on PostgreSQL woken by the watch alone: it polls once an hour).
+// for the watched key only, and not after the watch ends. On SQLite, which
+// cannot say what changed, every watch receives once at its start, then
+// soon after any commit of another store, and never while nothing is
+// committed. A Poller following an instance sees another store's events,
+// woken by the watch alone: it polls once an hour.
 func confWatch(t *testing.T, e *confEnv) {
 	ctx := context.Background()
 	st := e.open(t)
@@ -1895,24 +1897,37 @@ func confWatch(t *testing.T, e *confEnv) {
 		}
 	}
 
-	interval := time.Hour // only a watch wakes the poller
 	if e.kind == "sqlite" {
-		ch, stop := st.WatchEvents(ctx, a.ID)
-		if ch != nil || stop == nil {
-			t.Fatalf("SQLite WatchEvents = %v, %v; want a nil channel and a stop function", ch, stop != nil)
+		// settled drains what the start of the watch sent.
+		settled := func(ch <-chan struct{}, what string) {
+			t.Helper()
+			if ch == nil {
+				t.Fatalf("SQLite %s: a nil channel", what)
+			}
+			confReceives(t, ch, what+" at its start")
+			time.Sleep(2 * SQLiteWatchInterval)
+			select {
+			case <-ch:
+			default:
+			}
 		}
-		stop()
-		ch, stop = st.WatchAnswer(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
-		if ch != nil || stop == nil {
-			t.Fatalf("SQLite WatchAnswer = %v; want a nil channel", ch)
-		}
-		stop()
-		ch, stop = st.WatchRecord(ctx, a.ID)
-		if ch != nil || stop == nil {
-			t.Fatalf("SQLite WatchRecord = %v; want a nil channel", ch)
-		}
-		stop()
-		interval = 20 * time.Millisecond
+		wa, stopA := st.WatchEvents(ctx, a.ID)
+		settled(wa, "WatchEvents(a)")
+		wq, stopQ := st.WatchAnswer(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
+		defer stopQ()
+		settled(wq, "WatchAnswer")
+		wr, stopR := st.WatchRecord(ctx, b.ID)
+		defer stopR()
+		settled(wr, "WatchRecord(b)")
+		confQuiet(t, wa, 4*SQLiteWatchInterval, "WatchEvents(a) while nothing is committed")
+		addEvent(a, "for a")
+		confReceives(t, wa, "WatchEvents(a) after another store's event of a")
+		confReceives(t, wq, "WatchAnswer after another store's commit")
+		confReceives(t, wr, "WatchRecord(b) after another store's commit")
+		stopA()
+		addEvent(a, "for a again")
+		confReceives(t, wr, "WatchRecord(b) after the next commit")
+		confQuiet(t, wa, 2*SQLiteWatchInterval, "a stopped watch")
 	} else {
 		// The first watch starts the store's listener, which wakes every
 		// watch once it listens (what came before went unheard): after
@@ -1980,6 +1995,7 @@ func confWatch(t *testing.T, e *confEnv) {
 	}
 
 	// A follower of a, on this host, sees the other host's events.
+	const interval = time.Hour // only a watch wakes the poller
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	got := make(chan string, 16)

@@ -18,8 +18,8 @@ type EventSource interface {
 }
 
 // EventWatcher is what waking a [Poller] early needs of the store:
-// [*Store] has it, and wakes it through PostgreSQL's LISTEN/NOTIFY (on
-// SQLite its channel is nil, and the poller polls).
+// [*Store] has it, and wakes it through PostgreSQL's LISTEN/NOTIFY, or
+// when SQLite says something was committed.
 type EventWatcher interface {
 	WatchEvents(ctx context.Context, instanceID string) (<-chan struct{}, func())
 }

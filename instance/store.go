@@ -146,9 +146,13 @@ func (s *Store) dbError(err error) error {
 // folds a WAL grown past [walCheckpointPages] into the database first (see
 // trimWAL).
 func (s *Store) Close() error {
-	if s.exiting && s.sqlitePath != "" {
-		s.trimWAL()
-		return nil
+	if sb, ok := s.db.be.(*sqliteBackend); ok {
+		sb.Close() // its watch holds a connection, and reads in the WAL
+		if s.exiting {
+			s.trimWAL()
+			return nil
+		}
+		return s.db.Close()
 	}
 	err := s.db.Close()
 	if c, ok := s.db.be.(interface{ Close() }); ok {

@@ -387,7 +387,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 	defer deadline.Stop()
 	poll := time.NewTicker(e.cfg.PollInterval)
 	defer poll.Stop()
-	var answered <-chan struct{} // nil: the store has no notifications; poll
+	var answered <-chan struct{} // nil: the store cannot say; poll
 	if w, ok := e.cfg.Store.(AnswerWatcher); ok {
 		var stop func()
 		answered, stop = w.WatchAnswer(ctx, qid)

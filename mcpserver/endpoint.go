@@ -49,9 +49,10 @@ type Store interface {
 }
 
 // AnswerWatcher is what a store offers, beside [Store], when it can say
-// that a question was answered (PostgreSQL's LISTEN/NOTIFY, from any host):
-// ask_user_question then reads the answer at once instead of at its next
-// poll. A receive means "read again"; a nil channel never receives.
+// that a question may have been answered (PostgreSQL's LISTEN/NOTIFY, from
+// any host; SQLite's data version): ask_user_question then reads the
+// answer at once instead of at its next poll. A receive means "read
+// again"; a nil channel never receives.
 type AnswerWatcher interface {
 	WatchAnswer(ctx context.Context, questionID string) (<-chan struct{}, func())
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctl/agentctl/cmd/internal/serving"
+	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/internal/testkit"
 )
 
@@ -53,8 +53,8 @@ func BenchmarkMountReach(b *testing.B) {
 		b.StopTimer()
 		// The last change's notifications; then a random pause of up to a
 		// poll interval, so that the change lands at a random moment of
-		// the endpoint's polling, as a person's would.
-		time.Sleep(50*time.Millisecond + mrand.N(serving.DefaultFollowInterval))
+		// the store's watch (SQLite's), as a person's would.
+		time.Sleep(50*time.Millisecond + mrand.N(instance.SQLiteWatchInterval))
 		s.peer.drain()
 		b.StartTimer()
 		args := []string{"instance", "mount", "add", s.id, "--kb", "reach=" + dir, "--yes"}

@@ -211,6 +211,15 @@ func firstListRuns(b *testing.B, bin string, env []string, id string) (tools int
 // process start to the answer of the first tools/list (initialize,
 // initialized, tools/list); it returns that and how many tools it listed.
 func timeFirstList(b *testing.B, bin string, env []string, args ...string) (time.Duration, int) {
+	d, tools, _ := serveFirstList(b, bin, env, 0, args...)
+	return d, tools
+}
+
+// serveFirstList is [timeFirstList] that keeps the client's end open for
+// hold after the answer before it closes it, and returns the CPU time the
+// process's threads took meanwhile, from 200 ms after the answer (Linux:
+// the benchmark is skipped elsewhere).
+func serveFirstList(b *testing.B, bin string, env []string, hold time.Duration, args ...string) (time.Duration, int, time.Duration) {
 	const script = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 {"jsonrpc":"2.0","id":2,"method":"tools/list"}
@@ -242,10 +251,60 @@ func timeFirstList(b *testing.B, bin string, env []string, args ...string) (time
 		}
 	}
 	d := time.Since(start)
+	var cpu time.Duration
+	if hold > 0 {
+		time.Sleep(200 * time.Millisecond) // what the start left to do
+		before, ok1 := processCPU(cmd.Process.Pid)
+		time.Sleep(hold)
+		after, ok2 := processCPU(cmd.Process.Pid)
+		if !ok1 || !ok2 {
+			b.Skip("needs /proc/PID/task/*/schedstat (Linux)")
+		}
+		cpu = after - before
+	}
 	stdin.Close()
 	go io.Copy(io.Discard, stdout) // a tools/list_changed may still come
 	if err := cmd.Wait(); err != nil || !got {
 		b.Fatalf("%s: %v, tools/list answered: %v", filepath.Base(bin), err, got)
 	}
-	return d, tools
+	return d, tools, cpu
+}
+
+// BenchmarkServeIdle measures what `agentctl mcp serve` costs the machine
+// while its client is connected but quiet, as an endpoint is for most of
+// its life: the CPU time its threads take over 3 s idle after its first
+// tools/list, per second, alternately with the same for the minimal go-sdk
+// stdio server (the floor: a Go program that only waits for its client).
+//
+//	go test -run '^$' -bench ServeIdle -benchtime 3x -count 2 ./cmd/agentctl
+func BenchmarkServeIdle(b *testing.B) {
+	bin := realBinary(b)
+	env, _ := benchEnv(b)
+	out, err := exec.Command(bin, append([]string{"instance", "create", "--agent", "auggie", "--workspace", b.TempDir()}, envArgs(env)...)...).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := strings.TrimSpace(string(out))
+	minimal := testkit.Build(b, "minimalstdio", staticBuild...)
+	const hold = 3 * time.Second
+	perIdleSecond := func(prog string, args ...string) float64 {
+		_, _, cpu := serveFirstList(b, prog, env, hold, args...)
+		return float64(cpu) / float64(time.Microsecond) / hold.Seconds()
+	}
+	var served, floor []float64
+	for i := 0; b.Loop(); i++ {
+		serve := func() { served = append(served, perIdleSecond(bin, "mcp", "serve", "--instance", id)) }
+		min := func() { floor = append(floor, perIdleSecond(minimal)) }
+		if i%2 == 0 {
+			serve()
+			min()
+		} else {
+			min()
+			serve()
+		}
+	}
+	slices.Sort(served)
+	slices.Sort(floor)
+	b.ReportMetric(served[len(served)/2], "µs-cpu-per-idle-s/median")
+	b.ReportMetric(floor[len(floor)/2], "µs-cpu-per-idle-s-minimal_stdio/median")
 }

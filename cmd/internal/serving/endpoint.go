@@ -56,7 +56,8 @@ type EndpointOptions struct {
 	NoFastLane bool
 	Version    string
 	// FollowInterval is how often the endpoint reads its record again for
-	// changes of its mounts ([Follow]; 0: [DefaultFollowInterval]).
+	// changes of its mounts besides when the store says it may have
+	// changed ([Follow]; 0: [DefaultFollowInterval]).
 	FollowInterval time.Duration
 }
 

@@ -15,32 +15,26 @@ import (
 )
 
 // DefaultFollowInterval is how often a running endpoint reads its
-// instance's record again ([Follow]) when the store does not say that it
-// changed (SQLite); a store that does (PostgreSQL's LISTEN/NOTIFY) is
-// read again at once, and every [followIntervalNotified] besides.
-const DefaultFollowInterval = 250 * time.Millisecond
-
-// followIntervalNotified is the poll of a store that notifies: the
-// fallback for a notification lost with its connection.
-const followIntervalNotified = 10 * time.Second
+// instance's record again ([Follow]) besides when the store says it may
+// have changed ([instance.Store.WatchRecord]: PostgreSQL's LISTEN/NOTIFY,
+// or SQLite's data version): the fallback for a wake lost with its
+// connection.
+const DefaultFollowInterval = 10 * time.Second
 
 // Follow applies the changes of instance rec's record to its running
 // endpoint ep until ctx ends or the instance is deleted: a changed mount
 // set (`instance mount add/remove`) is served at once ([mcpserver.Endpoint.SetMounts]),
 // and a new restart request (`instance restart`) restarts the external
-// servers it names. The record is read every interval (0:
-// [DefaultFollowInterval]), and at once when the store says it changed.
-// A store that cannot be read is tried again at the next tick; nothing
-// here ends the endpoint.
+// servers it names. The record is read when the store says it may have
+// changed, and every interval (0: [DefaultFollowInterval]) besides. A
+// store that cannot be read is tried again at the next wake or tick;
+// nothing here ends the endpoint.
 func Follow(ctx context.Context, st *instance.Store, rec *instance.Record, ep *mcpserver.Endpoint, logger *slog.Logger, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultFollowInterval
 	}
 	wake, stop := st.WatchRecord(ctx, rec.ID)
 	defer stop()
-	if wake != nil {
-		interval = max(interval, followIntervalNotified)
-	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	last := rec
