@@ -352,9 +352,9 @@ func storeError(be backend, err error) error {
 // receive means "read again", not "there is one": the channel also
 // receives after the store reconnects, when events may have gone
 // unannounced. On PostgreSQL it is LISTEN/NOTIFY; on SQLite it receives
-// within [SQLiteWatchInterval] of any commit to the store (SQLite does not
-// say what changed), and once at the start of the watch. Followers poll
-// as well, in case a wake is lost.
+// after any commit to the store (SQLite does not say what changed; at most
+// once per [SQLiteWatchInterval]), and once at the start of the watch.
+// Followers poll as well, in case a wake is lost.
 func (s *Store) WatchEvents(ctx context.Context, id string) (<-chan struct{}, func()) {
 	return s.db.be.watch(ctx, chanEvents, id)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 )
 
@@ -20,13 +21,16 @@ type sqliteBackend struct {
 	path string
 	db   *sql.DB
 	*watchSet
-	// version reads conn's data version ([sqliteBackend.watchVersion]);
-	// tests make it fail.
-	version func(conn *sql.Conn) (int64, error)
+	// The watch's parts ([sqliteBackend.watchVersion]), which tests
+	// replace: the read of conn's data version, the file events, and the
+	// pause between reads when no file changed.
+	version  func(conn *sql.Conn) (int64, error)
+	files    func(path string) (<-chan struct{}, func())
+	fallback time.Duration
 }
 
 func newSQLiteBackend(path string, db *sql.DB) *sqliteBackend {
-	b := &sqliteBackend{path: path, db: db, version: dataVersion}
+	b := &sqliteBackend{path: path, db: db, version: dataVersion, files: fileChanges, fallback: sqliteWatchFallback}
 	// A new watcher is woken once: the version it is compared with may
 	// have been taken after its caller's last read.
 	b.watchSet = newWatchSet(b.watchVersion, true)
@@ -74,23 +78,36 @@ func dataVersion(conn *sql.Conn) (v int64, err error) {
 // connection; the store closes the database after.
 func (b *sqliteBackend) Close() { b.stop() }
 
-// SQLiteWatchInterval is how often a process that watches a SQLite store
-// ([Store.WatchEvents] and the others) asks it whether anything was
-// committed: the pause a running endpoint took between its reads of its
-// record before.
+// SQLiteWatchInterval is the least pause between two wakes of a SQLite
+// store's watchers ([Store.WatchEvents] and the others), so that a store
+// written without pause costs each watcher no more reads than polling at
+// that interval would; and how often the store is asked whether anything
+// was committed where the system cannot tell when its files change.
 const SQLiteWatchInterval = 250 * time.Millisecond
+
+// sqliteWatchFallback is how often a watched SQLite store is asked
+// although none of its files changed, in case a change went unreported.
+const sqliteWatchFallback = 10 * time.Second
 
 // watchVersion is SQLite's watch. SQLite has no notifications, but a
 // connection's PRAGMA data_version changes whenever another connection, of
-// this process or another, commits. One held connection asks every
-// [SQLiteWatchInterval], an autocommit read that costs about a tenth of
-// reading a record, and a change wakes every watcher, since it does not
-// say what changed: an idle store costs its watchers no reads at all. A
-// connection that fails is given back and every watcher is woken, at each
-// try until a new one answers and once more then, since a commit
-// meanwhile went unseen; likewise at the start.
+// this process or another, commits, and every commit writes the database's
+// WAL file. One held connection asks when the system reports a write to
+// the database's files (fsnotify, which viper links already; every
+// [SQLiteWatchInterval] where there is none), and a change wakes every
+// watcher, since it does not say what changed: an idle store costs its
+// watchers nothing, and a change reaches them at once. A read that fails
+// gives its connection back and wakes every watcher, at each try (every
+// [SQLiteWatchInterval]) until a new connection answers and once more
+// then, since a commit meanwhile went unseen; likewise at the start.
 func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
-	t := time.NewTicker(SQLiteWatchInterval)
+	changed, stopFiles := b.files(b.path)
+	defer stopFiles()
+	poll := SQLiteWatchInterval
+	if changed != nil {
+		poll = b.fallback
+	}
+	t := time.NewTimer(poll)
 	defer t.Stop()
 	var (
 		conn *sql.Conn
@@ -118,6 +135,7 @@ func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
 		if err == nil {
 			v, err = b.version(conn)
 		}
+		woke := true
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -127,22 +145,78 @@ func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
 				conn = nil
 			}
 			seen, missed = false, true
-			w.wake("")
 		case !seen: // versions of different connections do not compare
-			last, seen = v, true
-			if missed {
-				missed = false
-				w.wake("")
-			}
+			last, seen, woke = v, true, missed
+			missed = false
 		case v != last:
 			last = v
-			w.wake("")
+		default:
+			woke = false
 		}
+		if woke {
+			w.wake("")
+			// What comes meanwhile waits, and is read at once after.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(SQLiteWatchInterval):
+			}
+			if changed == nil || err != nil {
+				continue // that pause was the poll's
+			}
+		}
+		t.Reset(poll)
 		select {
 		case <-ctx.Done():
 			return
+		case <-changed:
 		case <-t.C:
 		}
+	}
+}
+
+// fileChanges returns a channel that receives after the system reports a
+// write to the SQLite database at path or to its WAL (coalesced: one
+// receive may stand for many), and the function that ends the watch; nil
+// when the system cannot report them (no file events here, or the limit
+// of them reached).
+func fileChanges(path string) (<-chan struct{}, func()) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, func() {}
+	}
+	// The folder, not the files: the WAL may be made anew.
+	if err := fw.Add(filepath.Dir(path)); err != nil {
+		fw.Close()
+		return nil, func() {}
+	}
+	base := filepath.Base(path)
+	changed, done := make(chan struct{}, 1), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case ev, ok := <-fw.Events:
+				if !ok {
+					return
+				}
+				if n := filepath.Base(ev.Name); ev.Op == fsnotify.Chmod || n != base && n != base+"-wal" {
+					continue
+				}
+			case _, ok := <-fw.Errors: // events lost (an overflow): ask
+				if !ok {
+					return
+				}
+			}
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return changed, func() {
+		fw.Close()
+		<-done
 	}
 }
 

@@ -19,7 +19,7 @@ type EventSource interface {
 
 // EventWatcher is what waking a [Poller] early needs of the store:
 // [*Store] has it, and wakes it through PostgreSQL's LISTEN/NOTIFY, or
-// when SQLite says something was committed.
+// after a commit to SQLite.
 type EventWatcher interface {
 	WatchEvents(ctx context.Context, instanceID string) (<-chan struct{}, func())
 }

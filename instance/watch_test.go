@@ -9,10 +9,44 @@ import (
 	"time"
 )
 
+// A SQLite store's watch is woken by the system's report of a write to
+// the database's files, not by its poll (here once an hour): a commit of
+// another store wakes it, and nothing else does.
+func TestSQLiteWatchWakesOnFileEvents(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := confOpen(t, dir, "")
+	b := st.db.be.(*sqliteBackend)
+	b.fallback = time.Hour // before the watch starts
+	if ch, stop := fileChanges(b.path); ch == nil {
+		t.Skip("no file events on this system: the watch polls")
+	} else {
+		stop()
+	}
+	ch, stop := st.WatchRecord(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
+	defer stop()
+	confReceives(t, ch, "the watch's start")
+	time.Sleep(2 * SQLiteWatchInterval)
+	select {
+	case <-ch:
+	default:
+	}
+	confQuiet(t, ch, 2*SQLiteWatchInterval, "an idle store")
+	other := confOpen(t, dir, "")
+	confCreate(t, other, "auggie", "", nil)
+	confReceives(t, ch, "a commit of another store")
+	confQuiet(t, ch, 2*SQLiteWatchInterval, "the store after the commit")
+	if _, err := other.Get(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa"); err == nil {
+		t.Fatal("a made-up id was found")
+	}
+	confQuiet(t, ch, 2*SQLiteWatchInterval, "a read of another store")
+}
+
 // A SQLite store whose data version cannot be read wakes every watcher at
 // each try, since a commit may go unseen meanwhile, and once more when it
 // can be read again (on a new connection, whose versions do not compare
-// with the old one's); then the watch is quiet until the next commit.
+// with the old one's); then the watch is quiet until the next commit. So
+// it is where there are no file events, and the watch polls.
 func TestSQLiteWatchWakesWhenTheStoreCannotBeRead(t *testing.T) {
 	ctx := context.Background()
 	st, err := Open(ctx, t.TempDir())
@@ -21,6 +55,7 @@ func TestSQLiteWatchWakesWhenTheStoreCannotBeRead(t *testing.T) {
 	}
 	defer st.Close()
 	b := st.db.be.(*sqliteBackend)
+	b.files = func(string) (<-chan struct{}, func()) { return nil, func() {} }
 	var failing atomic.Bool
 	conns := map[*sql.Conn]bool{}
 	var newConns atomic.Int32

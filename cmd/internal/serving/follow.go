@@ -17,8 +17,7 @@ import (
 // DefaultFollowInterval is how often a running endpoint reads its
 // instance's record again ([Follow]) besides when the store says it may
 // have changed ([instance.Store.WatchRecord]: PostgreSQL's LISTEN/NOTIFY,
-// or SQLite's data version): the fallback for a wake lost with its
-// connection.
+// or a commit to SQLite): the fallback for a wake that was lost.
 const DefaultFollowInterval = 10 * time.Second
 
 // Follow applies the changes of instance rec's record to its running
