@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
@@ -71,11 +72,12 @@ func (v buildVersion) String() string {
 	return fmt.Sprintf("agentctl %s (%s)", v.Version, strings.Join(parts, ", "))
 }
 
-// thisVersion is this binary's version.
-func thisVersion() buildVersion {
+// thisVersion is this binary's version, read once (the root command's
+// --version and `version` both want it, in every run).
+var thisVersion = sync.OnceValue(func() buildVersion {
 	bi, _ := debug.ReadBuildInfo()
 	return readBuildVersion(bi, version, commit)
-}
+})
 
 // VersionOptions are the inputs of `version`.
 type VersionOptions struct {
