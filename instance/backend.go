@@ -353,8 +353,9 @@ func storeError(be backend, err error) error {
 // receives after the store reconnects, when events may have gone
 // unannounced. On PostgreSQL it is LISTEN/NOTIFY; on SQLite it receives
 // after any commit to the store (SQLite does not say what changed; at most
-// once per [SQLiteWatchInterval]), and once at the start of the watch.
-// Followers poll as well, in case a wake is lost.
+// once per [SQLiteWatchInterval]). A follower reads after it begins the
+// watch (what came before is not announced), and polls as well, in case
+// a wake is lost.
 func (s *Store) WatchEvents(ctx context.Context, id string) (<-chan struct{}, func()) {
 	return s.db.be.watch(ctx, chanEvents, id)
 }

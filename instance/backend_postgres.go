@@ -436,7 +436,7 @@ type pgListener struct {
 
 func newPGListener(pool *pgxpool.Pool) *pgListener {
 	l := &pgListener{pool: pool}
-	l.watchSet = newWatchSet(func(ctx context.Context, _ *watchSet) { l.run(ctx) }, false)
+	l.watchSet = newWatchSet(func(ctx context.Context, _ *watchSet) { l.run(ctx) })
 	return l
 }
 

@@ -31,9 +31,7 @@ type sqliteBackend struct {
 
 func newSQLiteBackend(path string, db *sql.DB) *sqliteBackend {
 	b := &sqliteBackend{path: path, db: db, version: dataVersion, files: fileChanges, fallback: sqliteWatchFallback}
-	// A new watcher is woken once: the version it is compared with may
-	// have been taken after its caller's last read.
-	b.watchSet = newWatchSet(b.watchVersion, true)
+	b.watchSet = newWatchSet(b.watchVersion)
 	return b
 }
 
@@ -114,7 +112,7 @@ func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
 		last int64 // the version conn gave last, when seen
 		seen bool
 		// missed: a commit before the first version seen may have come
-		// after a watcher's last read (at the start, or after a failure).
+		// after a watcher's read (at the start, or after a failure).
 		missed = true
 	)
 	defer func() {

@@ -11,11 +11,11 @@ import (
 // it changed, or every watcher when the store cannot say what did. A
 // watcher reads the state again when woken, so a spurious wake costs a
 // read and a missed one must not happen.
+//
+// A watcher reads after it subscribes, not only when woken: what changed
+// before the watch began is not announced.
 type watchSet struct {
 	run func(ctx context.Context, w *watchSet)
-	// wakeNew wakes each new watcher once at once: what changed between
-	// its caller's last read and the watch is then read too.
-	wakeNew bool
 
 	mu      sync.Mutex
 	subs    map[string]map[chan struct{}]struct{}
@@ -24,8 +24,8 @@ type watchSet struct {
 	stopped bool
 }
 
-func newWatchSet(run func(context.Context, *watchSet), wakeNew bool) *watchSet {
-	return &watchSet{run: run, wakeNew: wakeNew, subs: map[string]map[chan struct{}]struct{}{}}
+func newWatchSet(run func(context.Context, *watchSet)) *watchSet {
+	return &watchSet{run: run, subs: map[string]map[chan struct{}]struct{}{}}
 }
 
 // subscribe returns the channel that receives when key channel NUL
@@ -43,9 +43,6 @@ func (w *watchSet) subscribe(channel, payload string) (<-chan struct{}, func()) 
 		w.subs[key] = map[chan struct{}]struct{}{}
 	}
 	w.subs[key][ch] = struct{}{}
-	if w.wakeNew {
-		ch <- struct{}{}
-	}
 	if w.cancel == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		w.cancel, w.done = cancel, make(chan struct{})
