@@ -87,14 +87,19 @@ const SQLiteWatchInterval = 250 * time.Millisecond
 // although none of its files changed, in case a change went unreported.
 const sqliteWatchFallback = 10 * time.Second
 
+// sqliteSettleStep is how often a watched SQLite store is asked, for up to
+// [SQLiteWatchInterval] after a reported write, until a commit shows.
+const sqliteSettleStep = 10 * time.Millisecond
+
 // watchVersion is SQLite's watch. SQLite has no notifications, but a
 // connection's PRAGMA data_version changes whenever another connection, of
 // this process or another, commits, and every commit writes the database's
 // WAL file. One held connection asks when the system reports a write to
 // the database's files (fsnotify, which viper links already; every
-// [SQLiteWatchInterval] where there is none), and a change wakes every
-// watcher, since it does not say what changed: an idle store costs its
-// watchers nothing, and a change reaches them at once. A read that fails
+// [SQLiteWatchInterval] where there is none; and again shortly while a
+// reported write shows no commit yet), and a change wakes every watcher,
+// since it does not say what changed: an idle store costs its watchers
+// nothing, and a change reaches them at once. A read that fails
 // gives its connection back and wakes every watcher, at each try (every
 // [SQLiteWatchInterval]) until a new connection answers and once more
 // then, since a commit meanwhile went unseen; likewise at the start.
@@ -114,6 +119,8 @@ func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
 		// missed: a commit before the first version seen may have come
 		// after a watcher's read (at the start, or after a failure).
 		missed = true
+		// settle: until when a reported write may still become a commit.
+		settle time.Time
 	)
 	defer func() {
 		if conn != nil {
@@ -133,7 +140,7 @@ func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
 		if err == nil {
 			v, err = b.version(conn)
 		}
-		woke := true
+		woke := true // also after a failure, to be tried again soon
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -151,23 +158,34 @@ func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
 		default:
 			woke = false
 		}
-		if woke {
+		pause := time.Duration(0)
+		switch {
+		case woke:
 			w.wake("")
-			// What comes meanwhile waits, and is read at once after.
+			// At most one wake per interval. What comes meanwhile, and a
+			// commit whose writes were reported with the one just seen,
+			// is read after the pause.
+			pause = SQLiteWatchInterval
+		case changed != nil && time.Now().Before(settle):
+			// A write was reported, but no commit shows yet: SQLite
+			// writes a commit to the WAL first and publishes it in its
+			// shared memory after, which the system does not report.
+			pause = sqliteSettleStep
+		}
+		if pause > 0 {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(SQLiteWatchInterval):
+			case <-time.After(pause):
 			}
-			if changed == nil || err != nil {
-				continue // that pause was the poll's
-			}
+			continue
 		}
 		t.Reset(poll)
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+			settle = time.Now().Add(SQLiteWatchInterval)
 		case <-t.C:
 		}
 	}

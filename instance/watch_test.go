@@ -92,3 +92,58 @@ func TestSQLiteWatchWakesWhenTheStoreCannotBeRead(t *testing.T) {
 	confCreate(t, st, "auggie", "", nil)
 	confReceives(t, ch, "a commit after the failures")
 }
+
+// SQLite publishes a commit (in its shared memory, which the system does
+// not report) after it has written it to the WAL (which it does): the read
+// the write's report brings may come first and see nothing new. The watch
+// asks again shortly, so the commit still wakes it at once, not at the
+// poll (here once an hour).
+func TestSQLiteWatchSeesACommitPublishedAfterItsWrite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := confOpen(t, dir, "")
+	b := st.db.be.(*sqliteBackend)
+	b.fallback = time.Hour
+	if ch, stop := fileChanges(b.path); ch == nil {
+		t.Skip("no file events on this system: the watch polls")
+	} else {
+		stop()
+	}
+	// Once lagging, a new version shows 50 ms after it was first read:
+	// after every write of its commit was reported.
+	var (
+		shown    int64 // the version the watch was last given
+		since    time.Time
+		lagging  atomic.Bool
+		withheld atomic.Int32
+	)
+	b.version = func(conn *sql.Conn) (int64, error) { // before the watch starts
+		v, err := dataVersion(conn)
+		if err != nil || v == shown || !lagging.Load() {
+			shown = v
+			return v, err
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if time.Since(since) < 50*time.Millisecond {
+			withheld.Add(1)
+			return shown, nil
+		}
+		shown, since = v, time.Time{}
+		return v, nil
+	}
+	ch, stop := st.WatchRecord(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
+	defer stop()
+	time.Sleep(2 * SQLiteWatchInterval) // the wake of the watch's start
+	select {
+	case <-ch:
+	default:
+	}
+	lagging.Store(true)
+	confCreate(t, confOpen(t, dir, ""), "auggie", "", nil)
+	confReceives(t, ch, "a commit first read before it was published")
+	if withheld.Load() == 0 {
+		t.Error("no read came before the commit showed")
+	}
+}
