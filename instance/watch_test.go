@@ -18,11 +18,7 @@ func TestSQLiteWatchWakesOnFileEvents(t *testing.T) {
 	st := confOpen(t, dir, "")
 	b := st.db.be.(*sqliteBackend)
 	b.fallback = time.Hour // before the watch starts
-	if ch, stop := fileChanges(b.path); ch == nil {
-		t.Skip("no file events on this system: the watch polls")
-	} else {
-		stop()
-	}
+	needFileEvents(t, b)
 	ch, stop := st.WatchRecord(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
 	defer stop()
 	time.Sleep(2 * SQLiteWatchInterval) // the wake of the watch's start
@@ -104,11 +100,7 @@ func TestSQLiteWatchSeesACommitPublishedAfterItsWrite(t *testing.T) {
 	st := confOpen(t, dir, "")
 	b := st.db.be.(*sqliteBackend)
 	b.fallback = time.Hour
-	if ch, stop := fileChanges(b.path); ch == nil {
-		t.Skip("no file events on this system: the watch polls")
-	} else {
-		stop()
-	}
+	needFileEvents(t, b)
 	// Once lagging, a new version shows 50 ms after it was first read:
 	// after every write of its commit was reported.
 	var (
@@ -146,4 +138,15 @@ func TestSQLiteWatchSeesACommitPublishedAfterItsWrite(t *testing.T) {
 	if withheld.Load() == 0 {
 		t.Error("no read came before the commit showed")
 	}
+}
+
+// needFileEvents skips a test of the watch's file events where the system
+// gives none (the watch polls there).
+func needFileEvents(t *testing.T, b *sqliteBackend) {
+	t.Helper()
+	ch, stop := fileChanges(b.path)
+	if ch == nil {
+		t.Skip("no file events on this system: the watch polls")
+	}
+	stop()
 }
