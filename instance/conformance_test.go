@@ -265,6 +265,16 @@ func confReceives(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
+// sqliteSettled waits out, and drains, the wake a SQLite watch's start
+// may bring.
+func sqliteSettled(ch <-chan struct{}) {
+	time.Sleep(2 * SQLiteWatchInterval)
+	select {
+	case <-ch:
+	default:
+	}
+}
+
 // confQuiet fails if ch receives within d: a wake for something else.
 func confQuiet(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	t.Helper()
@@ -1898,17 +1908,12 @@ func confWatch(t *testing.T, e *confEnv) {
 	}
 
 	if e.kind == "sqlite" {
-		// settled drains what the start of the watch may have sent.
 		settled := func(ch <-chan struct{}, what string) {
 			t.Helper()
 			if ch == nil {
 				t.Fatalf("SQLite %s: a nil channel", what)
 			}
-			time.Sleep(2 * SQLiteWatchInterval)
-			select {
-			case <-ch:
-			default:
-			}
+			sqliteSettled(ch)
 		}
 		wa, stopA := st.WatchEvents(ctx, a.ID)
 		settled(wa, "WatchEvents(a)")

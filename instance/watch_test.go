@@ -21,11 +21,7 @@ func TestSQLiteWatchWakesOnFileEvents(t *testing.T) {
 	needFileEvents(t, b)
 	ch, stop := st.WatchRecord(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
 	defer stop()
-	time.Sleep(2 * SQLiteWatchInterval) // the wake of the watch's start
-	select {
-	case <-ch:
-	default:
-	}
+	sqliteSettled(ch)
 	confQuiet(t, ch, 2*SQLiteWatchInterval, "an idle store")
 	other := confOpen(t, dir, "")
 	confCreate(t, other, "auggie", "", nil)
@@ -66,21 +62,14 @@ func TestSQLiteWatchWakesWhenTheStoreCannotBeRead(t *testing.T) {
 	}
 	ch, stop := st.WatchRecord(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
 	defer stop()
-	drain := func() {
-		time.Sleep(2 * SQLiteWatchInterval)
-		select {
-		case <-ch:
-		default:
-		}
-	}
-	drain()
+	sqliteSettled(ch)
 	confQuiet(t, ch, 2*SQLiteWatchInterval, "an idle store")
 
 	failing.Store(true)
 	confReceives(t, ch, "a failed read")
 	confReceives(t, ch, "a second failed read")
 	failing.Store(false)
-	drain() // the last failure's wake, and the first read's after
+	sqliteSettled(ch) // the last failure's wake, and the first read's after
 	confQuiet(t, ch, 3*SQLiteWatchInterval, "a store that can be read again")
 	if n := newConns.Load(); n < 3 {
 		t.Errorf("the watch read on %d connections, want a new one after each failure", n)
@@ -127,11 +116,7 @@ func TestSQLiteWatchSeesACommitPublishedAfterItsWrite(t *testing.T) {
 	}
 	ch, stop := st.WatchRecord(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
 	defer stop()
-	time.Sleep(2 * SQLiteWatchInterval) // the wake of the watch's start
-	select {
-	case <-ch:
-	default:
-	}
+	sqliteSettled(ch)
 	lagging.Store(true)
 	confCreate(t, confOpen(t, dir, ""), "auggie", "", nil)
 	confReceives(t, ch, "a commit first read before it was published")
