@@ -132,8 +132,8 @@ func BenchmarkProcess(b *testing.B) {
 // process start to the answer of the first tools/list (initialize,
 // initialized, tools/list over stdio), and against a minimal go-sdk stdio
 // server in the same run, against that server linking agentctl's other
-// libraries, and against that server reading the instance's record from
-// the store first.
+// libraries, against that server reading the instance's record from the
+// store first, and against that one linking the libraries too.
 //
 //	go test -run '^$' -bench ServeStartup -benchtime 40x -count 3 ./cmd/agentctl
 func BenchmarkServeStartup(b *testing.B) {
@@ -150,34 +150,35 @@ func BenchmarkServeStartup(b *testing.B) {
 			b.Fatalf("the first tools/list had %d tools, want the 3 built-ins", n)
 		}
 	})
-	// The floor: a minimal go-sdk stdio server with three tools
-	// (testdata/minimalstdio), alternately with agentctl (target: 1.3x).
-	minimal := testkit.Build(b, "minimalstdio", staticBuild...)
-	b.Run("serve_vs_minimal_stdio", func(b *testing.B) {
-		pairedProcesses(b, "minimal_stdio", func() time.Duration { d, _ := timeFirstList(b, minimal, env); return d },
-			"serve", func() time.Duration { d, _ := timeFirstList(b, bin, env, "mcp", "serve", "--instance", id); return d })
-	})
-	// The same server linking the libraries agentctl links besides go-sdk
-	// (testdata/minimalstdio built with -tags libs): what their start-up
-	// costs any program that uses them, before any work of agentctl's.
-	minimalLibs := testkit.Build(b, "minimalstdio", append([]string{"GOFLAGS=-tags=libs"}, staticBuild...)...)
-	b.Run("serve_vs_minimal_stdio_libs", func(b *testing.B) {
-		pairedProcesses(b, "minimal_stdio_libs", func() time.Duration { d, _ := timeFirstList(b, minimalLibs, env); return d },
-			"serve", func() time.Duration { d, _ := timeFirstList(b, bin, env, "mcp", "serve", "--instance", id); return d })
-	})
-	// A second floor: that server reading the instance's record from the
-	// SQLite store first (testdata/minimalstdiostore), the least any server
-	// serving from the durable record does; what is above it is agentctl's.
-	minimalStore := testkit.Build(b, "minimalstdiostore", staticBuild...)
-	b.Run("serve_vs_minimal_stdio_store", func(b *testing.B) {
-		pairedProcesses(b, "minimal_stdio_store", func() time.Duration {
-			d, n := timeFirstList(b, minimalStore, env, id)
-			if n != 3 {
-				b.Fatalf("minimalstdiostore listed %d tools, want 3", n)
-			}
-			return d
-		}, "serve", func() time.Duration { d, _ := timeFirstList(b, bin, env, "mcp", "serve", "--instance", id); return d })
-	})
+	// The floors, each alternately with agentctl (target: 1.3x): a
+	// minimal go-sdk stdio server with three tools (testdata/minimalstdio);
+	// the same linking the libraries agentctl links besides go-sdk (-tags
+	// libs), what their start-up costs any program that uses them; that
+	// server reading the instance's record from the SQLite store first
+	// (testdata/minimalstdiostore), the least any server serving from the
+	// durable record does; and that one linking the libraries too, the
+	// least a program built with the project's libraries pays to serve an
+	// instance from its record. What is above a floor is agentctl's.
+	libs := append([]string{"GOFLAGS=-tags=libs"}, staticBuild...)
+	for _, floor := range []struct {
+		name, bin string
+		args      []string
+	}{
+		{"minimal_stdio", testkit.Build(b, "minimalstdio", staticBuild...), nil},
+		{"minimal_stdio_libs", testkit.Build(b, "minimalstdio", libs...), nil},
+		{"minimal_stdio_store", testkit.Build(b, "minimalstdiostore", staticBuild...), []string{id}},
+		{"minimal_stdio_store_libs", testkit.Build(b, "minimalstdiostore", libs...), []string{id}},
+	} {
+		b.Run("serve_vs_"+floor.name, func(b *testing.B) {
+			pairedProcesses(b, floor.name, func() time.Duration {
+				d, n := timeFirstList(b, floor.bin, env, floor.args...)
+				if n != 3 {
+					b.Fatalf("%s listed %d tools, want 3", floor.name, n)
+				}
+				return d
+			}, "serve", func() time.Duration { d, _ := timeFirstList(b, bin, env, "mcp", "serve", "--instance", id); return d })
+		})
+	}
 }
 
 // envArgs passes the state directory explicitly (exec.Command's own env is
