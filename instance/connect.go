@@ -89,12 +89,6 @@ type ConnectResult struct {
 	Previous string `json:"previous,omitempty"`
 }
 
-// ConnectPath is the file `instance connect` edits for rec in scope.
-func ConnectPath(rec *Record, o ConnectOptions) (string, error) {
-	_, path, err := resolveConnect(rec, o)
-	return path, err
-}
-
 func resolveConnect(rec *Record, o ConnectOptions) (connectFile, string, error) {
 	scope := o.Scope
 	if scope == "" {
@@ -487,22 +481,6 @@ func wroteIt(rec *Record, path string, old any) bool {
 	}
 	var r connectedRecord
 	return json.Unmarshal(data, &r) == nil && r.Path == path && r.Entry == entryHash(old)
-}
-
-// ConnectDisplay is the file [Connect] edits for an agent in scope, as
-// help text shows it (~ for the home directory, S for the server name), or
-// "(none)" when the client reads no file there.
-func ConnectDisplay(agent, format, scope string) string {
-	m, _ := agents.CatalogMCP(agent, format)
-	path := m.Connect.Workspace
-	if scope == ScopeUser {
-		path = m.Connect.User
-	}
-	if path == "" {
-		return "(none)"
-	}
-	path = os.Expand(path, func(v string) string { name, _, _ := strings.Cut(v, ":-"); return "$" + name })
-	return strings.NewReplacer("{xdgconfig}", "~/.config", "{appconfig}", "~/.config", "{server}", "S").Replace(path)
 }
 
 // Connected reports whether the file rec's client reads in o.Scope

@@ -65,3 +65,9 @@ func (s *Store) CountForTest(q string, args ...any) (n int, err error) {
 	err = s.db.QueryRowContext(context.Background(), q, args...).Scan(&n)
 	return n, err
 }
+
+// ConnectPath is the file `instance connect` edits for rec in scope.
+func ConnectPath(rec *Record, o ConnectOptions) (string, error) {
+	_, path, err := resolveConnect(rec, o)
+	return path, err
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"golang.org/x/text/unicode/norm"
 	"strconv"
 	"strings"
 	"time"
@@ -13,8 +12,8 @@ import (
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/agentctl/agentctl/mcpserver/proxy"
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Base names of the built-in tools; the canonical name is base + "_" + S.
@@ -163,31 +162,12 @@ func builtinMeta(s string) (ask, prog, get *mcp.Tool) {
 	return ask, prog, get
 }
 
-// builtinTools returns the definitions of the built-in tools for server S
-// as their Go types define them: the schemas left out are inferred from
-// the handlers' input and output types ([rawSchemas]); report_progress's
-// input schema is refined here. The endpoint serves [servedBuiltins], the
-// same definitions with those schemas already encoded.
-func builtinTools(s string) (ask, prog, get *mcp.Tool, err error) {
-	ask, prog, get = builtinMeta(s)
-	progSchema, err := jsonschema.For[ProgressInput](nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	progSchema.Required = []string{"message"}
-	progSchema.Properties["status"].Enum = toAny(ProgressStatuses())
-	progSchema.Properties["status"].Default = json.RawMessage(strconv.Quote(ProgressStatuses()[0]))
-	pct := progSchema.Properties["percent"]
-	pct.Minimum, pct.Maximum = ptr(0.0), ptr(100.0)
-	prog.InputSchema = progSchema
-	return ask, prog, get, nil
-}
-
-// The built-in tools' schemas, encoded: what [rawSchemas] makes of
-// [builtinTools]. Constants, so that an endpoint's start spends nothing on
-// reflecting on the types and encoding the schemas (most of its time,
-// before). TestServedBuiltinSchemas fails, printing the new text, when a
-// type they come from changes.
+// The built-in tools' schemas, encoded: what [rawSchemas] makes of the
+// handlers' input and output types, with report_progress's input schema
+// refined (builtinTools, in builtins_test.go). Constants, so that an
+// endpoint's start spends nothing on reflecting on the types and encoding
+// the schemas (most of its time, before). TestServedBuiltinSchemas fails,
+// printing the new text, when a type they come from changes.
 const (
 	askInputSchema       = `{"type":"object","properties":{"question":{"type":"string","description":"The question for the person, complete enough to answer without other context."},"choices":{"type":["null","array"],"items":{"type":"string"},"description":"Optional answers to choose from; leave out for a free-text answer."}},"required":["question"],"additionalProperties":false}`
 	askOutputSchema      = `{"type":"object","properties":{"answered":{"type":"boolean","description":"True when the person answered."},"answer":{"type":"string","description":"The person's answer; empty when none came."},"status":{"type":"string","description":"answered, declined, cancelled or expired."},"question_id":{"type":"string","description":"The stored question's id, when it was asked through agentctl rather than the client."}},"required":["answered","answer","status"],"additionalProperties":false}`
@@ -607,11 +587,3 @@ func toolError(s string) *mcp.CallToolResult {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
-}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -77,4 +78,32 @@ func resolveBoth[In, Out any](t *mcp.Tool) error {
 		return fmt.Errorf("%s: output schema: %w", t.Name, err)
 	}
 	return nil
+}
+
+// builtinTools returns the definitions of the built-in tools for server S
+// as their Go types define them: the schemas left out are inferred from
+// the handlers' input and output types ([rawSchemas]); report_progress's
+// input schema is refined here. The endpoint serves [servedBuiltins], the
+// same definitions with those schemas already encoded.
+func builtinTools(s string) (ask, prog, get *mcp.Tool, err error) {
+	ask, prog, get = builtinMeta(s)
+	progSchema, err := jsonschema.For[ProgressInput](nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	progSchema.Required = []string{"message"}
+	progSchema.Properties["status"].Enum = toAny(ProgressStatuses())
+	progSchema.Properties["status"].Default = json.RawMessage(strconv.Quote(ProgressStatuses()[0]))
+	pct := progSchema.Properties["percent"]
+	pct.Minimum, pct.Maximum = ptr(0.0), ptr(100.0)
+	prog.InputSchema = progSchema
+	return ask, prog, get, nil
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

@@ -320,17 +320,6 @@ func (e *Endpoint) awaitFirstRound(ctx context.Context) {
 	}
 }
 
-// firstRoundDone reports whether every external server has had its first
-// connection attempt.
-func (e *Endpoint) firstRoundDone() bool {
-	select {
-	case <-e.pool.FirstRound():
-		return true
-	default:
-		return false
-	}
-}
-
 // Wait waits until the external servers started by Start have stopped.
 func (e *Endpoint) Wait() { e.pool.Wait() }
 

@@ -491,3 +491,14 @@ func TestProxyStopsALaunchersChildren(t *testing.T) {
 	p.stop(t)
 	testkit.Eventually(t, "the launcher's child to be gone", func() bool { return !testkit.Alive(pid) })
 }
+
+// firstRoundDone reports whether every external server has had its first
+// connection attempt.
+func (e *Endpoint) firstRoundDone() bool {
+	select {
+	case <-e.pool.FirstRound():
+		return true
+	default:
+		return false
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -22,8 +23,8 @@ func TestConnectHelpTable(t *testing.T) {
 		}
 	}
 	for _, d := range cat.Definitions() {
-		ws := instance.ConnectDisplay(d.ID, d.MCP.ConfigFormat, instance.ScopeWorkspace)
-		user := instance.ConnectDisplay(d.ID, d.MCP.ConfigFormat, instance.ScopeUser)
+		ws := connectDisplay(d.ID, d.MCP.ConfigFormat, instance.ScopeWorkspace)
+		user := connectDisplay(d.ID, d.MCP.ConfigFormat, instance.ScopeUser)
 		row, ok := rows[d.ID]
 		if ws == "(none)" && user == "(none)" {
 			if ok || !strings.Contains(connectFilesHelp, d.ID) {
@@ -35,4 +36,20 @@ func TestConnectHelpTable(t *testing.T) {
 			t.Errorf("%s: help row %q, want %s and %s", d.ID, row, ws, user)
 		}
 	}
+}
+
+// connectDisplay is the file [instance.Connect] edits for an agent in
+// scope, as the help shows it (~ for the home directory, S for the server
+// name), or "(none)" when the client reads no file there.
+func connectDisplay(agent, format, scope string) string {
+	m, _ := agents.CatalogMCP(agent, format)
+	path := m.Connect.Workspace
+	if scope == instance.ScopeUser {
+		path = m.Connect.User
+	}
+	if path == "" {
+		return "(none)"
+	}
+	path = os.Expand(path, func(v string) string { name, _, _ := strings.Cut(v, ":-"); return "$" + name })
+	return strings.NewReplacer("{xdgconfig}", "~/.config", "{appconfig}", "~/.config", "{server}", "S").Replace(path)
 }

@@ -81,6 +81,6 @@ is a path in the workspace.`,
 
 func instanceMountAddRun(ctx context.Context, opts *InstanceMountAddOptions) error {
 	return changeMounts(ctx, opts.IO, opts.Store, opts.Instance, opts.Yes, opts.Output, func(rec *instance.Record) (*provision.MountChange, error) {
-		return provision.PlanMountAddInMode(rec, opts.Mounts, opts.PrefixMode)
+		return provision.PlanMountAdd(rec, opts.Mounts, opts.PrefixMode)
 	})
 }

@@ -273,15 +273,6 @@ func (t notifyTable) target() (notify.Target, error) {
 	return nt, nil
 }
 
-// decodeConfigFile is [decodeConfig]'s settings and mounts.
-func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
-	cf, err := decodeConfig(data)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cf.values, cf.mounts, nil
-}
-
 // decodeConfig decodes config.toml once: the scalar settings by key
 // (dotted for a key in a table), the mount tables as mounts, the [[notify]]
 // tables checked. A key the table does not know is an error naming it.

@@ -133,3 +133,12 @@ func TestConfigPrecedence(t *testing.T) {
 		})
 	}
 }
+
+// decodeConfigFile is [decodeConfig]'s settings and mounts.
+func decodeConfigFile(data string) (map[string]any, []mount.Mount, error) {
+	cf, err := decodeConfig(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cf.values, cf.mounts, nil
+}

@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"io"
 	"log/slog"
 	"mime"
@@ -37,6 +36,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -292,9 +292,6 @@ func (h *Handler) Sessions() int {
 	}
 	return n
 }
-
-// Calls returns the number of MCP requests being handled.
-func (h *Handler) Calls() int { return int(h.calls.Load()) }
 
 // WaitCalls waits until no MCP request is being handled, or ctx is done.
 func (h *Handler) WaitCalls(ctx context.Context) error { return h.wait(ctx, &h.calls) }

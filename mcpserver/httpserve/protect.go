@@ -2,7 +2,6 @@ package httpserve
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -401,23 +400,6 @@ func asciiEqualFold(a, b string) bool {
 // instances exist.
 type TokenChecker interface {
 	CheckToken(ctx context.Context, instanceID, token string) (bool, error)
-}
-
-// TokenCheckerFunc adapts a function to [TokenChecker].
-type TokenCheckerFunc func(ctx context.Context, instanceID, token string) (bool, error)
-
-// CheckToken calls f.
-func (f TokenCheckerFunc) CheckToken(ctx context.Context, instanceID, token string) (bool, error) {
-	return f(ctx, instanceID, token)
-}
-
-// StaticToken is a [TokenChecker] that accepts one token for every
-// instance, compared in constant time: for tests and single-user setups.
-type StaticToken string
-
-// CheckToken reports whether token is t.
-func (t StaticToken) CheckToken(_ context.Context, _, token string) (bool, error) {
-	return t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1, nil
 }
 
 // BearerToken returns the token of the request's `Authorization: Bearer

@@ -69,3 +69,11 @@ func TestRecheckForgetsARotatedToken(t *testing.T) {
 		t.Error("Recheck of a checker without a cache did not ask it")
 	}
 }
+
+// TokenCheckerFunc adapts a function to [TokenChecker].
+type TokenCheckerFunc func(ctx context.Context, instanceID, token string) (bool, error)
+
+// CheckToken calls f.
+func (f TokenCheckerFunc) CheckToken(ctx context.Context, instanceID, token string) (bool, error) {
+	return f(ctx, instanceID, token)
+}

@@ -161,12 +161,6 @@ func (ix *ftsIndex) check(ctx context.Context, deep bool) (damage, err error) {
 	return nil, nil
 }
 
-// resetIndex is resetIndexFor, when what is wrong is not known.
-func resetIndex(ctx context.Context, path string, ix *ftsIndex) (*ftsIndex, error) {
-	fresh, _, err := resetIndexFor(ctx, path, ix, nil)
-	return fresh, err
-}
-
 // resetIndexFor makes the damaged index database at path (damage says what
 // is wrong with it) an empty index, and returns it open; ix is it open
 // already, or nil. What was there is not deleted but kept beside it, under

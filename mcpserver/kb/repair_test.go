@@ -218,3 +218,9 @@ func TestResetIndexClosesOnError(t *testing.T) {
 		t.Errorf("the index after a failed reset: Ping = %v; want it closed", err)
 	}
 }
+
+// resetIndex is resetIndexFor, when what is wrong is not known.
+func resetIndex(ctx context.Context, path string, ix *ftsIndex) (*ftsIndex, error) {
+	fresh, _, err := resetIndexFor(ctx, path, ix, nil)
+	return fresh, err
+}

@@ -131,12 +131,6 @@ func Sign(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// Verify reports whether signature is body's with secret (for receivers
-// written in Go, and the tests).
-func Verify(secret string, body []byte, signature string) bool {
-	return hmac.Equal([]byte(signature), []byte(Sign(secret, body)))
-}
-
 // Body is the body t is sent for payload, the outbox's JSON: the same
 // bytes on every attempt.
 func Body(t Target, payload []byte) ([]byte, error) {

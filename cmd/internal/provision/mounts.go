@@ -34,15 +34,11 @@ type MountChange struct {
 // PlanMountAdd plans mounting more knowledge bases or external servers into
 // an instance. The added knowledge bases' folders must exist (see
 // [CheckFolders]); the added servers' relative commands are made absolute
-// and must be executable files (see [CheckCommands]).
-func PlanMountAdd(rec *instance.Record, added []mount.Mount) (*MountChange, error) {
-	return PlanMountAddInMode(rec, added, "")
-}
-
-// PlanMountAddInMode is [PlanMountAdd] with the instance's tool prefix mode
-// changed to mode (empty: kept), as `instance mount add --tool-prefix-mode`
-// asks; the renames it causes are listed like any other.
-func PlanMountAddInMode(rec *instance.Record, added []mount.Mount, mode mount.PrefixMode) (*MountChange, error) {
+// and must be executable files (see [CheckCommands]). A mode not empty
+// changes the instance's tool prefix mode too, as `instance mount add
+// --tool-prefix-mode` asks; the renames it causes are listed like any
+// other.
+func PlanMountAdd(rec *instance.Record, added []mount.Mount, mode mount.PrefixMode) (*MountChange, error) {
 	added, err := CheckFolders(added)
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ func TestMountAddRenamesAndReexpands(t *testing.T) {
 	ctx := context.Background()
 
 	// The single mount has no prefix; a second one gives both one.
-	ch, err := provision.PlanMountAdd(rec, []mount.Mount{kb("b", filepath.Join(dir, "b"))})
+	ch, err := provision.PlanMountAdd(rec, []mount.Mount{kb("b", filepath.Join(dir, "b"))}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestMountAddRenamesAndReexpands(t *testing.T) {
 func TestMountAddChecksTheNewFolders(t *testing.T) {
 	dir := kbDirs(t, "a")
 	rec, _, _ := createWith(t, "auggie", nil, kb("a", filepath.Join(dir, "a")))
-	_, err := provision.PlanMountAdd(rec, []mount.Mount{kb("b", filepath.Join(dir, "nowhere"))})
+	_, err := provision.PlanMountAdd(rec, []mount.Mount{kb("b", filepath.Join(dir, "nowhere"))}, "")
 	if err == nil || !strings.Contains(err.Error(), `knowledge base "b": `+filepath.Join(dir, "nowhere")+" does not exist") {
 		t.Errorf("err %v", err)
 	}
@@ -77,7 +77,7 @@ func TestMountAddChecksTheNewFolders(t *testing.T) {
 func TestMountAddNameInUse(t *testing.T) {
 	dir := kbDirs(t, "a", "b")
 	rec, _, _ := createWith(t, "auggie", nil, kb("docs", filepath.Join(dir, "a")))
-	_, err := provision.PlanMountAdd(rec, []mount.Mount{kb("docs", filepath.Join(dir, "b"))})
+	_, err := provision.PlanMountAdd(rec, []mount.Mount{kb("docs", filepath.Join(dir, "b"))}, "")
 	if err == nil || !errors.Is(err, instance.ErrInvalid) || !strings.Contains(err.Error(), `the instance already mounts "docs" (the knowledge base `+filepath.Join(dir, "a")+`); remove it first (agentctl instance mount remove `+rec.ID+` docs)`) {
 		t.Errorf("err %v", err)
 	}
@@ -103,7 +103,7 @@ func TestMountAddTemplateExpansion(t *testing.T) {
 	if got := read(); got != "Use concept_read.\n" {
 		t.Fatalf("created: %q", got)
 	}
-	ch, err := provision.PlanMountAdd(rec, []mount.Mount{kb("b", filepath.Join(dir, "b"))})
+	ch, err := provision.PlanMountAdd(rec, []mount.Mount{kb("b", filepath.Join(dir, "b"))}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestMountChangeThatBreaksATemplateChangesNothing(t *testing.T) {
 	rec, _, st := createWith(t, "claude-code", func(o *provision.CreateOptions) {
 		o.Templates = []provision.TemplateFile{{Target: "instructions.md", File: guide}}
 	}, kb("a", filepath.Join(dir, "a")))
-	ch, err := provision.PlanMountAdd(rec, []mount.Mount{kb("b", filepath.Join(dir, "b"))})
+	ch, err := provision.PlanMountAdd(rec, []mount.Mount{kb("b", filepath.Join(dir, "b"))}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

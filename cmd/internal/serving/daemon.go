@@ -156,9 +156,6 @@ func New(o Options) *Daemon {
 	return d
 }
 
-// Handler returns the daemon's HTTP handler, behind [httpserve.Protect].
-func (d *Daemon) Handler() http.Handler { return d.guard }
-
 // Serve serves on ln until ctx is done, then stops gracefully (see
 // [Daemon.Shutdown]) and returns nil; an error if serving failed.
 func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {

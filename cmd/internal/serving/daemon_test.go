@@ -19,7 +19,6 @@ import (
 	"github.com/agentctl/agentctl/cmd/internal/serving"
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/internal/testkit"
-	"github.com/agentctl/agentctl/mcpserver/httpserve"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -49,7 +48,7 @@ func newWorld(t testing.TB, mod func(*serving.Options)) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := serving.Options{Store: st, Checker: httpserve.StaticToken(token), Listen: ln.Addr().String(),
+	o := serving.Options{Store: st, Checker: staticToken(token), Listen: ln.Addr().String(),
 		PollInterval: 20 * time.Millisecond, Grace: 200 * time.Millisecond, Endpoint: serving.EndpointOptions{Version: "test"}}
 	if mod != nil {
 		mod(&o)
@@ -349,4 +348,12 @@ func TestStopCancelsAWaitingQuestion(t *testing.T) {
 			t.Errorf("questions after the stop: %+v", qs)
 		}
 	}
+}
+
+// staticToken is a [httpserve.TokenChecker] that accepts one token for
+// every instance.
+type staticToken string
+
+func (t staticToken) CheckToken(_ context.Context, _, token string) (bool, error) {
+	return string(t) == token, nil
 }

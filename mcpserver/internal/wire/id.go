@@ -101,8 +101,8 @@ func Exact(raw []byte) bool {
 
 // IDReader reads the top-level "id" member of a JSON object fed to it a
 // piece at a time, without holding it: the id of a line over the size
-// limit ([Lines.Skipped]), or of a line cut short or otherwise unreadable
-// ([ReadID]), so that the call it answers can fail. It reads what is there:
+// limit ([Lines.Skipped]), or of a line cut short or otherwise
+// unreadable, so that the call it answers can fail. It reads what is there:
 // an id written before the line broke is found, one after it is not.
 type IDReader struct {
 	depth       int
@@ -115,15 +115,6 @@ type IDReader struct {
 	key         []byte
 	id          []byte
 	done, valid bool
-}
-
-// ReadID reads the id of a line go-sdk cannot read (not JSON, cut short,
-// or no JSON-RPC message): the top-level "id" member's value, when it is a
-// whole string or integer.
-func ReadID(line []byte) (jsonrpc.ID, bool) {
-	var r IDReader
-	r.Feed(line)
-	return r.ID()
 }
 
 // maxIDLen bounds an id the reader keeps.
