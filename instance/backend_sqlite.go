@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,9 @@ import (
 // (or where sqlite:PATH says), in WAL mode, one writer at a time.
 type sqliteBackend struct {
 	path string
+	// real is path with every link resolved: SQLite keeps its -wal and
+	// -shm files beside it.
+	real string
 	db   *sql.DB
 	*watchSet
 	// The watch's parts ([sqliteBackend.watchVersion]), which tests
@@ -29,8 +33,8 @@ type sqliteBackend struct {
 	fallback time.Duration
 }
 
-func newSQLiteBackend(path string, db *sql.DB) *sqliteBackend {
-	b := &sqliteBackend{path: path, db: db, version: dataVersion, files: fileChanges, fallback: sqliteWatchFallback}
+func newSQLiteBackend(path, real string, db *sql.DB) *sqliteBackend {
+	b := &sqliteBackend{path: path, real: real, db: db, version: dataVersion, files: fileChanges, fallback: sqliteWatchFallback}
 	b.watchSet = newWatchSet(b.watchVersion)
 	return b
 }
@@ -72,7 +76,15 @@ func dataVersion(conn *sql.Conn) (v int64, err error) {
 	return v, err
 }
 
-// Close ends the watch ([sqliteBackend.watchVersion]) and gives back its
+// discard closes conn without giving it back to the pool: the watch's
+// connection waits for no lock (busy_timeout 0), which the store's other
+// work must not inherit, and one whose read failed is not tried again.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
+}
+
+// Close ends the watch ([sqliteBackend.watchVersion]) and discards its
 // connection; the store closes the database after.
 func (b *sqliteBackend) Close() { b.stop() }
 
@@ -99,17 +111,24 @@ const sqliteSettleStep = 10 * time.Millisecond
 // [SQLiteWatchInterval] where there is none; and again shortly while a
 // reported write shows no commit yet), and a change wakes every watcher,
 // since it does not say what changed: an idle store costs its watchers
-// nothing, and a change reaches them at once. A read that fails
-// gives its connection back and wakes every watcher, at each try (every
-// [SQLiteWatchInterval]) until a new connection answers and once more
-// then, since a commit meanwhile went unseen; likewise at the start.
+// nothing, and a change reaches them at once. After a reported write it
+// keeps asking, every [SQLiteWatchInterval] and then less and less often,
+// for a commit published later still (a writer that syncs its WAL before
+// publishing). A read that fails discards its connection and wakes every
+// watcher, at each try (every [SQLiteWatchInterval]) until a new
+// connection answers and once more then, since a commit meanwhile went
+// unseen; likewise at the start. Should the system stop reporting the
+// files' writes (their folder removed), it polls.
 func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
-	changed, stopFiles := b.files(b.path)
+	changed, stopFiles := b.files(b.real)
 	defer stopFiles()
 	poll := SQLiteWatchInterval
 	if changed != nil {
 		poll = b.fallback
 	}
+	// next is the pause before the next read while no write is reported:
+	// SQLiteWatchInterval after one, doubling up to poll.
+	next := poll
 	t := time.NewTimer(poll)
 	defer t.Stop()
 	var (
@@ -124,7 +143,7 @@ func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
 	)
 	defer func() {
 		if conn != nil {
-			conn.Close()
+			discard(conn)
 		}
 	}()
 	for {
@@ -146,7 +165,7 @@ func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
 			return
 		case err != nil:
 			if conn != nil {
-				conn.Close()
+				discard(conn)
 				conn = nil
 			}
 			seen, missed = false, true
@@ -180,29 +199,35 @@ func (b *sqliteBackend) watchVersion(ctx context.Context, w *watchSet) {
 			}
 			continue
 		}
-		t.Reset(poll)
+		t.Reset(next)
 		select {
 		case <-ctx.Done():
 			return
-		case <-changed:
-			settle = time.Now().Add(SQLiteWatchInterval)
+		case _, ok := <-changed:
+			if !ok { // no more reports: poll
+				changed, poll = nil, SQLiteWatchInterval
+			}
+			settle, next = time.Now().Add(SQLiteWatchInterval), SQLiteWatchInterval
 		case <-t.C:
+			next = min(2*next, poll)
 		}
 	}
 }
 
 // fileChanges returns a channel that receives after the system reports a
-// write to the SQLite database at path or to its WAL (coalesced: one
-// receive may stand for many), and the function that ends the watch; nil
-// when the system cannot report them (no file events here, or the limit
-// of them reached).
+// write to the SQLite database at path (links resolved) or to its WAL
+// (coalesced: one receive may stand for many), and is closed when the
+// system stops reporting them (their folder removed), and the function
+// that ends the watch; nil when the system cannot report them (no file
+// events here, or the limit of them reached).
 func fileChanges(path string) (<-chan struct{}, func()) {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, func() {}
 	}
 	// The folder, not the files: the WAL may be made anew.
-	if err := fw.Add(filepath.Dir(path)); err != nil {
+	dir := filepath.Dir(path)
+	if err := fw.Add(dir); err != nil {
 		fw.Close()
 		return nil, func() {}
 	}
@@ -210,10 +235,11 @@ func fileChanges(path string) (<-chan struct{}, func()) {
 	changed, done := make(chan struct{}, 1), make(chan struct{})
 	go func() {
 		defer close(done)
+		defer close(changed)
 		for {
 			select {
 			case ev, ok := <-fw.Events:
-				if !ok {
+				if !ok || filepath.Clean(ev.Name) == dir && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
 					return
 				}
 				if n := filepath.Base(ev.Name); ev.Op == fsnotify.Chmod || n != base && n != base+"-wal" {
@@ -256,10 +282,16 @@ func openSQLite(ctx context.Context, path, instancesDir string) (*sql.DB, *sqlit
 		}
 		return nil, nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+	// SQLite keeps the -wal and -shm files beside the database's real
+	// path, where path is a link.
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = path
+	}
+	for _, f := range []string{real, real + "-wal", real + "-shm"} {
 		_ = os.Chmod(f, 0o600) // SQLite creates them by the umask
 	}
-	return db, newSQLiteBackend(path, db), nil
+	return db, newSQLiteBackend(path, real, db), nil
 }
 
 // DBFile is the name of the state database inside the state directory.

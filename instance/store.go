@@ -175,7 +175,11 @@ const walFrameBytes = 4096 + 24
 // so, the WAL grew by every write command, and every command's first read
 // and every automatic checkpoint cost more as it did.
 func (s *Store) trimWAL() {
-	fi, err := os.Stat(s.sqlitePath + "-wal")
+	sb, ok := s.db.be.(*sqliteBackend)
+	if !ok {
+		return
+	}
+	fi, err := os.Stat(sb.real + "-wal")
 	if err != nil || fi.Size() <= 32+walCheckpointPages*walFrameBytes {
 		return
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,13 +51,16 @@ func TestSQLiteWatchWakesWhenTheStoreCannotBeRead(t *testing.T) {
 	b := st.db.be.(*sqliteBackend)
 	b.files = func(string) (<-chan struct{}, func()) { return nil, func() {} }
 	var failing atomic.Bool
-	conns := map[*sql.Conn]bool{}
+	conns := map[any]bool{} // by the driver's connection
 	var newConns atomic.Int32
 	b.version = func(conn *sql.Conn) (int64, error) { // before the watch starts
-		if !conns[conn] {
-			conns[conn] = true
-			newConns.Add(1)
-		}
+		_ = conn.Raw(func(dc any) error {
+			if !conns[dc] {
+				conns[dc] = true
+				newConns.Add(1)
+			}
+			return nil
+		})
 		if failing.Load() {
 			return 0, errors.New("disk I/O error")
 		}
@@ -76,6 +82,134 @@ func TestSQLiteWatchWakesWhenTheStoreCannotBeRead(t *testing.T) {
 	}
 	confCreate(t, st, "auggie", "", nil)
 	confReceives(t, ch, "a commit after the failures")
+
+	// The connections the watch gave up are not the store's to use: they
+	// wait for no lock.
+	b.Close()
+	var held []*sql.Conn
+	for range st.db.Stats().Idle {
+		conn, err := st.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, conn)
+		var ms int
+		if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&ms); err != nil || ms == 0 {
+			t.Errorf("a connection of the store's pool waits %d ms for a lock (%v), want the store's 30000", ms, err)
+		}
+	}
+	for _, conn := range held {
+		conn.Close()
+	}
+}
+
+// A state database reached through a link keeps its WAL beside the file
+// linked to: the watch hears the writes there (its poll here an hour), the
+// WAL is private like the database, and a store left to the process's
+// exit still trims it.
+func TestSQLiteWatchFollowsALinkedDatabase(t *testing.T) {
+	ctx := context.Background()
+	realDir, dir := t.TempDir(), t.TempDir()
+	real := filepath.Join(realDir, "elsewhere.db")
+	// A store left to the process's exit leaves its WAL behind.
+	first := confOpen(t, t.TempDir(), StoreURL("sqlite:"+real), ClosedByExit())
+	confCreate(t, first, "auggie", "", nil)
+	first.Close()
+	if err := os.Symlink(real, filepath.Join(dir, DBFile)); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	// As another tool may have left them.
+	for _, f := range []string{real, real + "-wal"} {
+		if err := os.Chmod(f, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := confOpen(t, dir, "")
+	b := st.db.be.(*sqliteBackend)
+	b.fallback = time.Hour
+	needFileEvents(t, b)
+	ch, stop := st.WatchRecord(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
+	defer stop()
+	sqliteSettled(ch)
+	confCreate(t, confOpen(t, dir, ""), "codex", "", nil)
+	confReceives(t, ch, "a commit to the linked database")
+	fi, err := os.Stat(real + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the linked database's WAL has mode %v, want it private (0600)", fi.Mode().Perm())
+	}
+	if fi, err := os.Stat(real); err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the linked database: %v %v, want it private (0600)", fi.Mode().Perm(), err)
+	}
+
+	// A commit larger than the checkpoint's bound, from a store left to
+	// the exit: its close folds the WAL in and truncates it.
+	exiting := confOpen(t, dir, "", ClosedByExit())
+	rec := confCreate(t, exiting, "gemini", "", nil)
+	big := strings.Repeat("x", 2*walCheckpointPages*walFrameBytes)
+	if _, err := exiting.AddEvent(ctx, Event{InstanceID: rec.ID, Tool: "report_progress", Status: StatusRunning, Message: big}); err != nil {
+		t.Fatal(err)
+	}
+	b.Close() // the watch's connection would keep the checkpoint from finishing
+	exiting.Close()
+	if fi, err := os.Stat(real + "-wal"); err != nil || fi.Size() != 0 {
+		t.Errorf("the linked database's WAL after a close at exit: %v %v, want it truncated", fi.Size(), err)
+	}
+}
+
+// When the system stops reporting the database's writes (their folder
+// removed), the report channel closes; the watch then polls every
+// SQLiteWatchInterval rather than waiting for its fallback, and does not
+// spin on the closed channel.
+func TestSQLiteWatchPollsWhenFileEventsEnd(t *testing.T) {
+	parent := t.TempDir()
+	gone := filepath.Join(parent, "state")
+	if err := os.Mkdir(gone, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ch, stopFiles := fileChanges(filepath.Join(gone, DBFile))
+	if ch == nil {
+		t.Skip("no file events on this system: the watch polls")
+	}
+	defer stopFiles()
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(confWait)
+	for open := true; open; {
+		select {
+		case _, open = <-ch:
+		case <-deadline:
+			t.Fatal("the file events of a removed folder's database did not end")
+		}
+	}
+
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := confOpen(t, dir, "")
+	b := st.db.be.(*sqliteBackend)
+	b.fallback = time.Hour
+	ended := make(chan struct{})
+	b.files = func(string) (<-chan struct{}, func()) { return ended, func() {} }
+	var reads atomic.Int32
+	b.version = func(conn *sql.Conn) (int64, error) {
+		reads.Add(1)
+		return dataVersion(conn)
+	}
+	w, stop := st.WatchRecord(ctx, "01kaaaaaaaaaaaaaaaaaaaaaaa")
+	defer stop()
+	sqliteSettled(w)
+	close(ended)
+	sqliteSettled(w)
+	before := reads.Load()
+	time.Sleep(time.Second)
+	if n := reads.Load() - before; n > 2*int32(time.Second/SQLiteWatchInterval)+2 {
+		t.Errorf("%d reads of the data version in a second after the file events ended, want a poll every %s", n, SQLiteWatchInterval)
+	}
+	confCreate(t, confOpen(t, dir, ""), "auggie", "", nil)
+	confReceives(t, w, "a commit after the file events ended")
 }
 
 // SQLite publishes a commit (in its shared memory, which the system does
@@ -84,13 +218,22 @@ func TestSQLiteWatchWakesWhenTheStoreCannotBeRead(t *testing.T) {
 // asks again shortly, so the commit still wakes it at once, not at the
 // poll (here once an hour).
 func TestSQLiteWatchSeesACommitPublishedAfterItsWrite(t *testing.T) {
+	// 50 ms: within the settle steps; 600 ms: after them (a writer that
+	// syncs its WAL before publishing, on a slow disk), seen by the reads
+	// that follow a reported write at a slowing pace.
+	for _, lag := range []time.Duration{50 * time.Millisecond, 600 * time.Millisecond} {
+		t.Run(lag.String(), func(t *testing.T) { testCommitPublishedAfter(t, lag) })
+	}
+}
+
+func testCommitPublishedAfter(t *testing.T, lag time.Duration) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	st := confOpen(t, dir, "")
 	b := st.db.be.(*sqliteBackend)
 	b.fallback = time.Hour
 	needFileEvents(t, b)
-	// Once lagging, a new version shows 50 ms after it was first read:
+	// Once lagging, a new version shows lag after it was first read:
 	// after every write of its commit was reported.
 	var (
 		shown    int64 // the version the watch was last given
@@ -107,7 +250,7 @@ func TestSQLiteWatchSeesACommitPublishedAfterItsWrite(t *testing.T) {
 		if since.IsZero() {
 			since = time.Now()
 		}
-		if time.Since(since) < 50*time.Millisecond {
+		if time.Since(since) < lag {
 			withheld.Add(1)
 			return shown, nil
 		}

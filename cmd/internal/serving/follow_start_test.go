@@ -14,9 +14,8 @@ import (
 )
 
 // Follow reads the record as soon as its watch has begun: a change made
-// before then is served although nothing announces it (the store's watch
-// already runs for another watcher, so it wakes only those) and the poll
-// is an hour.
+// before then, and announced to the watchers of that moment only, is
+// served although the poll is an hour.
 func TestFollowReadsWhatChangedBeforeItsWatch(t *testing.T) {
 	ctx := context.Background()
 	state := t.TempDir()
@@ -38,9 +37,26 @@ func TestFollowReadsWhatChangedBeforeItsWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, stopOther := st.WatchEvents(ctx, "another instance")
+	other, stopOther := st.WatchEvents(ctx, "another instance")
 	defer stopOther()
+	time.Sleep(2 * instance.SQLiteWatchInterval) // the watch's start wake
+	select {
+	case <-other:
+	default:
+	}
+	if _, err := st.UpdateInstance(ctx, rec.ID, func(r *instance.Record) (map[string][]byte, error) {
+		r.Restarts = map[string]time.Time{instance.RestartAll: time.Now()}
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-other:
+	case <-time.After(testkit.Wait):
+		t.Fatal("the store's watch did not announce the restart request")
+	}
 
+	// rec is the record from before the request.
 	log := testkit.NewBuffer("restarting external servers")
 	_, stop, err := Build(ctx, st, rec, EndpointOptions{Version: "test", FollowInterval: time.Hour},
 		slog.New(slog.NewTextHandler(log, nil)), func(string) {})
@@ -48,12 +64,6 @@ func TestFollowReadsWhatChangedBeforeItsWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	if _, err := st.UpdateInstance(ctx, rec.ID, func(r *instance.Record) (map[string][]byte, error) {
-		r.Restarts = map[string]time.Time{instance.RestartAll: time.Now()}
-		return nil, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
 	select {
 	case <-log.Seen():
 	case <-time.After(testkit.Wait):
