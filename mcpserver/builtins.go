@@ -373,6 +373,10 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 		answered, stop = w.WatchAnswer(ctx, qid)
 		defer stop()
 	}
+	// Read once at once: an answer given before the watch began is not
+	// announced.
+	first := make(chan struct{}, 1)
+	first <- struct{}{}
 	heartbeat := time.NewTicker(e.cfg.HeartbeatInterval)
 	defer heartbeat.Stop()
 	token := req.Params.GetProgressToken()
@@ -413,6 +417,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 				})
 			}
 			continue
+		case <-first:
 		case <-poll.C:
 		case <-answered:
 		}

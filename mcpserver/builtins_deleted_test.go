@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
+	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -212,5 +213,32 @@ func TestAskUserQuestionUnblocksAfterAnOutage(t *testing.T) {
 			t.Fatalf("the last status is %q, 10s after the answer; want %s", last.status, statusRunning)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// answeredBeforeWatch is a store whose questions are answered as their
+// watch begins, which never announces it.
+type answeredBeforeWatch struct{ *fakeStore }
+
+func (s answeredBeforeWatch) WatchAnswer(_ context.Context, id string) (<-chan struct{}, func()) {
+	s.answer(id, "staging")
+	return make(chan struct{}), func() {}
+}
+
+// TestAskUserQuestionReadsWhatWasAnsweredBeforeItsWatch: ask_user_question
+// reads the answer once as soon as its watch has begun, since an answer
+// given before then is not announced; its poll here never comes.
+func TestAskUserQuestionReadsWhatWasAnsweredBeforeItsWatch(t *testing.T) {
+	cfg := testConfig(agents.NamespacingPrefix, answeredBeforeWatch{newFakeStore()})
+	cfg.PollInterval = 1 << 62
+	_, cs := connect(t, cfg, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Which DB?"}})
+	if err != nil || res.IsError {
+		t.Fatalf("an answer given before the watch began: %v %+v", err, res)
+	}
+	if out, _ := res.StructuredContent.(map[string]any); out["answer"] != "staging" {
+		t.Fatalf("answered %+v, want staging", res.StructuredContent)
 	}
 }
