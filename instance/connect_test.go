@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // connectCase is a client's file before `instance connect`, in the scope
@@ -213,17 +214,30 @@ func TestConnectRefusesWhatItShouldNotReplace(t *testing.T) {
 	}{
 		{"directory", func(path string) error { return os.Mkdir(path, 0o755) }, "is a directory, not a client's file"},
 		{"read-only", func(path string) error { return os.WriteFile(path, []byte(`{"mcpServers": {}}`), 0o444) }, "is read-only (mode -r--r--r--)"},
+		// A pipe, whose opening for writing waits for a reader; a link to
+		// a device takes the same way (not tried here: without the check,
+		// as root, the device would be replaced).
+		{"pipe", mkfifo, "is not a plain file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec, path, o := clientFile(t, st, "cursor", ".cursor/mcp.json", "")
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.make(path); err != nil {
+			if err := c.make(path); errors.Is(err, errors.ErrUnsupported) {
+				t.Skip(err)
+			} else if err != nil {
 				t.Fatal(err)
 			}
 			before, _ := os.Lstat(path)
-			_, err := instance.Connect(rec, o)
+			errc := make(chan error, 1)
+			go func() { _, err := instance.Connect(rec, o); errc <- err }()
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(testkit.Wait):
+				t.Fatalf("connect did not return within %s", testkit.Wait)
+			}
 			if err == nil || !errors.Is(err, instance.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("connect: %v; want it refused: %s", err, c.want)
 			}
@@ -249,6 +263,35 @@ func TestConnectRefusesWhatItShouldNotReplace(t *testing.T) {
 		}
 		if data, _ := os.ReadFile(target); !strings.Contains(string(data), rec.ID) {
 			t.Errorf("the link's file holds %q", data)
+		}
+	})
+	// A relative link in a linked folder names a file beside the folder
+	// linked to, as the client will find it, not beside the link's name.
+	t.Run("dangling link in a linked folder", func(t *testing.T) {
+		rec, path, o := clientFile(t, st, "cursor", ".cursor/mcp.json", "")
+		dot := filepath.Join(t.TempDir(), "dot")
+		if err := os.MkdirAll(filepath.Join(dot, "cursor"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ws := filepath.Dir(filepath.Dir(path))
+		if err := os.RemoveAll(filepath.Dir(path)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(dot, "cursor"), filepath.Join(ws, ".cursor")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../shared-mcp.json", filepath.Join(dot, "cursor", "mcp.json")); err != nil {
+			t.Fatal(err)
+		}
+		want := filepath.Join(dot, "shared-mcp.json")
+		if res, err := instance.Connect(rec, o); err != nil || res.Target != want {
+			t.Fatalf("connect through a relative link in a linked folder: %+v, %v; want target %s", res, err, want)
+		}
+		if data, _ := os.ReadFile(path); !strings.Contains(string(data), rec.ID) {
+			t.Errorf("the client's file, through its links, holds %q", data)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "shared-mcp.json")); err == nil {
+			t.Error("a file was made beside the link's name, where the client does not look")
 		}
 	})
 }

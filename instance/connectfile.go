@@ -258,7 +258,13 @@ func danglingLink(path string) (string, bool) {
 			return "", false
 		}
 		if !filepath.IsAbs(t) {
-			t = filepath.Join(filepath.Dir(p), t)
+			// Relative to the link's folder as the system finds it:
+			// through that folder's own links, not by its name.
+			dir := filepath.Dir(p)
+			if r, err := filepath.EvalSymlinks(dir); err == nil {
+				dir = r
+			}
+			t = filepath.Join(dir, t)
 		}
 		p = t
 	}
@@ -266,9 +272,11 @@ func danglingLink(path string) (string, bool) {
 }
 
 // checkEditable refuses a client file (path, real once links are
-// followed) that agentctl should not replace: a directory, or a file its
-// owner made read-only or the user may not write. Root may write any file,
-// but a read-only one says its owner wants it left alone.
+// followed) that agentctl should not replace: a directory or anything else
+// that is not a plain file (a device, a pipe: a checkout may link the path
+// to one, which would be read without end or block the edit), or a file
+// its owner made read-only or the user may not write. Root may write any
+// file, but a read-only one says its owner wants it left alone.
 func checkEditable(path, real string) error {
 	fi, err := os.Stat(real)
 	if err != nil {
@@ -277,6 +285,8 @@ func checkEditable(path, real string) error {
 	switch {
 	case fi.IsDir():
 		return invalidf("%s is a directory, not a client's file; nothing was changed: move it away, or fix the path in the client's definition", path)
+	case !fi.Mode().IsRegular():
+		return invalidf("%s is not a plain file (%s is a %v); nothing was changed: replace it with the client's file, or remove it for agentctl to make one", path, real, fi.Mode().Type())
 	case fi.Mode().Perm()&0o222 == 0:
 		return invalidf("%s is read-only (mode %v); nothing was changed: make it writable (chmod u+w %s) for agentctl to edit it", path, fi.Mode().Perm(), path)
 	}
