@@ -270,7 +270,9 @@ func checkConnect(key, p string, user bool, kind string) *fieldError {
 	}
 	local := bracesRE().ReplaceAllString(rest, "x")
 	if !user {
-		if strings.Contains(p, "$") || !filepath.IsLocal(local) {
+		// ~ and the user's folders ({xdgconfig}, {appconfig}) lead out of
+		// the workspace too, once expanded.
+		if strings.Contains(p, "$") || strings.HasPrefix(p, "~") || strings.Contains(p, "{xdgconfig}") || strings.Contains(p, "{appconfig}") || !filepath.IsLocal(local) {
 			return &fieldError{key, fmt.Sprintf("%q is not a path inside the workspace: give it relative to the workspace, without .. or $VAR (a file elsewhere belongs in mcp.connect.user)", p)}
 		}
 		return nil
