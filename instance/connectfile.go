@@ -403,8 +403,8 @@ func (e *fileConflictError) Error() string { return e.Msg }
 func (e *fileConflictError) Unwrap() error { return ErrConflict }
 
 // openLocked opens the file at path and takes an exclusive flock(2) on it
-// (waiting for another program's), making sure it is still
-// the file at path, and reads it; f is nil when there is no file.
+// (waiting up to connectLockWait for another program's), making sure it
+// is still the file at path, and reads it; f is nil when there is no file.
 func openLocked(path string) (f *os.File, data []byte, exists bool, err error) {
 	for {
 		f, err := os.Open(path)
@@ -415,9 +415,8 @@ func openLocked(path string) (f *os.File, data []byte, exists bool, err error) {
 			return nil, nil, false, err
 		}
 		if serveLocking {
-			if err := lockFile(f, true, true); err != nil {
-				f.Close()
-				return nil, nil, false, fmt.Errorf("lock %s: %w", path, err)
+			if err := lockWaiting(f, path); err != nil {
+				return nil, nil, false, err // f closed
 			}
 		}
 		if sameFile(f, path) {
@@ -601,9 +600,40 @@ func lockDir(dir string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := lockFile(d, true, true); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	if err := lockWaiting(d, dir); err != nil {
+		return nil, err // d closed
 	}
 	return func() { d.Close() }, nil
+}
+
+// connectLockWait bounds the wait for another program's lock on a client's
+// file or its folder. agentctl holds them for milliseconds; a program that
+// holds one longer (an editor, a stopped process) would otherwise keep
+// connect waiting without a word, past Ctrl-C.
+var connectLockWait = 10 * time.Second
+
+// lockWaiting takes an exclusive flock(2) lock on f, opened at path,
+// waiting up to connectLockWait. The wait is the system's (a program that
+// locks again at once does not starve it), in a goroutine that is left to
+// it when the time is up. On an error f is closed: at once, or when that
+// goroutine gets the lock after all, which closing it lets go.
+func lockWaiting(f *os.File, path string) error {
+	got := make(chan error, 1)
+	go func() { got <- lockFile(f, true, true) }()
+	timer := time.NewTimer(connectLockWait)
+	defer timer.Stop()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("lock %s: %w", path, err)
+		}
+		return nil
+	case <-timer.C:
+		go func() {
+			<-got
+			f.Close()
+		}()
+		return &fileConflictError{Msg: fmt.Sprintf("%s is locked by another program (an editor, another agentctl) and was for %s; nothing was changed: close that program, or let it finish, and try again", path, connectLockWait)}
+	}
 }

@@ -71,3 +71,11 @@ func ConnectPath(rec *Record, o ConnectOptions) (string, error) {
 	_, path, err := resolveConnect(rec, o)
 	return path, err
 }
+
+// SetConnectLockWait sets how long connect waits for another program's
+// lock, until the test ends.
+func SetConnectLockWait(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := connectLockWait
+	connectLockWait = d
+	t.Cleanup(func() { connectLockWait = old })
+}
