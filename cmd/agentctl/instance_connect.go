@@ -68,7 +68,9 @@ but not its comments).
 The file is edited under an advisory lock (flock on it and on its directory) and
 replaced atomically, with its mode and owner, only if it is still what agentctl read: if
 another program (an editor) changed it meanwhile, the edit is made again on its
-version; a file that keeps changing is refused (exit code 4).
+version; a file that keeps changing, or whose lock another program holds for 10s,
+is refused (exit code 4). Anything but a plain file (a device, a pipe) is refused
+too.
 
 Backups: before each change the file as it was is kept as FILE.agentctl-bak.1,
 older copies rotated to FILE.agentctl-bak.2 ... .5 (the oldest dropped), and
