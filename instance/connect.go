@@ -483,10 +483,10 @@ func wroteIt(rec *Record, path string, old any) bool {
 	return json.Unmarshal(data, &r) == nil && r.Path == path && r.Entry == entryHash(old)
 }
 
-// Connected reports whether the file rec's client reads in o.Scope
-// ([ConnectPath]) holds an entry under rec's server name that starts this
-// instance: what `instance run` checks for a client that reads MCP servers
-// only from that file. It returns the file's path either way (or "" when
+// Connected reports whether the file rec's client reads in o.Scope (the
+// one connect edits there) holds an entry under rec's server name that
+// starts this instance: what `instance run` checks for a client that reads
+// MCP servers only from that file. It returns the file's path either way (or "" when
 // the client reads none in that scope).
 func Connected(rec *Record, o ConnectOptions) (string, bool) {
 	f, path, err := resolveConnect(rec, o)

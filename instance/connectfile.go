@@ -618,6 +618,9 @@ var connectLockWait = 10 * time.Second
 // it when the time is up. On an error f is closed: at once, or when that
 // goroutine gets the lock after all, which closing it lets go.
 func lockWaiting(f *os.File, path string) error {
+	if err := lockFile(f, true, false); err == nil {
+		return nil // free, as it nearly always is
+	}
 	got := make(chan error, 1)
 	go func() { got <- lockFile(f, true, true) }()
 	timer := time.NewTimer(connectLockWait)
