@@ -2,6 +2,7 @@ package instance
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,6 +154,7 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 				mode = fi.Mode().Perm()
 			}
 			var tmp string
+			inPlace := false
 			if !fe.remove {
 				if tokenRE().Match(fe.next) {
 					mode = 0o600 // it holds an instance's token
@@ -161,9 +163,24 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 					return true, notWritable(path, real, err)
 				}
 				defer os.Remove(tmp)
-				if ferr == nil {
-					keepOwner(tmp, fi)
+				// Renamed over the file, a new version would have another
+				// owner than the file's (only root may give a file away),
+				// or leave the file's other names (hard links) behind:
+				// the new bytes are written into the file instead, as an
+				// editor does then.
+				inPlace = ferr == nil && (!keepOwner(tmp, fi) || hardLinked(fi))
+			}
+			// The file as it is is kept before anything changes: with no
+			// room for it, nothing does.
+			var bak string
+			if baseExists {
+				if bak, err = writeTemp(real+BackupSuffix, base, backupMode(base, mode)); err != nil {
+					if errors.Is(err, fs.ErrPermission) {
+						return true, notWritable(path, real, err)
+					}
+					return true, fmt.Errorf("%s: its backup could not be written beside it (%w); nothing was changed", path, err)
 				}
+				defer os.Remove(bak)
 			}
 			// The compare-and-swap: the file must still be what was read.
 			now, nowExists, err := readFile(real)
@@ -183,26 +200,30 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 			// one could do so between the check and the replace: what was
 			// at real is found afterwards (swapped out, on Linux), and when
 			// it is not the file read, it is put back and edited again.
-			if fe.remove {
-				again, err := removeChecked(real, f)
-				if err != nil || again {
-					return !again, err
-				}
-			} else {
-				again, err := replaceChecked(tmp, real, f, exists)
-				if err != nil || again {
-					return !again, err
-				}
+			var again bool
+			switch {
+			case fe.remove:
+				again, err = removeChecked(real, f)
+			case inPlace:
+				again, err = writeInPlace(path, real, f, data, fe.next, mode == 0o600, func() string {
+					if bak == "" {
+						return ""
+					}
+					res.Backup, res.Previous = rotateBackups(real, bak)
+					bak = ""
+					return res.Previous
+				})
+			default:
+				again, err = replaceChecked(tmp, real, f, exists)
 			}
-			if baseExists {
-				// Written after the rename, to keep the time between the
-				// check and the rename short.
-				bak, err := writeTemp(real+BackupSuffix, base, backupMode(base, mode))
-				if err != nil {
-					return true, fmt.Errorf("%s was changed, but its backup could not be written: %w", path, err)
-				}
+			if err != nil || again {
+				return !again, err
+			}
+			if bak != "" {
 				res.Backup, res.Previous = rotateBackups(real, bak)
-				os.Remove(bak)
+			}
+			if inPlace {
+				return true, nil // f is the file, and holds agentctl's version
 			}
 			if f != nil {
 				// Bytes written into the old file after the read above
@@ -358,6 +379,52 @@ func replaceChecked(tmp, real string, f *os.File, exists bool) (again bool, err 
 	return false, &fileConflictError{Msg: fmt.Sprintf("%s kept being replaced while agentctl edited it; nothing of agentctl's is in it, and the version before the last is kept as %s", real, kept)}
 }
 
+// writeInPlace writes next into the file at real, which f read as was,
+// instead of renaming a new version over it, so that the file keeps its
+// owner and its other names. The room for next is reserved first, and a
+// write that fails all the same is undone; it is not atomic, but a
+// backup of was is in place before it begins. again says the file was
+// replaced since it was read: the edit is made again on the new one. A
+// private version (holding a token) makes a file that others may read
+// private first, which needs its owner. When the file can be neither
+// written nor put back, keep keeps the backup, and names it.
+func writeInPlace(path, real string, f *os.File, was, next []byte, private bool, keep func() string) (again bool, err error) {
+	w, err := os.OpenFile(real, os.O_WRONLY, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return false, invalidf("%s cannot be changed: agentctl may not write into it (%v); nothing was changed: run as the user who owns the file, or give yours write access to it", path, err)
+		}
+		return false, err
+	}
+	defer w.Close()
+	if f != nil && !sameFile(f, real) {
+		return true, nil
+	}
+	if fi, err := w.Stat(); err == nil && private && fi.Mode().Perm()&0o077 != 0 {
+		if err := w.Chmod(0o600); err != nil {
+			return false, invalidf("%s would hold the instance's bearer token, but others may read it and agentctl, not its owner, may not change that (%v); nothing was changed: "+
+				"run as its owner, or connect with --scope user", path, err)
+		}
+	}
+	if err := reserve(w, int64(len(next))); err != nil {
+		return false, fmt.Errorf("%s: no room for its new version (%w); nothing was changed", path, err)
+	}
+	_, err = w.WriteAt(next, 0)
+	if err == nil {
+		err = w.Truncate(int64(len(next)))
+	}
+	if err == nil {
+		err = w.Sync()
+	}
+	if err != nil {
+		if _, perr := w.WriteAt(was, 0); perr == nil && w.Truncate(int64(len(was))) == nil {
+			return false, fmt.Errorf("%s could not be written (%w); it was put back as it was", path, err)
+		}
+		return false, fmt.Errorf("%s could not be written, nor put back as it was (%w); the file as it was is kept as %s", path, err, cmp.Or(keep(), "(no backup could be kept)"))
+	}
+	return false, nil
+}
+
 // removeChecked removes the file at real, f as read. When the file removed
 // is not f (another program renamed its own version over it after the
 // check), it is put back, and again says to make the edit again on it.
@@ -493,8 +560,9 @@ func rotateBackups(real, tmp string) (first, previous string) {
 		if data, err := os.ReadFile(tmp); err == nil && entryInstance(string(data)) == "" && !leftover(data) {
 			first = name
 			if os.Link(tmp, name) != nil {
-				if fi, err := os.Stat(tmp); err == nil {
-					_ = writeAtomic(name, data, fi.Mode().Perm())
+				fi, err := os.Stat(tmp)
+				if err != nil || writeAtomic(name, data, fi.Mode().Perm()) != nil {
+					first = ""
 				}
 			}
 		}

@@ -79,3 +79,11 @@ func SetConnectLockWait(t interface{ Cleanup(func()) }, d time.Duration) {
 	connectLockWait = d
 	t.Cleanup(func() { connectLockWait = old })
 }
+
+// EditFileForTest puts next in place of the file at path as connect edits
+// a client's file (lock, compare-and-swap, backups, owner).
+func EditFileForTest(path string, next []byte) (*ConnectResult, error) {
+	res := &ConnectResult{Path: path}
+	err := editConfig(path, res, func([]byte, bool) (*fileEdit, error) { return &fileEdit{next: next}, nil })
+	return res, err
+}

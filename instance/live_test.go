@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperStateEnv); dir != "" {
 		serveLockHelper(dir, os.Getenv(helperInstanceEnv))
 	}
+	if path := os.Getenv(editHelperEnv); path != "" {
+		editHelper(path)
+	}
 	code := m.Run()
 	testkit.StopSharedPostgres() // started by the store conformance suite
 	os.Exit(code)

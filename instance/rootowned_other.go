@@ -9,4 +9,7 @@ import "os"
 func RootOwnedRefusal(string) string { return "" }
 
 // keepOwner: file ownership is not carried over here.
-func keepOwner(string, os.FileInfo) {}
+func keepOwner(string, os.FileInfo) bool { return true }
+
+// hardLinked: links are not counted here.
+func hardLinked(os.FileInfo) bool { return false }

@@ -42,10 +42,25 @@ func RootOwnedRefusal(path string) string {
 }
 
 // keepOwner gives the new version name of a client file the owner and
-// group of the file it replaces (of), where this process may (root may);
-// otherwise it stays the process's.
-func keepOwner(name string, of os.FileInfo) {
-	if st, ok := of.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != os.Geteuid() || int(st.Gid) != os.Getegid()) {
-		_ = os.Chown(name, int(st.Uid), int(st.Gid))
+// group of the file it replaces (of). It reports false when name keeps
+// another owner or group: this process may not give it theirs (only root
+// may give a file away; a user may give it a group they are in). The
+// group is then given where it may be.
+func keepOwner(name string, of os.FileInfo) bool {
+	st, ok := of.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) == os.Geteuid() && int(st.Gid) == os.Getegid() {
+		return true
 	}
+	if os.Chown(name, int(st.Uid), int(st.Gid)) == nil {
+		return true
+	}
+	_ = os.Chown(name, -1, int(st.Gid))
+	return false
+}
+
+// hardLinked reports whether the file fi describes has other names: a
+// new version renamed over one of them would leave the others behind.
+func hardLinked(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink > 1
 }

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -18,4 +19,19 @@ func freeSpace(dir string) (int64, bool) {
 		return 0, false
 	}
 	return int64(st.Bavail) * st.Bsize, true
+}
+
+// reserve makes sure the file system holds n bytes for f without changing
+// its size (fallocate(2) with FALLOC_FL_KEEP_SIZE), so that writing n
+// bytes into it cannot fail half way for want of space. Where the file
+// system cannot, it reserves nothing and says nothing.
+func reserve(f *os.File, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	err := syscall.Fallocate(int(f.Fd()), 1 /* FALLOC_FL_KEEP_SIZE */, 0, n)
+	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
+		return nil
+	}
+	return err
 }

@@ -5,76 +5,16 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/internal/testkit"
 )
-
-// smallFileSystem returns a folder on a tmpfs of size bytes of its own,
-// unmounted when the test ends. Mounting needs root (CAP_SYS_ADMIN): else
-// the test is skipped, saying so; TestDeleteOnFullDisk (./instance) covers
-// the same through a seam, on any machine.
-func smallFileSystem(t *testing.T, size int64) string {
-	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("mounting a tmpfs of the test's own needs root; TestDeleteOnFullDisk in ./instance covers the delete on a full disk through a seam")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("agentctl-test", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		t.Skipf("mount a tmpfs: %v (TestDeleteOnFullDisk in ./instance covers the delete on a full disk through a seam)", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-// fill writes files into dir until its file system refuses more, and
-// returns a function that removes them.
-func fill(t *testing.T, dir string) (free func()) {
-	t.Helper()
-	var paths []string
-	free = func() {
-		for _, p := range paths {
-			os.Remove(p)
-		}
-	}
-	big := filepath.Join(dir, "filler")
-	f, err := os.Create(big)
-	if err != nil {
-		t.Fatal(err)
-	}
-	paths = append(paths, big)
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	f.Close()
-	// The last pages, a byte each.
-	for i := 0; ; i++ {
-		p := filepath.Join(dir, fmt.Sprintf("filler-%d", i))
-		err := os.WriteFile(p, []byte{1}, 0o600)
-		paths = append(paths, p)
-		if err != nil {
-			break
-		}
-	}
-	return free
-}
 
 // TestDeleteOnFullFileSystem: with the state directory's file system
 // full, instance delete, the real program, deletes an instance (record,
@@ -84,7 +24,7 @@ func fill(t *testing.T, dir string) (free func()) {
 // disk works too; and then create works again.
 func TestDeleteOnFullFileSystem(t *testing.T) {
 	t.Parallel()
-	fsys := smallFileSystem(t, 8<<20)
+	fsys := testkit.SmallFileSystem(t, 8<<20, "TestDeleteOnFullDisk in ./instance covers the delete on a full disk through a seam")
 	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
 	defer cancel()
 	e := newRCEnv(t)
@@ -134,7 +74,7 @@ func TestDeleteOnFullFileSystem(t *testing.T) {
 	}
 	e.mustRun(ctx, "instance", "list")
 
-	free := fill(t, fsys)
+	filler := testkit.Fill(t, fsys)
 	res := e.run(ctx, "instance", "create", "--agent", "auggie")
 	if res.code != 1 || !strings.Contains(res.stderr, "could not create an instance: the file system of the state directory") ||
 		!strings.Contains(res.stderr, "nothing was changed") {
@@ -165,7 +105,7 @@ func TestDeleteOnFullFileSystem(t *testing.T) {
 	}
 
 	// Room again: gc compacts and puts the reserve back.
-	free()
+	filler.Free()
 	res = e.run(ctx, "gc")
 	if res.code != 0 || !strings.Contains(res.stderr, "Compacted the state database") {
 		t.Errorf("gc with room: want the database compacted\n%s", res)
@@ -182,11 +122,11 @@ func TestDeleteOnFullFileSystem(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.state, instance.DBFile+"-shm")); !os.IsNotExist(err) {
 		t.Fatalf("the WAL index is still there after the last close: %v", err)
 	}
-	free = fill(t, fsys)
+	filler = testkit.Fill(t, fsys)
 	if res := e.run(ctx, "instance", "delete", b.ID); res.code != 0 {
 		t.Fatalf("second delete on a full disk\n%s", res)
 	}
-	free()
+	filler.Free()
 	db, err = sql.Open("sqlite", "file:"+filepath.Join(e.state, instance.DBFile)+"?_pragma=busy_timeout(30000)")
 	if err != nil {
 		t.Fatal(err)

@@ -70,20 +70,26 @@ replaced atomically, with its mode and owner, only if it is still what agentctl 
 another program (an editor) changed it meanwhile, the edit is made again on its
 version; a file that keeps changing, or whose lock another program holds for 10s,
 is refused (exit code 4). Anything but a plain file (a device, a pipe) is refused
-too.
+too. A file whose new version could not have its owner (another user's file that
+you may write through its group), or that has other names (hard links), is written
+into instead, as editors do, once its backup is kept; an HTTP instance's token is
+not written into such a file that others may read, unless agentctl may make it
+private (mode 0600).
 
-Backups: before each change the file as it was is kept as FILE.agentctl-bak.1,
-older copies rotated to FILE.agentctl-bak.2 ... .5 (the oldest dropped), and
-FILE.agentctl-bak keeps the file as it was before agentctl first changed it
-(there is none when agentctl made the file: removing the file undoes it).
+Backups: before each change the file as it was is kept as FILE.agentctl-bak.1
+(without room for that, nothing changes), older copies rotated to
+FILE.agentctl-bak.2 ... .5 (the oldest dropped), and FILE.agentctl-bak keeps the
+file as it was before agentctl first changed it (there is none when agentctl made
+the file: removing the file undoes it).
 
 A symbolic link is followed: the file it names is edited (made, if not there
 yet) and the link kept. A file that does not parse, JSON with comments, a member
 name that comes twice in one object, servers that are not where the client reads
 them, a read-only file, a directory, or a file you may not replace (agentctl
-writes beside it and renames) are refused (exit code 4) and left as they are. An entry named S that starts something
-else (another instance) is refused unless --force. Connecting again changes
-nothing. Undo it with 'agentctl instance disconnect'.
+writes beside it and renames) are refused (exit code 4) and left as they are.
+An entry named S that starts something else (another instance) is refused unless
+--force. Connecting again changes nothing. Undo it with 'agentctl instance
+disconnect'.
 
 What was done is printed on stderr; -o json prints {path, target, key, action,
 backup, previous} (target: the file a link at path names, when it is one; backup:
