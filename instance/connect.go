@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -87,6 +89,9 @@ type ConnectResult struct {
 	// Previous is the copy of the file as it was before this change
 	// (FILE.agentctl-bak.1; older ones are rotated to .2 ... .5).
 	Previous string `json:"previous,omitempty"`
+	// Scrubbed are the backups of the file that held the instance's
+	// bearer token, which disconnect took it out of.
+	Scrubbed []string `json:"scrubbed,omitempty"`
 }
 
 func resolveConnect(rec *Record, o ConnectOptions) (connectFile, string, error) {
@@ -374,11 +379,14 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	}
 	res := &ConnectResult{Path: path, Key: joinKey(f.Key, rec.ServerName), Action: "absent"}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		res.Scrubbed = scrubBackups(path, instanceTokens(rec, nil))
 		return res, nil
 	}
 	name := rec.ServerName
+	var removed any // the entry removed
 	err = editConfig(path, res, func(data []byte, exists bool) (*fileEdit, error) {
 		res.Action = "absent"
+		removed = nil
 		if !exists {
 			return nil, nil
 		}
@@ -387,7 +395,7 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			if err := removable(rec, path, res.Key, string(data), o.Force); err != nil {
 				return nil, err
 			}
-			res.Action = "removed"
+			res.Action, removed = "removed", string(data)
 			return &fileEdit{remove: true}, nil
 		case "toml":
 			if len(bytes.TrimSpace(bytes.TrimPrefix(data, utf8BOM))) == 0 {
@@ -409,7 +417,7 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			if err != nil {
 				return nil, err
 			}
-			res.Action = "removed"
+			res.Action, removed = "removed", old
 			return &fileEdit{next: next}, nil
 		default:
 			body := bytes.TrimPrefix(data, utf8BOM)
@@ -439,14 +447,85 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			if err := checkJSONEdit(path, body, next, f.Key, name, nil); err != nil {
 				return nil, err
 			}
-			res.Action = "removed"
+			res.Action, removed = "removed", old
 			return &fileEdit{next: append(data[:len(data)-len(body):len(data)-len(body)], next...)}, nil
 		}
 	})
-	if err == nil && res.Action == "removed" {
+	if err != nil {
+		return res, err
+	}
+	if res.Action == "removed" {
 		forgetConnected(rec, path)
 	}
-	return res, err
+	res.Scrubbed = scrubBackups(cmp.Or(res.Target, path), instanceTokens(rec, removed))
+	return res, nil
+}
+
+// instanceTokens are the bearer tokens of rec found in its own
+// configuration and in removed (an entry taken out of a client's file),
+// when that entry starts rec.
+func instanceTokens(rec *Record, removed any) []string {
+	var texts []string
+	if e, err := InstanceEntry(rec); err == nil {
+		texts = append(texts, canonical(e))
+	}
+	if removed != nil && startsInstance(removed, rec.ID) {
+		texts = append(texts, canonical(removed))
+	}
+	var tokens []string
+	for _, t := range texts {
+		for _, tok := range tokenRE().FindAllString(t, -1) {
+			if !slices.Contains(tokens, tok) {
+				tokens = append(tokens, tok)
+			}
+		}
+	}
+	return tokens
+}
+
+// removedToken is what stands for a token disconnect took out of a backup:
+// it keeps the backup's JSON, TOML or YAML valid, and is no token.
+const removedToken = "<token removed by agentctl disconnect>"
+
+// scrubBackups takes tokens out of the backups connect kept of the file at
+// real: once the instance is disconnected they should not stay in the
+// workspace (a `git add .` takes them). It returns the backups changed; a
+// backup it cannot read or write is left as it is.
+func scrubBackups(real string, tokens []string) []string {
+	if len(tokens) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Dir(real)); err != nil {
+		return nil
+	}
+	unlock, err := lockDir(filepath.Dir(real)) // connect rotates them under it
+	if err != nil {
+		return nil
+	}
+	defer unlock()
+	var changed []string
+	names := []string{real + BackupSuffix}
+	for i := 1; i <= BackupsKept; i++ {
+		names = append(names, real+BackupSuffix+"."+strconv.Itoa(i))
+	}
+	for _, name := range names {
+		fi, err := os.Lstat(name)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		next := data
+		for _, tok := range tokens {
+			next = bytes.ReplaceAll(next, []byte(tok), []byte(removedToken))
+		}
+		if !bytes.Equal(next, data) && writeAtomic(name, next, fi.Mode().Perm()) == nil {
+			changed = append(changed, name)
+		}
+	}
+	return changed
 }
 
 // removable says whether disconnect may remove old, the entry under rec's

@@ -2,9 +2,11 @@ package instance_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -564,5 +566,100 @@ func TestConnectEntryWithFlagsBefore(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDisconnectTakesTheTokenOutOfBackups: disconnecting an HTTP instance
+// leaves its bearer token in none of the workspace's files: the backup
+// disconnect keeps (the file with the entry) and any other backup that held
+// it have the token replaced, and still parse; so too when the client's
+// file was removed by hand before the disconnect. The backups of other
+// instances' entries are not touched, and neither are those of a stdio
+// instance.
+func TestDisconnectTakesTheTokenOutOfBackups(t *testing.T) {
+	st := openStore(t)
+	ws := t.TempDir()
+	mk := func(transport instance.Transport) *instance.Record {
+		return create(t, st, "cursor", func(o *instance.CreateOptions) {
+			o.Workspace, o.Transport = ws, transport
+		})
+	}
+	rec := mk(instance.Transport{Kind: instance.TransportHTTP, URL: "http://127.0.0.1:8765/instances/{id}/mcp"})
+	path := filepath.Join(ws, ".cursor", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := instance.ConnectOptions{Scope: instance.ScopeWorkspace}
+	token := rec.NewToken()
+	if token == "" {
+		t.Fatal("an HTTP instance without a token")
+	}
+	if _, err := instance.Connect(rec, o); err != nil {
+		t.Fatal(err)
+	}
+	res, err := instance.Disconnect(rec, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := filesHolding(t, ws, token); len(got) != 0 {
+		t.Errorf("after disconnect the token is in %v", got)
+	}
+	if want := []string{res.Previous}; res.Previous == "" || !slices.Equal(res.Scrubbed, want) {
+		t.Errorf("scrubbed %v; want %v", res.Scrubbed, want)
+	}
+	data, _ := os.ReadFile(res.Previous)
+	var v map[string]any
+	if err := json.Unmarshal(data, &v); err != nil || !strings.Contains(string(data), "Bearer <token removed") {
+		t.Errorf("backup after scrubbing: %v\n%s", err, data)
+	}
+
+	// Removed by hand after a connect, with a backup holding the token.
+	if _, err := instance.Connect(rec, o); err != nil {
+		t.Fatal(err)
+	}
+	withToken, _ := os.ReadFile(path) // as a backup would hold it (an older connect's)
+	if err := os.WriteFile(path+instance.BackupSuffix+".3", withToken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got := filesHolding(t, ws, token); len(got) == 0 {
+		t.Fatal("the setup left no backup holding the token")
+	}
+	if res, err = instance.Disconnect(rec, o); err != nil || res.Action != "absent" {
+		t.Fatalf("disconnect of a removed file: %+v, %v", res, err)
+	}
+	if got := filesHolding(t, ws, token); len(got) != 0 {
+		t.Errorf("after disconnect of a removed file the token is in %v", got)
+	}
+
+	// Another instance's token, and a stdio instance: left alone.
+	other := mk(instance.Transport{Kind: instance.TransportHTTP, URL: "http://127.0.0.1:8765/instances/{id}/mcp"})
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := instance.Connect(other, instance.ConnectOptions{Scope: instance.ScopeWorkspace}); err != nil {
+		t.Fatal(err)
+	}
+	withOther, _ := os.ReadFile(path)
+	if err := os.WriteFile(path+instance.BackupSuffix+".4", withOther, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdio := mk(instance.Transport{})
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	held := filesHolding(t, ws, other.NewToken())
+	for _, r := range []*instance.Record{rec, stdio} {
+		if res, err := instance.Disconnect(r, o); err != nil || len(res.Scrubbed) != 0 {
+			t.Errorf("disconnect %s: %+v, %v; want nothing scrubbed", r.ID, res, err)
+		}
+	}
+	if got := filesHolding(t, ws, other.NewToken()); !slices.Equal(got, held) || len(held) == 0 {
+		t.Errorf("another instance's token: in %v before, %v after", held, got)
 	}
 }

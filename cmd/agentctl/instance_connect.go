@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"github.com/agentctl/agentctl/agents"
+	"path/filepath"
+	"strings"
 
 	"github.com/agentctl/agentctl/instance"
 	"github.com/spf13/cobra"
@@ -92,8 +94,9 @@ An entry named S that starts something else (another instance) is refused unless
 disconnect'.
 
 What was done is printed on stderr; -o json prints {path, target, key, action,
-backup, previous} (target: the file a link at path names, when it is one; backup:
-FILE.agentctl-bak; previous: the copy made before this change).`,
+backup, previous, scrubbed} (target: the file a link at path names, when it is
+one; backup: FILE.agentctl-bak; previous: the copy made before this change;
+scrubbed: the backups disconnect took the instance's token out of).`,
 		Example: `  id=$(agentctl instance create --agent cursor --workspace .)
   agentctl instance connect $id            # adds mcpServers.agentctl to ./.cursor/mcp.json
   agentctl instance connect $id --scope user
@@ -163,10 +166,14 @@ func instanceConnectRun(ctx context.Context, opts *InstanceConnectOptions, op fu
 				opts.IO.Narrate("The file as it was before this change: %s", res.Previous)
 			}
 		}
+		if len(res.Scrubbed) > 0 {
+			opts.IO.Narrate("The instance's bearer token was taken out of the backups that held it: %s", strings.Join(res.Scrubbed, ", "))
+		}
 		if r.Transport.Kind == instance.TransportHTTP && (res.Action == "added" || res.Action == "replaced" || res.Action == "unchanged") &&
 			cmp.Or(opts.Scope, instance.ScopeWorkspace) == instance.ScopeWorkspace {
 			// Mode 0600 does nothing against `git add .`.
-			opts.IO.Narrate("warning: %s now holds the instance's bearer token; keep it out of version control (add it to .gitignore), or connect with --scope user", res.Path)
+			opts.IO.Narrate("warning: %s now holds the instance's bearer token, and its backups may too; keep them out of version control (add %s and %s* to .gitignore), or connect with --scope user; disconnect takes the token out of the backups",
+				res.Path, filepath.Base(res.Path), filepath.Base(res.Path)+instance.BackupSuffix)
 		}
 		if opts.Output == formatJSON {
 			return opts.IO.PrintJSON(res)

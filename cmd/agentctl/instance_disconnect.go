@@ -28,7 +28,10 @@ The file is edited as connect edits it: under an advisory lock, replaced
 atomically only if no other program changed it meanwhile (else the edit is made
 again on its version). Before each change the file as it was is kept as
 FILE.agentctl-bak.1, older copies rotated to FILE.agentctl-bak.2 ... .5, and
-FILE.agentctl-bak keeps it as it was before agentctl first changed it.
+FILE.agentctl-bak keeps it as it was before agentctl first changed it. The
+instance's bearer token (an HTTP instance's) is taken out of those backups, even
+when the entry was gone already: they stay in the workspace, where 'git add .'
+would take them.
 
 ` + connectFilesHelp,
 		Example: `  agentctl instance disconnect fix-login
