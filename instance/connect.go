@@ -89,6 +89,9 @@ type ConnectResult struct {
 	// Previous is the copy of the file as it was before this change
 	// (FILE.agentctl-bak.1; older ones are rotated to .2 ... .5).
 	Previous string `json:"previous,omitempty"`
+	// Warnings are what the user should know of the change: a TOML file
+	// written again as a whole, without its comments.
+	Warnings []string `json:"warnings,omitempty"`
 	// Scrubbed are the backups of the file that held the instance's
 	// bearer token, which disconnect took it out of.
 	Scrubbed []string `json:"scrubbed,omitempty"`
@@ -228,7 +231,7 @@ func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	}
 	res := &ConnectResult{Path: path, Key: joinKey(f.Key, rec.ServerName)}
 	err = editConfig(path, res, func(data []byte, exists bool) (*fileEdit, error) {
-		res.Action = ""
+		res.Action, res.Warnings = "", nil
 		switch f.Kind {
 		case "yaml":
 			switch {
@@ -260,9 +263,12 @@ func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			if err := decide(res, exists, old, entry, o.Force, rec.ID, path); err != nil || res.Action == "unchanged" {
 				return nil, err
 			}
-			next, err := editTOML(path, data, doc, f.Key, rec.ServerName, entry)
+			next, whole, err := editTOML(path, data, doc, f.Key, rec.ServerName, entry)
 			if err != nil {
 				return nil, err
+			}
+			if whole {
+				res.Warnings = []string{wholeWarning(path, f.Key)}
 			}
 			return &fileEdit{next: next}, nil
 		default:
@@ -385,7 +391,7 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	name := rec.ServerName
 	var removed any // the entry removed
 	err = editConfig(path, res, func(data []byte, exists bool) (*fileEdit, error) {
-		res.Action = "absent"
+		res.Action, res.Warnings = "absent", nil
 		removed = nil
 		if !exists {
 			return nil, nil
@@ -413,9 +419,12 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			if err := removable(rec, path, res.Key, old, o.Force); err != nil {
 				return nil, err
 			}
-			next, err := editTOML(path, data, doc, f.Key, name, nil)
+			next, whole, err := editTOML(path, data, doc, f.Key, name, nil)
 			if err != nil {
 				return nil, err
+			}
+			if whole {
+				res.Warnings = []string{wholeWarning(path, f.Key)}
 			}
 			res.Action, removed = "removed", old
 			return &fileEdit{next: next}, nil

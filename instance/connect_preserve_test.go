@@ -104,8 +104,8 @@ func TestConnectTOMLKeepsBytes(t *testing.T) {
 		"[mcp_servers.docs]   # docs server\ncommand = 'docs'\nargs = [\n  \"a\", # first\n  \"]\",\n]\n# about the next one\n\n" +
 		"[mcp_servers.docs.env]\nX = \"1\"\n\n# profiles below\n[profiles.fast]\nmodel = \"mini\"\n"
 	rec, path, o := clientFile(t, st, "codex", "codex-home/config.toml", body)
-	if _, err := instance.Connect(rec, o); err != nil {
-		t.Fatal(err)
+	if res, err := instance.Connect(rec, o); err != nil || len(res.Warnings) != 0 {
+		t.Fatalf("connect: %+v, %v; want no warning", res, err)
 	}
 	after, _ := os.ReadFile(path)
 	at := strings.Index(body, "\n# profiles below")
@@ -117,7 +117,7 @@ func TestConnectTOMLKeepsBytes(t *testing.T) {
 	if res, err := instance.Connect(rec, o); err != nil || res.Action != "unchanged" {
 		t.Errorf("second connect: %+v, %v", res, err)
 	}
-	if res, err := instance.Disconnect(rec, o); err != nil || res.Action != "removed" {
+	if res, err := instance.Disconnect(rec, o); err != nil || res.Action != "removed" || len(res.Warnings) != 0 {
 		t.Fatalf("disconnect: %+v, %v", res, err)
 	}
 	if gone, _ := os.ReadFile(path); string(gone) != body {
@@ -319,8 +319,12 @@ func TestConnectTOMLInlineServers(t *testing.T) {
 
 func connectTOMLInline(t *testing.T, st *instance.Store, body string) {
 	rec, path, o := clientFile(t, st, "codex", "codex-home/config.toml", body)
-	if res, err := instance.Connect(rec, o); err != nil || res.Action != "added" {
+	res, err := instance.Connect(rec, o)
+	if err != nil || res.Action != "added" {
 		t.Fatalf("connect: %+v, %v", res, err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "written again as a whole") {
+		t.Errorf("connect wrote the file again as a whole, and warned %q", res.Warnings)
 	}
 	after, _ := os.ReadFile(path)
 	strictTOML(t, after)

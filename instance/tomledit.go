@@ -286,8 +286,9 @@ func decodeTOML(path string, data []byte) (map[string]any, error) {
 
 // editTOML changes KEY.NAME in s to entry (removes it when nil), where doc
 // is s decoded: in place when the result holds exactly that change, else
-// by encoding the whole changed document again.
-func editTOML(path string, s []byte, doc map[string]any, key, name string, entry any) ([]byte, error) {
+// by encoding the whole changed document again (whole), which keeps its
+// values but not its comments or layout.
+func editTOML(path string, s []byte, doc map[string]any, key, name string, entry any) (next []byte, whole bool, err error) {
 	_, had := doc[key]
 	servers, _ := doc[key].(map[string]any)
 	if servers == nil {
@@ -308,13 +309,19 @@ func editTOML(path string, s []byte, doc map[string]any, key, name string, entry
 				got[key] = map[string]any{}
 			}
 			if sameValue(got, doc) {
-				return next, nil
+				return next, false, nil
 			}
 		}
 	}
 	var b bytes.Buffer
 	if err := toml.NewEncoder(&b).Encode(doc); err != nil {
-		return nil, fmt.Errorf("%s: %w; nothing was changed", path, err)
+		return nil, false, fmt.Errorf("%s: %w; nothing was changed", path, err)
 	}
-	return b.Bytes(), nil
+	return b.Bytes(), true, nil
+}
+
+// wholeWarning is what connect and disconnect say of a TOML file they
+// wrote again as a whole.
+func wholeWarning(path, key string) string {
+	return fmt.Sprintf("%s was written again as a whole: its %s cannot take a table of their own (an inline table, or dotted keys), so its values are kept but not its comments or layout; the file as it was is in its backup", path, key)
 }

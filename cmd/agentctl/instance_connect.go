@@ -66,7 +66,7 @@ for byte (its formatting and order, numbers as written such as 1e400, escapes,
 invalid UTF-8, a UTF-8 byte order mark, and in Codex's config.toml its comments
 and tables; a config.toml whose servers cannot take a table of their own, such
 as an inline table, is read and written again as a whole, which keeps its values
-but not its comments).
+but not its comments, and connect warns that it did).
 The file is edited under an advisory lock (flock on it and on its directory) and
 replaced atomically, with its mode and owner, only if it is still what agentctl read: if
 another program (an editor) changed it meanwhile, the edit is made again on its
@@ -94,7 +94,7 @@ An entry named S that starts something else (another instance) is refused unless
 disconnect'.
 
 What was done is printed on stderr; -o json prints {path, target, key, action,
-backup, previous, scrubbed} (target: the file a link at path names, when it is
+backup, previous, warnings, scrubbed} (target: the file a link at path names, when it is
 one; backup: FILE.agentctl-bak; previous: the copy made before this change;
 scrubbed: the backups disconnect took the instance's token out of).`,
 		Example: `  id=$(agentctl instance create --agent cursor --workspace .)
@@ -165,6 +165,9 @@ func instanceConnectRun(ctx context.Context, opts *InstanceConnectOptions, op fu
 			if res.Previous != "" {
 				opts.IO.Narrate("The file as it was before this change: %s", res.Previous)
 			}
+		}
+		for _, w := range res.Warnings {
+			opts.IO.Narrate("warning: %s", w)
 		}
 		if len(res.Scrubbed) > 0 {
 			opts.IO.Narrate("The instance's bearer token was taken out of the backups that held it: %s", strings.Join(res.Scrubbed, ", "))
