@@ -415,7 +415,18 @@ func (p *fuzzPeer) untilID(want []byte) (answers, notes [][]byte, err error) {
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	giveUp := func() ([][]byte, [][]byte, error) {
+		p.abandon(want, nil)
+		return answers, notes, fmt.Errorf("no answer to %s within %s; read meanwhile: %s", want, wait, showLines(append(answers, notes...)))
+	}
 	for {
+		// Time up comes first: an answer already read by then is late
+		// too (a select would take either, at random).
+		select {
+		case <-timer.C:
+			return giveUp()
+		default:
+		}
 		select {
 		case l, ok := <-p.lines:
 			if !ok {
@@ -436,8 +447,7 @@ func (p *fuzzPeer) untilID(want []byte) (answers, notes [][]byte, err error) {
 				answers = append(answers, l)
 			}
 		case <-timer.C:
-			p.abandon(want, nil)
-			return answers, notes, fmt.Errorf("no answer to %s within %s; read meanwhile: %s", want, wait, showLines(append(answers, notes...)))
+			return giveUp()
 		}
 	}
 }
