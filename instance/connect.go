@@ -267,8 +267,8 @@ func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			if err != nil {
 				return nil, err
 			}
-			if whole {
-				res.Warnings = []string{wholeWarning(path, f.Key)}
+			if whole != "" {
+				res.Warnings = []string{wholeWarning(path, whole)}
 			}
 			return &fileEdit{next: next}, nil
 		default:
@@ -385,7 +385,7 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	}
 	res := &ConnectResult{Path: path, Key: joinKey(f.Key, rec.ServerName), Action: "absent"}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		res.Scrubbed = scrubBackups(path, instanceTokens(rec, nil))
+		res.Scrubbed, res.Warnings = scrubBackups(resolveLink(path), instanceTokens(rec, nil))
 		return res, nil
 	}
 	name := rec.ServerName
@@ -423,8 +423,8 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 			if err != nil {
 				return nil, err
 			}
-			if whole {
-				res.Warnings = []string{wholeWarning(path, f.Key)}
+			if whole != "" {
+				res.Warnings = []string{wholeWarning(path, whole)}
 			}
 			res.Action, removed = "removed", old
 			return &fileEdit{next: next}, nil
@@ -466,7 +466,9 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	if res.Action == "removed" {
 		forgetConnected(rec, path)
 	}
-	res.Scrubbed = scrubBackups(cmp.Or(res.Target, path), instanceTokens(rec, removed))
+	var failed []string
+	res.Scrubbed, failed = scrubBackups(resolveLink(path), instanceTokens(rec, removed))
+	res.Warnings = append(res.Warnings, failed...)
 	return res, nil
 }
 
@@ -498,25 +500,29 @@ const removedToken = "<token removed by agentctl disconnect>"
 
 // scrubBackups takes tokens out of the backups connect kept of the file at
 // real: once the instance is disconnected they should not stay in the
-// workspace (a `git add .` takes them). It returns the backups changed; a
-// backup it cannot read or write is left as it is.
-func scrubBackups(real string, tokens []string) []string {
+// workspace (a `git add .` takes them). Each backup keeps its owner and
+// mode. It returns the backups changed, and says of each it could not
+// change why, and what to do.
+func scrubBackups(real string, tokens []string) (changed, failed []string) {
 	if len(tokens) == 0 {
-		return nil
+		return nil, nil
 	}
-	if _, err := os.Stat(filepath.Dir(real)); err != nil {
-		return nil
-	}
-	unlock, err := lockDir(filepath.Dir(real)) // connect rotates them under it
-	if err != nil {
-		return nil
-	}
-	defer unlock()
-	var changed []string
 	names := []string{real + BackupSuffix}
 	for i := 1; i <= BackupsKept; i++ {
 		names = append(names, real+BackupSuffix+"."+strconv.Itoa(i))
 	}
+	if _, err := os.Stat(filepath.Dir(real)); err != nil {
+		return nil, nil // no folder, no backups
+	}
+	fail := func(name string, err error) {
+		failed = append(failed, fmt.Sprintf("the instance's bearer token could not be taken out of %s (%v): remove that backup yourself, or run `agentctl instance token rotate` to make the token useless", name, err))
+	}
+	unlock, err := lockDir(filepath.Dir(real)) // connect rotates them under it
+	if err != nil {
+		fail(real+BackupSuffix+"*", err)
+		return nil, failed
+	}
+	defer unlock()
 	for _, name := range names {
 		fi, err := os.Lstat(name)
 		if err != nil || !fi.Mode().IsRegular() {
@@ -524,17 +530,30 @@ func scrubBackups(real string, tokens []string) []string {
 		}
 		data, err := os.ReadFile(name)
 		if err != nil {
+			fail(name, err)
 			continue
 		}
 		next := data
 		for _, tok := range tokens {
 			next = bytes.ReplaceAll(next, []byte(tok), []byte(removedToken))
 		}
-		if !bytes.Equal(next, data) && writeAtomic(name, next, fi.Mode().Perm()) == nil {
-			changed = append(changed, name)
+		if bytes.Equal(next, data) {
+			continue
 		}
+		tmp, err := writeTemp(name, next, fi.Mode().Perm())
+		if err == nil {
+			keepOwner(tmp, fi)
+			if err = os.Rename(tmp, name); err != nil {
+				os.Remove(tmp)
+			}
+		}
+		if err != nil {
+			fail(name, err)
+			continue
+		}
+		changed = append(changed, name)
 	}
-	return changed
+	return changed, failed
 }
 
 // removable says whether disconnect may remove old, the entry under rec's

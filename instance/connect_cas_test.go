@@ -31,41 +31,64 @@ func TestConnectCompareAndSwap(t *testing.T) {
 		// Saved as a new file renamed over the old one after agentctl's
 		// last check, just before its own rename.
 		{"renamed after the check", "checked", renameOver},
+		// A file with another name is written into, not replaced: the
+		// same, after agentctl opened it to write into it.
+		{"in place, into a hard-linked file", "in-place", func(path string, data []byte) error { return os.WriteFile(path, data, 0o644) }},
+		{"renamed, over a hard-linked file", "in-place", renameOver},
+		// An editor that read the file before agentctl did saves it.
+		{"renamed, over a hard-linked file written into", "written in place", func(path string, _ []byte) error {
+			return renameOver(path, []byte(strings.Replace(start, `"mine"`, `"editor": {"command": "e"},`+"\n    \"mine\"", 1)))
+		}},
 	} {
 		for _, op := range []struct {
 			name string
 			fn   func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error)
 		}{{"connect", instance.Connect}, {"disconnect", instance.Disconnect}} {
-			t.Run(c.name+"/"+op.name, func(t *testing.T) {
-				rec, path, o := clientFile(t, st, "cursor", ".cursor/mcp.json", start)
-				if op.name == "disconnect" {
-					if _, err := instance.Connect(rec, o); err != nil {
+			for _, linked := range []bool{false, true} {
+				inPlace := c.stage == "in-place" || c.stage == "written in place"
+				if inPlace && !linked {
+					continue // a file of one name is replaced, not written into
+				}
+				name := c.name + "/" + op.name
+				if linked && !inPlace {
+					name += "/hard-linked"
+				}
+				t.Run(name, func(t *testing.T) {
+					rec, path, o := clientFile(t, st, "cursor", ".cursor/mcp.json", start)
+					if linked {
+						if err := os.Link(path, path+".other-name"); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if op.name == "disconnect" {
+						if _, err := instance.Connect(rec, o); err != nil {
+							t.Fatal(err)
+						}
+					}
+					written := false
+					defer instance.SetConnectHookForTest(func(stage, p string) {
+						if stage != c.stage || written {
+							return
+						}
+						written = true
+						data, _ := os.ReadFile(p)
+						data = []byte(strings.Replace(string(data), `"mine"`, `"editor": {"command": "e"},`+"\n    \"mine\"", 1))
+						if err := c.write(p, data); err != nil {
+							t.Error(err)
+						}
+					})()
+					if _, err := op.fn(rec, o); err != nil {
 						t.Fatal(err)
 					}
-				}
-				written := false
-				defer instance.SetConnectHookForTest(func(stage, p string) {
-					if stage != c.stage || written {
-						return
+					data, _ := os.ReadFile(path)
+					if !written || !strings.Contains(string(data), `"editor": {"command": "e"}`) || !strings.Contains(string(data), `"n": 1`) {
+						t.Errorf("the other program's edit was lost:\n%s", data)
 					}
-					written = true
-					data, _ := os.ReadFile(p)
-					data = []byte(strings.Replace(string(data), `"mine"`, `"editor": {"command": "e"},`+"\n    \"mine\"", 1))
-					if err := c.write(p, data); err != nil {
-						t.Error(err)
+					if (op.name == "connect") != strings.Contains(string(data), rec.ID) {
+						t.Errorf("%s did not do its own edit:\n%s", op.name, data)
 					}
-				})()
-				if _, err := op.fn(rec, o); err != nil {
-					t.Fatal(err)
-				}
-				data, _ := os.ReadFile(path)
-				if !written || !strings.Contains(string(data), `"editor": {"command": "e"}`) || !strings.Contains(string(data), `"n": 1`) {
-					t.Errorf("the other program's edit was lost:\n%s", data)
-				}
-				if (op.name == "connect") != strings.Contains(string(data), rec.ID) {
-					t.Errorf("%s did not do its own edit:\n%s", op.name, data)
-				}
-			})
+				})
+			}
 		}
 	}
 }

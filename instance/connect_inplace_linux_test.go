@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -162,5 +163,108 @@ func TestConnectKeepsHardLinks(t *testing.T) {
 		if got, _ := os.ReadFile(p); !bytes.Equal(got, next) {
 			t.Errorf("%s holds %s; want the new version", filepath.Base(p), got)
 		}
+	}
+}
+
+// TestConnectInPlaceOnAFullDisk: a hard-linked file written in place, whose
+// room runs out once agentctl opened it: the error says nothing changed,
+// and nothing did, its mode included (a token's version makes the file
+// 0600 only once the room is there).
+func TestConnectInPlaceOnAFullDisk(t *testing.T) {
+	fsys := testkit.SmallFileSystem(t, 1<<20, "the in-place write on a full disk is covered on root's machines (CI) only")
+	path := filepath.Join(fsys, "mcp.json")
+	was := []byte(`{"mcpServers": {}}`)
+	if err := os.WriteFile(path, was, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(path, path+".other-name"); err != nil {
+		t.Fatal(err)
+	}
+	next := []byte(`{"mcpServers": {"agentctl": {"headers": {"Authorization": "Bearer ` + instance.TokenPrefix + strings.Repeat("a", 43) + `"}}}, "pad": "` +
+		strings.Repeat("x", 3*os.Getpagesize()) + `"}`)
+	var filler *testkit.Filler
+	defer instance.SetConnectHookForTest(func(stage, _ string) {
+		if stage == "in-place" {
+			filler = testkit.Fill(t, fsys)
+		}
+	})()
+	_, err := instance.EditFileForTest(path, next)
+	if filler == nil {
+		t.Fatal("the file was not written in place")
+	}
+	filler.Free()
+	if err == nil || !strings.Contains(err.Error(), "nothing was changed") || !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("error %v; want no room, and nothing changed", err)
+	}
+	fi, _ := os.Stat(path)
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, was) || fi.Mode().Perm() != 0o644 {
+		t.Errorf("after the refusal the file is %v and holds %.40q; want it as it was", fi.Mode().Perm(), got)
+	}
+}
+
+// TestDisconnectScrubOnAFullDisk: a backup the token cannot be taken out
+// of (no room for its new version) is named in a warning that says what to
+// do; disconnect does not pretend it is clean.
+func TestDisconnectScrubOnAFullDisk(t *testing.T) {
+	fsys := testkit.SmallFileSystem(t, 1<<20, "a scrub on a full disk is covered on root's machines (CI) only")
+	st := openStore(t)
+	rec := create(t, st, "cursor", func(o *instance.CreateOptions) {
+		o.Workspace, o.Transport = fsys, instance.Transport{Kind: instance.TransportHTTP, URL: "http://127.0.0.1:8765/instances/{id}/mcp"}
+	})
+	o := instance.ConnectOptions{Scope: instance.ScopeWorkspace}
+	path := filepath.Join(fsys, ".cursor", "mcp.json")
+	if _, err := instance.Connect(rec, o); err != nil {
+		t.Fatal(err)
+	}
+	withToken, _ := os.ReadFile(path)
+	if err := os.WriteFile(path+instance.BackupSuffix+".3", withToken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	filler := testkit.Fill(t, fsys)
+	defer filler.Free()
+	res, err := instance.Disconnect(rec, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Scrubbed) != 0 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], path+instance.BackupSuffix+".3") ||
+		!strings.Contains(res.Warnings[0], "token rotate") {
+		t.Errorf("disconnect: scrubbed %q, warned %q; want a warning naming the backup and what to do", res.Scrubbed, res.Warnings)
+	}
+}
+
+// TestDisconnectScrubKeepsTheBackupsOwner: a backup the token is taken out
+// of keeps its owner and mode (root disconnecting a user's instance).
+func TestDisconnectScrubKeepsTheBackupsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a backup to another user needs root (CI runs as root)")
+	}
+	st := openStore(t)
+	ws := t.TempDir()
+	rec := create(t, st, "cursor", func(o *instance.CreateOptions) {
+		o.Workspace, o.Transport = ws, instance.Transport{Kind: instance.TransportHTTP, URL: "http://127.0.0.1:8765/instances/{id}/mcp"}
+	})
+	o := instance.ConnectOptions{Scope: instance.ScopeWorkspace}
+	if _, err := instance.Connect(rec, o); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(ws, ".cursor", "mcp.json")
+	bak := path + instance.BackupSuffix // not rotated
+	withToken, _ := os.ReadFile(path)
+	if err := errors.Join(os.WriteFile(bak, withToken, 0o640), os.Chown(bak, 65534, 65534), os.Chmod(bak, 0o640)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := instance.Disconnect(rec, o)
+	if err != nil || !slices.Contains(res.Scrubbed, bak) {
+		t.Fatalf("disconnect: %+v, %v; want %s scrubbed", res, err, bak)
+	}
+	fi, err := os.Stat(bak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 || st.Gid != 65534 || fi.Mode().Perm() != 0o640 {
+		t.Errorf("the backup is now %d:%d %v; want 65534:65534 -rw-r-----", st.Uid, st.Gid, fi.Mode().Perm())
 	}
 }

@@ -125,6 +125,22 @@ func TestConnectTOMLKeepsBytes(t *testing.T) {
 	}
 }
 
+// TestConnectTOMLKeepsBytesWithNaN: values JSON has not (nan, inf) do not
+// make connect write the file again as a whole: its comments stay, and
+// nothing warns.
+func TestConnectTOMLKeepsBytesWithNaN(t *testing.T) {
+	st := openStore(t)
+	body := "# my settings\nratio = nan\nlimit = -inf\n\n[mcp_servers.docs]\ncommand = \"docs\"\n"
+	rec, path, o := clientFile(t, st, "codex", "codex-home/config.toml", body)
+	res, err := instance.Connect(rec, o)
+	if err != nil || len(res.Warnings) != 0 {
+		t.Fatalf("connect: %+v, %v; want no warning", res, err)
+	}
+	if after, _ := os.ReadFile(path); !strings.HasPrefix(string(after), body) {
+		t.Errorf("connect changed more than its tables:\n%s", after)
+	}
+}
+
 // TestConnectTOMLOnlyServer: agentctl's entry as the file's only server,
 // and a file with CRLF line ends or a byte order mark: connect and
 // disconnect give back the very bytes (comments included), connected the

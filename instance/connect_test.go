@@ -663,3 +663,43 @@ func TestDisconnectTakesTheTokenOutOfBackups(t *testing.T) {
 		t.Errorf("another instance's token: in %v before, %v after", held, got)
 	}
 }
+
+// TestDisconnectScrubsBesideALinksTarget: where the client's file is a
+// link (a dotfiles checkout), the backups are kept beside the file it
+// leads to, and disconnect takes the token out of them there, also once
+// that file was removed by hand.
+func TestDisconnectScrubsBesideALinksTarget(t *testing.T) {
+	st := openStore(t)
+	ws, dotfiles := t.TempDir(), t.TempDir()
+	rec := create(t, st, "cursor", func(o *instance.CreateOptions) {
+		o.Workspace, o.Transport = ws, instance.Transport{Kind: instance.TransportHTTP, URL: "http://127.0.0.1:8765/instances/{id}/mcp"}
+	})
+	target := filepath.Join(dotfiles, "mcp.json")
+	if err := os.WriteFile(target, []byte(`{"mcpServers": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(ws, ".cursor"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(ws, ".cursor", "mcp.json")); err != nil {
+		t.Fatal(err)
+	}
+	o := instance.ConnectOptions{Scope: instance.ScopeWorkspace}
+	if _, err := instance.Connect(rec, o); err != nil {
+		t.Fatal(err)
+	}
+	withToken, _ := os.ReadFile(target)
+	if err := os.WriteFile(target+instance.BackupSuffix+".2", withToken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(target); err != nil {
+		t.Fatal(err)
+	}
+	res, err := instance.Disconnect(rec, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := filesHolding(t, dotfiles, rec.NewToken()); len(got) != 0 || len(res.Scrubbed) != 1 {
+		t.Errorf("after disconnect the token is in %v (scrubbed %v)", got, res.Scrubbed)
+	}
+}

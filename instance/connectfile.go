@@ -58,12 +58,7 @@ type fileEdit struct {
 // agentctl changed as FILE.agentctl-bak. A symbolic link is followed: the
 // file it names is edited, the link kept.
 func editConfig(path string, res *ConnectResult, edit func(data []byte, exists bool) (*fileEdit, error)) error {
-	real := path
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		real = r
-	} else if t, ok := danglingLink(path); ok {
-		real = t // a link to a file not made yet: it is made, the link kept
-	}
+	real := resolveLink(path)
 	if err := checkEditable(path, real); err != nil {
 		return err
 	}
@@ -168,7 +163,9 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 				// or leave the file's other names (hard links) behind:
 				// the new bytes are written into the file instead, as an
 				// editor does then.
-				inPlace = ferr == nil && (!keepOwner(tmp, fi) || hardLinked(fi))
+				if inPlace = ferr == nil && (!keepOwner(tmp, fi) || hardLinked(fi)); inPlace {
+					os.Remove(tmp) // its room is the file's
+				}
 			}
 			// The file as it is is kept before anything changes: with no
 			// room for it, nothing does.
@@ -205,14 +202,13 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 			case fe.remove:
 				again, err = removeChecked(real, f)
 			case inPlace:
-				again, err = writeInPlace(path, real, f, data, fe.next, mode == 0o600, func() string {
-					if bak == "" {
-						return ""
-					}
-					res.Backup, res.Previous = rotateBackups(real, bak)
-					bak = ""
-					return res.Previous
-				})
+				// Not atomic: the backup is in place, named, first.
+				res.Backup, res.Previous = rotateBackups(real, bak)
+				bak = ""
+				again, err = writeInPlace(path, real, f, data, fe.next, mode == 0o600)
+				if err != nil {
+					err = fmt.Errorf("%w; the file as it was is kept as %s", err, cmp.Or(res.Previous, "(no backup could be kept)"))
+				}
 			default:
 				again, err = replaceChecked(tmp, real, f, exists)
 			}
@@ -259,6 +255,18 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 	}
 	return &fileConflictError{Msg: fmt.Sprintf("%s kept changing while agentctl edited it (%d attempts); nothing was changed: "+
 		"close the program writing it (an editor with unsaved changes, another agentctl), and try again", path, casAttempts)}
+}
+
+// resolveLink is the file path names: where path is a symbolic link, the
+// file it leads to, there or not yet (then it is made, the link kept).
+func resolveLink(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	if t, ok := danglingLink(path); ok {
+		return t
+	}
+	return path
 }
 
 // danglingLink is the file a symbolic link at path names when that file
@@ -381,14 +389,13 @@ func replaceChecked(tmp, real string, f *os.File, exists bool) (again bool, err 
 
 // writeInPlace writes next into the file at real, which f read as was,
 // instead of renaming a new version over it, so that the file keeps its
-// owner and its other names. The room for next is reserved first, and a
-// write that fails all the same is undone; it is not atomic, but a
-// backup of was is in place before it begins. again says the file was
-// replaced since it was read: the edit is made again on the new one. A
-// private version (holding a token) makes a file that others may read
-// private first, which needs its owner. When the file can be neither
-// written nor put back, keep keeps the backup, and names it.
-func writeInPlace(path, real string, f *os.File, was, next []byte, private bool, keep func() string) (again bool, err error) {
+// owner and its other names. It is not atomic: the room for next is
+// reserved first, and a write that fails all the same is undone. again
+// says the file changed since it was read (written into, or replaced):
+// the edit is made again on what is there. A private version (holding a
+// token) makes a file that others may read private first, which needs
+// its owner; its mode is put back if the write fails.
+func writeInPlace(path, real string, f *os.File, was, next []byte, private bool) (again bool, err error) {
 	w, err := os.OpenFile(real, os.O_WRONLY, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
@@ -397,17 +404,33 @@ func writeInPlace(path, real string, f *os.File, was, next []byte, private bool,
 		return false, err
 	}
 	defer w.Close()
-	if f != nil && !sameFile(f, real) {
+	if connectHook != nil {
+		connectHook("in-place", real)
+	}
+	// Still the file read, and still as it was read: an editor writes
+	// these files in place too.
+	changed := func() bool {
+		if f == nil {
+			return false
+		}
+		now, err := readAllAt(f)
+		return err != nil || !bytes.Equal(now, was) || !sameFile(f, real) || !sameOpen(f, w)
+	}
+	if changed() {
 		return true, nil
 	}
-	if fi, err := w.Stat(); err == nil && private && fi.Mode().Perm()&0o077 != 0 {
+	if err := reserve(w, int64(len(next))); err != nil {
+		return false, fmt.Errorf("%s: no room for its new version (%w); nothing was changed", path, err)
+	}
+	fi, err := w.Stat()
+	if err != nil {
+		return false, err
+	}
+	if private && fi.Mode().Perm()&0o077 != 0 {
 		if err := w.Chmod(0o600); err != nil {
 			return false, invalidf("%s would hold the instance's bearer token, but others may read it and agentctl, not its owner, may not change that (%v); nothing was changed: "+
 				"run as its owner, or connect with --scope user", path, err)
 		}
-	}
-	if err := reserve(w, int64(len(next))); err != nil {
-		return false, fmt.Errorf("%s: no room for its new version (%w); nothing was changed", path, err)
 	}
 	_, err = w.WriteAt(next, 0)
 	if err == nil {
@@ -417,12 +440,28 @@ func writeInPlace(path, real string, f *os.File, was, next []byte, private bool,
 		err = w.Sync()
 	}
 	if err != nil {
+		_ = w.Chmod(fi.Mode().Perm())
 		if _, perr := w.WriteAt(was, 0); perr == nil && w.Truncate(int64(len(was))) == nil {
 			return false, fmt.Errorf("%s could not be written (%w); it was put back as it was", path, err)
 		}
-		return false, fmt.Errorf("%s could not be written, nor put back as it was (%w); the file as it was is kept as %s", path, err, cmp.Or(keep(), "(no backup could be kept)"))
+		return false, fmt.Errorf("%s could not be written, nor put back as it was (%w)", path, err)
+	}
+	if connectHook != nil {
+		connectHook("written in place", real)
+	}
+	if !sameFile(w, real) {
+		// Renamed over meanwhile: the version written went into the file
+		// replaced. Edit the new one.
+		return true, nil
 	}
 	return false, nil
+}
+
+// sameOpen reports whether a and b are open on the same file.
+func sameOpen(a, b *os.File) bool {
+	ai, err1 := a.Stat()
+	bi, err2 := b.Stat()
+	return err1 == nil && err2 == nil && os.SameFile(ai, bi)
 }
 
 // removeChecked removes the file at real, f as read. When the file removed
@@ -459,7 +498,9 @@ func removeChecked(real string, f *os.File) (again bool, err error) {
 
 // connectHook, when set (by tests), is called with the file's path after
 // an edit was made ("edited") and after the compare-and-swap found the file
-// unchanged, just before the rename ("checked").
+// unchanged, just before the rename ("checked"); for a file written in
+// place, after it is opened to be written ("in-place") and once written
+// ("written in place").
 var connectHook func(stage, path string)
 
 // fileConflictError is a client file that another program holds or keeps

@@ -286,9 +286,9 @@ func decodeTOML(path string, data []byte) (map[string]any, error) {
 
 // editTOML changes KEY.NAME in s to entry (removes it when nil), where doc
 // is s decoded: in place when the result holds exactly that change, else
-// by encoding the whole changed document again (whole), which keeps its
-// values but not its comments or layout.
-func editTOML(path string, s []byte, doc map[string]any, key, name string, entry any) (next []byte, whole bool, err error) {
+// by encoding the whole changed document again, which keeps its values but
+// not its comments or layout; whole then says why.
+func editTOML(path string, s []byte, doc map[string]any, key, name string, entry any) (next []byte, whole string, err error) {
 	_, had := doc[key]
 	servers, _ := doc[key].(map[string]any)
 	if servers == nil {
@@ -300,7 +300,13 @@ func editTOML(path string, s []byte, doc map[string]any, key, name string, entry
 	} else {
 		servers[name] = entry
 	}
-	if next, err := tomlEdit(s, key, name, entry, had); err == nil {
+	next, err = tomlEdit(s, key, name, entry, had)
+	switch {
+	case errors.Is(err, errTOMLInline):
+		whole = fmt.Sprintf("its %s cannot take a table of their own (an inline table, or dotted keys)", key)
+	case err != nil:
+		whole = fmt.Sprintf("agentctl could not edit its %s in place (%v)", key, err)
+	default:
 		var got map[string]any
 		if _, err := toml.Decode(string(next), &got); err == nil {
 			if _, ok := got[key]; !ok && len(servers) == 0 {
@@ -308,20 +314,31 @@ func editTOML(path string, s []byte, doc map[string]any, key, name string, entry
 				// without it has no KEY at all, which is the same.
 				got[key] = map[string]any{}
 			}
-			if sameValue(got, doc) {
-				return next, false, nil
+			if sameTOML(got, doc) {
+				return next, "", nil
 			}
 		}
+		whole = fmt.Sprintf("agentctl's edit of its %s in place did not read back as the same values", key)
 	}
 	var b bytes.Buffer
 	if err := toml.NewEncoder(&b).Encode(doc); err != nil {
-		return nil, false, fmt.Errorf("%s: %w; nothing was changed", path, err)
+		return nil, "", fmt.Errorf("%s: %w; nothing was changed", path, err)
 	}
-	return b.Bytes(), true, nil
+	return b.Bytes(), whole, nil
+}
+
+// sameTOML compares two decoded TOML documents as TOML encodes them (map
+// keys sorted), which, unlike JSON, has nan and inf.
+func sameTOML(a, b map[string]any) bool {
+	var ea, eb bytes.Buffer
+	if toml.NewEncoder(&ea).Encode(a) != nil || toml.NewEncoder(&eb).Encode(b) != nil {
+		return sameValue(a, b)
+	}
+	return bytes.Equal(ea.Bytes(), eb.Bytes())
 }
 
 // wholeWarning is what connect and disconnect say of a TOML file they
-// wrote again as a whole.
-func wholeWarning(path, key string) string {
-	return fmt.Sprintf("%s was written again as a whole: its %s cannot take a table of their own (an inline table, or dotted keys), so its values are kept but not its comments or layout; the file as it was is in its backup", path, key)
+// wrote again as a whole, and why.
+func wholeWarning(path, why string) string {
+	return fmt.Sprintf("%s was written again as a whole, since %s: its values are kept, but not its comments or layout; the file as it was is in its backup", path, why)
 }
