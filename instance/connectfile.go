@@ -55,8 +55,10 @@ type fileEdit struct {
 //
 // Before each change the file as it was is kept as FILE.agentctl-bak.1
 // (older copies rotated to .2 ... .BackupsKept), and the first version
-// agentctl changed as FILE.agentctl-bak. A symbolic link is followed: the
-// file it names is edited, the link kept.
+// agentctl changed as FILE.agentctl-bak; without room for that, nothing
+// changes. A symbolic link is followed: the file it names is edited, the
+// link kept. A file whose new version could not have its owner, or that
+// has other names (hard links), is written into instead ([writeInPlace]).
 func editConfig(path string, res *ConnectResult, edit func(data []byte, exists bool) (*fileEdit, error)) error {
 	real := resolveLink(path)
 	if err := checkEditable(path, real); err != nil {
