@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +15,40 @@ import (
 	"github.com/agentctl/agentctl/instance"
 	"github.com/agentctl/agentctl/internal/testkit"
 )
+
+// umaskEnv sets the edit helper's umask (octal).
+const umaskEnv = "AGENTCTL_TEST_UMASK"
+
+func init() {
+	beforeEdit = func() {
+		if v := os.Getenv(umaskEnv); v != "" {
+			m, _ := strconv.ParseUint(v, 8, 32)
+			syscall.Umask(int(m))
+		}
+	}
+}
+
+// TestConnectMakesFilesAsTheUmaskSays: a client file connect makes gets
+// the mode the user's umask gives new files (0666 less it), as an editor's
+// would: private under umask 077, group-writable under 002.
+func TestConnectMakesFilesAsTheUmaskSays(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for umask, want := range map[string]os.FileMode{"077": 0o600, "002": 0o664, "022": 0o644} {
+		path := filepath.Join(t.TempDir(), "new", "mcp.json")
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), editHelperEnv+"="+path, umaskEnv+"="+umask)
+		cmd.Stdin = strings.NewReader(`{"mcpServers": {"agentctl": {}}}`)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("umask %s: %v\n%s", umask, err, out)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("umask %s: the file made is %v (%v); want %v", umask, fi.Mode().Perm(), err, want)
+		}
+	}
+}
 
 // TestConnectBacksUpBeforeItChanges: on a file system with room for the
 // file's new version but not for its backup too, connect changes nothing

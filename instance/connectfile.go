@@ -145,7 +145,7 @@ func editConfig(path string, res *ConnectResult, edit func(data []byte, exists b
 			if connectHook != nil {
 				connectHook("edited", real)
 			}
-			mode := fs.FileMode(0o644)
+			mode := newFileMode() // a file agentctl makes: as the umask gives
 			fi, ferr := os.Stat(real)
 			if ferr == nil {
 				mode = fi.Mode().Perm()

@@ -13,3 +13,6 @@ func keepOwner(string, os.FileInfo) bool { return true }
 
 // hardLinked: links are not counted here.
 func hardLinked(os.FileInfo) bool { return false }
+
+// newFileMode: modes are not POSIX here.
+func newFileMode() os.FileMode { return 0o644 }

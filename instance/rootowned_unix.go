@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -63,4 +65,22 @@ func keepOwner(name string, of os.FileInfo) bool {
 func hardLinked(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && st.Nlink > 1
+}
+
+// newFileMode is the mode a program that makes a file with 0666, as
+// editors do, gives it: 0666 less the process's umask. The umask is read
+// from /proc (Linux), since setting it to read it would change it for a
+// moment for every thread; elsewhere 0644 is assumed.
+func newFileMode() os.FileMode {
+	data, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		for line := range strings.Lines(string(data)) {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return 0o666 &^ os.FileMode(m)
+				}
+			}
+		}
+	}
+	return 0o644
 }

@@ -76,7 +76,8 @@ too. A file whose new version could not have its owner (another user's file that
 you may write through its group), or that has other names (hard links), is written
 into instead, as editors do, once its backup is kept; an HTTP instance's token is
 not written into such a file that others may read, unless agentctl may make it
-private (mode 0600).
+private (mode 0600). A file connect makes gets the mode your umask gives new files
+(0600 while it holds a token).
 
 Backups: before each change the file as it was is kept as FILE.agentctl-bak.1
 (without room for that, nothing changes), older copies rotated to
