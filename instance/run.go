@@ -136,8 +136,8 @@ func lockRun(f *os.File) error {
 }
 
 // openRunLock opens instance id's run lock file (creating it if create)
-// and takes the lock exclusively without waiting for a run: trying once
-// when look (a look at whether a run holds it), else for a moment
+// and takes the lock without waiting for a run: shared, trying once, when
+// look (a look at whether a run holds it), else exclusively for a moment
 // ([lockRun]). It returns the file locked, for the caller to close to let
 // go (where locks are not tracked, just open). When a run holds the lock
 // it returns errLocked and heldBy, the pid of the run's agentctl as the
@@ -157,7 +157,9 @@ func (s *Store) openRunLock(id string, create, look bool) (f *os.File, heldBy in
 		return f, 0, nil
 	}
 	if look {
-		err = lockFile(f, true, false)
+		// Shared: a look conflicts with a run's lock, not with another
+		// look, which would take it for a run.
+		err = lockFile(f, false, false)
 	} else {
 		err = lockRun(f)
 	}

@@ -57,6 +57,43 @@ func TestRunLockWhileWatched(t *testing.T) {
 	}
 }
 
+// TestRunningWatchersDoNotSeeEachOther: many watchers asking Running at
+// once (several `instance logs --follow`) see no run while none is under
+// way; a watcher's look took the lock exclusively, so two at one moment
+// each took the other's for a run, and a follower ended early.
+func TestRunningWatchersDoNotSeeEachOther(t *testing.T) {
+	st := openStore(t)
+	rec := create(t, st, "opencode", nil)
+	release, err := st.RunLock(rec.ID) // the lock file exists, as after a run
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := 0
+	for range 4 {
+		wg.Go(func() {
+			for range 5000 {
+				running, err := st.Running(rec.ID)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if running {
+					mu.Lock()
+					seen++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if seen > 0 {
+		t.Errorf("Running saw a run %d times of 20000 while none was under way", seen)
+	}
+}
+
 // TestRunLockPID: the lock file names the running agentctl, written over
 // whatever a run before it left (a longer pid, or text), with nothing of
 // that left behind; the refusal of a second run quotes it.
