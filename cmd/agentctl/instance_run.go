@@ -64,7 +64,8 @@ instance ... started"); with -o json, that line and one when the client has ende
 id is in 'instance show' (last_run) and in the events recorded during the run;
 'agentctl instance wait INSTANCE --run ID' waits for that run.
 
-SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to the client; run waits for it and
+SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to the client (SIGHUP not when run
+was started with nohup: both outlive the session); run waits for it and
 exits with the client's exit code (128+N when signal N ended it), or 127 when the
 client's program is not installed. If agentctl itself is killed (SIGKILL, the OOM
 killer, a CI runner's hard stop), the client is sent SIGTERM (on Linux); while it,

@@ -366,6 +366,46 @@ func TestInstanceRunSignal(t *testing.T) {
 	}
 }
 
+// TestInstanceRunUnderNohup: a run started with SIGHUP ignored (nohup, so
+// that it outlives the ssh session that started it) lives through a SIGHUP,
+// and so does its client; other signals still reach the client.
+func TestInstanceRunUnderNohup(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	rec := e.create(ctx, "--agent", "claude-code")
+	path := fakeClientOnPath(t, "claude")
+	// What nohup does: start it with SIGHUP ignored.
+	cmd := exec.CommandContext(ctx, "sh", "-c", `trap "" HUP; exec "$0" instance run "$1" --prompt wait`, e.bin, rec.ID)
+	cmd.Env = append(append(e.cliEnv(), "PATH="+path+string(os.PathListSeparator)+os.Getenv("PATH")), "FAKECLIENT_WAIT=signal")
+	cmd.Dir = e.work
+	out := &lockedBuffer{}
+	errb := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(out.String(), "fakeclient: waiting") {
+		if ctx.Err() != nil {
+			t.Fatalf("the client never waited; output %q, stderr %s", out.String(), errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // a SIGHUP taken over would have ended it by now
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(out.String(), "fakeclient: got SIGINT") || strings.Contains(out.String(), "SIGHUP") {
+		t.Fatalf("run ended with %v, want exit 130 from the later SIGINT alone; output %q, stderr %s", err, out.String(), errb.String())
+	}
+}
+
 // TestInstanceRunKilled: when `instance run` is killed (SIGKILL: it can
 // record nothing), its client is sent SIGTERM by the kernel, and `instance
 // wait` then ends on "failed" (exit 6) saying what happened, rather than

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentctl/agentctl/instance/launch"
 	"github.com/spf13/cobra"
 )
 
@@ -24,8 +25,9 @@ func Main() int {
 	defer signal.Stop(sigs)
 	f.watchSignals = func() {
 		// SIGHUP too: a closed terminal or ssh session ends a command as
-		// SIGTERM does, cleanly (an endpoint closes its open questions).
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		// SIGTERM does, cleanly (an endpoint closes its open questions);
+		// unless started with nohup, which asks it to outlive them.
+		signal.Notify(sigs, launch.SignalsToWatch(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)...)
 		go func() {
 			if s, ok := <-sigs; ok {
 				cancel(signalError{s.(syscall.Signal)})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -88,6 +89,17 @@ const outputGrace = 2 * time.Second
 // than dying of them.
 var forwarded = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
+// SignalsToWatch is sigs less SIGHUP when agentctl was started with it
+// ignored (nohup): watching a signal would take it over, and a run
+// started with nohup must outlive the session that started it, as any
+// program does. The client then inherits it ignored.
+func SignalsToWatch(sigs ...os.Signal) []os.Signal {
+	if !signal.Ignored(syscall.SIGHUP) {
+		return sigs
+	}
+	return slices.DeleteFunc(slices.Clone(sigs), func(s os.Signal) bool { return s == syscall.SIGHUP })
+}
+
 // Exec starts the client, calls started with its process id once it runs,
 // and waits for it to end. The client inherits the user's environment with
 // the plan's variables added, runs in the plan's directory, and its output
@@ -135,7 +147,7 @@ func (p *Plan) Exec(s Streams, log io.Writer, started func(pid int, at time.Time
 	endWithUs(cmd)
 
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, forwarded...)
+	signal.Notify(sigs, SignalsToWatch(forwarded...)...)
 	defer signal.Stop(sigs)
 
 	res := &Result{Started: time.Now()}
