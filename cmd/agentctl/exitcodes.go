@@ -51,6 +51,8 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
   9  unavailable the store could not be reached, or its connection was lost (a
                 PostgreSQL server down or out of reach); a change is made whole or
                 not at all, so check with a read and try again later
+  126 'instance run': the client's program was found but could not be started
+      (not executable, a noexec file system, a script whose interpreter is missing)
   127 'instance run': the client's program is not installed
   130 interrupted by SIGINT (143 by SIGTERM, 129 by SIGHUP); 'mcp serve' and
       'serve' exit 0 on any of them; version, agents list/show and instance

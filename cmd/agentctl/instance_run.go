@@ -66,8 +66,9 @@ id is in 'instance show' (last_run) and in the events recorded during the run;
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to the client (SIGHUP not when run
 was started with nohup: both outlive the session); run waits for it and
-exits with the client's exit code (128+N when signal N ended it), or 127 when the
-client's program is not installed. If agentctl itself is killed (SIGKILL, the OOM
+exits with the client's exit code (128+N when signal N ended it), 127 when the
+client's program is not installed, or 126 when it is but cannot be started (then
+the run is recorded as failed, as one that never began). If agentctl itself is killed (SIGKILL, the OOM
 killer, a CI runner's hard stop), the client is sent SIGTERM (on Linux); while it,
 or a process of its process group, still runs, another run of the instance is
 refused, naming it. The next 'instance wait' or 'instance events --follow' finds
@@ -252,9 +253,12 @@ func runClient(ctx context.Context, ios *IOStreams, st *instance.Store, r *insta
 		}
 	})
 	var nf *launch.ProgramNotFoundError
+	var se *launch.StartError
 	switch {
 	case errors.As(err, &nf):
 		return &exitError{code: 127, err: err, client: true}
+	case errors.As(err, &se):
+		return &exitError{code: 126, err: err, client: true}
 	case end == nil:
 		return err
 	case err != nil:

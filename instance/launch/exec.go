@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,6 +49,55 @@ func (e *ProgramNotFoundError) Error() string {
 }
 
 func (e *ProgramNotFoundError) Unwrap() error { return e.Err }
+
+// StartError is a client program that was found but could not be started:
+// not executable, on a file system mounted noexec, or a script whose
+// interpreter (its #! line) is not installed.
+type StartError struct {
+	Program string
+	Path    string // the file found in PATH
+	Err     error
+}
+
+func (e *StartError) Error() string {
+	why := e.Err.Error()
+	var pe *fs.PathError
+	if errors.As(e.Err, &pe) {
+		why = pe.Err.Error()
+	}
+	switch {
+	case errors.Is(e.Err, fs.ErrNotExist):
+		// The file is there: what is missing is what runs it.
+		if interp := shebang(e.Path); interp != "" {
+			return fmt.Sprintf("start %s: %s is a script for %s, which is not installed; install it, or fix the script's #! line", e.Program, e.Path, interp)
+		}
+		return fmt.Sprintf("start %s: %s cannot be run here (%s): a program built for another system, or whose loader or interpreter is not installed; reinstall it", e.Program, e.Path, why)
+	case errors.Is(e.Err, fs.ErrPermission):
+		return fmt.Sprintf("start %s: %s may not be run (%s): make it executable (chmod +x), or install it where the file system allows programs to run (not mounted noexec)", e.Program, e.Path, why)
+	}
+	return fmt.Sprintf("start %s: %s: %v", e.Program, e.Path, e.Err)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// shebang is the interpreter a script's #! line names, or "".
+func shebang(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := io.ReadFull(f, buf)
+	line, ok := strings.CutPrefix(string(buf[:n]), "#!")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	return strings.TrimSpace(line)
+}
 
 // LookPath finds the plan's program in PATH, or says that it is not
 // installed with a [*ProgramNotFoundError]. [Plan.Exec] starts what it
@@ -152,7 +202,7 @@ func (p *Plan) Exec(s Streams, log io.Writer, started func(pid int, at time.Time
 
 	res := &Result{Started: time.Now()}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", p.Program, err)
+		return nil, &StartError{Program: p.Program, Path: path, Err: err}
 	}
 	if started != nil {
 		started(cmd.Process.Pid, res.Started)

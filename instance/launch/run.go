@@ -74,7 +74,9 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 		err error
 	}
 	recorded := make(chan startRecord, 1)
+	began := false
 	res, err := p.Exec(s, log, func(pid int, at time.Time) {
+		began = true
 		run.PID, run.StartedAt = pid, at.UTC()
 		if started != nil {
 			started(run)
@@ -85,16 +87,27 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 			recorded <- startRecord{seq, err}
 		}(run)
 	})
-	if err != nil {
-		return nil, err
+	if err != nil && !began {
+		if log != nil {
+			fmt.Fprintf(log, "=== agentctl: %v\n", err)
+		}
+		return nil, notStarted(ctx, st, rec.ID, p, err)
 	}
 	start := <-recorded
+	out := &Ended{Run: run}
+	if err != nil {
+		// Started, and then not waited for to the end: a failure of
+		// agentctl's, recorded as the run's, not left "running".
+		res = &Result{Started: run.StartedAt, Ended: time.Now(), ExitCode: 1}
+		out.Status, out.Message = instance.StatusFailed, fmt.Sprintf("agentctl lost %s: %v", p.Program, err)
+	} else {
+		out.Status, out.Message = outcome(p.Program, res)
+	}
 	ended := res.Ended.UTC()
 	run.EndedAt, run.ExitCode, run.Signal = &ended, &res.ExitCode, res.Signal
-	out := &Ended{Run: run}
-	out.Status, out.Message = outcome(p.Program, res)
+	out.Run = run
 	if start.err != nil {
-		err = fmt.Errorf("record the start of the run: %w", start.err)
+		err = errors.Join(err, fmt.Errorf("record the start of the run: %w", start.err))
 	}
 	if shared != nil {
 		// Stored before the end is: a follower on another host stops at
