@@ -918,8 +918,8 @@ func confQuestions(t *testing.T, e *confEnv) {
 	if err != nil && (!strings.Contains(err.Error(), `"Yes"`) || !strings.Contains(err.Error(), `"No"`)) {
 		t.Errorf("the refusal %q does not name the choices", err)
 	}
-	if ans, ok, err := st.PollAnswer(ctx, a.ID, q1); ans != "" || ok || err != nil {
-		t.Errorf("PollAnswer after a refused answer = %q, %v, %v", ans, ok, err)
+	if ans, status, err := st.PollAnswer(ctx, a.ID, q1); ans != "" || status != QuestionOpen || err != nil {
+		t.Errorf("PollAnswer after a refused answer = %q, %v, %v", ans, status, err)
 	}
 
 	tick()
@@ -931,8 +931,8 @@ func confQuestions(t *testing.T, e *confEnv) {
 		t.Errorf("Answer = %s; want Yes as the choice is written, answered now", confJSON(t, got))
 	}
 	for i, s := range []*Store{st, other} {
-		if ans, ok, err := s.PollAnswer(ctx, a.ID, q1); ans != "Yes" || !ok || err != nil {
-			t.Errorf("store %d: PollAnswer = %q, %v, %v; want Yes, true", i, ans, ok, err)
+		if ans, status, err := s.PollAnswer(ctx, a.ID, q1); ans != "Yes" || status != QuestionAnswered || err != nil {
+			t.Errorf("store %d: PollAnswer = %q, %v, %v; want Yes, true", i, ans, status, err)
 		}
 	}
 	_, err = st.Answer(ctx, a.ID, q1, "No", false)
@@ -974,8 +974,8 @@ func confQuestions(t *testing.T, e *confEnv) {
 	if ok, err := other.ExpireQuestion(ctx, a.ID, q5); ok || err != nil {
 		t.Errorf("expire it again: %v, %v; want false", ok, err)
 	}
-	if ans, ok, err := other.PollAnswer(ctx, a.ID, q5); ans != "" || ok || err != nil {
-		t.Errorf("PollAnswer of an expired question = %q, %v, %v", ans, ok, err)
+	if ans, status, err := other.PollAnswer(ctx, a.ID, q5); ans != "" || status != QuestionExpired || err != nil {
+		t.Errorf("PollAnswer of an expired question = %q, %v, %v", ans, status, err)
 	}
 	_, err = st.Answer(ctx, a.ID, q5, "late", false)
 	e.wantErr(t, "answer an expired question", err, "invalid")
@@ -1050,8 +1050,8 @@ func confQuestions(t *testing.T, e *confEnv) {
 			t.Errorf("concurrent answer %d: %v", i, err)
 		}
 	}
-	if ans, ok, err := other.PollAnswer(ctx, a.ID, qr); !ok || err != nil || ans != taken || taken == "" {
-		t.Errorf("after concurrent answers: PollAnswer = %q, %v, %v; the answer taken was %q", ans, ok, err, taken)
+	if ans, status, err := other.PollAnswer(ctx, a.ID, qr); status != QuestionAnswered || err != nil || ans != taken || taken == "" {
+		t.Errorf("after concurrent answers: PollAnswer = %q, %v, %v; the answer taken was %q", ans, status, err, taken)
 	}
 	e.note("concurrent answers: one taken: %v", taken != "")
 
@@ -1121,8 +1121,8 @@ func confAnswerRef(t *testing.T, e *confEnv) {
 		if q, err := st.Question(ctx, a.ID, qid); err != nil || confJSON(t, q) != confJSON(t, want) {
 			t.Errorf("the stored question %s, %v; want %s", confJSON(t, q), err, confJSON(t, want))
 		}
-		if ans, ok, err := st.PollAnswer(ctx, a.ID, qid); ans != "ship it" || !ok || err != nil {
-			t.Errorf("PollAnswer = %q, %v, %v", ans, ok, err)
+		if ans, status, err := st.PollAnswer(ctx, a.ID, qid); ans != "ship it" || status != QuestionAnswered || err != nil {
+			t.Errorf("PollAnswer = %q, %v, %v", ans, status, err)
 		}
 	}
 	qc := ask(a, "Yes", "No")
@@ -1512,7 +1512,12 @@ func confRuns(t *testing.T, e *confEnv) {
 		{model: []string{StatusRunning}, final: StatusDone, added: true},
 		{model: []string{StatusRunning, StatusDone}, final: StatusFailed, added: false},
 		{model: []string{"run:" + StatusDone}, final: StatusFailed, added: true},
-		{model: []string{StatusFailed, StatusRunning}, final: StatusDone, added: false},
+		// The model's last word stands, not an earlier one: work after a
+		// final report ends as the run ends.
+		{model: []string{StatusFailed, StatusRunning}, final: StatusDone, added: true},
+		{model: []string{StatusDone, StatusBlocked, StatusRunning}, final: StatusFailed, added: true},
+		// An unanswered question is no status: the done before it stands.
+		{model: []string{StatusDone, StatusUnanswered}, final: StatusFailed, added: false},
 		{model: nil, final: StatusFailed, added: true},
 	} {
 		clk.advance(time.Second)
@@ -1857,8 +1862,8 @@ func confDelete(t *testing.T, e *confEnv) {
 	if ok, err := st.CheckToken(ctx, kept.ID, kept.NewToken()); !ok || err != nil {
 		t.Errorf("the kept instance's token: %v, %v", ok, err)
 	}
-	if ans, ok, err := st.PollAnswer(ctx, kept.ID, q); ans != "" || ok || err != nil {
-		t.Errorf("the kept instance's question: %q, %v, %v", ans, ok, err)
+	if ans, status, err := st.PollAnswer(ctx, kept.ID, q); ans != "" || status == QuestionAnswered || err != nil {
+		t.Errorf("the kept instance's question: %q, %v, %v", ans, status, err)
 	}
 
 	// Concurrent deletes of one instance from two processes: one deletes.
@@ -1980,8 +1985,8 @@ func confWatch(t *testing.T, e *confEnv) {
 			t.Fatal(err)
 		}
 		confReceives(t, wq, "WatchAnswer after another host's answer")
-		if ans, ok, err := st.PollAnswer(ctx, a.ID, qid); ans != "go" || !ok || err != nil {
-			t.Errorf("PollAnswer after the wake = %q, %v, %v", ans, ok, err)
+		if ans, status, err := st.PollAnswer(ctx, a.ID, qid); ans != "go" || status != QuestionAnswered || err != nil {
+			t.Errorf("PollAnswer after the wake = %q, %v, %v", ans, status, err)
 		}
 		confQuiet(t, wb, 300*time.Millisecond, "WatchEvents(b) after an answer")
 
@@ -2078,12 +2083,12 @@ func confTwoStores(t *testing.T, e *confEnv) {
 		wg.Go(func() {
 			deadline := time.Now().Add(confWait)
 			for time.Now().Before(deadline) {
-				ans, ok, err := pair.asker.PollAnswer(ctx, rec.ID, qid)
+				ans, status, err := pair.asker.PollAnswer(ctx, rec.ID, qid)
 				if err != nil {
 					t.Error(err)
 					break
 				}
-				if ok {
+				if status == QuestionAnswered {
 					polled <- ans
 					return
 				}

@@ -459,18 +459,18 @@ func (s *Store) AskQuestion(ctx context.Context, instanceID, text string, choice
 	return q.ID, nil
 }
 
-// PollAnswer reports a question's answer once it has one (for the endpoint).
-func (s *Store) PollAnswer(ctx context.Context, instanceID, questionID string) (string, bool, error) {
-	var status, answer string
-	err := s.db.QueryRowContext(ctx, `SELECT status, coalesce(answer, '') FROM questions WHERE instance_id = ? AND id = ?`, instanceID, questionID).Scan(&status, &answer)
+// PollAnswer reports a question's status (open, answered, expired or
+// cancelled) and its answer once it has one (for the endpoint).
+func (s *Store) PollAnswer(ctx context.Context, instanceID, questionID string) (answer, status string, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT status, coalesce(answer, '') FROM questions WHERE instance_id = ? AND id = ?`, instanceID, questionID).Scan(&status, &answer)
 	if errors.Is(err, sql.ErrNoRows) {
 		// Deleting an instance deletes its questions.
-		return "", false, s.orDeleted(ctx, instanceID, &NotFoundError{What: "question", Ref: questionID, Hint: "see `agentctl instance questions " + instanceID + "`"})
+		return "", "", s.orDeleted(ctx, instanceID, &NotFoundError{What: "question", Ref: questionID, Hint: "see `agentctl instance questions " + instanceID + "`"})
 	}
 	if err != nil {
-		return "", false, s.dbError(err)
+		return "", "", s.dbError(err)
 	}
-	return answer, status == QuestionAnswered, nil
+	return answer, status, nil
 }
 
 // RecordProgress stores a progress event (for the endpoint).

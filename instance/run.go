@@ -358,30 +358,30 @@ func notificationRun(r Run, status, message string) *NotificationRun {
 }
 
 // EndRun records the end of a run in one transaction: r as the record's
-// last_run and ev as the final event, unless an event after seq other than
-// the run's own (the model's report_progress) already has one of the final
-// statuses (done, failed): the model's word then stands. It reports whether
-// ev was added.
+// last_run and ev as the final event, unless the latest status reported
+// after seq by another than the run itself (the model's report_progress;
+// an unanswered question is no status) is a final one (done, failed): the
+// model's word then stands. A final report followed by more work (a
+// "running" report, a question) does not: the run's own end is recorded,
+// else the instance would show the later status for ever. It reports
+// whether ev was added.
 func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Event) (added bool, err error) {
-	final := []string{StatusDone, StatusFailed}
 	nt := s.notifyFor(NotifyRunEnded, NotifyFailed)
 	var ids []string
 	err = s.inTx(ctx, id, func(tx *dbTx) error {
-		q := `SELECT count(*) FROM events WHERE instance_id = ? AND seq > ? AND tool <> ? AND status IN (` +
-			strings.TrimSuffix(strings.Repeat("?,", len(final)), ",") + `)`
-		args := []any{id, after, RunTool}
-		for _, f := range final {
-			args = append(args, f)
-		}
-		var n int
-		if err := tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+		var status, message string
+		err := tx.QueryRowContext(ctx, `SELECT status, message FROM events WHERE instance_id = ? AND seq > ? AND tool <> ? AND status <> ? ORDER BY seq DESC LIMIT 1`,
+			id, after, RunTool, StatusUnanswered).Scan(&status, &message)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if n == 0 { // before last_run gets its end: the event is the run's
+		if status != StatusDone && status != StatusFailed {
+			// Before last_run gets its end: the event is the run's.
 			if _, _, err := insertEvent(ctx, tx, s.stamp(), id, ev); err != nil {
 				return err
 			}
 			added = true
+			status, message = ev.Status, ev.Message
 		}
 		if err := setLastRun(ctx, tx, id, r); err != nil || nt == nil {
 			return err
@@ -389,17 +389,10 @@ func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Ev
 		// The run's end, as the record has it: its own event, or the
 		// model's final word, which stands (and, when it was a failure,
 		// has been notified as one already).
-		status, message, events := ev.Status, ev.Message, []string{NotifyRunEnded}
+		events := []string{NotifyRunEnded}
 		if added && ev.Status == StatusFailed {
 			events = []string{NotifyFailed, NotifyRunEnded}
 		}
-		if !added {
-			if err := tx.QueryRowContext(ctx, `SELECT status, message FROM events WHERE instance_id = ? AND seq > ? AND tool <> ? AND status IN (`+
-				qmarks(len(final))+`) ORDER BY seq DESC LIMIT 1`, args...).Scan(&status, &message); err != nil {
-				return err
-			}
-		}
-		var err error
 		ids, err = s.enqueue(ctx, tx, nt, id, events, func(b *Notification) { b.Run = notificationRun(r, status, message) })
 		return err
 	})

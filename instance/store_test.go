@@ -343,15 +343,15 @@ func TestQuestionsAndEvents(t *testing.T) {
 		t.Fatalf("answer with nothing open: %v", err)
 	}
 	q1, _ := st.AddQuestion(ctx, rec.ID, "one?", []string{"a", "b"})
-	if _, ok, _ := st.PollAnswer(ctx, rec.ID, q1.ID); ok {
+	if _, status, _ := st.PollAnswer(ctx, rec.ID, q1.ID); status == instance.QuestionAnswered {
 		t.Fatal("answered before an answer")
 	}
 	got, err := st.Answer(ctx, rec.ID, "", "a", false)
 	if err != nil || got.ID != q1.ID {
 		t.Fatalf("%v %v", got, err)
 	}
-	if ans, ok, _ := st.PollAnswer(ctx, rec.ID, q1.ID); !ok || ans != "a" {
-		t.Fatalf("poll %q %v", ans, ok)
+	if ans, status, _ := st.PollAnswer(ctx, rec.ID, q1.ID); status != instance.QuestionAnswered || ans != "a" {
+		t.Fatalf("poll %q %v", ans, status)
 	}
 	if _, err := st.Answer(ctx, rec.ID, q1.ID, "b", false); !errors.Is(err, instance.ErrInvalid) {
 		t.Fatalf("answering twice: %v", err)

@@ -348,6 +348,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 	// client gone, the store failing).
 	e.recordStatus(ctx, statusBlocked, fmt.Sprintf("waiting for the answer to question %s: %q", qid, in.Question))
 	ended := fmt.Sprintf("the wait for question %s ended", qid)
+	inRun, _ := e.cfg.Store.HeadlessRun(ctx, id)
 	e.waiting.Add(1)
 	defer func() {
 		// Running again once no question of the instance waits, here or
@@ -355,7 +356,14 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 		// each closes its question before it looks, so the last to end
 		// sees none open.
 		if e.waiting.Add(-1) == 0 {
-			if n, err := e.cfg.Store.OpenQuestions(context.WithoutCancel(ctx), id); err == nil && n > 0 {
+			bg := context.WithoutCancel(ctx)
+			if n, err := e.cfg.Store.OpenQuestions(bg, id); err == nil && n > 0 {
+				return
+			}
+			if still, err := e.cfg.Store.HeadlessRun(bg, id); inRun && err == nil && !still {
+				// The run it was asked in has ended, and recorded how:
+				// an endpoint its client left behind must not make the
+				// instance look running again.
 				return
 			}
 			e.recordStatus(ctx, statusRunning, ended)
@@ -386,12 +394,19 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 		select {
 		case <-ctx.Done():
 			// Leave the question closed so nobody answers into the void.
-			if closed, _ := e.cfg.Store.CancelQuestion(context.WithoutCancel(ctx), id, qid); closed {
+			bg := context.WithoutCancel(ctx)
+			closed, _ := e.cfg.Store.CancelQuestion(bg, id, qid)
+			if closed {
 				why := "the client stopped waiting before anyone answered"
 				if cause := e.stopCause.Load(); cause != nil {
 					why = fmt.Sprintf("the endpoint stopped (%v) before anyone answered", *cause)
 				}
 				e.unanswered(ctx, qid, in.Question, why)
+			} else if answer, status, err := e.cfg.Store.PollAnswer(bg, id, qid); err == nil && status == AskAnswered {
+				// Answered at the last moment, and recorded answered: the
+				// answer goes to the agent, as far as the stop lets it.
+				ended = fmt.Sprintf("question %s answered", qid)
+				return textResult("The person answered: " + answer), AskOutput{Answered: true, Answer: answer, Status: AskAnswered, QuestionID: qid}, nil
 			}
 			return nil, AskOutput{}, ctx.Err()
 		case <-deadline.C:
@@ -408,7 +423,8 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 				out := AskOutput{Status: AskExpired, QuestionID: qid}
 				return textResult(fmt.Sprintf("No answer came within %s. Continue with your best judgement, or ask again later.", e.cfg.QuestionTimeout)), out, nil
 			}
-			// An answer arrived just before the deadline: fall through to read it.
+			// No longer open: answered just before the deadline, or closed
+			// elsewhere. Fall through to read which.
 		case <-heartbeat.C:
 			if token != nil && req.Session != nil {
 				beats++
@@ -421,7 +437,7 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 		case <-poll.C:
 		case <-answered:
 		}
-		answer, ok, err := e.cfg.Store.PollAnswer(ctx, id, qid)
+		answer, status, err := e.cfg.Store.PollAnswer(ctx, id, qid)
 		if IsInstanceDeleted(err) {
 			return e.deleted(BaseAskUserQuestion, withdrawn), AskOutput{}, nil
 		}
@@ -444,10 +460,18 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			e.log.Info("the store answers again", "question", qid)
 			outage = false
 		}
-		if ok {
+		switch status {
+		case AskAnswered:
 			ended = fmt.Sprintf("question %s answered", qid)
 			out := AskOutput{Answered: true, Answer: answer, Status: AskAnswered, QuestionID: qid}
 			return textResult("The person answered: " + answer), out, nil
+		case AskExpired, AskCancelled:
+			// Closed by another (the end of the run it was asked in, a
+			// person withdrawing it): nobody can answer it now. Whoever
+			// closed it recorded it unanswered.
+			ended = fmt.Sprintf("question %s was closed (%s) without an answer", qid, status)
+			out := AskOutput{Status: status, QuestionID: qid}
+			return textResult(fmt.Sprintf("The question was closed (%s) without an answer. Continue with your best judgement.", status)), out, nil
 		}
 	}
 }

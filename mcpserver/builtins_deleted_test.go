@@ -32,9 +32,9 @@ func (s *deletingStore) AskQuestion(ctx context.Context, id, text string, choice
 	return s.fakeStore.AskQuestion(ctx, id, text, choices)
 }
 
-func (s *deletingStore) PollAnswer(ctx context.Context, id, qid string) (string, bool, error) {
+func (s *deletingStore) PollAnswer(ctx context.Context, id, qid string) (string, string, error) {
 	if s.deleted.Load() {
-		return "", false, errDeleted{}
+		return "", "", errDeleted{}
 	}
 	return s.fakeStore.PollAnswer(ctx, id, qid)
 }
@@ -142,10 +142,10 @@ func (errUnavailable) Error() string {
 }
 func (errUnavailable) StoreUnavailable() bool { return true }
 
-func (s *outageStore) PollAnswer(ctx context.Context, id, qid string) (string, bool, error) {
+func (s *outageStore) PollAnswer(ctx context.Context, id, qid string) (string, string, error) {
 	if s.down.Load() {
 		s.polls.Add(1)
-		return "", false, errUnavailable{}
+		return "", "", errUnavailable{}
 	}
 	return s.fakeStore.PollAnswer(ctx, id, qid)
 }
@@ -240,5 +240,91 @@ func TestAskUserQuestionReadsWhatWasAnsweredBeforeItsWatch(t *testing.T) {
 	}
 	if out, _ := res.StructuredContent.(map[string]any); out["answer"] != "staging" {
 		t.Fatalf("answered %+v, want staging", res.StructuredContent)
+	}
+}
+
+// TestAskUserQuestionEndsWhenItsQuestionIsClosedElsewhere: a question
+// another closed (the end of the run it was asked in cancels what is left
+// open) ends the call at once, saying so, instead of waiting for an answer
+// nobody can give; also when the deadline finds it closed already (the
+// poll here never comes). It waited for ever, past the question timeout.
+func TestAskUserQuestionEndsWhenItsQuestionIsClosedElsewhere(t *testing.T) {
+	st := newFakeStore()
+	cfg := testConfig(agents.NamespacingPrefix, st)
+	cfg.PollInterval, cfg.QuestionTimeout = 1<<62, 300*time.Millisecond
+	_, cs := connect(t, cfg, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
+	defer cancel()
+	go func() {
+		if _, err := st.closeQuestion(<-st.asked, AskCancelled); err != nil {
+			t.Error(err)
+		}
+	}()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Which DB?"}})
+	if err != nil || res.IsError {
+		t.Fatalf("a question closed elsewhere: %v %+v", err, res)
+	}
+	if out, _ := res.StructuredContent.(map[string]any); out["status"] != AskCancelled || out["answered"] == true {
+		t.Fatalf("result %+v, want cancelled, unanswered", res.StructuredContent)
+	}
+}
+
+// TestAskUserQuestionAnsweredAsItStops: an answer stored just before the
+// call's end (a stopping endpoint's grace running out) is recorded
+// answered, so it goes to the agent, not an error that says the endpoint
+// stopped.
+func TestAskUserQuestionAnsweredAsItStops(t *testing.T) {
+	st := newFakeStore()
+	cfg := testConfig(agents.NamespacingPrefix, st)
+	cfg.PollInterval, cfg.QuestionTimeout = 1<<62, time.Hour
+	ep, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		id := <-st.asked
+		time.Sleep(50 * time.Millisecond) // its first read is done
+		st.mu.Lock()
+		st.questions[id].status, st.questions[id].answer = AskAnswered, "yes"
+		st.mu.Unlock()
+		cancel() // the stop, before any read of the answer
+	}()
+	res, out, err := ep.askThroughStore(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}, AskInput{Question: "Ship it?"})
+	if err != nil || res == nil || out.Answer != "yes" || out.Status != AskAnswered {
+		t.Fatalf("answered as the call ended: %v, %+v, %v; want the answer", res, out, err)
+	}
+}
+
+// TestAskUserQuestionAfterItsRunEnded: a question asked in a headless run
+// whose wait ends after that run has ended (its client gone, the endpoint
+// left behind) does not record the instance running again: the run's end
+// is its status.
+func TestAskUserQuestionAfterItsRunEnded(t *testing.T) {
+	st := newFakeStore()
+	st.headless = true
+	cfg := testConfig(agents.NamespacingPrefix, st)
+	cfg.PollInterval, cfg.QuestionTimeout = 10*time.Millisecond, time.Hour
+	_, cs := connect(t, cfg, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
+	defer cancel()
+	go func() {
+		id := <-st.asked
+		st.mu.Lock()
+		st.headless = false // the run ended, and closed what it left open
+		st.mu.Unlock()
+		if _, err := st.closeQuestion(id, AskCancelled); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "Which DB?"}}); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, e := range st.events {
+		if e.status == "running" {
+			t.Errorf("recorded %q after the run ended: %+v", e.status, st.events)
+		}
 	}
 }

@@ -23,8 +23,11 @@ import (
 type Store interface {
 	// AskQuestion stores an open question and returns its id.
 	AskQuestion(ctx context.Context, instanceID, text string, choices []string) (string, error)
-	// PollAnswer reports the answer of a question, if it has one.
-	PollAnswer(ctx context.Context, instanceID, questionID string) (answer string, answered bool, err error)
+	// PollAnswer reports a question's status ([AskAnswered], [AskExpired],
+	// [AskCancelled], or "open" while it waits) and its answer, if it has
+	// one. A question another endpoint or agentctl closed is no longer
+	// open, though this one never closed it.
+	PollAnswer(ctx context.Context, instanceID, questionID string) (answer, status string, err error)
 	// ExpireQuestion and CancelQuestion close an open question that got no
 	// answer in time, or whose call was cancelled; false if it was no longer
 	// open (an answer arrived first). The store names the states it keeps.

@@ -49,11 +49,11 @@ func (s *fakeStore) AskQuestion(_ context.Context, _, text string, choices []str
 	return id, nil
 }
 
-func (s *fakeStore) PollAnswer(_ context.Context, _, id string) (string, bool, error) {
+func (s *fakeStore) PollAnswer(_ context.Context, _, id string) (string, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.questions[id]
-	return q.answer, q.status == "answered", nil
+	return q.answer, q.status, nil
 }
 
 func (s *fakeStore) ExpireQuestion(ctx context.Context, instanceID, id string) (bool, error) {
