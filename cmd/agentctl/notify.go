@@ -312,9 +312,10 @@ func NewCmdNotifyLog(f *Factory, runF func(context.Context, *NotifyLogOptions) e
 		Use:   "log",
 		Short: "List notifications, newest first: pending, delivered and failed",
 		Long: `List the notifications of the store's outbox, newest first: each one's delivery id
-(its X-Agentctl-Delivery), event, instance, target (the URL without credentials
-or query), status, attempts, when it was made, when it is next tried (pending)
-or was delivered, and the last error.
+(its X-Agentctl-Delivery), event, instance, target (the URL without credentials,
+query or path, which for a Slack webhook is its secret: "/…" and a short hash of
+the path stand for it), status, attempts, when it was made, when it is next
+tried (pending) or was delivered, and the last error.
 
 A pending notification is due at NEXT: a retry after a failed attempt, or one
 under way (its lease). Delivered and failed ones are kept for 7 days.`,

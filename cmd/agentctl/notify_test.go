@@ -165,8 +165,8 @@ func TestNotifyTestCommand(t *testing.T) {
 		t.Fatalf("notify test: %v\n%s%s", err, f.out, f.errOut)
 	}
 	out := f.out.String()
-	if strings.Contains(out, "planted") || !strings.Contains(out, h.URL+"/json\tjson\tquestion\t200\tok\t") ||
-		!strings.Contains(out, h.URL+"/slack\tslack\tquestion\t200\tok\t") || !strings.Contains(out, "not sent: it does not take question") {
+	if strings.Contains(out, "planted") || !strings.Contains(out, notify.Redact(h.URL+"/json")+"\tjson\tquestion\t200\tok\t") ||
+		!strings.Contains(out, notify.Redact(h.URL+"/slack")+"\tslack\tquestion\t200\tok\t") || !strings.Contains(out, "not sent: it does not take question") {
 		t.Errorf("output:\n%s", out)
 	}
 	reqs := h.requests()
@@ -350,11 +350,11 @@ func TestNotifyQuestionEndToEnd(t *testing.T) {
 		return len(rows) == 2 && rows[0].Status == "delivered" && rows[1].Status == "delivered"
 	})
 	if rows[0].Event != "failed" || rows[1].Event != "question" || rows[1].ID != got.delivery || rows[1].Attempts != 1 ||
-		rows[1].Target != h.URL+"/hook" || rows[1].InstanceID != rec.ID {
+		rows[1].Target != notify.Redact(h.URL+"/hook") || rows[1].InstanceID != rec.ID {
 		t.Errorf("notify log %+v", rows)
 	}
 	table := e.mustRun(ctx, "notify", "log")
-	if !strings.Contains(table, got.delivery+"\tquestion\t"+rec.ID+"\t"+h.URL+"/hook\tdelivered\t1\t") || strings.Contains(table, "plantedQuery") {
+	if !strings.Contains(table, got.delivery+"\tquestion\t"+rec.ID+"\t"+notify.Redact(h.URL+"/hook")+"\tdelivered\t1\t") || strings.Contains(table, "plantedQuery") {
 		t.Errorf("notify log:\n%s", table)
 	}
 	if len(other.requests()) != 0 {

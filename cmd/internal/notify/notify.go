@@ -106,8 +106,11 @@ func (t Target) Takes(event string) bool {
 	return len(t.Events) == 0 || slices.Contains(t.Events, event)
 }
 
-// Redact is a target URL as messages and `notify log` show it: without
-// credentials, query or fragment.
+// Redact is a target URL as messages, logs and `notify log` show it:
+// without credentials, query or fragment, and without its path, which for
+// many webhooks is the secret itself (Slack's /services/T/B/SECRET, a
+// webhook.site id): "/…" and six hex digits of the path's SHA-256 stand
+// for it, so that two targets on one host stay apart.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
@@ -117,10 +120,26 @@ func Redact(raw string) string {
 		if i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@"); i >= 0 && j > i {
 			raw = raw[:i+3] + raw[j+1:]
 		}
+		if i := strings.Index(raw, "://"); i >= 0 {
+			if j := strings.IndexByte(raw[i+3:], '/'); j >= 0 {
+				raw = raw[:i+3+j] + redactedPath(raw[i+3+j:])
+			}
+		}
 		return raw
 	}
+	path := u.EscapedPath()
 	u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
-	return u.String()
+	u.Path, u.RawPath = "", ""
+	return u.String() + redactedPath(path)
+}
+
+// redactedPath is what Redact shows of a URL's path.
+func redactedPath(path string) string {
+	if path == "" || path == "/" {
+		return path
+	}
+	sum := sha256.Sum256([]byte(path))
+	return "/…" + hex.EncodeToString(sum[:3])
 }
 
 // Sign is the X-Agentctl-Signature of body with secret: "sha256=" and the

@@ -355,24 +355,36 @@ func TestNotifySlack(t *testing.T) {
 	}
 }
 
+// TestNotifyRedact: a target URL is shown without credentials, query,
+// fragment or path (a Slack webhook's path is its secret); a short hash of
+// the path keeps two targets on one host apart.
 func TestNotifyRedact(t *testing.T) {
+	slack := notify.Redact("https://hooks.slack.com/services/T000/B000/SLACKSECRETxyz123")
 	for in, want := range map[string]string{
-		"https://user:pw@hooks.example.com/a/b?token=x#f": "https://hooks.example.com/a/b",
-		"http://h:8080/p":              "http://h:8080/p",
-		"https://hooks.example.com/x?": "https://hooks.example.com/x",
+		"https://user:pw@hooks.example.com/a/b?token=x#f": "https://hooks.example.com/…",
+		"http://h:8080/p":              "http://h:8080/…",
+		"https://hooks.example.com/x?": "https://hooks.example.com/…",
+		"https://hooks.example.com":    "https://hooks.example.com",
+		"https://hooks.example.com/":   "https://hooks.example.com/",
+		"http://bad host/SECRET?x":     "http://bad host/…",
+		"https://hooks.slack.com/services/T000/B000/SLACKSECRETxyz123": "https://hooks.slack.com/…",
 	} {
-		if got := notify.Redact(in); got != want {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		got := notify.Redact(in)
+		if !strings.HasPrefix(got, want) || strings.Contains(got, "SECRET") || strings.Contains(got, "token") || strings.Contains(got, "pw") {
+			t.Errorf("Redact(%q) = %q, want %q and a hash", in, got, want)
 		}
+	}
+	if other := notify.Redact("https://hooks.slack.com/services/T000/B000/OTHER"); other == slack || other != notify.Redact("https://hooks.slack.com/services/T000/B000/OTHER") {
+		t.Errorf("two webhooks on one host: %q and %q; want them apart, each always the same", slack, other)
 	}
 }
 
 // TestNotifySendErrorHidesURLSecrets: an error of a send shows the URL
-// without its query or credentials.
+// without its query, credentials or path.
 func TestNotifySendErrorHidesURLSecrets(t *testing.T) {
-	target := notify.Target{URL: "http://user:pw@127.0.0.1:1/hook?token=plantedToken"}
+	target := notify.Target{URL: "http://user:pw@127.0.0.1:1/services/plantedPath?token=plantedToken"}
 	_, err := (notify.Sender{Client: notify.NewClient(time.Second)}).Send(context.Background(), target, "id", "question", []byte("{}"))
-	if err == nil || strings.Contains(err.Error(), "plantedToken") || strings.Contains(err.Error(), "pw") || !strings.Contains(err.Error(), "127.0.0.1:1/hook") {
+	if err == nil || strings.Contains(err.Error(), "planted") || strings.Contains(err.Error(), "pw") || !strings.Contains(err.Error(), notify.Redact(target.URL)) {
 		t.Fatalf("error %v", err)
 	}
 }
