@@ -96,9 +96,13 @@ Host and Origin headers like an --allow-host name.
 It listens on loopback unless given --allow-remote; a Host or Origin that is
 not the listen address, or localhost, 127.0.0.1 or [::1] (any case) with the
 listen port, or an --allow-host name, is refused (403), as is a browser's
-cross-site request; a request body is cut after 30 s. On SIGTERM or SIGINT it stops accepting, lets calls in
-flight finish for up to --grace, answers the rest with an error (a waiting
-question is cancelled), stops the external servers and exits 0.
+cross-site request; a request body is cut after 30 s.
+
+On SIGTERM or SIGINT it takes no new session (503), lets calls in flight finish
+for up to --grace (the sessions under way go on meanwhile: an answer given through
+the client, or on the web page, still reaches the question waiting for it),
+answers the rest with an error (a waiting question is cancelled), stops the
+external servers and exits 0.
 
 Like 'mcp serve', it sets Go's garbage collector target to 200 (GOGC) unless the
 GOGC environment variable is set: the heap may grow to three times what is live

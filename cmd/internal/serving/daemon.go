@@ -175,12 +175,14 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Shutdown stops srv gracefully: it stops accepting connections, lets the
-// calls in flight finish for up to [Options.Grace], answers those still
-// running with an error ("server is closing: " and cause; an
-// ask_user_question's question is then cancelled, never left open), closes
-// the sessions, stops every endpoint's external servers and releases
-// their serve locks.
+// Shutdown stops srv gracefully: it lets the calls in flight finish for up
+// to [Options.Grace], still taking the requests of the sessions under way
+// (the answer to a question a call asked through the client comes as a
+// request of its own; the web page's answers too) but no new session;
+// answers those still running with an error ("server is closing: " and
+// cause; an ask_user_question's question is then cancelled, never left
+// open), closes the sessions and the listener, stops every endpoint's
+// external servers and releases their serve locks.
 func (d *Daemon) Shutdown(srv *http.Server, cause error) {
 	if cause == nil || errors.Is(cause, context.Canceled) {
 		cause = errors.New("agentctl is stopping")
@@ -188,21 +190,14 @@ func (d *Daemon) Shutdown(srv *http.Server, cause error) {
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
-	if d.ui != nil {
-		d.ui.Close() // the pages' live streams end; the browsers retry
-	}
-	shut := make(chan struct{})
-	go func() {
-		defer close(shut)
-		ctx, cancel := context.WithTimeout(context.Background(), d.o.Grace+10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx) // stops accepting now; waits for active connections
-	}()
 	grace, cancel := context.WithTimeout(context.Background(), d.o.Grace)
 	defer cancel()
 	entries := d.builtEntries()
 	for _, e := range entries {
 		_ = e.h.WaitCalls(grace)
+	}
+	if d.ui != nil {
+		d.ui.Close() // the pages' live streams end; the browsers retry
 	}
 	for _, e := range entries {
 		e.s.ep.Stopping(cause) // the questions it interrupts say why
@@ -218,11 +213,10 @@ func (d *Daemon) Shutdown(srv *http.Server, cause error) {
 	for _, e := range entries {
 		e.h.CloseSessions()
 	}
-	select {
-	case <-shut:
-	case <-time.After(2 * time.Second):
+	shut, cancel3 := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel3()
+	if srv.Shutdown(shut) != nil { // stops accepting; waits for idle connections
 		_ = srv.Close()
-		<-shut
 	}
 	for _, e := range entries {
 		if d.remove(e) { // the janitor may have stopped it meanwhile

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,6 +67,13 @@ func newWorld(t testing.TB, mod func(*serving.Options)) *world {
 
 func (w *world) create(agent string, mounts ...mount.Mount) *instance.Record {
 	w.t.Helper()
+	return w.createWith(agent, provision.CreateOptions{Mounts: mounts})
+}
+
+// createWith creates an instance of agent with o (its definition,
+// workspace, executable and question timeout filled in).
+func (w *world) createWith(agent string, o provision.CreateOptions) *instance.Record {
+	w.t.Helper()
 	cat, err := agents.Load(agents.LoadOptions{UserDir: filepath.Join(w.t.TempDir(), "none")})
 	if err != nil {
 		w.t.Fatal(err)
@@ -75,7 +83,10 @@ func (w *world) create(agent string, mounts ...mount.Mount) *instance.Record {
 		w.t.Fatal(err)
 	}
 	rec, _, err := provision.Create(context.Background(), func(ctx context.Context) (*instance.Store, error) { return instance.Open(ctx, w.state) },
-		provision.CreateOptions{Definition: def, Workspace: w.t.TempDir(), Executable: "/opt/agentctl", Mounts: mounts, QuestionTimeout: time.Hour})
+		func() provision.CreateOptions {
+			o.Definition, o.Workspace, o.Executable, o.QuestionTimeout = def, w.t.TempDir(), "/opt/agentctl", time.Hour
+			return o
+		}())
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -348,6 +359,75 @@ func TestStopCancelsAWaitingQuestion(t *testing.T) {
 			t.Errorf("questions after the stop: %+v", qs)
 		}
 	}
+}
+
+// TestStopTakesAnAnswerGivenDuringTheGrace: a question asked through the
+// client (elicitation) whose person answers after the stop began, within
+// the grace, gets that answer to the agent: the answer comes as a request
+// of its own, which the stopping daemon still takes for a session under
+// way; a new session is refused (503) meanwhile. The listener closed at
+// once, and the call waited out the whole grace to fail.
+func TestStopTakesAnAnswerGivenDuringTheGrace(t *testing.T) {
+	w := newWorld(t, func(o *serving.Options) { o.Grace = time.Minute })
+	rec := w.createWith("claude-code", provision.CreateOptions{AskVia: agents.AskViaClient})
+	asked, answer := make(chan struct{}), make(chan struct{})
+	c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			close(asked)
+			<-answer // the person reads; the stop comes meanwhile
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
+		}})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: w.url + "/instances/" + rec.ID + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: 0}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var once sync.Once
+	give := func() { once.Do(func() { close(answer) }) }
+	defer give() // on failure too, so that the client can close
+	type result struct {
+		r   *mcp.CallToolResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question_agentctl", Arguments: map[string]any{"question": "go?"}})
+		done <- result{r, err}
+	}()
+	<-asked
+	w.stop(errors.New("SIGTERM"))
+	// Stopping: a new session is refused, saying so.
+	for {
+		req, _ := http.NewRequest(http.MethodPost, w.url+"/instances/"+rec.ID+"/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("a new session while stopping: %v; want a 503", err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), "stopping") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the stop has not begun yet
+	}
+	give()
+	select {
+	case r := <-done:
+		if r.err != nil || r.r == nil || r.r.IsError || !strings.Contains(r.r.Content[0].(*mcp.TextContent).Text, "The person answered: yes") {
+			t.Fatalf("the call answered during the grace ended with %v, %+v", r.err, r.r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the answer given during the grace did not reach the call")
+	}
+	if err := <-w.done; err != nil {
+		t.Errorf("Serve returned %v, want nil", err)
+	}
+	w.done <- nil // for the cleanup
 }
 
 // staticToken is a [httpserve.TokenChecker] that accepts one token for

@@ -18,6 +18,17 @@ func (d *Daemon) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if !httpserve.Authorize(w, r, d.o.Checker, id, d.log) {
 		return
 	}
+	d.mu.RLock()
+	stopping := d.closed
+	d.mu.RUnlock()
+	if stopping && r.Header.Get("Mcp-Session-Id") == "" {
+		// While it stops, the sessions under way go on (an answer to the
+		// question a call asked comes as a request of its own); no new one
+		// starts.
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "Service Unavailable: agentctl serve is stopping; it takes no new session", http.StatusServiceUnavailable)
+		return
+	}
 	e, status, err := d.acquire(r.Context(), id)
 	if err != nil {
 		if status == http.StatusInternalServerError {
@@ -123,7 +134,7 @@ func (d *Daemon) release(e *entry) { e.users.Add(-1) }
 // built).
 func (d *Daemon) refuse(id string) (*entry, int, error) {
 	switch {
-	case d.closed:
+	case d.closed && d.entries[id] == nil:
 		return nil, http.StatusServiceUnavailable, errors.New("agentctl serve is stopping")
 	case d.deleted[id]:
 		return nil, http.StatusNotFound, deletedError(id)
