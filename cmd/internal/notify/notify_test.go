@@ -362,11 +362,11 @@ func TestNotifyRedact(t *testing.T) {
 	slack := notify.Redact("https://hooks.slack.com/services/T000/B000/SLACKSECRETxyz123")
 	for in, want := range map[string]string{
 		"https://user:pw@hooks.example.com/a/b?token=x#f": "https://hooks.example.com/…",
-		"http://h:8080/p":              "http://h:8080/…",
-		"https://hooks.example.com/x?": "https://hooks.example.com/…",
-		"https://hooks.example.com":    "https://hooks.example.com",
-		"https://hooks.example.com/":   "https://hooks.example.com/",
-		"http://bad host/SECRET?x":     "http://bad host/…",
+		"http://h:8080/p":                                              "http://h:8080/…",
+		"https://hooks.example.com/x?":                                 "https://hooks.example.com/…",
+		"https://hooks.example.com":                                    "https://hooks.example.com",
+		"https://hooks.example.com/":                                   "https://hooks.example.com/",
+		"http://bad host/SECRET?x":                                     "http://bad host/…",
 		"https://hooks.slack.com/services/T000/B000/SLACKSECRETxyz123": "https://hooks.slack.com/…",
 	} {
 		got := notify.Redact(in)
