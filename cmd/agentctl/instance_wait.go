@@ -47,8 +47,10 @@ func NewCmdInstanceWait(f *Factory, runF func(context.Context, *InstanceWaitOpti
 		Long: `Wait for a run of the instance ('agentctl instance run') to end, and exit with its
 outcome: 0 done, 6 failed, 8 done although a question the agent asked got no
 answer; 5 when --timeout passes first (see 'agentctl help exit-codes'). The outcome
-is the model's own final report (report_progress done or failed) if it made one,
-else the client's exit code (0 done, anything else failed).
+is the model's own final report (report_progress done or failed) if that was its
+last word in the run, else the client's exit code (0 done, anything else failed):
+a model that reported done and then went on working (reported running, or asked
+a question) is judged by how the client ended.
 
 By default wait is about the instance's latest run: while it runs, wait waits for
 its end; once it has ended, wait reports its outcome at once, so a run that ended
