@@ -124,7 +124,7 @@ between collections, for less CPU per request.`,
 		},
 	}
 	addServeFlags(cmd, opts, DefaultListen)
-	cmd.Flags().DurationVar(&opts.IdleStop, "idle-stop", serving.DefaultIdleStop, "stop an instance's external servers after this long without a session or request")
+	cmd.Flags().DurationVar(&opts.IdleStop, "idle-stop", serving.DefaultIdleStop, "stop an instance's external servers after this long without a session or request (0: never)")
 	cmd.Flags().DurationVar(&opts.SessionTimeout, "session-timeout", 0, "close a session that made no request for this long (0: never; a client that vanished without ending its session otherwise keeps its instance running)")
 	cmd.Flags().BoolVar(&noUI, "no-ui", false, "do not serve the web page (/ and /ui/ answer 404)")
 	cmd.Flags().StringVar(&opts.BaseURL, "base-url", "", "the public URL of this server, for the login URL, notifications' links and the cookie's Secure flag (env AGENTCTL_BASE_URL, config base_url; default http://LISTEN)")
@@ -218,7 +218,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	d := serving.New(serving.Options{
 		Store: st, Checker: opts.TokenChecker(st, logger),
 		Listen: addr, AllowedHosts: allowed, Only: only, UI: ui,
-		MaxBodyBytes: maxBody, IdleStop: opts.IdleStop, Grace: opts.Grace, SessionTimeout: opts.SessionTimeout,
+		MaxBodyBytes: maxBody, IdleStop: idleStop(opts.IdleStop), Grace: opts.Grace, SessionTimeout: opts.SessionTimeout,
 		Endpoint: serving.EndpointOptions{KBIndexDir: kbIndexDir(st.Dir()), KBRefreshInterval: opts.KBRefreshInterval,
 			FirstListWait: opts.FirstListWait, Version: version},
 		Logger: logger,
@@ -333,6 +333,15 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// idleStop is --idle-stop as the daemon takes it: 0 (or less) is never,
+// which the daemon writes as a negative duration (its 0 is the default).
+func idleStop(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 // parseSize reads a byte size: a number with an optional unit (B, KB,
 // KiB, MB, MiB, GB, GiB).
 func parseSize(s string) (int64, error) {
@@ -349,6 +358,9 @@ func parseSize(s string) (int64, error) {
 	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "kib": 1 << 10, "mb": 1e6, "mib": 1 << 20, "gb": 1e9, "gib": 1 << 30}[strings.ToLower(unit)]
 	if mult == 0 {
 		return 0, fmt.Errorf("unknown unit %q", unit)
+	}
+	if n*mult < 1 {
+		return 0, fmt.Errorf("less than a byte")
 	}
 	return int64(n * mult), nil
 }

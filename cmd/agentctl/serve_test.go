@@ -44,9 +44,19 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "MiB", "-1MiB", "4 parsecs", "0"} {
+	for _, in := range []string{"", "MiB", "-1MiB", "4 parsecs", "0", "0.5", "0.9b"} {
 		if _, err := parseSize(in); err == nil {
 			t.Errorf("parseSize(%q): no error", in)
+		}
+	}
+}
+
+// TestIdleStopZeroIsNever: --idle-stop 0 means never, as the help says,
+// not the daemon's default of 10 minutes.
+func TestIdleStopZeroIsNever(t *testing.T) {
+	for in, want := range map[time.Duration]time.Duration{0: -1, -time.Second: -1, time.Minute: time.Minute} {
+		if got := idleStop(in); got != want {
+			t.Errorf("idleStop(%v) = %v, want %v", in, got, want)
 		}
 	}
 }
