@@ -83,13 +83,22 @@ func redactor(m mount.Resolved) *strings.Replacer {
 }
 
 // scrub returns err with the server's secrets taken out of its text (see
-// redactor); nil for nil. The result wraps nothing: what it would unwrap to
-// still holds them.
+// redactor; for a stdio server, what its stderr's lines lose: see
+// stderrRedactor, since an error may quote the server's output, which may
+// hold its environment); nil for nil. The result wraps nothing: what it
+// would unwrap to still holds them. An error with nothing to take out is
+// returned as it is.
 func (s *Server) scrub(err error) error {
 	if err == nil {
 		return nil
 	}
 	if s.mount.URL == "" {
+		if s.stderr == nil || s.stderr.redact == nil {
+			return err
+		}
+		if text := s.stderr.redact.Replace(err.Error()); text != err.Error() {
+			return errors.New(text)
+		}
 		return err
 	}
 	return errors.New(s.redact.Replace(err.Error()))

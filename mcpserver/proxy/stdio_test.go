@@ -114,6 +114,35 @@ func TestStdioConnSkipsBadLines(t *testing.T) {
 	}
 }
 
+// TestStdioReportHidesTheServersSecrets: a line of a server's output that
+// is not JSON is reported with go-sdk's words, which quote the line; a
+// secret of the server's environment in it (a tool that printed its
+// token) is taken out of the report get_instance shows the model and of
+// the log, as it is of the server's stderr.
+func TestStdioReportHidesTheServersSecrets(t *testing.T) {
+	t.Parallel()
+	const secret = "ghp_S3cretTokenValue42"
+	m := server("gh", "sh")
+	m.Env = map[string]string{"GITHUB_TOKEN": secret}
+	var stderr testkit.Buffer
+	p := NewPool([]mount.Resolved{m}, &reconciles{}, Options{Stderr: &stderr})
+	s := p.Servers()[0]
+	cmd := exec.Command("sh", "-c", `printf 'token=%s\n' "$1"; exec cat >/dev/null`, "sh", secret)
+	conn, err := (&commandTransport{server: s, cmd: cmd}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Read(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the line: %v", err)
+	}
+	st := s.Status()
+	if !strings.Contains(st.Error, "line 1 of its output was a line that is not JSON") || !strings.Contains(st.Error, Redacted) ||
+		strings.Contains(st.Error, secret) || strings.Contains(stderr.String(), secret) {
+		t.Errorf("status %q\nstderr %s\nwant the line reported, its secret redacted", st.Error, stderr.String())
+	}
+}
+
 // TestStdioConnBoundsItsWrites: a server that does not read its input
 // fails the write that waited writeTimeout for it, and every later one,
 // with the fast lane's words; the connection then closes itself (the
