@@ -140,9 +140,18 @@ func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resol
 		offered[i] = ExternalTool{Name: r.Canonical, Mount: r.Mount, Source: r.Source}
 	}
 	held := map[[2]string]Withheld{}
+	heldNames := map[string]bool{}
 	for _, w := range WithheldExternal(server, naming, inProcess, offered) {
 		held[[2]string{w.Name, w.Source}] = w
+		heldNames[w.Name] = true
 	}
+	var names []string
+	for _, r := range extRows {
+		if !heldNames[r.Canonical] {
+			names = append(names, r.Canonical)
+		}
+	}
+	alike := AlikeExternal(server, naming, names)
 	for i := range extRows {
 		r := &extRows[i]
 		m := byName[r.Mount]
@@ -156,6 +165,10 @@ func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resol
 			r.withhold(takesInProcess(m, r, canonical[w.Holder], "name on the wire"))
 		case isHeld:
 			r.withhold(takesInProcess(m, r, canonical[w.Holder], "model-visible name"))
+		case alike[r.Canonical] != nil:
+			for _, f := range alikeExternal(server, naming, r, alike[r.Canonical], extRows) {
+				r.withhold(f)
+			}
 		case count[r.Canonical] > 1:
 			r.withhold(sharedExternal(m, r, extRows))
 		}

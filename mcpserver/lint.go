@@ -253,6 +253,26 @@ func sharedExternal(m mount.Resolved, r *ToolRow, rows []ToolRow) Finding {
 		Fix:     fmt.Sprintf("give mount %q a tool_prefix", m.Name)}
 }
 
+// alikeExternal are the findings of an external tool withheld because the
+// model would see it as other tools of the group ([AlikeExternal]): one a
+// tool, as [renderedAlike] words it.
+func alikeExternal(server string, naming agents.ToolNaming, r *ToolRow, group []string, rows []ToolRow) []Finding {
+	var out []Finding
+	for i := range rows {
+		o := &rows[i]
+		if o.Canonical == r.Canonical || !slices.Contains(group, o.Canonical) {
+			continue
+		}
+		f := renderedAlike(server, naming, r, o)
+		f.Problem += "; none of them is served"
+		if o.Mount == r.Mount {
+			f.Fix = fmt.Sprintf("rename the tool in the server of mount %q (a tool_prefix changes both names alike)", r.Mount)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 func serverDown(m mount.Resolved, why string) Finding {
 	return Finding{Code: FindingServerDown, Severity: SeverityError, Source: m.Source(),
 		Problem: fmt.Sprintf("could not list its tools: %s", why),

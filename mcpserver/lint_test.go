@@ -113,8 +113,15 @@ func TestLintRenderedAlike(t *testing.T) {
 		d := describe(t, "agentctl", kiroNaming, mount.PrefixModeMountName,
 			[]mount.Mount{{Name: "web"}}, map[string][]string{"web": {"get-page", "get_page"}})
 		f := finding(t, row(t, d, "get_page"), FindingCollision)
-		wantIn(t, "problem", f.Problem, `the client shows get-page as "get_page" too (from mcp web, after the client's sanitising)`)
+		wantIn(t, "problem", f.Problem, `the client shows get-page as "get_page" too (from mcp web, after the client's sanitising)`, "none of them is served")
+		wantIn(t, "fix", f.Fix, `rename the tool in the server of mount "web"`)
 		finding(t, row(t, d, "get-page"), FindingCollision)
+		// As the endpoint does: neither is served.
+		for _, n := range []string{"get_page", "get-page"} {
+			if r := row(t, d, n); r.Status != StatusWithheld {
+				t.Errorf("%s: status %q, want withheld", n, r.Status)
+			}
+		}
 	})
 	t.Run("VS Code's cut of the server name", func(t *testing.T) {
 		d := describe(t, "agentctl-frontend", vscodeNaming, mount.PrefixModeMountName,

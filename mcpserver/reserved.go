@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"slices"
 	"fmt"
 	"sort"
 
@@ -88,5 +89,34 @@ func WithheldExternal(server string, naming agents.ToolNaming, inProcess []Named
 		}
 		return out[i].Source < out[j].Source
 	})
+	return out
+}
+
+// AlikeExternal finds the external tools, by canonical name, that reach the
+// model under one model-visible name although their names differ: a client
+// that takes only some characters maps the others ("a.b" and "a_b" both
+// become "a_b"), so the model could call only one of them, and agentctl
+// would route its call to whichever holds the name. It returns, for each
+// name of such a group, the group's names, sorted. The endpoint serves
+// none of them (a collision, as for a name two servers want);
+// [DescribeTools] applies the same rule. It is pure.
+func AlikeExternal(server string, naming agents.ToolNaming, names []string) map[string][]string {
+	byVisible := map[string][]string{}
+	for _, n := range names {
+		v := agents.RenderModelName(naming, server, n).Name
+		if !slices.Contains(byVisible[v], n) {
+			byVisible[v] = append(byVisible[v], n)
+		}
+	}
+	out := map[string][]string{}
+	for _, group := range byVisible {
+		if len(group) < 2 {
+			continue
+		}
+		slices.Sort(group)
+		for _, n := range group {
+			out[n] = group
+		}
+	}
 	return out
 }

@@ -26,8 +26,9 @@ type Conflict struct {
 // are up, next to the built-ins and knowledge bases. In-process names are
 // reserved: an external tool that would take one, or reach the model under
 // one's model-visible name, is withheld alone ([WithheldExternal]). A name
-// that two external servers want is served by neither. Both are reported
-// on stderr (once) and by get_instance.
+// that two external servers want is served by neither, nor are names the
+// model would see as one ([AlikeExternal]). Both are reported on stderr
+// (once) and by get_instance.
 func (e *Endpoint) reconcile() {
 	e.nsMu.Lock()
 	defer e.nsMu.Unlock()
@@ -50,13 +51,30 @@ func (e *Endpoint) reconcile() {
 	for _, w := range withheld {
 		reserved[w.Name] = true
 	}
+	var names []string
+	for name := range want {
+		if !reserved[name] {
+			names = append(names, name)
+		}
+	}
+	alike := AlikeExternal(e.cfg.ServerName, e.cfg.Naming, names)
 	conflicts := map[string][]string{}
 	invalid := map[string]bool{}
 	for name, cands := range want {
 		if reserved[name] {
 			continue
 		}
-		if len(cands) > 1 {
+		switch group := alike[name]; {
+		case group != nil:
+			// Names the model sees as one: each source, with its name.
+			var sources []string
+			for _, n := range group {
+				for _, c := range want[n] {
+					sources = append(sources, c.s.Mount().Source()+" ("+n+")")
+				}
+			}
+			conflicts[name] = sources
+		case len(cands) > 1:
 			var sources []string
 			for _, c := range cands {
 				sources = append(sources, c.s.Mount().Source())

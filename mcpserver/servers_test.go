@@ -319,6 +319,32 @@ func TestProxyCollisionsServeNeither(t *testing.T) {
 	})
 }
 
+// TestProxyAlikeNamesServeNeither: two tools of one server whose names
+// differ only where the client's charset maps them alike ("a.b" and
+// "a_b" both reach the model as mcp__agentctl__a_b) are served by neither:
+// the model could call only one, and agentctl would route its call to
+// whichever held the name. Reported as a collision, on stderr and by
+// get_instance, as tools list predicts.
+func TestProxyAlikeNamesServeNeither(t *testing.T) {
+	forEachPath(t, func(t *testing.T, path servePath) {
+		p := startProxyOn(t, path, mount.PrefixModeMountName, withBin(t, mcpMount("fk", "-tool-names", "a.b,a_b,c")))
+		testkit.Eventually(t, "reconciled", func() bool { return p.ep.Registry().Has("c") })
+		for _, n := range []string{"a.b", "a_b"} {
+			if p.ep.Registry().Has(n) {
+				t.Errorf("%s is served although the model sees it as the other; log:\n%s", n, p.stderr.String())
+			}
+		}
+		cs := p.ep.Conflicts()
+		i := slices.IndexFunc(cs, func(c Conflict) bool { return c.Name == "a_b" })
+		if i < 0 || !slices.Equal(cs[i].Sources, []string{"mcp fk (a.b)", "mcp fk (a_b)"}) {
+			t.Fatalf("conflicts %+v", cs)
+		}
+		if !strings.Contains(p.stderr.String(), `msg="tool name collision: neither is served" tool=a.b`) {
+			t.Fatalf("the collision must be reported on stderr: %s", p.stderr.String())
+		}
+	})
+}
+
 // TestProxyStreamableHTTP mounts a server served over streamable HTTP,
 // with a header it requires.
 func TestProxyStreamableHTTP(t *testing.T) {
