@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -248,6 +249,9 @@ func (s *Store) CreateInstance(ctx context.Context, o CreateOptions) (rec *Recor
 			os.RemoveAll(staging)
 		}
 	}()
+	if err := os.WriteFile(filepath.Join(staging, StoreMarker), []byte(s.identity()+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("write the instance directory's store marker: %w", err)
+	}
 	entry := s.EndpointEntry(rec, o.Executable)
 	if tr.Kind == TransportHTTP {
 		entry = ServerEntry{URL: tr.URL, Headers: map[string]string{"Authorization": BearerHeader(token)}}
@@ -452,15 +456,57 @@ func (s *Store) sweepLeftovers(ctx context.Context) {
 	_, _ = s.Sweep(ctx)
 }
 
+// StoreMarker is the file in an instance's directory that names the store
+// its record is in ([Store.identity]): a state directory can hold the
+// directories of several stores' instances (after `store migrate`, or with
+// AGENTCTL_STORE set for some commands only), and [Store.Sweep] must not
+// take another store's instance for a leftover of its own.
+const StoreMarker = ".store"
+
+// identity names the store for [StoreMarker]: its SQLite file's absolute
+// path, or its PostgreSQL server and database (no user, password or
+// parameters).
+func (s *Store) identity() string {
+	if s.sqlitePath != "" {
+		p, err := filepath.Abs(s.sqlitePath)
+		if err != nil {
+			p = s.sqlitePath
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		return "sqlite:" + p
+	}
+	if u, err := url.Parse(string(s.url)); err == nil && u.Host != "" {
+		return "postgres://" + u.Host + u.Path
+	}
+	return RedactStore(string(s.url))
+}
+
+// ownDirectory reports whether the instance directory (or a delete's
+// .deleting- one) at path is this store's, as its [StoreMarker] says. One
+// without a marker (made before agentctl wrote them) may be any store's,
+// and counts as not this one's.
+func (s *Store) ownDirectory(path string) bool {
+	b, err := os.ReadFile(filepath.Join(path, StoreMarker))
+	return err == nil && strings.TrimSpace(string(b)) == s.identity()
+}
+
 // Sweep removes what a create or delete killed half-way left, and returns
-// the paths it removed: .staging-* and .deleting-* directories, and
-// instance directories that no record names (a create killed between
-// publishing its directory and committing its record). A young directory
-// is never touched: a create publishes the directory (renames its staging
-// directory into place) inside the transaction that inserts the record,
-// before the commit, so for a moment a live instance's directory has no
-// committed record. `instance create` sweeps at most once an hour;
-// `agentctl gc` sweeps at once.
+// the paths it removed: .staging-* directories (never published), and
+// instance directories and .deleting-* ones that no record names (a
+// create killed between publishing its directory and committing its
+// record; a delete killed after removing its record) and that are this
+// store's ([StoreMarker]; a .deleting- one of an older agentctl, without
+// a marker, too): another store's instances may share the state
+// directory. A .deleting- directory whose instance still has its record
+// (a delete killed, or stalled, before removing it) is put back instead,
+// so that the instance works again (and a new delete deletes it whole). A
+// young directory is never touched: a create publishes the directory
+// (renames its staging directory into place) inside the transaction that
+// inserts the record, before the commit, so for a moment a live instance's
+// directory has no committed record. `instance create` sweeps at most once
+// an hour; `agentctl gc` sweeps at once.
 func (s *Store) Sweep(ctx context.Context) ([]string, error) {
 	entries, err := os.ReadDir(s.instancesDir())
 	if errors.Is(err, os.ErrNotExist) {
@@ -472,24 +518,43 @@ func (s *Store) Sweep(ctx context.Context) ([]string, error) {
 	var removed []string
 	for _, e := range entries {
 		name := e.Name()
-		staged := strings.HasPrefix(name, ".staging-") || strings.HasPrefix(name, ".deleting-")
-		if !staged && !(e.IsDir() && isID(name)) {
+		staging := strings.HasPrefix(name, ".staging-")
+		deleting, isDeleting := strings.CutPrefix(name, ".deleting-")
+		if !staging && !isDeleting && !(e.IsDir() && isID(name)) {
 			continue
 		}
 		fi, err := e.Info()
 		if err != nil || s.now().Sub(fi.ModTime()) <= leftoverAge {
 			continue
 		}
-		if !staged {
-			ok, err := s.Exists(ctx, name)
+		path := filepath.Join(s.instancesDir(), name)
+		if !staging {
+			id := name
+			if isDeleting {
+				id = deleting
+			}
+			ok, err := s.Exists(ctx, id)
 			if err != nil {
 				return removed, err
+			}
+			if ok && isDeleting {
+				// Its delete did not finish: the instance is whole again.
+				if _, err := os.Lstat(filepath.Join(s.instancesDir(), id)); errors.Is(err, os.ErrNotExist) {
+					_ = os.Rename(path, filepath.Join(s.instancesDir(), id))
+				}
+				continue
 			}
 			if ok {
 				continue
 			}
+			// Another store's instance may share the state directory: a
+			// directory is removed only when its marker names this store.
+			// A .deleting- one without a marker (a delete of an older
+			// agentctl) is removed as before.
+			if _, err := os.Stat(filepath.Join(path, StoreMarker)); !s.ownDirectory(path) && (!isDeleting || err == nil) {
+				continue
+			}
 		}
-		path := filepath.Join(s.instancesDir(), name)
 		if err := os.RemoveAll(path); err != nil {
 			return removed, err
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/instance"
 )
 
 // An instance directory that no record names (a create killed between
@@ -88,5 +90,65 @@ func TestSweepReportsWhatItRemoved(t *testing.T) {
 	}
 	if removed, err := st.Sweep(context.Background()); err != nil || len(removed) != 0 {
 		t.Errorf("second Sweep: %v, %v; want nothing", removed, err)
+	}
+}
+
+// TestSweepLeavesAnotherStoresInstances: a state directory can hold the
+// directories of another store's instances (after `store migrate`, or a
+// command run with another AGENTCTL_STORE): a sweep removes only the
+// leftovers its own store marked as its, never another store's instance
+// directory, nor one made before agentctl marked them. A .deleting-
+// directory whose instance still has its record (a delete killed before
+// removing it) is put back, not removed; one whose record is gone, removed.
+func TestSweepLeavesAnotherStoresInstances(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	other, err := instance.Open(ctx, st.Dir(), instance.WithStore(instance.StoreURL("sqlite:"+filepath.Join(t.TempDir(), "other.db"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	instances := filepath.Join(st.Dir(), "instances")
+	old := time.Now().Add(-2 * time.Hour)
+	age := func(p string) {
+		t.Helper()
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	theirs := create(t, other, "auggie", nil) // a live instance of the other store
+	legacy := create(t, st, "auggie", nil)    // an orphan from before the markers
+	if err := os.Remove(filepath.Join(legacy.Dir, instance.StoreMarker)); err != nil {
+		t.Fatal(err)
+	}
+	halfDeleted := create(t, st, "codex", nil) // a delete killed after moving its directory aside
+	deleting := filepath.Join(instances, ".deleting-"+halfDeleted.ID)
+	if err := os.Rename(halfDeleted.Dir, deleting); err != nil {
+		t.Fatal(err)
+	}
+	gone := create(t, st, "codex", nil) // a delete killed after removing its record
+	goneDeleting := filepath.Join(instances, ".deleting-"+gone.ID)
+	if err := os.Rename(gone.Dir, goneDeleting); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{legacy.ID, gone.ID} {
+		if err := st.ExecForTest(`DELETE FROM instances WHERE id = '` + id + `'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{theirs.Dir, legacy.Dir, deleting, goneDeleting} {
+		age(p)
+	}
+	removed, err := st.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{goneDeleting}; !slices.Equal(removed, want) {
+		t.Errorf("Sweep removed %v, want %v", removed, want)
+	}
+	for _, dir := range []string{theirs.Dir, legacy.Dir, halfDeleted.Dir} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("%s: want it there: %v", dir, err)
+		}
 	}
 }

@@ -29,7 +29,12 @@ func NewCmdGC(f *Factory, runF func(context.Context, *GCOptions) error) *cobra.C
 		Long: `Remove what interrupted creates and deletes left behind in the state
 directory: staging and deleting directories, and instance directories that
 no record names. Only leftovers older than an hour are removed, so a create
-running at the same moment is never touched.
+running at the same moment is never touched. The state directory may hold
+another store's instances too (after 'agentctl store migrate', or commands run
+with another --store): a directory is removed only when the store in force
+made it (each names its store in a .store file; one made by an older agentctl
+is kept). A deleting directory whose instance still has its record (a delete
+that was killed) is put back, and the instance works again.
 
 gc also removes the search indexes (kb/*.db, with their -wal, -shm and lock
 files) of knowledge-base folders that no longer exist, once no process has
