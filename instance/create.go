@@ -3,6 +3,7 @@ package instance
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -368,6 +369,9 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 	}
 	var raw string
 	if err := tx.QueryRowContext(ctx, `SELECT record FROM instances WHERE id = ?`, r.ID).Scan(&raw); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, &NotFoundError{What: "instance", Ref: ref, Deleted: true, Hint: "another agentctl deleted it while this command ran"}
+		}
 		return nil, err
 	}
 	if r, err = decodeRecord(r.ID, raw); err != nil {
@@ -384,6 +388,12 @@ func (s *Store) UpdateInstance(ctx context.Context, ref string, fn func(*Record)
 	write, err := fn(r)
 	if err != nil {
 		return nil, err
+	}
+	// A delete moves the directory aside before it waits for the write
+	// lock this holds: writing the files would make the directory again,
+	// which no record would name once the delete commits.
+	if _, err := os.Lstat(r.Dir); errors.Is(err, os.ErrNotExist) {
+		return nil, &NotFoundError{What: "instance", Ref: ref, Deleted: true, Hint: "another agentctl is deleting it"}
 	}
 	// Keep what we overwrite, to restore it if the commit fails.
 	backup := map[string][]byte{}

@@ -2,6 +2,7 @@ package instance_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -150,5 +151,50 @@ func TestSweepLeavesAnotherStoresInstances(t *testing.T) {
 		if _, err := os.Stat(dir); err != nil {
 			t.Errorf("%s: want it there: %v", dir, err)
 		}
+	}
+}
+
+// TestUpdateWhileDeletedMakesNoDirectory: a mount add whose instance a
+// delete moves aside while the update holds the write lock (the delete then
+// waits for it) fails saying the instance is being deleted, and does not
+// make its directory again: before, the delete committed, and a directory
+// no record names was left.
+func TestUpdateWhileDeletedMakesNoDirectory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, err := instance.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := instance.Open(ctx, dir) // another process's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rec := create(t, a, "auggie", nil)
+	deleted := make(chan error, 1)
+	_, err = a.UpdateInstance(ctx, rec.ID, func(r *instance.Record) (map[string][]byte, error) {
+		go func() { _, err := b.Delete(ctx, rec.ID); deleted <- err }()
+		deadline := time.Now().Add(30 * time.Second)
+		for { // the delete moves the directory aside, then waits for this lock
+			if _, err := os.Stat(filepath.Join(dir, "instances", ".deleting-"+rec.ID)); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the delete never moved the directory aside")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return map[string][]byte{"instructions.md": []byte("new\n")}, nil
+	})
+	if !errors.Is(err, instance.ErrDeleted) {
+		t.Errorf("the update of an instance being deleted: %v; want it deleted", err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(rec.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the deleted instance's directory is there again: %v", err)
 	}
 }
