@@ -338,6 +338,10 @@ func (s *Store) Explain(err error) error {
 // storeError names the database in an error from it; one of a database
 // that could not be reached also matches [ErrUnavailable].
 func storeError(be backend, err error) error {
+	if be.Kind() == "sqlite" && isBusy(err) {
+		return fmt.Errorf("%s store %s stayed locked by another agentctl longer than agentctl waits (a gc compacting it, a store migrate into it): %w (%w); nothing was changed: try again once that is done",
+			be.Kind(), be.Name(), err, ErrUnavailable)
+	}
 	if be.isUnavailable(err) {
 		return fmt.Errorf("%s store %s: %w (%w)", be.Kind(), be.Name(), err, ErrUnavailable)
 	}

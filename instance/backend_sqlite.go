@@ -42,7 +42,11 @@ func newSQLiteBackend(path, real string, db *sql.DB) *sqliteBackend {
 func (b *sqliteBackend) Kind() string             { return "sqlite" }
 func (b *sqliteBackend) Name() string             { return b.path }
 func (b *sqliteBackend) rebind(q string) string   { return q }
-func (b *sqliteBackend) isUnavailable(error) bool { return false }
+// isUnavailable: a SQLite file is always there to reach; but a write lock
+// another process held past the busy timeout (a gc compacting the
+// database, a store migrate into it) is worth trying again later, as an
+// unreachable server is.
+func (b *sqliteBackend) isUnavailable(err error) bool { return isBusy(err) }
 func (b *sqliteBackend) isUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }

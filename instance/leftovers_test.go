@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +197,18 @@ func TestUpdateWhileDeletedMakesNoDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(rec.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the deleted instance's directory is there again: %v", err)
+	}
+}
+
+// TestBusyStateDatabaseSaysWhatToDo: a write lock another process held past
+// the busy timeout (a gc compacting the database) is reported naming the
+// database and saying to try again, as an unreachable store is (exit 9),
+// not as SQLite's bare "database is locked" (exit 1).
+func TestBusyStateDatabaseSaysWhatToDo(t *testing.T) {
+	st := openStore(t)
+	err := st.Explain(errors.New("database is locked (5) (SQLITE_BUSY)"))
+	if !errors.Is(err, instance.ErrUnavailable) || !strings.Contains(err.Error(), filepath.Join(st.Dir(), instance.DBFile)) ||
+		!strings.Contains(err.Error(), "try again once that is done") {
+		t.Errorf("busy: %v", err)
 	}
 }

@@ -49,8 +49,10 @@ const exitCodesHelp = `agentctl exits with one of these codes, so scripts and CI
                 or the client stopped waiting): nobody was asked, or nobody
                 answered in time; --allow-unanswered accepts that as done
   9  unavailable the store could not be reached, or its connection was lost (a
-                PostgreSQL server down or out of reach); a change is made whole or
-                not at all, so check with a read and try again later
+                PostgreSQL server down or out of reach), or another agentctl held
+                the SQLite state database locked longer than agentctl waits (30 s);
+                a change is made whole or not at all, so check with a read and try
+                again later
   126 'instance run': the client's program was found but could not be started
       (not executable, a noexec file system, a script whose interpreter is missing)
   127 'instance run': the client's program is not installed

@@ -107,7 +107,7 @@ func Create(ctx context.Context, open Opener, o CreateOptions) (*instance.Record
 		},
 	})
 	if err != nil {
-		return nil, Toolset{}, err
+		return nil, Toolset{}, st.Explain(err)
 	}
 	return rec, plan, nil
 }
