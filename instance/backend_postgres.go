@@ -479,3 +479,32 @@ func (l *pgListener) listen(ctx context.Context, connected func()) error {
 		l.wake(n.Channel + "\x00" + n.Payload)
 	}
 }
+
+// PostgresSchema reports the agentctl schema version of the PostgreSQL
+// database raw names (0: it holds none) and the version this agentctl
+// makes, changing nothing: what a dry run may look at (opening a store
+// migrates its schema).
+func PostgresSchema(ctx context.Context, raw string) (have, want int, err error) {
+	name := RedactStore(raw)
+	cfg, err := pgx.ParseConfig(raw)
+	if err != nil {
+		return 0, 0, invalidf("store %s: %s", name, redactSecret(err.Error(), raw))
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return 0, 0, fmt.Errorf("postgres store %s: %s (%w)", name, redactSecret(err.Error(), raw), ErrUnavailable)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	err = conn.QueryRow(ctx, `SELECT version FROM agentctl_schema`).Scan(&have)
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "42P01", errors.Is(err, pgx.ErrNoRows):
+		return 0, len(pgMigrations), nil
+	case err != nil:
+		return 0, 0, fmt.Errorf("postgres store %s: %s", name, redactSecret(err.Error(), raw))
+	}
+	return have, len(pgMigrations), nil
+}

@@ -125,20 +125,36 @@ func storeMigrateRun(ctx context.Context, opts *StoreMigrateOptions) error {
 
 	toName := instance.RedactStore(opts.To)
 	var dst *instance.Store
+	// A dry run writes nothing: what would be copied into a new store (a
+	// SQLite file not there, a PostgreSQL database without agentctl's
+	// tables, which opening it would make) is what is copied into an
+	// empty one.
+	empty := false
 	if p, ok := to.SQLitePath(dir); ok && opts.DryRun {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-			// A dry run creates no file: what would be copied into a new
-			// store is what is copied into an empty one.
-			tmp, err := os.MkdirTemp("", "agentctl-migrate-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(tmp)
-			dst, err = opts.Open(ctx, tmp, "", true)
-			if err != nil {
-				return err
-			}
-			toName = p
+			empty, toName = true, p
+		}
+	} else if !ok && opts.DryRun {
+		have, want, err := instance.PostgresSchema(ctx, opts.To)
+		switch {
+		case err != nil:
+			return fmt.Errorf("the store to copy into: %w", err)
+		case have == 0:
+			empty = true
+		case have < want:
+			return &instance.InvalidError{Msg: fmt.Sprintf("the store to copy into, %s, has agentctl's schema version %d, older than this agentctl's %d, which a dry run does not upgrade: "+
+				"run migrate without --dry-run (it upgrades the schema first), or any agentctl command with --store pointing at it", toName, have, want)}
+		}
+	}
+	if empty {
+		tmp, err := os.MkdirTemp("", "agentctl-migrate-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dst, err = opts.Open(ctx, tmp, "", true)
+		if err != nil {
+			return err
 		}
 	}
 	if dst == nil {

@@ -82,7 +82,17 @@ func TestStoreMigrate(t *testing.T) {
 	}
 	st.Close()
 
-	res := a.must("store", "migrate", "--to", url)
+	// A dry run into a database agentctl has not used writes nothing into
+	// it, not even the schema that opening it as a store would make.
+	res := a.must("store", "migrate", "--to", url, "--dry-run")
+	if !strings.Contains(res.stdout, "instances: 2 to copy") || !strings.Contains(res.stderr, "Dry run: 6 rows would be copied") {
+		t.Errorf("dry run into an empty database:\n%s", res)
+	}
+	if have, _, err := instance.PostgresSchema(t.Context(), url); err != nil || have != 0 {
+		t.Errorf("after a dry run the database has agentctl's schema version %d (%v); want none", have, err)
+	}
+
+	res = a.must("store", "migrate", "--to", url)
 	for _, want := range []string{"instances: 2 copied, 0 already there", "tokens:    2 copied", "questions: 0 copied", "events:    2 copied"} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("first migrate: stdout lacks %q\n%s", want, res)
