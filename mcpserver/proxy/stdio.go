@@ -305,9 +305,11 @@ func (c *stdioConn) failAnswer(ids *wire.IDReader, why string, detail error) jso
 	what := why
 	if detail != nil {
 		// One line, and not the server's whole line, which go-sdk may quote.
-		d := strings.Join(strings.Fields(detail.Error()), " ")
+		// Whole characters only (go-sdk's quote of the line may end in the
+		// middle of one, as may the cut here): the report is shown as text.
+		d := strings.ToValidUTF8(strings.Join(strings.Fields(detail.Error()), " "), "")
 		if len(d) > maxDetail {
-			d = d[:maxDetail] + "..."
+			d = strings.ToValidUTF8(d[:maxDetail], "") + "..."
 		}
 		what = fmt.Sprintf("%s (%s)", why, d)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 	"time"
 
 	"github.com/agentctl/agentctl/internal/testkit"
@@ -140,6 +141,31 @@ func TestStdioReportHidesTheServersSecrets(t *testing.T) {
 	if !strings.Contains(st.Error, "line 1 of its output was a line that is not JSON") || !strings.Contains(st.Error, Redacted) ||
 		strings.Contains(st.Error, secret) || strings.Contains(stderr.String(), secret) {
 		t.Errorf("status %q\nstderr %s\nwant the line reported, its secret redacted", st.Error, stderr.String())
+	}
+}
+
+// TestStdioReportCutsWholeCharacters: the part of go-sdk's error a report
+// repeats is cut at a character's end, not in the middle of one: the report
+// is text that get_instance shows as JSON, and a broken character would be
+// replaced there.
+func TestStdioReportCutsWholeCharacters(t *testing.T) {
+	t.Parallel()
+	p := NewPool([]mount.Resolved{server("u", "sh")}, &reconciles{}, Options{})
+	s := p.Servers()[0]
+	line := strings.Repeat("é", 300) // two bytes each: a cut at 200 bytes of the error may split one
+	for _, pad := range []string{"", "x"} {
+		cmd := exec.Command("sh", "-c", `printf '%s\n' "$1"; exec cat >/dev/null`, "sh", pad+line)
+		conn, err := (&commandTransport{server: s, cmd: cmd}).Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Read(context.Background()); !errors.Is(err, io.EOF) {
+			t.Fatalf("after the line: %v", err)
+		}
+		conn.Close()
+		if st := s.Status(); !utf8.ValidString(st.Error) || !strings.Contains(st.Error, "é...") {
+			t.Errorf("pad %q: report %q; want it valid UTF-8, cut after a whole é", pad, st.Error)
+		}
 	}
 }
 
