@@ -3,8 +3,10 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -432,10 +434,18 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			e.nsMu.RLock()
 			route := RouteToolCall(e.registry, style, server, cr.Params.Name)
+			why := ""
+			if route.Err != nil {
+				why = e.notServed(cr.Params.Name)
+			}
 			e.nsMu.RUnlock()
 			if route.Err != nil {
 				e.log.Debug("tools/call of an unknown tool", "name", cr.Params.Name)
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: route.Err.Error()}
+				msg := route.Err.Error()
+				if why != "" {
+					msg += "; " + why
+				}
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
 			}
 			// The request is this call's own; the registry is never touched.
 			cr.Params.Name = route.Canonical
@@ -445,6 +455,23 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// notServed says, under nsMu, why an external tool of that name is not
+// served (a collision, or withheld for an in-process tool), or "": the
+// model that calls it learns why, as get_instance would tell it.
+func (e *Endpoint) notServed(name string) string {
+	for _, c := range e.conflicts {
+		if c.Name == name {
+			return fmt.Sprintf("an external tool of that name is not served: %s offer it, and the model could not tell them apart (get_instance lists the conflict)", strings.Join(c.Sources, " and "))
+		}
+	}
+	for _, w := range e.withheld {
+		if w.Name == name {
+			return fmt.Sprintf("an external tool of that name is withheld: %s", w.Reason)
+		}
+	}
+	return ""
 }
 
 // presentList returns a copy of lr with transport names. Tools whose name
