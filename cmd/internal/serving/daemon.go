@@ -105,6 +105,10 @@ type Daemon struct {
 	entries map[string]*entry
 	deleted map[string]bool
 	closed  bool
+
+	// storeDown is the janitor's own (one goroutine): the store did not
+	// answer its last poll, which was said once.
+	storeDown bool
 }
 
 // entry is one instance's endpoint while it is being built or served.

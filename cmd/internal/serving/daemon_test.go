@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -436,4 +437,19 @@ type staticToken string
 
 func (t staticToken) CheckToken(_ context.Context, _, token string) (bool, error) {
 	return string(t) == token, nil
+}
+
+// TestJanitorSaysOnceThatTheStoreIsDown: a store that stops answering
+// makes the janitor's poll fail each time; it says so once, not each poll.
+func TestJanitorSaysOnceThatTheStoreIsDown(t *testing.T) {
+	var log testkit.Buffer
+	w := newWorld(t, func(o *serving.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	time.Sleep(100 * time.Millisecond) // polls that find the store well
+	w.st.Close()
+	time.Sleep(400 * time.Millisecond) // 20 polls of 20ms
+	if n := strings.Count(log.String(), "reading the store for deleted instances failed"); n != 1 {
+		t.Errorf("said %d times that the store failed; want once:\n%s", n, log.String())
+	}
 }

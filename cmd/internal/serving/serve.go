@@ -192,8 +192,12 @@ func (d *Daemon) reapDeleted() {
 	defer cancel()
 	ids, err := d.o.Store.IDs(ctx)
 	if err != nil {
-		d.log.Warn("reading the store for deleted instances failed; trying again", "error", err)
+		d.storeFailed("reading the store for deleted instances failed; trying again at each poll, quietly until it answers", err)
 		return
+	}
+	if d.storeDown {
+		d.log.Info("the store answers again")
+		d.storeDown = false
 	}
 	for _, e := range d.builtEntries() {
 		if _, ok := ids[e.id]; ok {
@@ -217,6 +221,16 @@ func (d *Daemon) reapDeleted() {
 	}
 }
 
+// storeFailed says, once an outage, that the janitor's poll of the store
+// failed: while a store is down it fails every poll, and a line a second
+// would bury the log.
+func (d *Daemon) storeFailed(msg string, err error) {
+	if !d.storeDown {
+		d.log.Warn(msg, "error", err)
+	}
+	d.storeDown = true
+}
+
 // recheckTokens ends the sessions and requests whose token is no longer
 // their instance's (`agentctl instance token rotate`, through this daemon
 // or another process): each token an open session or a request in flight
@@ -232,7 +246,7 @@ func (d *Daemon) recheckTokens() {
 		for _, token := range e.h.Tokens() {
 			ok, err := httpserve.Recheck(ctx, d.o.Checker, e.id, token)
 			if err != nil {
-				d.log.Warn("checking the tokens of open sessions failed; trying again", "instance", e.id, "error", err)
+				d.storeFailed("checking the tokens of open sessions failed; trying again at each poll, quietly until the store answers", err)
 				return
 			}
 			if ok {
