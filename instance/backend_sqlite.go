@@ -39,9 +39,10 @@ func newSQLiteBackend(path, real string, db *sql.DB) *sqliteBackend {
 	return b
 }
 
-func (b *sqliteBackend) Kind() string             { return "sqlite" }
-func (b *sqliteBackend) Name() string             { return b.path }
-func (b *sqliteBackend) rebind(q string) string   { return q }
+func (b *sqliteBackend) Kind() string           { return "sqlite" }
+func (b *sqliteBackend) Name() string           { return b.path }
+func (b *sqliteBackend) rebind(q string) string { return q }
+
 // isUnavailable: a SQLite file is always there to reach; but a write lock
 // another process held past the busy timeout (a gc compacting the
 // database, a store migrate into it) is worth trying again later, as an

@@ -1,8 +1,8 @@
 package mcpserver
 
 import (
-	"slices"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/agentctl/agentctl/agents"

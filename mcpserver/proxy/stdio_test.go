@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/internal/testkit"
 	"github.com/agentctl/agentctl/mcpserver/internal/wire"
