@@ -488,9 +488,14 @@ func matchChoice(choices []string, answer string) (string, []string) {
 	if slices.Contains(choices, answer) {
 		return answer, nil
 	}
-	// As a person types it: spaces at the ends, letter case and the
-	// Unicode form (a decomposed "é" from a macOS keyboard) aside.
-	fold := func(s string) string { return norm.NFC.String(strings.TrimSpace(s)) }
+	// As a person types it: spaces at the ends, letter case, line ends
+	// (a browser's form sends CRLF for LF, and its HTML parser makes LF of
+	// CRLF) and the Unicode form (a decomposed "é" from a macOS keyboard)
+	// aside.
+	fold := func(s string) string {
+		s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+		return norm.NFC.String(strings.TrimSpace(s))
+	}
 	var found []string
 	for _, c := range choices {
 		if strings.EqualFold(fold(c), fold(answer)) {

@@ -516,6 +516,16 @@ func TestAnswerTakesAChoice(t *testing.T) {
 	if got, err := st.Answer(ctx, rec.ID, q4.ID, "Cafe\u0301", false); err != nil || got.Answer != "caf\u00e9" {
 		t.Fatalf("a choice in another Unicode form: %+v %v, want café", got, err)
 	}
+	// A choice with a line break, as a browser sends it back (its HTML
+	// parser makes LF of CRLF, its form CRLF of LF), is that choice.
+	q6, _ := st.AddQuestion(ctx, rec.ID, "Which?", []string{"first\r\nsecond", "plain"})
+	if got, err := st.Answer(ctx, rec.ID, q6.ID, "first\nsecond", false); err != nil || got.Answer != "first\r\nsecond" {
+		t.Fatalf("a choice with CRLF sent back with LF: %+v %v", got, err)
+	}
+	q7, _ := st.AddQuestion(ctx, rec.ID, "Which now?", []string{"first\nsecond", "plain"})
+	if got, err := st.Answer(ctx, rec.ID, q7.ID, "first\r\nsecond", false); err != nil || got.Answer != "first\nsecond" {
+		t.Fatalf("a choice with LF sent back with CRLF: %+v %v", got, err)
+	}
 	// An answer that matches several choices but for case says so,
 	// rather than that it matches none.
 	q5, _ := st.AddQuestion(ctx, rec.ID, "Sure?", []string{"Yes", "yes", "No"})

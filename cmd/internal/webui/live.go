@@ -168,7 +168,11 @@ type sse struct {
 	rc *http.ResponseController
 }
 
-// send writes one message (data may hold newlines) and flushes it.
+// send writes one message (data may hold line breaks) and flushes it.
+// A browser ends a stream's line at "\r\n", "\n" or a lone "\r": each is a
+// data line's end here, so that nothing in data (an agent's text, which
+// html/template leaves "\r" in) can start a field of its own (event:, id:)
+// or end the message early. event and id are agentctl's own words.
 func (s *sse) send(event, id, data string) error {
 	var b strings.Builder
 	if event != "" {
@@ -177,8 +181,9 @@ func (s *sse) send(event, id, data string) error {
 	if id != "" {
 		b.WriteString("id: " + id + "\n")
 	}
+	data = strings.ReplaceAll(strings.ReplaceAll(data, "\r\n", "\n"), "\r", "\n")
 	for line := range strings.SplitSeq(data, "\n") {
-		b.WriteString("data: " + strings.TrimSuffix(line, "\r") + "\n")
+		b.WriteString("data: " + line + "\n")
 	}
 	b.WriteString("\n")
 	if _, err := io.WriteString(s.w, b.String()); err != nil {
