@@ -21,6 +21,12 @@ import (
 	"flag"
 	"fmt"
 	"image/png"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +35,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/instance"
 	"github.com/chromedp/chromedp"
 )
 
@@ -373,4 +380,64 @@ func shoot(t *testing.T, tab context.Context, page, size string, width int) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s (%d KiB)", out, len(shot)>>10)
+}
+
+// TestWebUILiveThroughAProxyRestart: behind a reverse proxy (serve
+// --base-url, the documented TLS set-up), the page's live stream comes
+// back after the daemon restarts, going on where it was: the browser gives
+// up on the proxy's 502 while the daemon is down, and the page's script
+// starts a new stream. Before, the page said "reload the page" for good.
+func TestWebUILiveThroughAProxyRestart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), rcTimeout)
+	defer cancel()
+	e := newRCEnv(t)
+	proxyLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyURL := "http://" + proxyLn.Addr().String()
+	d := startServe(ctx, e, "--base-url", proxyURL)
+	target, _ := url.Parse("http://" + d.addr)
+	proxy := &http.Server{Handler: &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.SetXForwarded() },
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
+	}}
+	go proxy.Serve(proxyLn)
+	defer proxy.Close()
+	login := loginURLOf(t, d)
+	rec := e.create(ctx, "--agent", "claude-code", "--name", "behind", "--workspace", e.work)
+
+	tab := newBrowser(t, 1280, 900)
+	do(t, tab, "log in through the proxy", chromedp.Navigate(login))
+	waitFor(t, tab, "the instances page", `location.pathname === "/" && document.querySelector("h1") && document.querySelector("h1").textContent === "Instances"`)
+	do(t, tab, "open the instance", chromedp.Navigate(proxyURL+"/ui/instances/"+rec.ID))
+	waitFor(t, tab, "the live stream", `document.getElementById("live-state").textContent.startsWith("Live:")`)
+
+	report := func(msg string) {
+		t.Helper()
+		st, err := instance.Open(ctx, e.state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := st.AddEvent(ctx, instance.Event{InstanceID: rec.ID, Tool: "report_progress", Status: instance.StatusRunning, Message: msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report("before the restart")
+	waitFor(t, tab, "the event before the restart", `document.getElementById("events").textContent.includes("before the restart")`)
+
+	if code := d.stop(); code != 0 {
+		t.Fatalf("serve stopped with %d", code)
+	}
+	time.Sleep(4 * time.Second) // the browser tries again meanwhile, and the proxy answers 502
+	startServe(ctx, e, "--base-url", proxyURL, "--listen", d.addr)
+	report("after the restart")
+	waitFor(t, tab, "the event after the restart, live", `document.getElementById("events").textContent.includes("after the restart") && document.getElementById("live-state").textContent.startsWith("Live:")`)
+	if n := get(t, tab, "how often the first event shows", chromedp.Evaluate[int](
+		`document.getElementById("events").textContent.split("before the restart").length - 1`)); n != 1 {
+		t.Errorf("the event before the restart shows %d times; the new stream must go on where the old one was", n)
+	}
 }

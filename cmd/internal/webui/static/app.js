@@ -107,34 +107,70 @@
       say('This browser cannot follow the instance live: reload the page to see what is new.');
       return;
     }
-    say('Connecting for live updates…');
-    var es = new EventSource(root.getAttribute('data-live'));
-    es.onopen = function () {
-      say('Live: new events, questions and run output appear as they come.');
+    var base = root.getAttribute('data-live');
+    var lastId = '';  // the last message's id: where a new stream goes on
+    var delay = 1000; // before the next try, doubled up to 30 s
+    var seen = function (e) { if (e.lastEventId) { lastId = e.lastEventId; } };
+    // The stream's URL, going on after the last message seen: a new
+    // EventSource sends no Last-Event-ID.
+    var streamURL = function () {
+      if (!lastId) { return base; }
+      var u = new URL(base, window.location.href), parts = lastId.split('.');
+      u.searchParams.set('after', parts[0]);
+      u.searchParams.set('log', parts[1] || '0');
+      return u.pathname + u.search;
     };
-    es.onerror = function () {
-      if (es.readyState === EventSource.CLOSED) {
-        say('Live updates stopped: reload the page (you may have to log in again).');
-      } else {
-        say('Live updates paused: the server does not answer; trying again…');
-      }
+    var connect = function () {
+      say('Connecting for live updates…');
+      var es = new EventSource(streamURL());
+      es.onopen = function () {
+        delay = 1000;
+        say('Live: new events, questions and run output appear as they come.');
+      };
+      es.onerror = function () {
+        if (es.readyState !== EventSource.CLOSED) {
+          say('Live updates paused: the server does not answer; trying again…');
+          return;
+        }
+        // The browser gives up on an answer that is not the stream: a
+        // proxy's 502 while the server restarts, a 503. Try again later,
+        // unless the session has ended.
+        var again = function () {
+          say('Live updates paused: the server does not answer; trying again in ' + Math.round(delay / 1000) + ' s…');
+          window.setTimeout(connect, delay);
+          delay = Math.min(delay * 2, 30000);
+        };
+        if (!window.fetch || !window.AbortController) { again(); return; }
+        var ctl = new AbortController();
+        window.fetch(streamURL(), {credentials: 'same-origin', signal: ctl.signal}).then(function (r) {
+          ctl.abort();
+          if (r.status === 401) {
+            say('Live updates stopped: the session ended; reload the page to log in again.');
+            return;
+          }
+          again();
+        }, again);
+      };
+      es.addEventListener('progress', function (e) { seen(e); addEvent(e.data); });
+      es.addEventListener('output', function (e) { seen(e); addOutput(JSON.parse(e.data)); });
+      es.addEventListener('output-reset', function (e) {
+        seen(e);
+        var pre = byId('output');
+        if (pre) { pre.textContent = ''; }
+      });
+      es.addEventListener('question', function (e) { seen(e); placeQuestion(JSON.parse(e.data)); });
+      es.addEventListener('run', function (e) {
+        seen(e);
+        var r = JSON.parse(e.data), cur = byId('run');
+        if (cur && cur.getAttribute('data-sig') !== r.sig) {
+          var node = fromHTML(r.html);
+          if (node) { cur.parentNode.replaceChild(node, cur); }
+        }
+      });
+      es.addEventListener('gone', function (e) { es.close(); say(e.data); announce(e.data, true); });
+      es.addEventListener('logout', function (e) { es.close(); say(e.data); announce(e.data, true); });
     };
-    es.addEventListener('progress', function (e) { addEvent(e.data); });
-    es.addEventListener('output', function (e) { addOutput(JSON.parse(e.data)); });
-    es.addEventListener('output-reset', function () {
-      var pre = byId('output');
-      if (pre) { pre.textContent = ''; }
-    });
-    es.addEventListener('question', function (e) { placeQuestion(JSON.parse(e.data)); });
-    es.addEventListener('run', function (e) {
-      var r = JSON.parse(e.data), cur = byId('run');
-      if (cur && cur.getAttribute('data-sig') !== r.sig) {
-        var node = fromHTML(r.html);
-        if (node) { cur.parentNode.replaceChild(node, cur); }
-      }
-    });
-    es.addEventListener('gone', function (e) { es.close(); say(e.data); announce(e.data, true); });
-    es.addEventListener('logout', function (e) { es.close(); say(e.data); announce(e.data, true); });
+    connect();
   }
 
   // An answer form posts in the background: the page stays, the answered
