@@ -267,7 +267,10 @@ func TestWebUIAnswerInBrowser(t *testing.T) {
 
 	// Answer by clicking; the page must not reload from here on.
 	do(t, tab, "mark the page", chromedp.Evaluate[chromedp.Void](`window.agentctlNoReload = true`))
-	do(t, tab, "click yes", chromedp.Click(chromedp.CSS(choice)))
+	// By keyboard: the focus stays with the question as it moves to the
+	// earlier ones (a disabled button lost it to the page's body).
+	do(t, tab, "focus yes", chromedp.Focus(chromedp.CSS(choice)))
+	do(t, tab, "press Enter", chromedp.KeyEvent("\r"))
 	select {
 	case <-run.ended:
 	case <-ctx.Done():
@@ -278,6 +281,8 @@ func TestWebUIAnswerInBrowser(t *testing.T) {
 		t.Fatalf("the agent's ask_user_question did not return the answer: %+v\n%s", o.rep, o.res)
 	}
 	waitFor(t, tab, "the question shown answered", fmt.Sprintf(`(function(){var q = document.getElementById("q-%s"); return q !== null && q.dataset.status === "answered" && q.textContent.includes("yes");})()`, q.ID))
+	waitFor(t, tab, "the focus on the answered question, in the open box of earlier ones", fmt.Sprintf(
+		`(function(){var q = document.getElementById("q-%s"); return q.contains(document.activeElement) && document.getElementById("earlier-box").open;})()`, q.ID))
 	waitFor(t, tab, "the run's end among the events", `document.querySelector('#events li[data-status="done"]') !== null`)
 	waitFor(t, tab, "the run's end in its summary", `document.getElementById("run").textContent.includes("exit code 0")`)
 	waitFor(t, tab, "the run's last output", `document.getElementById("output").textContent.includes("called=ask_user_question_agentctl ok")`)

@@ -179,13 +179,22 @@
     var form = ev.target;
     if (!form.matches || !form.matches('form[data-answer]') || !window.fetch) { return; }
     ev.preventDefault();
+    if (form.getAttribute('data-busy')) { return; } // sent already; its answer comes
     var body = new URLSearchParams();
     new FormData(form).forEach(function (v, k) { body.append(k, v); });
     var submitter = ev.submitter;
     if (submitter && submitter.name) { body.append(submitter.name, submitter.value); }
     var buttons = form.querySelectorAll('button');
     var errorBox = form.querySelector('.form-error');
-    buttons.forEach(function (b) { b.disabled = true; });
+    // Marked busy, not disabled: a disabled button loses the focus (to
+    // the page's body), and a keyboard or screen-reader user with it.
+    var busy = function (on) {
+      if (on) { form.setAttribute('data-busy', '1'); } else { form.removeAttribute('data-busy'); }
+      buttons.forEach(function (b) {
+        if (on) { b.setAttribute('aria-disabled', 'true'); } else { b.removeAttribute('aria-disabled'); }
+      });
+    };
+    busy(true);
     if (errorBox) { errorBox.hidden = true; }
     fetch(form.action, {
       method: 'POST', body: body, credentials: 'same-origin',
@@ -202,7 +211,7 @@
       }
       throw new Error(data.error || 'The answer was not sent.');
     }).catch(function (err) {
-      buttons.forEach(function (b) { b.disabled = false; });
+      busy(false);
       var msg = err && err.message ? err.message : String(err);
       if (err instanceof TypeError) { msg = 'The server could not be reached, so the answer was not sent: try again.'; }
       if (errorBox) {
