@@ -210,10 +210,11 @@ func (e *Endpoint) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest
 	if resp, ok := req.Params.InputResponses[askInputKey]; ok {
 		return e.elicited(ctx, req, in, resp)
 	}
-	if e.askPlace(ctx) == agents.AskViaClient && supportsElicitation(req) {
+	place, headless := e.askPlace(ctx)
+	if place == agents.AskViaClient && supportsElicitation(req) {
 		return e.elicit(in), AskOutput{}, nil
 	}
-	return e.askThroughStore(ctx, req, in)
+	return e.askThroughStore(ctx, req, in, headless)
 }
 
 // checkChoices says what is wrong with a question's choices for a person
@@ -237,18 +238,19 @@ func checkChoices(choices []string) string {
 
 // askPlace is where the question policy puts a question now: the
 // headless place while a headless `instance run` of the instance is under
-// way, the interactive place otherwise. A store that cannot say counts as
-// headless: a question kept in the store is never lost.
-func (e *Endpoint) askPlace(ctx context.Context) agents.AskVia {
+// way (headless), the interactive place otherwise. A store that cannot say
+// counts as headless for the place: a question kept in the store is never
+// lost.
+func (e *Endpoint) askPlace(ctx context.Context) (place agents.AskVia, headless bool) {
 	headless, err := e.cfg.Store.HeadlessRun(ctx, e.cfg.Instance.ID)
 	if err != nil {
 		e.log.Warn("cannot tell whether a headless run is under way; the question goes to the store", "err", err)
-		return agents.AskViaStore
+		return agents.AskViaStore, false
 	}
 	if headless {
-		return e.cfg.Questions.Headless
+		return e.cfg.Questions.Headless, true
 	}
-	return e.cfg.Questions.Interactive
+	return e.cfg.Questions.Interactive, false
 }
 
 func supportsElicitation(req *mcp.CallToolRequest) bool {
@@ -310,7 +312,8 @@ func (e *Endpoint) elicited(ctx context.Context, req *mcp.CallToolRequest, in As
 	if why := e.nobodyAt(ctx, req.Params.RequestState); why != "" {
 		e.log.Warn("the client "+res.Action+"d the question without a person: it goes to the store",
 			"tool", BuiltinName(BaseAskUserQuestion, e.cfg.ServerName), "why", why)
-		return e.askThroughStore(ctx, req, in)
+		inRun, _ := e.cfg.Store.HeadlessRun(ctx, e.cfg.Instance.ID)
+		return e.askThroughStore(ctx, req, in, inRun)
 	}
 	if res.Action == "decline" {
 		return textResult("The person declined to answer. Continue with your best judgement."), AskOutput{Status: AskDeclined}, nil
@@ -332,7 +335,9 @@ func (e *Endpoint) nobodyAt(ctx context.Context, state string) string {
 	return ""
 }
 
-func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, AskOutput, error) {
+// askThroughStore asks in the store and waits for the answer; inRun says
+// that a headless run was under way as it was asked.
+func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest, in AskInput, inRun bool) (*mcp.CallToolResult, AskOutput, error) {
 	id := e.cfg.Instance.ID
 	qid, err := e.cfg.Store.AskQuestion(ctx, id, in.Question, in.Choices)
 	if IsInstanceDeleted(err) {
@@ -348,7 +353,6 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 	// client gone, the store failing).
 	e.recordStatus(ctx, statusBlocked, fmt.Sprintf("waiting for the answer to question %s: %q", qid, in.Question))
 	ended := fmt.Sprintf("the wait for question %s ended", qid)
-	inRun, _ := e.cfg.Store.HeadlessRun(ctx, id)
 	e.waiting.Add(1)
 	defer func() {
 		// Running again once no question of the instance waits, here or
@@ -360,11 +364,13 @@ func (e *Endpoint) askThroughStore(ctx context.Context, req *mcp.CallToolRequest
 			if n, err := e.cfg.Store.OpenQuestions(bg, id); err == nil && n > 0 {
 				return
 			}
-			if still, err := e.cfg.Store.HeadlessRun(bg, id); inRun && err == nil && !still {
-				// The run it was asked in has ended, and recorded how:
-				// an endpoint its client left behind must not make the
-				// instance look running again.
-				return
+			if inRun {
+				if still, err := e.cfg.Store.HeadlessRun(bg, id); err == nil && !still {
+					// The run it was asked in has ended, and recorded
+					// how: an endpoint its client left behind must not
+					// make the instance look running again.
+					return
+				}
 			}
 			e.recordStatus(ctx, statusRunning, ended)
 		}

@@ -290,7 +290,7 @@ func TestAskUserQuestionAnsweredAsItStops(t *testing.T) {
 		st.mu.Unlock()
 		cancel() // the stop, before any read of the answer
 	}()
-	res, out, err := ep.askThroughStore(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}, AskInput{Question: "Ship it?"})
+	res, out, err := ep.askThroughStore(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}, AskInput{Question: "Ship it?"}, false)
 	if err != nil || res == nil || out.Answer != "yes" || out.Status != AskAnswered {
 		t.Fatalf("answered as the call ended: %v, %+v, %v; want the answer", res, out, err)
 	}
