@@ -91,10 +91,10 @@ type ConnectResult struct {
 	Previous string `json:"previous,omitempty"`
 	// Warnings are what the user should know of the change: a TOML file
 	// written again as a whole, without its comments.
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings []string `json:"warnings"`
 	// Scrubbed are the backups of the file that held the instance's
 	// bearer token, which disconnect took it out of.
-	Scrubbed []string `json:"scrubbed,omitempty"`
+	Scrubbed []string `json:"scrubbed"`
 }
 
 func resolveConnect(rec *Record, o ConnectOptions) (connectFile, string, error) {
@@ -229,9 +229,9 @@ func Connect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &ConnectResult{Path: path, Key: joinKey(f.Key, rec.ServerName)}
+	res := &ConnectResult{Path: path, Key: joinKey(f.Key, rec.ServerName), Warnings: []string{}, Scrubbed: []string{}}
 	err = editConfig(path, res, func(data []byte, exists bool) (*fileEdit, error) {
-		res.Action, res.Warnings = "", nil
+		res.Action, res.Warnings = "", []string{}
 		switch f.Kind {
 		case "yaml":
 			switch {
@@ -383,7 +383,7 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &ConnectResult{Path: path, Key: joinKey(f.Key, rec.ServerName), Action: "absent"}
+	res := &ConnectResult{Path: path, Key: joinKey(f.Key, rec.ServerName), Action: "absent", Warnings: []string{}, Scrubbed: []string{}}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		res.Scrubbed, res.Warnings = scrubBackups(resolveLink(path), instanceTokens(rec, nil))
 		return res, nil
@@ -391,7 +391,7 @@ func Disconnect(rec *Record, o ConnectOptions) (*ConnectResult, error) {
 	name := rec.ServerName
 	var removed any // the entry removed
 	err = editConfig(path, res, func(data []byte, exists bool) (*fileEdit, error) {
-		res.Action, res.Warnings = "absent", nil
+		res.Action, res.Warnings = "absent", []string{}
 		removed = nil
 		if !exists {
 			return nil, nil
@@ -504,15 +504,16 @@ const removedToken = "<token removed by agentctl disconnect>"
 // mode. It returns the backups changed, and says of each it could not
 // change why, and what to do.
 func scrubBackups(real string, tokens []string) (changed, failed []string) {
+	changed, failed = []string{}, []string{}
 	if len(tokens) == 0 {
-		return nil, nil
+		return changed, failed
 	}
 	names := []string{real + BackupSuffix}
 	for i := 1; i <= BackupsKept; i++ {
 		names = append(names, real+BackupSuffix+"."+strconv.Itoa(i))
 	}
 	if _, err := os.Stat(filepath.Dir(real)); err != nil {
-		return nil, nil // no folder, no backups
+		return changed, failed // no folder, no backups
 	}
 	fail := func(name string, err error) {
 		failed = append(failed, fmt.Sprintf("the instance's bearer token could not be taken out of %s (%v): remove that backup yourself, or run `agentctl instance token rotate` to make the token useless", name, err))
@@ -520,7 +521,7 @@ func scrubBackups(real string, tokens []string) (changed, failed []string) {
 	unlock, err := lockDir(filepath.Dir(real)) // connect rotates them under it
 	if err != nil {
 		fail(real+BackupSuffix+"*", err)
-		return nil, failed
+		return changed, failed
 	}
 	defer unlock()
 	for _, name := range names {

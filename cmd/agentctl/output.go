@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -125,7 +126,8 @@ func compileJQ(expr string) (*gojq.Code, error) {
 	if err != nil {
 		return nil, usageErrorf("invalid --jq expression %q: %v", expr, jqErrorText(expr, err))
 	}
-	code, err := gojq.Compile(q)
+	// $ENV and env are the environment, as in jq.
+	code, err := gojq.Compile(q, gojq.WithEnvironLoader(os.Environ))
 	if err != nil {
 		return nil, usageErrorf("invalid --jq expression %q: %v", expr, err)
 	}

@@ -14,7 +14,7 @@ import (
 // command prints: strings come out raw, other values as indented JSON;
 // without -o it implies -o json.
 func TestJQFiltersJSON(t *testing.T) {
-	t.Parallel()
+	t.Setenv("JQ_TEST_AGENT", "auggie")
 	f := newTestFactory(t, "NO_COLOR=1")
 	a := f.createNamed(t, "auggie", "a")
 	b := f.createNamed(t, "claude-code", "")
@@ -48,6 +48,11 @@ func TestJQFiltersJSON(t *testing.T) {
 		{func() *cobra.Command { return NewCmdToolsList(f.Factory, nil) }, []string{"--agent", "auggie", "--jq", ".[0].tools[0].transport"}, "ask_user_question\n"},
 		{func() *cobra.Command { return NewCmdInstanceQuestions(f.Factory, nil) }, []string{"--jq", "length"}, "0\n"},
 		{func() *cobra.Command { return NewCmdInstanceList(f.Factory, nil) }, []string{"--jq", "empty"}, ""},
+		// $ENV and env are the environment, as in jq.
+		{func() *cobra.Command { return NewCmdInstanceList(f.Factory, nil) }, []string{"--jq", `[.[] | select(.agent == $ENV.JQ_TEST_AGENT)] | length`}, "1\n"},
+		{func() *cobra.Command { return NewCmdInstanceList(f.Factory, nil) }, []string{"--jq", `env.JQ_TEST_AGENT`}, "auggie\n"},
+		// An instance's findings are [] when there are none, never null.
+		{func() *cobra.Command { return NewCmdToolsList(f.Factory, nil) }, []string{"--instance", "a", "--jq", ".[0].findings"}, "[]\n"},
 	} {
 		if out := f.mustRun(t, tc.cmd(), tc.args...); out != tc.want {
 			t.Errorf("%s %q: %q, want %q", tc.cmd().Name(), tc.args, out, tc.want)

@@ -56,8 +56,9 @@ agent (--jq filters it). The JSON is a contract (fields are added, never renamed
   server_name, naming      the server name S and the client's naming capability
   tools[]                  canonical, transport, model_visible, source, mount, base,
                            prefix_origin, kind (builtin|kb|mcp), length,
-                           max_length, status (served|withheld), problems[] (text),
-                           findings[] (as 'tools lint -o json')
+                           max_length, status (served|withheld), findings[] (as
+                           'tools lint -o json'; [] when none), problems[] (their
+                           text; left out when none)
   servers[]                name, state (up|down|unlisted), error, tools[] (own names),
                            stderr_tail[] (down: its last stderr lines, at most 20)
   findings[]               problems of no single tool (a server down, a bare name

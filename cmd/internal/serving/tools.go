@@ -124,6 +124,9 @@ func describeWith(ctx context.Context, catalog func() (*agents.Catalog, error), 
 		if c.id == agentOf(t, ref, clients) {
 			d.Findings = append(stale, d.Findings...)
 			d.Findings = append(d.Findings, mcpserver.LintTexts(d.Tools, instanceTexts(rec))...)
+			if d.Findings == nil {
+				d.Findings = []mcpserver.Finding{} // [] in JSON, as --help says
+			}
 		}
 		out = append(out, ToolsReport{Agent: c.id, Instance: ref, Description: d})
 	}
