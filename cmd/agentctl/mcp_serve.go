@@ -112,7 +112,7 @@ collections, for less CPU per request.`,
 			}
 			if opts.HTTP != "" {
 				so := opts.Serve
-				so.Listen, so.Only = opts.HTTP, opts.Instance
+				so.Listen, so.Only, so.ListenFlag = opts.HTTP, opts.Instance, "--http"
 				if err := so.fill(f); err != nil {
 					return err
 				}

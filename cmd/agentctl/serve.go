@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -52,6 +53,9 @@ type ServeOptions struct {
 	// BaseURL is the public URL the page is reached at (--base-url, else
 	// the base_url setting); "" is http://LISTEN.
 	BaseURL string
+	// ListenFlag names the flag Listen came from in messages ("" is
+	// --listen; `mcp serve` has --http).
+	ListenFlag string
 }
 
 // NewCmdServe is `agentctl serve`; runF replaces [serveRun] in tests.
@@ -164,11 +168,21 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if err != nil {
 		return usageErrorf("--max-body %q: %v; use a size such as 4MiB, 512KiB or 1000000", opts.MaxBody, err)
 	}
-	if err := checkListen(opts.Listen, opts.AllowRemote); err != nil {
+	flag := cmp.Or(opts.ListenFlag, "--listen")
+	if err := checkListen(flag, opts.Listen, opts.AllowRemote); err != nil {
 		return err
 	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--grace", opts.Grace}, {"--session-timeout", opts.SessionTimeout}} {
+		if d.v < 0 {
+			return usageErrorf("%s %s is negative; give a duration such as 30s (0: %s)", d.name, d.v, map[string]string{"--grace": "no grace", "--session-timeout": "never"}[d.name])
+		}
+	}
 	var base *url.URL
-	if opts.WebUI && opts.BaseURL != "" {
+	if opts.BaseURL != "" {
+		// Checked with or without the web page: notifications link to it.
 		if base, err = parseBaseURL(opts.BaseURL); err != nil {
 			return err
 		}
@@ -194,7 +208,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w; is another agentctl serve running there? Use --listen to pick another address", opts.Listen, err)
+		return fmt.Errorf("listen on %s: %w; is another agentctl serve running there? Use %s to pick another address", opts.Listen, err, flag)
 	}
 	defer tuneGC(opts.IO.getenv)()
 	addr := ln.Addr().String()
@@ -311,12 +325,12 @@ func forceStopOnSecondSignal(ctx context.Context, stopped <-chan struct{}, io *I
 
 // checkListen refuses a listen address beyond loopback without
 // --allow-remote.
-func checkListen(addr string, allowRemote bool) error {
+func checkListen(flag, addr string, allowRemote bool) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return usageErrorf("--listen %q is not host:port: %v", addr, err)
+		return usageErrorf("%s %q is not host:port: %v", flag, addr, err)
 	}
 	if !isLoopback(addr) && !allowRemote {
-		return usageErrorf("--listen %s is not a loopback address: other machines could reach it; add --allow-remote if that is what you want", addr)
+		return usageErrorf("%s %s is not a loopback address: other machines could reach it; add --allow-remote if that is what you want", flag, addr)
 	}
 	return nil
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 func TestNewCmdServe(t *testing.T) {
@@ -75,8 +78,34 @@ func TestCheckListen(t *testing.T) {
 		{"0.0.0.0:7821", true, true},
 		{"nonsense", true, false},
 	} {
-		if err := checkListen(c.addr, c.remote); (err == nil) != c.ok {
+		if err := checkListen("--listen", c.addr, c.remote); (err == nil) != c.ok {
 			t.Errorf("checkListen(%q, %v) = %v", c.addr, c.remote, err)
+		}
+	}
+}
+
+// TestServeRefusesBadValuesNamingTheFlag: a bad address is refused naming
+// the flag it came from (mcp serve has --http, not --listen), and a
+// negative --grace or --session-timeout, and a bad --base-url even without
+// the web page (notifications link to it), are usage errors rather than
+// accepted.
+func TestServeRefusesBadValuesNamingTheFlag(t *testing.T) {
+	for _, c := range []struct {
+		cmd  func(f *testFactory) *cobra.Command
+		args []string
+		want string
+	}{
+		{func(f *testFactory) *cobra.Command { return NewCmdMCPServe(f.Factory, nil) }, []string{"--instance", "x", "--http", "7822"}, `--http "7822" is not host:port`},
+		{func(f *testFactory) *cobra.Command { return NewCmdMCPServe(f.Factory, nil) }, []string{"--instance", "x", "--http", "0.0.0.0:0"}, `--http 0.0.0.0:0 is not a loopback address`},
+		{func(f *testFactory) *cobra.Command { return NewCmdServe(f.Factory, nil) }, []string{"--listen", "7822"}, `--listen "7822" is not host:port`},
+		{func(f *testFactory) *cobra.Command { return NewCmdServe(f.Factory, nil) }, []string{"--grace", "-5s"}, `--grace -5s is negative`},
+		{func(f *testFactory) *cobra.Command { return NewCmdServe(f.Factory, nil) }, []string{"--session-timeout", "-1m"}, `--session-timeout -1m0s is negative`},
+		{func(f *testFactory) *cobra.Command { return NewCmdServe(f.Factory, nil) }, []string{"--no-ui", "--base-url", "ftp://bad"}, `base`},
+	} {
+		f := newTestFactory(t)
+		err := runCommand(f, c.cmd(f), c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v; want an error saying %q", c.args, err, c.want)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func uiRun(ctx context.Context, opts *UIOptions) error {
 			return err
 		}
 		page = base.String()
-	} else if err := checkListen(opts.Listen, true); err != nil {
+	} else if err := checkListen("--listen", opts.Listen, true); err != nil {
 		return err
 	}
 	// The store is made if there is none yet: the token is for the
