@@ -364,11 +364,15 @@ func TestConnectOthersEntry(t *testing.T) {
 	}
 	path := filepath.Join(ws, ".cursor", "mcp.json")
 	before, _ := os.ReadFile(path)
-	for _, op := range []func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error){instance.Connect, instance.Disconnect} {
+	for i, op := range []func(*instance.Record, instance.ConnectOptions) (*instance.ConnectResult, error){instance.Connect, instance.Disconnect} {
 		_, err := op(rec, instance.ConnectOptions{})
 		if err == nil || !strings.Contains(err.Error(), "is not instance "+rec.ID+"'s (it starts instance "+other.ID+")") || !strings.Contains(err.Error(), "--force") ||
 			!errors.Is(err, instance.ErrInvalid) {
 			t.Errorf("err = %v", err)
+		}
+		// disconnect has no --server-name to suggest.
+		if disconnect := i == 1; disconnect == strings.Contains(err.Error(), "--server-name") {
+			t.Errorf("disconnect %v: %v", disconnect, err)
 		}
 		if data, _ := os.ReadFile(path); !bytes.Equal(data, before) {
 			t.Errorf("file changed:\n%s", data)

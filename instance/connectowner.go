@@ -77,8 +77,11 @@ func notOurs(path, key, id, verb string, old any) error {
 	if other := entryInstance(old); other != "" {
 		whose = "it starts instance " + other
 	}
-	return invalidf("%s: the entry %s is not instance %s's (%s); nothing was changed. "+
-		"Give this instance another --server-name, or pass --force to %s it anyway", path, key, id, whose, verb)
+	how := "Give this instance another --server-name (agentctl instance create), or pass --force to replace it anyway"
+	if verb == "remove" {
+		how = "It is not this instance's to remove; pass --force to remove it anyway"
+	}
+	return invalidf("%s: the entry %s is not instance %s's (%s); nothing was changed. %s", path, key, id, whose, how)
 }
 
 func joinKey(key, server string) string {

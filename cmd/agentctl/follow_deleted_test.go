@@ -163,3 +163,46 @@ func TestQuestionsWaitEndsWhenDeleted(t *testing.T) {
 		t.Errorf("deleted: %d, %v (exit %d); want 0 and the instance deleted, exit %d", n, err, exitCode(context.Background(), err), ExitNotFound)
 	}
 }
+
+// TestEventsFollowEndsDeletedWithExit3: `instance events --follow` ends
+// with exit 3 once the instance is deleted, as logs --follow, questions
+// --wait and wait do, so that a script tells it from an interruption; it
+// ended with exit 0.
+func TestEventsFollowEndsDeletedWithExit3(t *testing.T) {
+	t.Parallel()
+	f := newTestFactory(t, "NO_COLOR=1")
+	id := f.createNamed(t, "auggie", "watched")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := f.Store(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var out lockedBuffer
+	ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &lockedBuffer{}, getenv: func(string) string { return "" }}
+	done := make(chan error, 1)
+	go func() {
+		done <- instanceEventsRun(ctx, &InstanceEventsOptions{IO: ios, Store: f.Store, Instance: id, Follow: true, Output: "jsonl", Poll: func(s instance.EventSource) *instance.Poller { return &instance.Poller{Source: s, Interval: 10 * time.Millisecond} }})
+	}()
+	if _, err := st.RecordProgress(ctx, id, "report_progress", "running", "working", nil); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(out.String(), "working") {
+		if ctx.Err() != nil {
+			t.Fatal("the event was never printed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := st.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, instance.ErrDeleted) || exitCode(context.Background(), err) != ExitNotFound {
+			t.Errorf("events --follow of a deleted instance: %v (exit %d), want exit %d", err, exitCode(context.Background(), err), ExitNotFound)
+		}
+	case <-ctx.Done():
+		t.Fatal("events --follow kept waiting after the instance was deleted")
+	}
+}

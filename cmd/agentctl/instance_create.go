@@ -141,6 +141,9 @@ works in scripts; -o json prints the whole record and the token.`,
 			if opts.Transport != instance.TransportStdio && opts.Transport != instance.TransportHTTP {
 				return usageErrorf("invalid --transport %q: use stdio (the client starts 'agentctl mcp serve') or http (it connects to 'agentctl serve')", opts.Transport)
 			}
+			if opts.URL != "" && opts.Transport != instance.TransportHTTP {
+				return usageErrorf("--url %s is for --transport http; drop --url, or add --transport http", opts.URL)
+			}
 			if opts.AskVia != "" && !slices.Contains(agents.AskVias, agents.AskVia(opts.AskVia)) {
 				return usageErrorf("invalid --ask-via %q: use store (questions wait for 'agentctl instance answer') or client (MCP elicitation where the client can ask)", opts.AskVia)
 			}

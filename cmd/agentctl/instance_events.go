@@ -32,7 +32,8 @@ func NewCmdInstanceEvents(f *Factory, runF func(context.Context, *InstanceEvents
 		Use:   "events INSTANCE",
 		Short: "Show the progress events an instance reported (--follow to keep watching)",
 		Long: `Show the progress events the agent recorded with report_progress, oldest first.
---follow keeps printing new events until interrupted or the instance is deleted.
+--follow keeps printing new events until interrupted, or until the instance is
+deleted (then it ends with exit 3, as 'instance logs --follow' does).
 
 On a terminal each event is a line: its number, local time, status, percent and
 message. Piped, tab-separated values: SEQ, TIME (RFC 3339, UTC), STATUS,
@@ -96,9 +97,12 @@ func instanceEventsRun(ctx context.Context, opts *InstanceEventsOptions) error {
 		if opts.Output == formatJSON {
 			array = opts.IO.JSONArray()
 		}
+		var deleted error
 		for e, err := range p.Events(ctx, r.ID, opts.Follow) {
 			if errors.Is(err, instance.ErrDeleted) {
-				opts.IO.Narrate("Instance %s was deleted.", r.ID)
+				// Exit 3, as logs --follow, questions --wait and wait
+				// end: a script tells it from an interruption.
+				deleted = deletedMeanwhile(r.ID, "it reports nothing more")
 				break
 			}
 			if err != nil {
@@ -114,9 +118,11 @@ func instanceEventsRun(ctx context.Context, opts *InstanceEventsOptions) error {
 			}
 		}
 		if array != nil {
-			return array.Close()
+			if err := array.Close(); err != nil {
+				return err
+			}
 		}
-		return nil
+		return deleted
 	})
 }
 

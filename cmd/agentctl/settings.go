@@ -501,10 +501,8 @@ func (c *Config) LogLevel() (slog.Level, error) {
 func (c *Config) PrefixMode() (mount.PrefixMode, error) {
 	m, err := mount.ParsePrefixMode(c.String(keyToolPrefixMode))
 	if err != nil {
-		if f := c.flag(settingFor(keyToolPrefixMode)); f != nil && f.Changed {
-			return "", &usageError{msg: err.Error()}
-		}
-		return "", &configError{err}
+		// Named where it came from: the flag, the environment or the file.
+		return "", c.invalid(keyToolPrefixMode, "use mount-name (derive prefixes from mount names) or off (no prefixes)")
 	}
 	return m, nil
 }
