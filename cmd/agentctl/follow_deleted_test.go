@@ -183,7 +183,9 @@ func TestEventsFollowEndsDeletedWithExit3(t *testing.T) {
 	ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &lockedBuffer{}, getenv: func(string) string { return "" }}
 	done := make(chan error, 1)
 	go func() {
-		done <- instanceEventsRun(ctx, &InstanceEventsOptions{IO: ios, Store: f.Store, Instance: id, Follow: true, Output: "jsonl", Poll: func(s instance.EventSource) *instance.Poller { return &instance.Poller{Source: s, Interval: 10 * time.Millisecond} }})
+		done <- instanceEventsRun(ctx, &InstanceEventsOptions{IO: ios, Store: f.Store, Instance: id, Follow: true, Output: "jsonl", Poll: func(s instance.EventSource) *instance.Poller {
+			return &instance.Poller{Source: s, Interval: 10 * time.Millisecond}
+		}})
 	}()
 	if _, err := st.RecordProgress(ctx, id, "report_progress", "running", "working", nil); err != nil {
 		t.Fatal(err)
