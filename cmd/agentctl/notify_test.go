@@ -105,7 +105,8 @@ secret = "literal-key"
 		{"[[notify]]\nurl = \"https://a/\"\nsecret = \"\"", "[[notify]] #1: secret is empty"},
 		{"[[notify]]\nurl = \"https://a/\"\nsecret = \"env:NOT A NAME\"", `[[notify]] #1: secret "env:NOT A NAME": env: takes the name`},
 		{"[[notify]]\nurl = \"https://a/?k=1\"\n[[notify]]\nurl = \"https://a/?k=1\"", `[[notify]] #2: url "https://a/" is #1's too`},
-		{"[[notify]]\nurl = \"https://a/\"\nurls = \"x\"", `unknown key "notify.urls"`},
+		{"[[notify]]\nurl = \"https://a/\"\nurls = \"x\"", `[[notify]] #1: unknown key "urls" (a [[notify]] table's keys: url, events, format, secret)`},
+		{"[[notify]]\nurl = \"https://a/\"\n[[notify]]\nurl = \"https://b/\"\nevnets = [\"question\"]", `[[notify]] #2: unknown key "evnets"`},
 		{"[[notify]]\nurl = \"https://a/\"\nevents = \"question\"", "notify:"},
 		{"notify = \"https://a/\"", "notify:"},
 	} {
@@ -114,7 +115,7 @@ secret = "literal-key"
 		}
 	}
 	if _, err := decodeConfig("[[notify]]\nurl = \"https://a/\"\nsecret = \"env:X\"\nform = \"json\""); err == nil ||
-		!strings.Contains(err.Error(), "known keys:") || !strings.Contains(err.Error(), "notify") {
+		!strings.Contains(err.Error(), `[[notify]] #1: unknown key "form"`) || !strings.Contains(err.Error(), "format") {
 		t.Errorf("unknown key: %v", err)
 	}
 

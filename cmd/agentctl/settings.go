@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -341,35 +342,67 @@ func decodeConfig(data string) (*configFile, error) {
 		}
 		values[s.Key] = val
 	}
-	if k := unknownKey(md); k != "" {
+	if k, table, n := unknownKey(md); k != "" {
+		if table != "" {
+			return nil, fmt.Errorf("[[%s]] #%d: unknown key %q (a [[%s]] table's keys: %s)", table, n, k, table, strings.Join(tableKeys(table), ", "))
+		}
 		return nil, fmt.Errorf("unknown key %q (known keys: %s)", k, strings.Join(fileKeys(), ", "))
 	}
 	return &configFile{values: values, mounts: mounts, notify: notifies}, nil
 }
 
 // unknownKey is the file's first key that is not a setting: a scalar the
-// table lacks, or a key of a mount table that no mount field took.
-func unknownKey(md toml.MetaData) string {
+// file lacks, or a key of an array of tables ([[notify]], [[kbs]],
+// [[mcp_servers]]) that its tables do not take: then table names that
+// array, n is the table's number (from 1), and key is the table's own key.
+func unknownKey(md toml.MetaData) (key, table string, n int) {
 	undecoded := map[string]bool{}
 	for _, k := range md.Undecoded() {
 		undecoded[k.String()] = true
 	}
+	tables := map[string]int{} // array of tables -> the tables seen so far
 	for _, k := range md.Keys() {
 		name := k.String()
-		known := slices.ContainsFunc(settings, func(s setting) bool {
-			switch {
-			case !s.File:
-				return false
-			case s.Mounts != "" || s.Notify:
-				return k[0] == s.Key && !undecoded[name]
+		var array *setting
+		for i, s := range settings {
+			if s.File && (s.Mounts != "" || s.Notify) && k[0] == s.Key {
+				array = &settings[i]
 			}
-			return s.Key == name || strings.HasPrefix(s.Key, name+".")
+		}
+		if array != nil {
+			if len(k) == 1 {
+				tables[array.Key]++ // a [[table]] header: the next table
+				continue
+			}
+			if undecoded[name] {
+				return strings.Join(k[1:], "."), array.Key, tables[array.Key]
+			}
+			continue
+		}
+		known := slices.ContainsFunc(settings, func(s setting) bool {
+			return s.File && (s.Key == name || strings.HasPrefix(s.Key, name+"."))
 		})
 		if !known {
-			return name
+			return name, "", 0
 		}
 	}
-	return ""
+	return "", "", 0
+}
+
+// tableKeys are the keys a table of the array of tables named key takes.
+func tableKeys(key string) []string {
+	var v any = mount.Mount{}
+	if key == keyNotify {
+		v = notifyTable{}
+	}
+	var keys []string
+	t := reflect.TypeOf(v)
+	for i := range t.NumField() {
+		if tag := strings.Split(t.Field(i).Tag.Get("toml"), ",")[0]; tag != "" && tag != "-" {
+			keys = append(keys, tag)
+		}
+	}
+	return keys
 }
 
 // path is a path setting; a relative path from the config file is relative
