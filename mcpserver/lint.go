@@ -143,6 +143,7 @@ func tooLong(server string, naming agents.ToolNaming, r *ToolRow) (Finding, bool
 
 func outsideCharset(server string, naming agents.ToolNaming, r *ToolRow) (Finding, bool) {
 	raw := agents.ApplyTemplate(naming, server, r.Transport)
+	shown := raw // as the message quotes it: the separator kept
 	if sep := naming.PartSeparator; sep != "" {
 		// The client sends the parts separately: the charset applies to
 		// each, not to the separator it shows them joined by.
@@ -173,7 +174,7 @@ func outsideCharset(server string, naming agents.ToolNaming, r *ToolRow) (Findin
 		quoted = append(quoted, fmt.Sprintf("%q", c))
 	}
 	f.Problem = fmt.Sprintf("%q contains %s, outside the client's charset %s; the client shows it as %q",
-		raw, strings.Join(quoted, ", "), naming.Charset, r.ModelVisible)
+		shown, strings.Join(quoted, ", "), naming.Charset, r.ModelVisible)
 	switch {
 	case len(agents.OutsideCharset(naming.Charset, "a"+server)) > 0 && (strings.Contains(naming.Template, "{server}") || r.Kind == KindBuiltin):
 		f.Fix = fmt.Sprintf("create the instance with a --server-name that %s accepts", naming.Charset)

@@ -108,6 +108,18 @@ func TestLintCharset(t *testing.T) {
 	}
 }
 
+// TestLintCharsetQuotesCodexNames: for a client that sends a name's parts
+// apart (Codex: mcp__{server}/{tool}), the charset is each part's, and the
+// finding quotes the name with its separator, as the client shows it.
+func TestLintCharsetQuotesCodexNames(t *testing.T) {
+	codex := agents.ToolNaming{Namespacing: agents.NamespacingPrefix, Template: "mcp__{server}/{tool}", MaxLength: 64,
+		Charset: agents.DefaultCharset, PartSeparator: "/"}
+	d := describe(t, "agentctl", codex, mount.PrefixModeMountName,
+		[]mount.Mount{{Name: "web"}}, map[string][]string{"web": {"bad.name"}})
+	f := finding(t, row(t, d, "bad.name"), FindingCharset)
+	wantIn(t, "problem", f.Problem, `"mcp__agentctl/bad.name" contains '.'`)
+}
+
 func TestLintRenderedAlike(t *testing.T) {
 	t.Run("sanitising", func(t *testing.T) {
 		d := describe(t, "agentctl", kiroNaming, mount.PrefixModeMountName,
