@@ -243,21 +243,10 @@ func TestConnectInPlaceOnAFullDisk(t *testing.T) {
 func TestDisconnectScrubOnAFullDisk(t *testing.T) {
 	fsys := testkit.SmallFileSystem(t, 1<<20, "a scrub on a full disk is covered on root's machines (CI) only")
 	st := openStore(t)
-	rec := create(t, st, "cursor", func(o *instance.CreateOptions) {
-		o.Workspace, o.Transport = fsys, instance.Transport{Kind: instance.TransportHTTP, URL: "http://127.0.0.1:8765/instances/{id}/mcp"}
-	})
+	rec := httpInstance(t, st, fsys)
 	o := instance.ConnectOptions{Scope: instance.ScopeWorkspace}
 	path := filepath.Join(fsys, ".cursor", "mcp.json")
-	if _, err := instance.Connect(rec, o); err != nil {
-		t.Fatal(err)
-	}
-	withToken, _ := os.ReadFile(path)
-	if err := os.WriteFile(path+instance.BackupSuffix+".3", withToken, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
+	tokenLeftInBackup(t, rec, path, 3)
 	filler := testkit.Fill(t, fsys)
 	defer filler.Free()
 	res, err := instance.Disconnect(rec, o)
@@ -278,9 +267,7 @@ func TestDisconnectScrubKeepsTheBackupsOwner(t *testing.T) {
 	}
 	st := openStore(t)
 	ws := t.TempDir()
-	rec := create(t, st, "cursor", func(o *instance.CreateOptions) {
-		o.Workspace, o.Transport = ws, instance.Transport{Kind: instance.TransportHTTP, URL: "http://127.0.0.1:8765/instances/{id}/mcp"}
-	})
+	rec := httpInstance(t, st, ws)
 	o := instance.ConnectOptions{Scope: instance.ScopeWorkspace}
 	if _, err := instance.Connect(rec, o); err != nil {
 		t.Fatal(err)

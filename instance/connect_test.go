@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -675,9 +676,7 @@ func TestDisconnectTakesTheTokenOutOfBackups(t *testing.T) {
 func TestDisconnectScrubsBesideALinksTarget(t *testing.T) {
 	st := openStore(t)
 	ws, dotfiles := t.TempDir(), t.TempDir()
-	rec := create(t, st, "cursor", func(o *instance.CreateOptions) {
-		o.Workspace, o.Transport = ws, instance.Transport{Kind: instance.TransportHTTP, URL: "http://127.0.0.1:8765/instances/{id}/mcp"}
-	})
+	rec := httpInstance(t, st, ws)
 	target := filepath.Join(dotfiles, "mcp.json")
 	if err := os.WriteFile(target, []byte(`{"mcpServers": {}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -688,22 +687,38 @@ func TestDisconnectScrubsBesideALinksTarget(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(ws, ".cursor", "mcp.json")); err != nil {
 		t.Fatal(err)
 	}
-	o := instance.ConnectOptions{Scope: instance.ScopeWorkspace}
-	if _, err := instance.Connect(rec, o); err != nil {
-		t.Fatal(err)
-	}
-	withToken, _ := os.ReadFile(target)
-	if err := os.WriteFile(target+instance.BackupSuffix+".2", withToken, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(target); err != nil {
-		t.Fatal(err)
-	}
-	res, err := instance.Disconnect(rec, o)
+	tokenLeftInBackup(t, rec, target, 2)
+	res, err := instance.Disconnect(rec, instance.ConnectOptions{Scope: instance.ScopeWorkspace})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := filesHolding(t, dotfiles, rec.NewToken()); len(got) != 0 || len(res.Scrubbed) != 1 {
 		t.Errorf("after disconnect the token is in %v (scrubbed %v)", got, res.Scrubbed)
+	}
+}
+
+// httpInstance creates a cursor instance that its client reaches over
+// HTTP (its entry holds its bearer token), in workspace ws.
+func httpInstance(t *testing.T, st *instance.Store, ws string) *instance.Record {
+	t.Helper()
+	return create(t, st, "cursor", func(o *instance.CreateOptions) {
+		o.Workspace, o.Transport = ws, instance.Transport{Kind: instance.TransportHTTP, URL: "http://127.0.0.1:8765/instances/{id}/mcp"}
+	})
+}
+
+// tokenLeftInBackup connects rec into the file at path (its workspace
+// scope), keeps that version, which holds the token, as the file's backup
+// .n, and removes the file, as by hand.
+func tokenLeftInBackup(t *testing.T, rec *instance.Record, path string, n int) {
+	t.Helper()
+	if _, err := instance.Connect(rec, instance.ConnectOptions{Scope: instance.ScopeWorkspace}); err != nil {
+		t.Fatal(err)
+	}
+	withToken, _ := os.ReadFile(path)
+	if err := os.WriteFile(path+instance.BackupSuffix+"."+strconv.Itoa(n), withToken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
 	}
 }
