@@ -592,7 +592,8 @@ func (s *Store) RequestRestart(ctx context.Context, ref string, servers []string
 		}
 		for _, n := range servers {
 			if !slices.Contains(have, n) {
-				return nil, invalidf("instance %s has no external MCP server %q; its servers: %s", r.ID, n, strings.Join(have, ", "))
+				// Not found, as `mount remove` of a mount that is not there.
+				return nil, &NotFoundError{What: "external MCP server", Ref: n, Hint: fmt.Sprintf("instance %s's servers: %s", r.ID, strings.Join(have, ", "))}
 			}
 		}
 		if r.Restarts == nil {
