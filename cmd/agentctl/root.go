@@ -130,6 +130,8 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	// --version prints what `agentctl version` prints.
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	pf := root.PersistentFlags()
 	addSettingFlag(pf, keyConfig)
 	addSettingFlag(pf, keyStateDir)
