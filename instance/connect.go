@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -492,69 +491,6 @@ func instanceTokens(rec *Record, removed any) []string {
 		}
 	}
 	return tokens
-}
-
-// removedToken is what stands for a token disconnect took out of a backup:
-// it keeps the backup's JSON, TOML or YAML valid, and is no token.
-const removedToken = "<token removed by agentctl disconnect>"
-
-// scrubBackups takes tokens out of the backups connect kept of the file at
-// real: once the instance is disconnected they should not stay in the
-// workspace (a `git add .` takes them). Each backup keeps its owner and
-// mode. It returns the backups changed, and says of each it could not
-// change why, and what to do.
-func scrubBackups(real string, tokens []string) (changed, failed []string) {
-	changed, failed = []string{}, []string{}
-	if len(tokens) == 0 {
-		return changed, failed
-	}
-	names := []string{real + BackupSuffix}
-	for i := 1; i <= BackupsKept; i++ {
-		names = append(names, real+BackupSuffix+"."+strconv.Itoa(i))
-	}
-	if _, err := os.Stat(filepath.Dir(real)); err != nil {
-		return changed, failed // no folder, no backups
-	}
-	fail := func(name string, err error) {
-		failed = append(failed, fmt.Sprintf("the instance's bearer token could not be taken out of %s (%v): remove that backup yourself, or run `agentctl instance token rotate` to make the token useless", name, err))
-	}
-	unlock, err := lockDir(filepath.Dir(real)) // connect rotates them under it
-	if err != nil {
-		fail(real+BackupSuffix+"*", err)
-		return changed, failed
-	}
-	defer unlock()
-	for _, name := range names {
-		fi, err := os.Lstat(name)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		data, err := os.ReadFile(name)
-		if err != nil {
-			fail(name, err)
-			continue
-		}
-		next := data
-		for _, tok := range tokens {
-			next = bytes.ReplaceAll(next, []byte(tok), []byte(removedToken))
-		}
-		if bytes.Equal(next, data) {
-			continue
-		}
-		tmp, err := writeTemp(name, next, fi.Mode().Perm())
-		if err == nil {
-			keepOwner(tmp, fi)
-			if err = os.Rename(tmp, name); err != nil {
-				os.Remove(tmp)
-			}
-		}
-		if err != nil {
-			fail(name, err)
-			continue
-		}
-		changed = append(changed, name)
-	}
-	return changed, failed
 }
 
 // removable says whether disconnect may remove old, the entry under rec's
