@@ -490,6 +490,9 @@ func PostgresSchema(ctx context.Context, raw string) (have, want int, err error)
 	if err != nil {
 		return 0, 0, invalidf("store %s: %s", name, redactSecret(err.Error(), raw))
 	}
+	if msg := insecurePassfile(raw, cfg.Password); msg != "" {
+		return 0, 0, invalidf("store %s: %s", name, msg) // as opening it refuses
+	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
 	}

@@ -493,13 +493,12 @@ func (s *Store) identity() string {
 	return RedactStore(string(s.url))
 }
 
-// ownDirectory reports whether the instance directory (or a delete's
-// .deleting- one) at path is this store's, as its [StoreMarker] says. One
-// without a marker (made before agentctl wrote them) may be any store's,
-// and counts as not this one's.
-func (s *Store) ownDirectory(path string) bool {
+// storeOf is the store an instance directory (or a delete's .deleting-
+// one) at path names in its [StoreMarker]; false when it has none (made
+// by an older agentctl: it may be any store's).
+func storeOf(path string) (string, bool) {
 	b, err := os.ReadFile(filepath.Join(path, StoreMarker))
-	return err == nil && strings.TrimSpace(string(b)) == s.identity()
+	return strings.TrimSpace(string(b)), err == nil
 }
 
 // Sweep removes what a create or delete killed half-way left, and returns
@@ -525,6 +524,7 @@ func (s *Store) Sweep(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	own := s.identity()
 	var removed []string
 	for _, e := range entries {
 		name := e.Name()
@@ -559,9 +559,11 @@ func (s *Store) Sweep(ctx context.Context) ([]string, error) {
 			}
 			// Another store's instance may share the state directory: a
 			// directory is removed only when its marker names this store.
-			// A .deleting- one without a marker (a delete of an older
+			// An instance directory without a marker may be any store's;
+			// a .deleting- one without one (a delete of an older
 			// agentctl) is removed as before.
-			if _, err := os.Stat(filepath.Join(path, StoreMarker)); !s.ownDirectory(path) && (!isDeleting || err == nil) {
+			switch store, marked := storeOf(path); {
+			case marked && store != own, !marked && !isDeleting:
 				continue
 			}
 		}
