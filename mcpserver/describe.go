@@ -26,6 +26,9 @@ type ServerListing struct {
 	// stderr ([github.com/agentctl/agentctl/mcpserver/proxy.ServerStatus]'s
 	// StderrTail: bounded, secrets taken out).
 	StderrTail []string `json:"stderr_tail,omitempty"`
+	// Unservable says, by own name, why a tool of Tools cannot be served
+	// as the server described it (its schema: [SchemaChecker]).
+	Unservable map[string]string `json:"-"`
 }
 
 // Listing states of a [ServerListing].
@@ -110,6 +113,7 @@ func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resol
 	// External tools, in mount order; a name two servers want is nobody's.
 	var ext []Entry
 	count := map[string]int{}
+	unservable := map[[2]string]string{}
 	for _, m := range mounts {
 		if m.Kind != mount.KindServer {
 			continue
@@ -126,6 +130,9 @@ func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resol
 			e := Entry{Name: m.ToolName(base), Source: m.Source(), Kind: KindServer, Mount: m.Name, Prefix: m.EffectivePrefix, Base: base}
 			ext = append(ext, e)
 			count[e.Name]++
+			if why, ok := l.Unservable[base]; ok {
+				unservable[[2]string{m.Name, base}] = why
+			}
 		}
 	}
 	extRows := nameEntries(ext, static, server, naming, origins)
@@ -156,9 +163,12 @@ func DescribeTools(server string, naming agents.ToolNaming, mounts []mount.Resol
 		r := &extRows[i]
 		m := byName[r.Mount]
 		w, isHeld := held[[2]string{r.Canonical, r.Source}]
+		why, badSchema := unservable[[2]string{r.Mount, r.Base}]
 		switch {
 		case ValidateToolName(r.Canonical) != nil:
 			r.withhold(invalidName(m, r.Base, ValidateToolName(r.Canonical)))
+		case badSchema:
+			r.withhold(invalidSchema(m, r.Base, why))
 		case isHeld && w.Holder == r.Canonical:
 			r.withhold(takesInProcess(m, r, canonical[w.Holder], "canonical name"))
 		case isHeld && transport[r.Transport] == canonical[w.Holder]:

@@ -49,6 +49,7 @@ const (
 	FindingStale          = "stale-capability" // the record's capability is not the definition's any more
 	FindingServerDown     = "server-down"      // an external server could not be listed
 	FindingInvalidName    = "invalid-name"     // an external tool's name breaks the MCP rules
+	FindingInvalidSchema  = "invalid-schema"   // an external tool's schema breaks the MCP rules
 	FindingTakesInProcess = "takes-in-process" // an external tool takes a built-in's or knowledge base's name
 )
 
@@ -240,6 +241,12 @@ func invalidName(m mount.Resolved, base string, err error) Finding {
 	return Finding{Code: FindingInvalidName, Severity: SeverityError, Source: m.Source(), Tool: m.ToolName(base),
 		Problem: fmt.Sprintf("%v; the endpoint does not serve it", err),
 		Fix:     fmt.Sprintf("rename the tool in MCP server %q", m.Name)}
+}
+
+func invalidSchema(m mount.Resolved, base string, why string) Finding {
+	return Finding{Code: FindingInvalidSchema, Severity: SeverityError, Source: m.Source(), Tool: m.ToolName(base),
+		Problem: fmt.Sprintf("%s; the endpoint does not serve it", why),
+		Fix:     fmt.Sprintf("MCP server %q must describe the tool's input with an object schema ({\"type\": \"object\", ...}); report it to the server's authors", m.Name)}
 }
 
 func sharedExternal(m mount.Resolved, r *ToolRow, rows []ToolRow) Finding {

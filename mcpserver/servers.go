@@ -100,6 +100,7 @@ func (e *Endpoint) reconcile() {
 			served.tool = cands[0].tool
 		}
 	}
+	var schemas SchemaChecker
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		cands := want[name]
 		if _, clash := conflicts[name]; clash || invalid[name] || reserved[name] {
@@ -111,6 +112,10 @@ func (e *Endpoint) reconcile() {
 		c := cands[0]
 		tool := *c.tool
 		tool.Name = name
+		if err := schemas.Check(&tool); err != nil {
+			e.log.Warn("an external tool's schema breaks the MCP rules; it is not served", "tool", name, "source", c.s.Mount().Source(), "error", err)
+			continue
+		}
 		m := c.s.Mount()
 		ent := Entry{Name: name, Source: m.Source(), Kind: KindServer, Mount: m.Name, Prefix: m.EffectivePrefix, Base: c.tool.Name}
 		if err := e.registry.AddRawTool(ent, &tool, c.s.Handler(c.tool.Name)); err != nil {

@@ -268,8 +268,15 @@ func listServer(ctx context.Context, pool *proxy.Pool, m mount.Resolved) mcpserv
 		l.State, l.Error, l.StderrTail = mcpserver.ListingDown, st.Error, st.StderrTail
 		return l
 	}
+	var schemas mcpserver.SchemaChecker
 	for _, t := range s.Tools() {
 		l.Tools = append(l.Tools, t.Name)
+		if err := schemas.Check(t); err != nil {
+			if l.Unservable == nil {
+				l.Unservable = map[string]string{}
+			}
+			l.Unservable[t.Name] = err.Error()
+		}
 	}
 	return l
 }
