@@ -26,11 +26,23 @@ var ErrUnknownAgent = errors.New("unknown agent")
 type UnknownAgentError struct {
 	ID    string
 	Known []string
+	// Dir is the directory of user definitions ("" when none is read).
+	Dir string
 }
 
 func (e *UnknownAgentError) Error() string {
-	return fmt.Sprintf("unknown agent %q; known agents: %s (add your own in a TOML file under the agents directory)",
-		e.ID, strings.Join(e.Known, ", "))
+	where := "the agents directory"
+	if e.Dir != "" {
+		where = e.Dir
+		switch fi, err := os.Stat(e.Dir); {
+		case err != nil:
+			where += ", which does not exist"
+		case !fi.IsDir():
+			where += ", which is not a directory (--agents-dir, AGENTCTL_AGENTS_DIR and agents_dir name a directory)"
+		}
+	}
+	return fmt.Sprintf("unknown agent %q; known agents: %s (add your own in a TOML file under %s)",
+		e.ID, strings.Join(e.Known, ", "), where)
 }
 
 func (e *UnknownAgentError) Unwrap() error { return ErrUnknownAgent }
@@ -42,6 +54,7 @@ func (e *UnknownAgentError) Unwrap() error { return ErrUnknownAgent }
 type Catalog struct {
 	defs     map[string]*Definition
 	problems []*FileProblem
+	userDir  string
 }
 
 // FileProblem is a user definition file that could not be used.
@@ -70,7 +83,7 @@ type LoadOptions struct {
 
 // Load reads the embedded catalog and the user definitions.
 func Load(opts LoadOptions) (*Catalog, error) {
-	c := &Catalog{defs: map[string]*Definition{}}
+	c := &Catalog{defs: map[string]*Definition{}, userDir: opts.UserDir}
 	for _, d := range catalogDefinitions() {
 		if opts.Only == "" || d.ID == opts.Only {
 			c.defs[d.ID] = d
@@ -92,7 +105,9 @@ func Load(opts LoadOptions) (*Catalog, error) {
 		data, err := os.ReadFile(f)
 		if err == nil {
 			var d *Definition
-			d, err = Decode(f, data)
+			// A file with a catalog id overrides what it sets of the
+			// catalog's definition (with Only, whichever it is).
+			d, err = decodeOver(f, data, catalogDefinition(declaredID(data)))
 			if err == nil {
 				if prev, dup := seen[d.ID]; dup {
 					err = &DecodeError{File: f, Line: keyLines(data).find("id"), Key: "id",
@@ -100,9 +115,6 @@ func Load(opts LoadOptions) (*Catalog, error) {
 				} else {
 					seen[d.ID] = f
 					d.Source = f
-					if cat, ok := c.defs[d.ID]; ok && !d.hasRun {
-						d.Run = cat.Run // a user file without [run] keeps the catalog's recipe
-					}
 					c.defs[d.ID] = d
 					continue
 				}
@@ -113,13 +125,31 @@ func Load(opts LoadOptions) (*Catalog, error) {
 	return c, nil
 }
 
-// guessID reads the id a broken file was meant to define.
-func guessID(file string, data []byte) string {
+// catalogDefinition is the catalog's definition with this id, or nil.
+func catalogDefinition(id string) *Definition {
+	for _, d := range catalogDefinitions() {
+		if d.ID == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// declaredID is the id a file sets, or "" when it sets none or does not parse.
+func declaredID(data []byte) string {
 	var partial struct {
 		ID string `toml:"id"`
 	}
-	if _, err := tomlDecodeLoose(data, &partial); err == nil && partial.ID != "" {
+	if _, err := tomlDecodeLoose(data, &partial); err == nil {
 		return partial.ID
+	}
+	return ""
+}
+
+// guessID reads the id a broken file was meant to define.
+func guessID(file string, data []byte) string {
+	if id := declaredID(data); id != "" {
+		return id
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if m := keyRE().FindStringSubmatch(line); m != nil && m[1] == "id" {
@@ -144,7 +174,7 @@ func (c *Catalog) Lookup(id string) (*Definition, error) {
 	if d, ok := c.defs[id]; ok {
 		return d, nil
 	}
-	return nil, &UnknownAgentError{ID: id, Known: c.IDs()}
+	return nil, &UnknownAgentError{ID: id, Known: c.IDs(), Dir: c.userDir}
 }
 
 // IDs returns the ids of the usable definitions, sorted.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,30 +41,107 @@ func (e *DecodeError) Error() string {
 // An unknown key, a value of the wrong type or an invalid value is an error
 // naming the file, the line and the key, with a suggestion for near-miss keys.
 func Decode(file string, data []byte) (*Definition, error) {
+	return decodeOver(file, data, nil)
+}
+
+// decodeOver decodes a definition file over base (a catalog definition with
+// the file's id, or nil): the keys the file sets replace base's, key by
+// key, and the rest stay, so an override of a catalog client can change
+// its program alone. A list or a template the file sets replaces base's
+// whole, and so does a [capabilities.tool_names] table. An [mcp] that names
+// a config_format but no file and no entry takes that format's shapes, not
+// base's.
+func decodeOver(file string, data []byte, base *Definition) (*Definition, error) {
 	var d Definition
+	if base != nil {
+		d = *base.clone()
+	}
 	// Where each key is set matters only for an error: scan for it then.
 	lines := func() keyIndex { return keyLines(data) }
 	md, err := toml.Decode(string(data), &d)
 	if err != nil {
 		return nil, tomlError(file, lines(), err)
 	}
-	if undec := md.Undecoded(); len(undec) > 0 {
-		k := undec[0].String()
-		msg := "unknown key"
-		if s := suggestKey(k); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		} else {
-			msg += " (see `agentctl agents show auggie -o json` for the schema)"
+	for _, k := range md.Undecoded() {
+		if freeForm(k) {
+			continue
 		}
-		return nil, &DecodeError{File: file, Line: lines().find(k), Key: k, Msg: msg}
+		return nil, &DecodeError{File: file, Line: lines().find(k.String()), Key: k.String(), Msg: unknownKeyMsg(k)}
 	}
-	d.hasRun = md.IsDefined("run")
+	d.hasRun = md.IsDefined("run") || base != nil && base.hasRun
+	if base != nil {
+		// Two tables are one thing each, taken whole from the file when
+		// it sets them: a naming scheme (a template with another's
+		// separator or limits would be neither), and an [mcp] that names
+		// a format and no shape of its own.
+		ownNames := md.IsDefined("capabilities", "tool_names")
+		ownShape := md.IsDefined("mcp", "config_format") && !md.IsDefined("mcp", "file") && !md.IsDefined("mcp", "entry")
+		if ownNames || ownShape {
+			var own Definition
+			if _, err := toml.Decode(string(data), &own); err == nil {
+				if ownNames {
+					d.Capabilities.ToolNames = own.Capabilities.ToolNames
+				}
+				if ownShape {
+					d.MCP = own.MCP
+				}
+			}
+		}
+	}
 	d.MCP.orderTemplates(md)
-	d.applyDefaults()
+	d.applyDefaults(md.IsDefined("mcp", "trust"))
 	if fe := d.validate(); fe != nil {
 		return nil, &DecodeError{File: file, Line: lines().find(fe.key), Key: fe.key, Msg: fe.msg}
 	}
 	return &d, nil
+}
+
+// freeForm reports whether an undecoded key is inside a template (the
+// client's own keys, any shape): arrays of tables there are kept by
+// [Object], but the decoder counts their keys as undecoded.
+func freeForm(k toml.Key) bool {
+	return len(k) > 2 && k[0] == "mcp" && (k[1] == "entry" || k[1] == "remote_entry" || k[1] == "document")
+}
+
+// unknownKeyMsg says which segment of k is unknown, with the nearest
+// known key there or, when none is near, the keys that are known there.
+func unknownKeyMsg(k toml.Key) string {
+	known := schemaKeys()
+	for i := range k {
+		prefix := strings.Join(k[:i+1], ".")
+		if slices.Contains(known, prefix) {
+			continue
+		}
+		parent := strings.Join(k[:i], ".")
+		msg := "unknown key"
+		if i < len(k)-1 {
+			msg = fmt.Sprintf("unknown key %q", k[i])
+		}
+		if s := suggestKey(prefix); s != "" {
+			return msg + fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		where := "at the top of the file"
+		if parent != "" {
+			where = "in [" + parent + "]"
+		}
+		return msg + fmt.Sprintf(" (known %s: %s)", where, strings.Join(childKeys(parent), ", "))
+	}
+	return "unknown key"
+}
+
+// childKeys lists the schema's keys directly below parent ("": the top).
+func childKeys(parent string) []string {
+	var out []string
+	for _, k := range schemaKeys() {
+		kp, kl := "", k
+		if i := strings.LastIndexByte(k, '.'); i >= 0 {
+			kp, kl = k[:i], k[i+1:]
+		}
+		if kp == parent {
+			out = append(out, kl)
+		}
+	}
+	return out
 }
 
 // The regular expressions below place errors; they are compiled on the

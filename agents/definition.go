@@ -2,6 +2,7 @@ package agents
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -252,8 +253,12 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return fmt.Sprintf("key %q: %s", e.key, e.msg) }
 
-// applyDefaults fills optional values.
-func (d *Definition) applyDefaults() {
+// applyDefaults fills optional values; trustSet says that the file set
+// mcp.trust.
+func (d *Definition) applyDefaults(trustSet bool) {
+	if d.Command == nil {
+		d.Command = []string{} // [] in JSON, as the schema's other lists
+	}
 	tn := &d.Capabilities.ToolNames
 	if tn.MaxLength == 0 {
 		tn.MaxLength = DefaultMaxLength
@@ -262,7 +267,7 @@ func (d *Definition) applyDefaults() {
 		tn.Charset = DefaultCharset
 	}
 	d.Capabilities.Questions = d.Capabilities.Questions.WithDefaults()
-	d.MCP.applyDefaults(d.ID)
+	d.MCP.applyDefaults(d.ID, trustSet)
 }
 
 // validate checks a decoded definition; the first problem is returned.
@@ -272,6 +277,9 @@ func (d *Definition) validate() *fieldError {
 	}
 	if !idPattern().MatchString(d.ID) {
 		return &fieldError{"id", fmt.Sprintf("%q is not a valid id (lower-case letters, digits, '.', '_' and '-', starting with a letter or digit)", d.ID)}
+	}
+	if d.ID == "all" {
+		return &fieldError{"id", `"all" is taken: --agent all means every agent; choose another id`}
 	}
 	if d.Name == "" {
 		return &fieldError{"name", "missing; give the client a display name"}
@@ -358,4 +366,17 @@ func validateTemplate(t string) error {
 		return fmt.Errorf("%q has an unknown placeholder (only {tool} and {server} exist)", t)
 	}
 	return nil
+}
+
+// clone returns a copy of d that shares no list, map or template with it:
+// a user file decoded over it (see decodeOver) must leave the catalog's
+// definition as it was.
+func (d *Definition) clone() *Definition {
+	c := *d
+	c.Command = slices.Clone(d.Command)
+	c.MCP.Document, c.MCP.Entry, c.MCP.RemoteEntry = d.MCP.Document.clone(), d.MCP.Entry.clone(), d.MCP.RemoteEntry.clone()
+	r := &c.Run
+	r.ConfigArgs, r.Headless, r.Interactive, r.Unattended = slices.Clone(r.ConfigArgs), slices.Clone(r.Headless), slices.Clone(r.Interactive), slices.Clone(r.Unattended)
+	r.ConfigEnv = maps.Clone(r.ConfigEnv)
+	return &c
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -84,6 +85,32 @@ func objectValue(v any) any {
 		}
 	case int64:
 		return int(t) // as the generated catalog writes it
+	}
+	return v
+}
+
+// clone copies o and every template inside it.
+func (o Object) clone() Object {
+	if o == nil {
+		return nil
+	}
+	c := make(Object, len(o))
+	for i, m := range o {
+		c[i] = Member{m.Key, cloneValue(m.Value)}
+	}
+	return c
+}
+
+func cloneValue(v any) any {
+	switch t := v.(type) {
+	case Object:
+		return t.clone()
+	case []any:
+		c := make([]any, len(t))
+		for i, e := range t {
+			c[i] = cloneValue(e)
+		}
+		return c
 	}
 	return v
 }
@@ -184,8 +211,10 @@ func FileKind(file string) string {
 // applyDefaults gives a definition whose [mcp] describes no file and no
 // entry the shapes of its config_format (or, without one, of the catalog
 // definition with its id), where it leaves them out; config_format
-// defaults to the id, key to "mcpServers".
-func (m *MCPConfig) applyDefaults(id string) {
+// defaults to the id, key to "mcpServers". The format's trust and
+// tool-call limits come with its shapes (trust unless trustSet: the
+// definition set mcp.trust itself).
+func (m *MCPConfig) applyDefaults(id string, trustSet bool) {
 	if m.File == "" && len(m.Entry) == 0 {
 		if f, ok := CatalogMCP(id, m.ConfigFormat); ok {
 			m.ConfigFormat, m.File, m.Entry, m.List = f.ConfigFormat, f.File, f.Entry, m.List || f.List
@@ -195,6 +224,10 @@ func (m *MCPConfig) applyDefaults(id string) {
 			m.Connect = Connect{Workspace: cmp.Or(m.Connect.Workspace, f.Connect.Workspace), User: cmp.Or(m.Connect.User, f.Connect.User),
 				WorkspaceReads: cmp.Or(m.Connect.WorkspaceReads, f.Connect.WorkspaceReads), UserReads: cmp.Or(m.Connect.UserReads, f.Connect.UserReads)}
 			m.ToolTimeoutDefault = cmp.Or(m.ToolTimeoutDefault, f.ToolTimeoutDefault)
+			m.ToolTimeoutMax = cmp.Or(m.ToolTimeoutMax, f.ToolTimeoutMax)
+			if !trustSet {
+				m.Trust = f.Trust
+			}
 			if m.Document == nil {
 				m.Document = f.Document
 			}
@@ -219,6 +252,8 @@ func (m *MCPConfig) validate() *fieldError {
 		return &fieldError{"mcp.config_format", "missing; one of " + strings.Join(FormatNames(), ", ") + ", or describe the client's own file with mcp.file, mcp.key and mcp.entry"}
 	case len(m.Entry) == 0:
 		return &fieldError{"mcp.config_format", fmt.Sprintf("unknown format %q (want one of %s, or describe it with mcp.file, mcp.key and mcp.entry)", m.ConfigFormat, strings.Join(FormatNames(), ", "))}
+	case strings.HasPrefix(m.File, "~") || strings.Contains(m.File, "$"):
+		return &fieldError{"mcp.file", fmt.Sprintf("%q: mcp.file names the file written in the instance's own directory, where ~ and $VAR are not expanded; the file the client reads elsewhere belongs in mcp.connect.user", m.File)}
 	case FileKind(m.File) == "" || !filepath.IsLocal(m.File):
 		return &fieldError{"mcp.file", fmt.Sprintf("%q is not a file name in the instance's directory ending in .json, .toml or .yaml", m.File)}
 	case strings.ContainsAny(m.Key, ".[]"):
@@ -232,8 +267,23 @@ func (m *MCPConfig) validate() *fieldError {
 	if fe := checkConnect("mcp.connect.user", m.Connect.User, true, FileKind(m.File)); fe != nil {
 		return fe
 	}
+	if FileKind(m.File) == "yaml" {
+		for _, c := range []struct{ key, path string }{{"mcp.connect.workspace", m.Connect.Workspace}, {"mcp.connect.user", m.Connect.User}} {
+			if c.path != "" && !strings.Contains(c.path, "{server}") {
+				return &fieldError{c.key, fmt.Sprintf("%q: connect writes a YAML file whole, one server to a file, so its name holds {server} (such as .client/mcp/{server}.yaml); a file with the client's other settings would be replaced", c.path)}
+			}
+		}
+	}
 	if fe := checkTemplate("mcp.entry", m.Entry, entryPlaceholders); fe != nil {
 		return fe
+	}
+	if fe := needPlaceholders("mcp.entry", m.Entry, "command", "args"); fe != nil {
+		return fe
+	}
+	if m.RemoteEntry != nil {
+		if fe := needPlaceholders("mcp.remote_entry", m.RemoteEntry, "url", "headers"); fe != nil {
+			return fe
+		}
 	}
 	// The document is filled as the entries are.
 	if fe := checkTemplate("mcp.document", m.Document, slices.Compact(slices.Sorted(slices.Values(slices.Concat(entryPlaceholders, remotePlaceholders))))); fe != nil {
@@ -317,6 +367,11 @@ func checkTemplate(key string, v any, known []string) *fieldError {
 				return fe
 			}
 		}
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return &fieldError{key, fmt.Sprintf("%v cannot be written in a client's JSON or YAML file", t)}
+		}
+	case bool, int:
 	case string:
 		for _, p := range placeholderRE().FindAllStringSubmatch(t, -1) {
 			if !slices.Contains(known, p[1]) {
@@ -326,6 +381,31 @@ func checkTemplate(key string, v any, known []string) *fieldError {
 				return &fieldError{key, fmt.Sprintf("%s must be the whole value, not part of %q", p[0], t)}
 			}
 		}
+	default:
+		return &fieldError{key, fmt.Sprintf("a %T cannot be written in a client's file: give a string, number, boolean, list or table", v)}
 	}
 	return nil
+}
+
+// needPlaceholders says which of names the template t never uses: an
+// entry without them cannot reach the endpoint.
+func needPlaceholders(key string, t Object, names ...string) *fieldError {
+	for _, n := range names {
+		if !usesPlaceholder(t, "{"+n+"}") {
+			return &fieldError{key, fmt.Sprintf("the template has no {%s}, so the client could not reach the endpoint; it needs {%s}", n, strings.Join(names, "} and {"))}
+		}
+	}
+	return nil
+}
+
+func usesPlaceholder(v any, p string) bool {
+	switch t := v.(type) {
+	case Object:
+		return slices.ContainsFunc(t, func(m Member) bool { return usesPlaceholder(m.Value, p) })
+	case []any:
+		return slices.ContainsFunc(t, func(e any) bool { return usesPlaceholder(e, p) })
+	case string:
+		return t == p
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -168,6 +169,10 @@ func (d *Definition) validateRun() *fieldError {
 	for _, a := range r.Headless {
 		n += strings.Count(a, "{prompt}")
 	}
+	if !r.WorkspaceConfig && !r.reachesEndpoint() {
+		return &fieldError{"run.config_args", "the recipe never tells the client where the instance's MCP configuration is, so the client would run without agentctl's endpoint: " +
+			"pass {config} (or {config_dir}, {entry_toml}, {command_line}) in run.config_args or run.config_env, or set run.workspace_config = true if the client reads only its own file (`instance connect` puts the entry there)"}
+	}
 	switch {
 	case len(r.Headless) == 0 && r.NoHeadless == "":
 		return &fieldError{"run.headless", `missing; give the one-prompt form, such as ["-p", "{prompt}"], or say why there is none in run.no_headless`}
@@ -175,6 +180,21 @@ func (d *Definition) validateRun() *fieldError {
 		return &fieldError{"run.headless", fmt.Sprintf("%q has {prompt} %d times; the headless form passes the prompt once", r.Headless, n)}
 	}
 	return nil
+}
+
+// reachesEndpoint reports whether the recipe passes the client the
+// instance's configuration, or the endpoint's entry, in some form.
+func (r *Run) reachesEndpoint() bool {
+	for _, l := range [][]string{r.ConfigArgs, r.Headless, r.Interactive, r.Unattended, slices.Collect(maps.Values(r.ConfigEnv))} {
+		for _, a := range l {
+			for _, p := range []string{"{config}", "{config_dir}", "{entry_toml}", "{command_line}"} {
+				if strings.Contains(a, p) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func checkPlaceholders(s string) error {
