@@ -2,6 +2,7 @@ package instance
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -57,25 +58,42 @@ func (s *Store) RebuildFiles(r *Record, def *agents.Definition, executable strin
 	if r.QuestionTimeout > 0 {
 		entry.ToolTimeout = ClientToolTimeout(def, time.Duration(r.QuestionTimeout))
 	}
-	if _, err := WriteClientConfig(staging, &def.MCP, r.ServerName, entry); err != nil {
+	// The file and its key are the record's: the definition may have
+	// changed since, or differ on this host. The entry's shape is the
+	// definition's (a record does not keep it).
+	m := def.MCP
+	if c := r.Client; c != nil {
+		if agents.FileKind(c.File) != agents.FileKind(m.File) {
+			return &ForeignFilesError{ID: r.ID, Host: r.Host,
+				What: fmt.Sprintf("its client reads %s, but agent %q's definition here writes %s files (%s)", c.File, r.Agent, agents.FileKind(m.File), def.Source)}
+		}
+		m.File, m.Key = c.File, c.Key
+	}
+	if _, err := WriteClientConfig(staging, &m, r.ServerName, entry); err != nil {
 		return fmt.Errorf("instance %s: write its %s MCP configuration: %w", r.ID, r.Agent, err)
 	}
 	if _, err := writeFiles(staging, files); err != nil {
 		return err
 	}
 	// The directory may hold the serve lock of an endpoint that served the
-	// instance here already: the files join it.
+	// instance here already, or what an earlier attempt made: the files
+	// join it, one by one.
 	if err := os.Rename(staging, r.Dir); err == nil {
 		return nil
 	}
-	entries, err := os.ReadDir(staging)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := os.Rename(filepath.Join(staging, e.Name()), filepath.Join(r.Dir, e.Name())); err != nil {
-			return fmt.Errorf("instance %s: publish its files on this host: %w", r.ID, err)
+	err = filepath.WalkDir(staging, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
 		}
+		rel, _ := filepath.Rel(staging, p)
+		dst := filepath.Join(r.Dir, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return err
+		}
+		return os.Rename(p, dst)
+	})
+	if err != nil {
+		return fmt.Errorf("instance %s: publish its files on this host: %w", r.ID, err)
 	}
 	return nil
 }

@@ -26,9 +26,13 @@ a bad value is an error naming the file, the line and the key.`,
 	return cmd
 }
 
-// problemsError reports broken user files after the rest was printed.
-func problemsError(cat *agents.Catalog) error {
+// problemsError reports broken user files after the rest was printed:
+// every one, or, given ids, those meant to define one of them.
+func problemsError(cat *agents.Catalog, ids ...string) error {
 	probs := cat.Problems()
+	if len(ids) > 0 {
+		probs = slices.DeleteFunc(slices.Clone(probs), func(p *agents.FileProblem) bool { return !slices.Contains(ids, p.ID) })
+	}
 	if len(probs) == 0 {
 		return nil
 	}

@@ -209,12 +209,17 @@ func planRun(st *instance.Store, r *instance.Record, definition func(string) (*a
 	o.Warning = instance.RunToolTimeoutWarning(def, qt)
 	// A client that reads MCP servers only from its own files finds the
 	// endpoint once `instance connect` has put it there, in either scope.
-	o.WorkspaceConfigured = func() (string, bool) {
+	o.WorkspaceConfigured = func() (string, string, bool) {
 		path, ok := instance.Connected(r, instance.ConnectOptions{Scope: instance.ScopeWorkspace})
-		if !ok {
-			_, ok = instance.Connected(r, instance.ConnectOptions{Scope: instance.ScopeUser})
+		if ok {
+			return path, "", true
 		}
-		return path, ok
+		user, ok := instance.Connected(r, instance.ConnectOptions{Scope: instance.ScopeUser})
+		if !ok && path == "" && user != "" {
+			// No workspace file to connect: the user's is the one.
+			return user, string(instance.ScopeUser), false
+		}
+		return path, "", ok
 	}
 	o.ConfigRefusal = func() string { return instance.RootOwnedRefusal(r.MCPConfigPath) }
 	p, err := launch.New(def, r, o)

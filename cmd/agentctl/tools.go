@@ -45,6 +45,19 @@ type ToolsTarget struct {
 	Connect bool
 }
 
+// toolsAgents is the agents described, for a filter of [problemsError]:
+// none (every one) for --agent all.
+func toolsAgents(t *ToolsTarget, reports []toolsReport) []string {
+	if t.Agent == agentAll {
+		return nil
+	}
+	ids := make([]string, 0, len(reports))
+	for _, r := range reports {
+		ids = append(ids, r.Agent)
+	}
+	return ids
+}
+
 // registerToolsTarget adds the flags that choose a [ToolsTarget]: --instance,
 // --agent, --connect and the create flags.
 func registerToolsTarget(f *Factory, cmd *cobra.Command, t *ToolsTarget, mounts *mountFlags) {

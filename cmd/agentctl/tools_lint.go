@@ -126,10 +126,10 @@ func toolsLintRun(ctx context.Context, opts *ToolsLintOptions) error {
 		return err
 	}
 	// A definition file that could not be used is a client whose names
-	// were not checked: CI hears of it.
+	// were not checked: CI hears of it when it checks that client (or all).
 	var probs error
 	if cat, err := opts.Catalog(); err == nil {
-		probs = problemsError(cat)
+		probs = problemsError(cat, toolsAgents(&opts.Target, reports)...)
 	}
 	if errs > 0 || (opts.Strict && warns > 0) {
 		err := fmt.Errorf("%s, %s in the tool names of %s", count(errs, "error"), count(warns, "warning"), count(len(reports), "agent"))

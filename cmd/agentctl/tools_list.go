@@ -88,6 +88,13 @@ agent (--jq filters it). The JSON is a contract (fields are added, never renamed
 }
 
 func toolsListRun(ctx context.Context, opts *ToolsListOptions) error {
+	if err := toolsListPrint(ctx, opts); err != nil {
+		return err
+	}
+	return toolsProblems(opts.Catalog, &opts.Target)
+}
+
+func toolsListPrint(ctx context.Context, opts *ToolsListOptions) error {
 	reports, stopped, err := describeToolsTarget(ctx, opts.Catalog, opts.Store, &opts.Target)
 	defer stopped()
 	if err != nil {
@@ -128,6 +135,19 @@ func toolsListRun(ctx context.Context, opts *ToolsListOptions) error {
 		return err
 	}
 	return toolsListFindings(opts.IO, reports, tty)
+}
+
+// toolsProblems is, for --agent all, the definition files that could not
+// be used, whose clients the listing left out.
+func toolsProblems(catalog func() (*agents.Catalog, error), t *ToolsTarget) error {
+	if t.Agent != agentAll {
+		return nil // one agent: its own broken file failed the listing
+	}
+	cat, err := catalog()
+	if err != nil {
+		return err
+	}
+	return problemsError(cat)
 }
 
 // toolsListFindings says on stderr what stdout could not hold: unless the

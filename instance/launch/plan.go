@@ -57,9 +57,11 @@ type Options struct {
 	// question timeout and a margin).
 	ToolTimeout time.Duration
 	// WorkspaceConfigured reports whether the client's own file in the
-	// workspace already holds the endpoint's entry; asked only for
-	// recipes with WorkspaceConfig.
-	WorkspaceConfigured func() (path string, ok bool)
+	// workspace (or the user's) already holds the endpoint's entry, and
+	// otherwise which file `instance connect` would put it in and with
+	// which --scope ("" for the default); asked only for recipes with
+	// WorkspaceConfig.
+	WorkspaceConfigured func() (path, scope string, ok bool)
 	// ConfigRefusal, asked only for recipes with ConfigRootOwned, says why
 	// the client would ignore the instance's file ([instance.RootOwnedRefusal]),
 	// or "" if it would not.
@@ -125,8 +127,12 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 	}
 	var warnings []string
 	if r.WorkspaceConfig && o.WorkspaceConfigured != nil {
-		if path, ok := o.WorkspaceConfigured(); !ok {
-			msg := fmt.Sprintf("this client reads MCP servers only from %s; put the instance's entry there first with `agentctl instance connect %s`", path, rec.ID)
+		if path, scope, ok := o.WorkspaceConfigured(); !ok {
+			cmd := "agentctl instance connect " + rec.ID
+			if scope != "" {
+				cmd += " --scope " + scope
+			}
+			msg := fmt.Sprintf("this client reads MCP servers only from %s; put the instance's entry there first with `%s`", path, cmd)
 			if !o.Preview {
 				return nil, &NotRunnableError{def.ID, msg}
 			}
@@ -137,7 +143,7 @@ func New(def *agents.Definition, rec *instance.Record, o Options) (*Plan, error)
 		if why := o.ConfigRefusal(); why != "" {
 			connected := false
 			if o.WorkspaceConfigured != nil {
-				_, connected = o.WorkspaceConfigured()
+				_, _, connected = o.WorkspaceConfigured()
 			}
 			if !connected {
 				msg := fmt.Sprintf("this client ignores the settings file agentctl wrote for it (%s) unless it and every directory above it are owned by root and writable by nobody else, and %s; "+

@@ -132,11 +132,11 @@ func TestPlanModes(t *testing.T) {
 		t.Fatalf("no recipe: %v", err)
 	}
 	droid := catalogDef(t, "droid")
-	_, err = New(droid, testRecord, Options{Mode: Headless, Prompt: "x", WorkspaceConfigured: func() (string, bool) { return "/w/.factory/mcp.json", false }})
+	_, err = New(droid, testRecord, Options{Mode: Headless, Prompt: "x", WorkspaceConfigured: func() (string, string, bool) { return "/w/.factory/mcp.json", "", false }})
 	if !errors.As(err, &nr) || !strings.Contains(err.Error(), "instance connect "+testRecord.ID) {
 		t.Fatalf("droid without its workspace entry: %v", err)
 	}
-	if _, err := New(droid, testRecord, Options{Mode: Headless, Prompt: "x", WorkspaceConfigured: func() (string, bool) { return "", true }}); err != nil {
+	if _, err := New(droid, testRecord, Options{Mode: Headless, Prompt: "x", WorkspaceConfigured: func() (string, string, bool) { return "", "", true }}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -236,7 +236,7 @@ func TestPlanConfigRootOwned(t *testing.T) {
 	refused := func() string { return "directory /tmp is writable by group or others (mode -rwxrwxrwx)" }
 	connected := false
 	o := Options{Mode: Headless, Prompt: "hi", ConfigRefusal: refused,
-		WorkspaceConfigured: func() (string, bool) { return "/w/.gemini/settings.json", connected }}
+		WorkspaceConfigured: func() (string, string, bool) { return "/w/.gemini/settings.json", "", connected }}
 	_, err = New(def, rec, o)
 	var nr *NotRunnableError
 	if !errors.As(err, &nr) || !strings.Contains(err.Error(), "agentctl instance connect 01jq0000000000000000000000") || !strings.Contains(err.Error(), "/tmp is writable") {
