@@ -604,6 +604,7 @@ func confRoundTrip(t *testing.T, e *confEnv) {
 		t.Fatal(err)
 	}
 	withRun := *rec
+	run.Host = st.Host() // the host the run is on, set by the store
 	withRun.LastRun = &run
 	for i, s := range []*Store{st, other} {
 		got, err := s.Get(ctx, rec.ID)

@@ -35,6 +35,11 @@ func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 	if err != nil || !lost {
 		return false, err
 	}
+	// A run on another host is that host's to judge: its pid and run
+	// lock are there, and a process of that pid here is another.
+	if run, err := s.LastRun(ctx, id); err != nil || run == nil || s.foreignRun(run) {
+		return false, err
+	}
 	if running, err := s.Running(id); err != nil || running {
 		return false, err
 	}
@@ -128,8 +133,32 @@ func (s *Store) CheckLostClient(ctx context.Context, id string) error {
 		return nil
 	}
 	run, err := s.LastRun(ctx, id)
-	if err != nil || run == nil || run.EndedAt != nil || !clientAlive(run) {
+	if err != nil || run == nil || run.EndedAt != nil {
 		return err
+	}
+	if s.foreignRun(run) {
+		return &ForeignRunError{ID: id, Run: run}
+	}
+	if !clientAlive(run) {
+		return nil
 	}
 	return &LostClientError{ID: id, Run: run}
 }
+
+// foreignRun reports whether run is on another host than this store's.
+func (s *Store) foreignRun(run *Run) bool { return run.Host != "" && run.Host != s.host }
+
+// ForeignRunError is a run refused because the instance's last run, on
+// another host, has not ended: one run per instance, fleet-wide.
+type ForeignRunError struct {
+	ID  string
+	Run *Run
+}
+
+func (e *ForeignRunError) Error() string {
+	return fmt.Sprintf("instance %s is in use: its last run (%s %s, pid %d, started %s) is on host %s and has not ended; one run at a time, so this run is refused. "+
+		"Wait for it (`agentctl instance wait %s`); if the agentctl that ran it was killed, `agentctl instance wait %s` on %s records its end",
+		e.ID, e.Run.Program, e.Run.Mode, e.Run.PID, e.Run.StartedAt.Format(time.RFC3339), e.Run.Host, e.ID, e.ID, e.Run.Host)
+}
+
+func (e *ForeignRunError) Unwrap() error { return ErrConflict }

@@ -67,6 +67,39 @@ func TestEndLostRun(t *testing.T) {
 			t.Errorf("a second EndLostRun = %v, %v; want false", again, err)
 		}
 	})
+	t.Run("another host's run", func(t *testing.T) {
+		// The pid is another host's: here it is some other process, which
+		// must be left alone, and the run is not this host's to end.
+		here := exec.Command("sleep", "30")
+		here.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as a headless client leads its group
+		if err := here.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = here.Process.Kill(); _ = here.Wait() }()
+		rec := create(t, st, "auggie", func(o *instance.CreateOptions) { o.Workspace = t.TempDir() })
+		run := instance.Run{Program: "auggie", Mode: "headless", PID: here.Process.Pid, StartedAt: time.Now().UTC(), Host: "elsewhere"}
+		if _, err := st.StartRun(ctx, rec.ID, run, instance.Event{Tool: instance.RunTool, Status: "running", Message: "started"}); err != nil {
+			t.Fatal(err)
+		}
+		if ended, err := st.EndLostRun(ctx, rec.ID); err != nil || ended {
+			t.Errorf("EndLostRun of another host's run = %v, %v; want false", ended, err)
+		}
+		if err := here.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Errorf("the process of that pid here was signalled: %v", err)
+		}
+		if e := last(t, rec.ID); e.Status != "running" {
+			t.Errorf("last event %+v; want the run still running", e)
+		}
+		release, err := st.RunLock(rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		var fe *instance.ForeignRunError
+		if err := st.CheckLostClient(ctx, rec.ID); !errors.As(err, &fe) || !errors.Is(err, instance.ErrConflict) || !strings.Contains(err.Error(), "is on host elsewhere and has not ended") {
+			t.Errorf("a new run here while another host's runs: %v", err)
+		}
+	})
 	t.Run("run lock held", func(t *testing.T) {
 		rec := start(t, deadPID(t))
 		release, err := st.RunLock(rec.ID)

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -76,6 +77,10 @@ type Run struct {
 	// StartError says why the client could not start (not installed, no
 	// workspace): the run ended as it started, without a pid or exit code.
 	StartError string `json:"start_error,omitempty"`
+	// Host is the host the run is on (the store's [WithHost] name): PID
+	// and the run lock are that host's, so only it can tell whether the
+	// run was lost. Runs recorded before runs had hosts have none.
+	Host string `json:"host,omitempty"`
 }
 
 // RunLock marks instance id (exactly, not a reference) as being run by
@@ -283,6 +288,7 @@ func (s *Store) StartRun(ctx context.Context, id string, r Run, ev Event) (int64
 	if r.ID == "" {
 		r.ID = s.NewRunID()
 	}
+	r.Host = cmp.Or(r.Host, s.host)
 	var seq int64
 	var ids []string
 	n := s.notifyFor(NotifyRunStarted)
@@ -316,6 +322,7 @@ func (s *Store) NotStarted(ctx context.Context, id string, r Run, ev Event) erro
 	if r.ID == "" {
 		r.ID = s.NewRunID()
 	}
+	r.Host = cmp.Or(r.Host, s.host)
 	open := r
 	open.EndedAt = nil
 	ended := r.StartedAt
@@ -366,6 +373,7 @@ func notificationRun(r Run, status, message string) *NotificationRun {
 // else the instance would show the later status for ever. It reports
 // whether ev was added.
 func (s *Store) EndRun(ctx context.Context, id string, after int64, r Run, ev Event) (added bool, err error) {
+	r.Host = cmp.Or(r.Host, s.host)
 	nt := s.notifyFor(NotifyRunEnded, NotifyFailed)
 	var ids []string
 	err = s.inTx(ctx, id, func(tx *dbTx) error {

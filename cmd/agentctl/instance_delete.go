@@ -106,7 +106,12 @@ func instanceDeleteRun(ctx context.Context, opts *InstanceDeleteOptions) error {
 		if err != nil {
 			return err
 		}
-		opts.IO.Narrate("Deleted instance %s and %s.", r.ID, r.Dir)
+		if st.Foreign(r) {
+			// r.Dir is the other host's: this one removed only its own.
+			opts.IO.Narrate("Deleted instance %s. Its files on host %s (%s) stay there until `agentctl gc` runs on %s.", r.ID, r.Host, r.Dir, r.Host)
+		} else {
+			opts.IO.Narrate("Deleted instance %s and %s.", r.ID, r.Dir)
+		}
 		if opts.Output == formatJSON {
 			return opts.IO.PrintJSON(struct {
 				*instance.Record
