@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -172,14 +173,16 @@ func (m Mount) Validate() error {
 	return nil
 }
 
-// RedactURL hides what a URL may carry of secrets (its user information and
-// its query), for messages, logs and anything a model reads.
+// RedactURL hides what a URL may carry of secrets (its user information,
+// its query, and path segments that look like keys, as hosted servers put
+// them: /api/mcp/s/KEY/mcp), for messages, logs and anything a model reads.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "<an unparsable URL>"
 	}
-	if u.User == nil && u.RawQuery == "" {
+	segs := SecretSegments(u.Path)
+	if u.User == nil && u.RawQuery == "" && len(segs) == 0 {
 		return raw
 	}
 	if u.User != nil {
@@ -188,7 +191,52 @@ func RedactURL(raw string) string {
 	if u.RawQuery != "" {
 		u.RawQuery = "redacted"
 	}
+	if len(segs) > 0 {
+		parts := strings.Split(u.Path, "/")
+		for i, p := range parts {
+			if slices.Contains(segs, p) {
+				parts[i] = "redacted"
+			}
+		}
+		u.Path, u.RawPath = strings.Join(parts, "/"), ""
+	}
 	return u.String()
+}
+
+// SecretSegments are the segments of a URL path that look like a key or
+// token rather than a name: 16 characters or more of letters, digits, '-'
+// and '_', with both letters and digits (a UUID, an API key), or 32 or more
+// whatever they hold.
+func SecretSegments(path string) []string {
+	var out []string
+	for p := range strings.SplitSeq(path, "/") {
+		if isSecretSegment(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func isSecretSegment(p string) bool {
+	if len(p) >= 32 {
+		return true
+	}
+	if len(p) < 16 {
+		return false
+	}
+	letters, digits := false, false
+	for _, r := range p {
+		switch {
+		case r >= '0' && r <= '9':
+			digits = true
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+			letters = true
+		case r == '-' || r == '_' || r == '.':
+		default:
+			return false
+		}
+	}
+	return letters && digits
 }
 
 // Redacted is a copy of the mount for printing: the values of an external
@@ -209,7 +257,39 @@ func (m Mount) Redacted() Mount {
 	if m.URL != "" {
 		m.URL = RedactURL(m.URL)
 	}
+	m.Args = redactArgs(m.Args)
 	return m
+}
+
+// redactArgs hides what a command line may carry of secrets: the value of
+// a flag [SecretName] names (--api-key=K, --token T), and what a URL
+// argument holds of one ([RedactURL]).
+func redactArgs(args []string) []string {
+	var out []string
+	for i, a := range args {
+		v := a
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case strings.HasPrefix(a, "-") && SecretName(name) && hasValue:
+			v = a[:strings.IndexByte(a, '=')+1] + "<redacted>"
+		case i > 0 && strings.HasPrefix(args[i-1], "-") && !strings.Contains(args[i-1], "=") && SecretName(strings.TrimLeft(args[i-1], "-")):
+			v = "<redacted>"
+		case strings.Contains(a, "://"):
+			if _, err := url.Parse(a); err == nil {
+				v = RedactURL(a)
+			}
+		}
+		if v != a && out == nil {
+			out = slices.Clone(args)
+		}
+		if out != nil {
+			out[i] = v
+		}
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 // validateName checks the mount's name, the part of it that names tools.

@@ -2,6 +2,7 @@ package mount
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,32 @@ func TestRedacted(t *testing.T) {
 		t.Fatalf("redacted: %+v", r)
 	}
 	if m.Headers["Authorization"] != "Bearer SECRET" {
+		t.Fatal("Redacted changed the original")
+	}
+}
+
+// A key in a URL's path (hosted servers put one there) and a secret on a
+// stdio server's command line are hidden too: instance show and
+// get_instance printed --api-key=K, postgres://u:PW@h and
+// /api/mcp/s/KEY/mcp as they were.
+func TestRedactedPathAndArgs(t *testing.T) {
+	const key = "sk-ak-PATHSECRET123"
+	if got := RedactURL("https://mcp.example.com/api/mcp/s/" + key + "/mcp"); got != "https://mcp.example.com/api/mcp/s/redacted/mcp" {
+		t.Errorf("path key: %s", got)
+	}
+	for _, plain := range []string{"https://h/mcp", "https://h/v1/servers/github/mcp", "https://h/api/mcp/some-long-plain-name"} {
+		if got := RedactURL(plain); got != plain {
+			t.Errorf("%s became %s", plain, got)
+		}
+	}
+	m := Mount{Kind: KindServer, Name: "db", Command: "srv",
+		Args: []string{"--api-key=sk-live-ABCDEF", "--token", "tok-XYZ123", "postgres://u:pgpw-XYZ@h/db", "--verbose", "plain"}}
+	r := m.Redacted()
+	want := []string{"--api-key=<redacted>", "--token", "<redacted>", "postgres://redacted@h/db", "--verbose", "plain"}
+	if !slices.Equal(r.Args, want) {
+		t.Errorf("args %q, want %q", r.Args, want)
+	}
+	if m.Args[0] != "--api-key=sk-live-ABCDEF" {
 		t.Fatal("Redacted changed the original")
 	}
 }

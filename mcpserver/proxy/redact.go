@@ -62,6 +62,9 @@ func redactor(m mount.Resolved) *strings.Replacer {
 				pairs = append(pairs, u.User.String()+"@", "redacted@")
 			}
 		}
+		for _, seg := range mount.SecretSegments(u.Path) {
+			add(seg, "redacted")
+		}
 		if u.RawQuery != "" {
 			pairs = append(pairs, "?"+u.RawQuery, "?redacted")
 			add(u.RawQuery, "redacted")

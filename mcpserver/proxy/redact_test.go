@@ -40,6 +40,18 @@ func TestScrubTakesEveryFormOfTheSecretsOut(t *testing.T) {
 	}
 }
 
+// TestScrubTakesAPathKeyOut: a hosted server's key in the URL's path
+// (/api/mcp/s/KEY/mcp) reached the model in get_instance's errors.
+func TestScrubTakesAPathKeyOut(t *testing.T) {
+	t.Parallel()
+	m := mount.Resolved{Mount: mount.Mount{Kind: mount.KindServer, Name: "zap", URL: "http://127.0.0.1:9/api/mcp/s/sk-ak-plantedKey123/mcp"}}
+	s := NewPool([]mount.Resolved{m}, &reconciles{}, Options{}).Servers()[0]
+	got := s.scrub(errors.New(`Post "http://127.0.0.1:9/api/mcp/s/sk-ak-plantedKey123/mcp": dial tcp 127.0.0.1:9: connect: connection refused; the key sk-ak-plantedKey123 again`)).Error()
+	if got != `Post "http://127.0.0.1:9/api/mcp/s/redacted/mcp": dial tcp 127.0.0.1:9: connect: connection refused; the key redacted again` {
+		t.Errorf("scrub: %q", got)
+	}
+}
+
 // TestRedactLoggerScrubsMessagesAndAttributes: what go-sdk logs of a
 // server's session (messages quoting the URL, error attributes) is
 // scrubbed, whatever the attribute's kind.
