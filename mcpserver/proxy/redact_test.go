@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/mount"
 )
@@ -75,5 +76,35 @@ func TestStdioServerTextsAreUnchanged(t *testing.T) {
 	err := errors.New("exit status 1")
 	if s.scrub(err) != err {
 		t.Fatal("a stdio server's error was rewritten")
+	}
+}
+
+// TestReportOutputIsLimited: a server that writes a log line to its stdout
+// per request made a warning of each, on the endpoint's stderr and in the
+// servers' log (59 MB in 4 s for `yes`); past reportBurst a window, the
+// rest are counted and said in the next report.
+func TestReportOutputIsLimited(t *testing.T) {
+	t.Parallel()
+	var log bytes.Buffer
+	s := NewPool([]mount.Resolved{server("local", "x")}, &reconciles{}, Options{Stderr: &log}).Servers()[0]
+	for range 100 {
+		s.reportOutput("line 1 of its output was a line that is not JSON")
+	}
+	if n := strings.Count(log.String(), "\n"); n != reportBurst {
+		t.Fatalf("%d reports of 100 problems, want %d:\n%s", n, reportBurst, log.String())
+	}
+	if st := s.Status(); !strings.Contains(st.Error, "not JSON") {
+		t.Errorf("the status keeps the latest problem: %+v", st)
+	}
+
+	var l reportLimit
+	t0 := time.Unix(0, 0)
+	for i := range reportBurst + 5 {
+		if ok, _ := l.take(t0.Add(time.Duration(i) * time.Millisecond)); ok != (i < reportBurst) {
+			t.Fatalf("problem %d reported %v", i, ok)
+		}
+	}
+	if ok, skipped := l.take(t0.Add(reportWindow)); !ok || skipped != 5 {
+		t.Fatalf("the next window's first report: %v, %d skipped; want true, 5", ok, skipped)
 	}
 }

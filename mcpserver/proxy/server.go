@@ -56,6 +56,8 @@ type Server struct {
 	lastErr  string
 	// proc is the running stdio server's process.
 	proc *os.Process
+	// outputReports limits how often its skipped output is logged.
+	outputReports reportLimit
 
 	// relist asks the relist worker to list the tools again (coalescing:
 	// several tools/list_changed in a row make one relist).
@@ -131,17 +133,56 @@ func (s *Server) Status() ServerStatus {
 // what it cost): in the pool's log, in the servers' log (its stderr's
 // destination) under its name, and in its [ServerStatus], which
 // get_instance shows, until its state changes.
+// A server that writes every request's log line to its stdout would make
+// a line of each: past [reportBurst] in a [reportWindow], the rest of the
+// window's are counted, and said in the next report.
 func (s *Server) reportOutput(problem string) {
 	problem = s.scrub(errors.New(problem)).Error()
 	s.mu.Lock()
 	s.lastErr = problem
+	report, skipped := s.outputReports.take(time.Now())
 	s.mu.Unlock()
+	if !report {
+		return
+	}
+	if skipped > 0 {
+		problem += fmt.Sprintf(" (and %d more such problems since the last report, not reported one by one)", skipped)
+	}
 	s.log.Warn("MCP server wrote output agentctl could not read", "problem", problem)
 	if w := s.pool.opts.Stderr; w != nil {
 		s.pool.logMu.Lock()
 		fmt.Fprintf(w, "[%s] agentctl: %s\n", s.mount.Name, problem)
 		s.pool.logMu.Unlock()
 	}
+}
+
+// reportBurst problems are reported in each reportWindow; the rest are
+// counted.
+const (
+	reportBurst  = 10
+	reportWindow = time.Minute
+)
+
+// reportLimit lets [reportBurst] reports through in each [reportWindow].
+type reportLimit struct {
+	start   time.Time
+	n       int // reported in the window
+	skipped int // not reported since the last report
+}
+
+// take says whether a problem seen at now is reported, and how many were
+// not since the last that was.
+func (l *reportLimit) take(now time.Time) (report bool, skipped int) {
+	if now.Sub(l.start) >= reportWindow {
+		l.start, l.n = now, 0
+	}
+	if l.n >= reportBurst {
+		l.skipped++
+		return false, 0
+	}
+	l.n++
+	skipped, l.skipped = l.skipped, 0
+	return true, skipped
 }
 
 // Up reports whether the server is connected.
