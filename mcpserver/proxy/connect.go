@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,12 +9,14 @@ import (
 	"io/fs"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/agentctl/agentctl/mcpserver/mount"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -42,7 +45,7 @@ func (s *Server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, 
 		cmd *exec.Cmd
 	)
 	if s.mount.URL != "" {
-		t = &mcp.StreamableClientTransport{Endpoint: s.mount.URL, HTTPClient: &http.Client{Transport: headerTransport{s.mount.Headers}}}
+		t = &mcp.StreamableClientTransport{Endpoint: s.mount.URL, HTTPClient: &http.Client{Transport: headerTransport{s.mount.Headers, cmp.Or(s.pool.opts.MaxLine, wire.MaxLine)}}}
 	} else {
 		cmd = s.command()
 		t = &commandTransport{server: s, cmd: cmd}
@@ -66,6 +69,12 @@ func (s *Server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, 
 			s.pool.forwardProgress(ctx, req.Params)
 		},
 	})
+	if dir := s.pool.opts.Dir; dir != "" {
+		// go-sdk announces roots: the one agentctl has is the workspace,
+		// which a server that takes its directories from roots (a file
+		// system server started without any) then serves.
+		client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: dir}).String(), Name: "workspace"})
+	}
 	fail := func(cs *mcp.ClientSession, err error) (*mcp.ClientSession, []*mcp.Tool, error) {
 		if cs != nil {
 			cs.Close()
@@ -157,12 +166,62 @@ func listAll(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
 }
 
 // headerTransport adds configured headers to every request.
-type headerTransport struct{ headers map[string]string }
+// headerTransport sends the mount's headers with each request, and bounds
+// each message of the answers as a stdio server's are ([Options.MaxLine]):
+// go-sdk reads an HTTP answer whole, so a server's 1 GB result would be held
+// in memory.
+type headerTransport struct {
+	headers map[string]string
+	max     int
+}
 
 func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	for k, v := range h.headers {
 		req.Header.Set(k, v)
 	}
-	return http.DefaultTransport.RoundTrip(req)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err == nil && h.max > 0 {
+		rec, _ := req.Context().Value(callRecordKey{}).(*callRecord)
+		resp.Body = &messageLimit{ReadCloser: resp.Body, max: h.max, rec: rec}
+	}
+	return resp, err
+}
+
+// messageLimit fails a read once more than max bytes came without a blank
+// line: a JSON answer is one message, a stream of server-sent events one
+// per blank line.
+type messageLimit struct {
+	io.ReadCloser
+	max, n int
+	nl     bool // the last byte was a line's end
+	// rec is the call's record, when the request is a tools/call of
+	// [Server.Handler]'s: it is told why the answer was not read, as a
+	// stdio server's record is (go-sdk says only "request terminated
+	// without response").
+	rec *callRecord
+}
+
+func (l *messageLimit) Read(p []byte) (int, error) {
+	n, err := l.ReadCloser.Read(p)
+	for i, b := range p[:n] {
+		switch {
+		case b == '\n' && l.nl:
+			l.n = 0
+		case b == '\n':
+			l.nl = true
+		case b != '\r':
+			l.nl = false
+		}
+		if l.n++; l.n > l.max {
+			why := fmt.Sprintf("an answer over the limit of %d bytes (ask the tool for less)", l.max)
+			if l.rec != nil {
+				l.rec.mu.Lock()
+				l.rec.why = why
+				l.rec.mu.Unlock()
+			}
+			return i, errors.New(why)
+		}
+	}
+	return n, err
 }

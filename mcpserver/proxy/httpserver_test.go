@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/internal/testkit"
+	"github.com/agentctl/agentctl/mcpserver/mount"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestHTTPAnswerLimit: an HTTP server's answer is bounded as a stdio
+// server's is (Options.MaxLine): one over it fails its call alone, and the
+// next call is served. go-sdk reads an HTTP answer whole, so a 40 MB result
+// was relayed, and the endpoint held it all in memory.
+func TestHTTPAnswerLimit(t *testing.T) {
+	t.Parallel()
+	up := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
+	type in struct {
+		N int `json:"n"`
+	}
+	mcp.AddTool(up, &mcp.Tool{Name: "big"}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", a.N)}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
+	t.Cleanup(srv.Close)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := NewPool([]mount.Resolved{{Mount: mount.Mount{Kind: mount.KindServer, Name: "big", URL: srv.URL}}}, &reconciles{}, Options{MaxLine: 64 << 10})
+	p.Start(ctx)
+	t.Cleanup(func() { p.Stop(); p.Wait() })
+	<-p.FirstRound()
+	h := p.Servers()[0].Handler("big")
+	call := func(n int) *mcp.CallToolResult {
+		t.Helper()
+		res, err := h(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "big", Arguments: json.RawMessage(`{"n":` + strconv.Itoa(n) + `}`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := call(200 << 10); !res.IsError || res.Content[0].(*mcp.TextContent).Text != `MCP server "big" sent an answer over the limit of 65536 bytes (ask the tool for less); agentctl skipped it, so this call failed (the server keeps running)` {
+		t.Fatalf("an answer over the limit: %v %.200s", res.IsError, res.Content[0].(*mcp.TextContent).Text)
+	}
+	// The failed call may have the server's session started again.
+	testkit.Eventually(t, "the next call served", func() bool {
+		res := call(10)
+		return !res.IsError && res.Content[0].(*mcp.TextContent).Text == "xxxxxxxxxx"
+	})
+}
+
+// TestRootsAreTheWorkspace: go-sdk announces roots to every server; the
+// list was empty, so a server that takes its directories from roots (a
+// file system server started without any) served none.
+func TestRootsAreTheWorkspace(t *testing.T) {
+	t.Parallel()
+	up := mcp.NewServer(&mcp.Implementation{Name: "roots", Version: "1"}, nil)
+	mcp.AddTool(up, &mcp.Tool{Name: "roots"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		var uris []string
+		for _, r := range res.Roots {
+			uris = append(uris, r.URI)
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(uris, " ")}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := NewPool([]mount.Resolved{{Mount: mount.Mount{Kind: mount.KindServer, Name: "roots", URL: srv.URL}}}, &reconciles{}, Options{Dir: "/work space/proj"})
+	p.Start(ctx)
+	t.Cleanup(func() { p.Stop(); p.Wait() })
+	<-p.FirstRound()
+	res, err := p.Servers()[0].Handler("roots")(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "roots", Arguments: json.RawMessage(`{}`)}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "file:///work%20space/proj" {
+		t.Fatalf("roots: %v %+v", err, res)
+	}
+}
