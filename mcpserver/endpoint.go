@@ -173,7 +173,11 @@ type Endpoint struct {
 	nsMu      sync.RWMutex           // held by reconcile; tools/list and routing read under it
 	inProcess []NamedTool            // built-in and knowledge-base tools, with their names for this client
 	external  map[string]*servedTool // served external names
-	reported  map[string][]string    // collisions already logged
+	// down are the external names last served by a server that is not
+	// connected now: a call of one is told to try again, not that the
+	// tool does not exist (a client that lists once keeps calling it).
+	down      map[string]*proxy.Server
+	reported  map[string][]string // collisions already logged
 	conflicts []Conflict
 	// withheld are external tools an in-process tool keeps out; reported
 	// those already logged.
@@ -248,6 +252,7 @@ func New(cfg Config) (*Endpoint, error) {
 	e := &Endpoint{stop: make(chan struct{}), cfg: cfg, server: server, registry: NewRegistry(server), log: cfg.Logger, sdkLog: sdkLog,
 		mounts:   mounts,
 		external: map[string]*servedTool{},
+		down:     map[string]*proxy.Server{},
 		first:    firstList{ready: make(chan struct{})}}
 	e.pool = proxy.NewPool(mounts, namespace{e}, proxy.Options{Version: cfg.Version, Logger: cfg.Logger, SDKLogger: sdkLog,
 		Stderr: cfg.ServerStderr, Dir: cfg.ServerDir, WriteTimeout: cfg.ServerWriteTimeout})
@@ -435,10 +440,17 @@ func (e *Endpoint) presentation(next mcp.MethodHandler) mcp.MethodHandler {
 			e.nsMu.RLock()
 			route := RouteToolCall(e.registry, style, server, cr.Params.Name)
 			why := ""
+			var down *proxy.Server
 			if route.Err != nil {
 				why = e.notServed(cr.Params.Name)
+				down = e.down[cr.Params.Name]
 			}
 			e.nsMu.RUnlock()
+			if down != nil && !down.Up() {
+				st := down.Status()
+				return proxy.ToolError(fmt.Sprintf("tool %q is not available now: MCP server %q, which serves it, is not connected (%s: %s); agentctl is connecting it again, try again shortly",
+					cr.Params.Name, down.Mount().Name, st.State, st.Error)), nil
+			}
 			if route.Err != nil {
 				e.log.Debug("tools/call of an unknown tool", "name", cr.Params.Name)
 				msg := route.Err.Error()

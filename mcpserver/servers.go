@@ -38,7 +38,13 @@ func (e *Endpoint) reconcile() {
 	}
 	want := map[string][]candidate{}
 	var offered []ExternalTool
-	for _, s := range e.pool.Servers() {
+	servers := e.pool.Servers()
+	for name, s := range e.down {
+		if !slices.Contains(servers, s) {
+			delete(e.down, name) // unmounted: its tools are gone for good
+		}
+	}
+	for _, s := range servers {
 		m := s.Mount()
 		for _, t := range s.Tools() {
 			name := m.ToolName(t.Name)
@@ -96,6 +102,9 @@ func (e *Endpoint) reconcile() {
 		if clash || reserved[name] || len(cands) != 1 || cands[0].s != served.s || !sameTool(cands[0].tool, served.tool) {
 			e.registry.Remove(name)
 			delete(e.external, name)
+			if len(cands) == 0 && !served.s.Up() {
+				e.down[name] = served.s
+			}
 		} else {
 			served.tool = cands[0].tool
 		}
@@ -123,6 +132,7 @@ func (e *Endpoint) reconcile() {
 			continue
 		}
 		e.external[name] = &servedTool{s: c.s, tool: c.tool}
+		delete(e.down, name)
 	}
 	// Report each new collision and each newly withheld tool once.
 	var list []Conflict

@@ -240,6 +240,36 @@ func TestProxyFaultsAtStart(t *testing.T) {
 			}
 		})
 	})
+	t.Run("down after it served: a call is told to try again", func(t *testing.T) {
+		// A client that lists once (Claude Code, Codex) keeps calling the
+		// names it was given: while their server is down, the call is told
+		// so, not that the tool does not exist ("unknown tool", "nothing
+		// is mounted").
+		t.Parallel()
+		flag := filepath.Join(t.TempDir(), "fail")
+		p := startProxy(t, mount.PrefixModeMountName, withBin(t, mcpMount("up", "-flag-file", flag)))
+		testkit.Eventually(t, "the tools", func() bool { return p.ep.Registry().Has("echo") })
+		if err := os.WriteFile(flag, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := p.call(t, "crash", nil); err != nil || !r.IsError {
+			t.Fatalf("crash: %v %+v", err, r)
+		}
+		testkit.Eventually(t, "the tools gone", func() bool { return !p.ep.Registry().Has("echo") })
+		r, err := p.call(t, "echo", map[string]any{"text": "x"})
+		if err != nil || !r.IsError || !strings.HasPrefix(resultText(r), `tool "echo" is not available now: MCP server "up", which serves it, is not connected (`) ||
+			!strings.HasSuffix(resultText(r), "agentctl is connecting it again, try again shortly") {
+			t.Fatalf("a call while its server is down: %v %s", err, resultText(r))
+		}
+		if _, err := p.call(t, "nosuch", nil); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+			t.Fatalf("a name no server served: %v", err)
+		}
+		os.Remove(flag)
+		testkit.Eventually(t, "the server back", func() bool {
+			r, err := p.call(t, "echo", map[string]any{"text": "x"})
+			return err == nil && !r.IsError
+		})
+	})
 	t.Run("hangs past the timeout", func(t *testing.T) {
 		t.Parallel()
 		pidfile := filepath.Join(t.TempDir(), "pid")
