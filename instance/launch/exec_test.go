@@ -42,6 +42,13 @@ func child(mode string) int {
 		s := <-sigs
 		fmt.Println("got", s)
 		return 128 + int(s.(syscall.Signal))
+	case "gate": // exits 0 once the file LAUNCH_GATE names exists
+		for {
+			if _, err := os.Stat(os.Getenv("LAUNCH_GATE")); err == nil {
+				return 0
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	case "die":
 		fmt.Println("ready")
 		time.Sleep(time.Minute) // dies of the forwarded SIGTERM

@@ -114,13 +114,54 @@ func Run(ctx context.Context, st *instance.Store, rec *instance.Record, p *Plan,
 		// the end, and prints what the store has by then.
 		shared.Close()
 	}
-	if cerr := closeLeftQuestions(bg, st, rec.ID, run, p.Program); cerr != nil {
+	// A store that does not answer at this moment (a PostgreSQL restart)
+	// is waited out: a run left "running" would later be taken for lost
+	// and recorded failed, whatever the client's exit.
+	outage := storeOutage{st: st, errOut: s.ErrOut, until: time.Now().Add(EndRecordPatience)}
+	if cerr := outage.retry(ctx, func() error { return closeLeftQuestions(bg, st, rec.ID, run, p.Program) }); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
-	if _, eerr := st.EndRun(bg, rec.ID, start.seq, run, instance.Event{Tool: instance.RunTool, Status: out.Status, Message: out.Message}); eerr != nil {
+	if eerr := outage.retry(ctx, func() error {
+		_, err := st.EndRun(bg, rec.ID, start.seq, run, instance.Event{Tool: instance.RunTool, Status: out.Status, Message: out.Message})
+		return err
+	}); eerr != nil {
 		err = errors.Join(err, fmt.Errorf("record the end of the run: %w", eerr))
 	}
 	return out, err
+}
+
+// EndRecordPatience is how long the end of a run waits for a store that
+// does not answer before it gives up.
+const EndRecordPatience = 2 * time.Minute
+
+// storeOutage retries what a store that does not answer refused, until
+// it answers or until passes; it says once, on errOut, that it waits.
+type storeOutage struct {
+	st     *instance.Store
+	errOut io.Writer
+	until  time.Time
+	said   bool
+}
+
+func (o *storeOutage) retry(ctx context.Context, f func() error) error {
+	backoff := 250 * time.Millisecond
+	for {
+		err := f()
+		if err == nil || !o.st.Transient(err) || time.Now().After(o.until) {
+			return err
+		}
+		if !o.said && o.errOut != nil {
+			o.said = true
+			fmt.Fprintf(o.errOut, "agentctl: the store does not answer (%v); recording the end of the run when it does (for at most %s)\n",
+				err, time.Until(o.until).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }
 
 // notStarted records that a run could not start, as a run that ended as it

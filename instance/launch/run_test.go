@@ -8,12 +8,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // recordedRun makes a store with one instance, and a headless plan of the
@@ -139,5 +141,63 @@ func TestRunProgramMissingRecordsAFailedRun(t *testing.T) {
 	}
 	if again, err := st.LastRun(ctx, rec.ID); err != nil || again.ID != last.ID {
 		t.Errorf("the refused attempt replaced the last run: %+v (%v)", again, err)
+	}
+}
+
+// TestRunEndWaitsOutAStoreOutage: a PostgreSQL restart as the client ends
+// is waited out, saying so: the run's end was recorded once, refused, and
+// the run left "running", which `instance wait` later took for a lost run
+// and recorded failed (exit 6) although the client had exited 0.
+func TestRunEndWaitsOutAStoreOutage(t *testing.T) {
+	ctx := context.Background()
+	pg := testkit.StartPostgres(t)
+	st, err := instance.Open(ctx, t.TempDir(), instance.WithStore(instance.StoreURL(pg.NewDatabase(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cat, err := agents.Load(agents.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := cat.Lookup("claude-code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.CreateInstance(ctx, instance.CreateOptions{Definition: def, Workspace: t.TempDir(), Executable: "/opt/agentctl/bin/agentctl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := selfPlan(t, "gate")
+	p.Log = rec.Dir + "/" + instance.RunLogFile
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Setenv("LAUNCH_GATE", gate)
+	var errOut testkit.Buffer
+	restarted := make(chan struct{})
+	end, err := Run(ctx, st, rec, p, Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut}, func(instance.Run) {
+		go func() {
+			defer close(restarted)
+			for { // once the start is recorded
+				if r, err := st.LastRun(ctx, rec.ID); err == nil && r != nil && r.PID != 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			pg.Stop(t)                         // the store goes away while the client runs
+			_ = os.WriteFile(gate, nil, 0o644) // the client exits 0
+			time.Sleep(time.Second)
+			pg.Start(t)
+		}()
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\nstderr: %s", err, errOut.String())
+	}
+	<-restarted
+	if !strings.Contains(errOut.String(), "the store does not answer") {
+		t.Errorf("the wait is not said: %q", errOut.String())
+	}
+	last, err := st.LastRun(ctx, rec.ID)
+	if err != nil || last == nil || last.EndedAt == nil || last.ExitCode == nil || *last.ExitCode != 0 || end.Status != instance.StatusDone {
+		t.Fatalf("last_run %+v (%v), outcome %+v", last, err, end)
 	}
 }
