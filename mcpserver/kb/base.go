@@ -55,6 +55,7 @@ var (
 	ErrOutside          = errors.New("path leads outside the knowledge base")
 	ErrNotAConcept      = errors.New("not a concept")
 	ErrReadOnly         = errors.New("knowledge base is read-only")
+	ErrNotText          = errors.New("concept is not UTF-8 text")
 	ErrInvalidRequest   = errors.New("invalid request")
 )
 

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -159,6 +160,9 @@ func (kb *Base) Read(ctx context.Context, id string) (ReadOutput, error) {
 	if err != nil {
 		return ReadOutput{}, err
 	}
+	if err := kb.checkText(cid, data); err != nil {
+		return ReadOutput{}, err
+	}
 	title, _, _ := splitFrontMatter(data)
 	return ReadOutput{ID: cid, Title: title, Content: string(data)}, nil
 }
@@ -206,6 +210,35 @@ func (kb *Base) checkConceptFile(cid string, fi fs.FileInfo) error {
 		return kb.tooLargeToRead(cid, fi.Size())
 	}
 	return nil
+}
+
+// checkText refuses a concept whose bytes are not UTF-8 text: a model gets
+// its text as a JSON string, in which every invalid byte becomes U+FFFD, so
+// what it writes back would not be the file it read.
+func (kb *Base) checkText(cid string, data []byte) error {
+	off, ok := notUTF8(data)
+	if ok {
+		return nil
+	}
+	return errorf(ErrNotText, "concept %q in knowledge base %q is not UTF-8 text (byte 0x%02x at offset %d is not); "+
+		"agentctl cannot return it unchanged: convert it (iconv -f latin1 -t utf-8) or keep it out of the knowledge base",
+		cid, kb.name, data[off], off)
+}
+
+// notUTF8 returns the offset of the first byte of data that is not UTF-8,
+// or false when all of it is.
+func notUTF8(data []byte) (int, bool) {
+	if utf8.Valid(data) {
+		return 0, true
+	}
+	off := 0
+	for {
+		r, n := utf8.DecodeRune(data[off:])
+		if r == utf8.RuneError && n <= 1 {
+			return off, false
+		}
+		off += n
+	}
 }
 
 func (kb *Base) tooLargeToRead(cid string, size int64) error {
@@ -306,6 +339,9 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 		return WriteOutput{}, kb.checkConceptFile(cid, fi)
 	default:
 		perm = fi.Mode().Perm()
+		if err := kb.checkReplace(cid, fi); err != nil {
+			return WriteOutput{}, err
+		}
 	}
 
 	tmp := path.Join(dir, tempName(base))
@@ -317,6 +353,27 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 	}
 	kb.syncDir(dir)
 	return WriteOutput{ID: cid, Bytes: len(content), Created: created}, nil
+}
+
+// checkReplace refuses to replace the concept's existing file, fi, when
+// what it holds is not UTF-8 text: concept_read cannot have given it
+// unchanged (see checkText), so what is written back would destroy what it
+// did not give. A file larger than MaxBytes, which cannot be read through
+// agentctl, or one this user cannot read, is replaced as any other.
+func (kb *Base) checkReplace(cid string, fi fs.FileInfo) error {
+	if fi.Size() > kb.opts.MaxBytes {
+		return nil
+	}
+	data, _, err := kb.readConcept(cid)
+	if err != nil {
+		return nil
+	}
+	if off, ok := notUTF8(data); !ok {
+		return errorf(ErrNotText, "concept %q in knowledge base %q is not UTF-8 text (byte 0x%02x at offset %d is not), so agentctl cannot return it unchanged, "+
+			"and does not replace it with what it could not return: convert it (iconv -f latin1 -t utf-8) or keep it out of the knowledge base",
+			cid, kb.name, data[off], off)
+	}
+	return nil
 }
 
 // renameAndIndex renames the written temporary file over the concept and

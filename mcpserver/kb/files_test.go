@@ -200,3 +200,40 @@ func TestCrashSafety(t *testing.T) {
 		}
 	}
 }
+
+// TestNotUTF8: a file that is not UTF-8 text (Latin-1) is not read, since
+// a model would get U+FFFD for its bytes and write that back; nor is it
+// replaced, whatever is written. List and search still find it.
+func TestNotUTF8(t *testing.T) {
+	latin1 := "# Caf\xe9\n\nna\xefve notes about zebras\n"
+	kb, dir := openTest(t, "docs", map[string]string{"latin.md": latin1, "plain.md": "# Plain\n\nzebras\n"}, Options{})
+	ctx := context.Background()
+	_, err := kb.Read(ctx, "latin")
+	if !errors.Is(err, ErrNotText) {
+		t.Fatalf("read: %v, want ErrNotText", err)
+	}
+	for _, want := range []string{`concept "latin" in knowledge base "docs" is not UTF-8 text`, "0xe9 at offset 5", "iconv -f latin1 -t utf-8"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("read: %q does not say %q", err, want)
+		}
+	}
+	_, err = kb.Write(ctx, "latin", strings.ToValidUTF8(latin1, "\ufffd"))
+	if !errors.Is(err, ErrNotText) || !strings.Contains(err.Error(), "0xe9 at offset 5") {
+		t.Fatalf("write over it: %v, want ErrNotText", err)
+	}
+	if b, err := os.ReadFile(dir + "/latin.md"); err != nil || string(b) != latin1 {
+		t.Fatalf("the file after a refused write: %q, %v", b, err)
+	}
+	if out, err := kb.List(ctx, "", "", 0); err != nil || len(out.Concepts) != 2 {
+		t.Fatalf("list: %+v, %v", out, err)
+	}
+	if ids := searchIDs(t, kb, "zebras", 5); !slices.Equal(ids, []string{"latin", "plain"}) && !slices.Equal(ids, []string{"plain", "latin"}) {
+		t.Fatalf("search: %v", ids)
+	}
+	if _, err := kb.Write(ctx, "plain", "# Plain\n\nCaf\u00e9\n"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kb.Read(ctx, "plain"); err != nil || out.Content != "# Plain\n\nCaf\u00e9\n" {
+		t.Fatalf("%+v, %v", out, err)
+	}
+}
