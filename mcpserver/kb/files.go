@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -325,7 +326,8 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 		}
 	}
 	perm, created := fs.FileMode(0o644), false
-	switch fi, err := kb.fsys().Lstat(rel); {
+	fi, err := kb.fsys().Lstat(rel)
+	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		created = true
 	case err != nil:
@@ -345,7 +347,7 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 	}
 
 	tmp := path.Join(dir, tempName(base))
-	if err := kb.writeTemp(tmp, content, perm); err != nil {
+	if err := kb.writeTemp(tmp, content, perm, fi); err != nil {
 		return WriteOutput{}, kb.pathError(cid, err)
 	}
 	if err := kb.renameAndIndex(ctx, tmp, cid, content); err != nil {
@@ -356,12 +358,22 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 }
 
 // checkReplace refuses to replace the concept's existing file, fi, when
-// what it holds is not UTF-8 text: concept_read cannot have given it
-// unchanged (see checkText), so what is written back would destroy what it
-// did not give. A file larger than MaxBytes, which cannot be read through
-// agentctl, or one this user cannot read, is replaced as any other.
+// its owner made it read-only, or this user may not write it: a write
+// renames a new file over it, which needs only the folder's permission, so
+// the file's own would not be asked. And when what it holds is not UTF-8
+// text: concept_read cannot have given it unchanged (see checkText), so
+// what is written back would destroy what it did not give (a file larger
+// than MaxBytes, which cannot be read through agentctl, or one this user
+// cannot read, is replaced as any other).
 func (kb *Base) checkReplace(cid string, fi fs.FileInfo) error {
-	if fi.Size() > kb.opts.MaxBytes {
+	switch {
+	case fi.Mode().Perm()&0o222 == 0:
+		return errorf(ErrReadOnly, "concept %q in knowledge base %q is read-only: its file has no write permission (mode %s), and agentctl does not replace a file its owner made read-only; "+
+			"make it writable (chmod u+w) if it should change", cid, kb.name, fi.Mode().Perm())
+	case !mayWrite(filepath.Join(kb.dir, filepath.FromSlash(cid+".md"))):
+		return errorf(ErrReadOnly, "concept %q in knowledge base %q is read-only for the user agentctl serves as (uid %d): its file (mode %s) may not be written by that user, "+
+			"and agentctl does not replace a file it may not write; give that user write access to it if it should change", cid, kb.name, os.Getuid(), fi.Mode().Perm())
+	case fi.Size() > kb.opts.MaxBytes:
 		return nil
 	}
 	data, _, err := kb.readConcept(cid)
@@ -430,7 +442,10 @@ func isTempName(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMarker)
 }
 
-func (kb *Base) writeTemp(tmp, content string, perm fs.FileMode) (err error) {
+// writeTemp writes content to the new file tmp, with permissions perm (as
+// the umask leaves them). When it is to replace old (nil: nothing), it gets
+// old's group and permissions, as an edit in place would keep them.
+func (kb *Base) writeTemp(tmp, content string, perm fs.FileMode, old fs.FileInfo) (err error) {
 	f, err := kb.fsys().OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
@@ -440,6 +455,10 @@ func (kb *Base) writeTemp(tmp, content string, perm fs.FileMode) (err error) {
 			_ = kb.fsys().Remove(tmp)
 		}
 	}()
+	if old != nil {
+		keepGroup(f, old)
+		_ = f.Chmod(perm) // after the group: a change of group may clear bits
+	}
 	if _, err = io.WriteString(f, content); err != nil {
 		f.Close()
 		return err
