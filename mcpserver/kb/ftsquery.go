@@ -480,17 +480,19 @@ func (ix *ftsIndex) top(ctx context.Context, tx *sql.Tx, match string, n int, ma
 }
 
 // lookup returns the rows of docs no larger than maxBytes, as hits with
-// their scores, read within tx.
+// their scores, read within tx. The rowids go in as one JSON array: a page
+// of equal scores looks up every tied concept, which may be more than the
+// variables a statement takes (32766).
 func (ix *ftsIndex) lookup(ctx context.Context, tx *sql.Tx, docs []int64, scores map[int64]float64, maxBytes int64) ([]hit, error) {
 	if len(docs) == 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, len(docs)+1)
-	args = append(args, maxBytes)
-	for _, d := range docs {
-		args = append(args, d)
+	list, err := json.Marshal(docs)
+	if err != nil {
+		return nil, err
 	}
-	rs, err := tx.QueryContext(ctx, `SELECT doc, id, title, size, mtime_ns, inode, ctime_ns FROM files WHERE size <= ? AND doc IN (?`+strings.Repeat(",?", len(docs)-1)+`)`, args...)
+	rs, err := tx.QueryContext(ctx, `SELECT doc, id, title, size, mtime_ns, inode, ctime_ns FROM files WHERE size <= ? AND doc IN (SELECT value FROM json_each(?))`,
+		maxBytes, string(list))
 	if err != nil {
 		return nil, err
 	}

@@ -158,3 +158,42 @@ func TestSearchQuerySyntax(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchManyTies: a word in more concepts than a SQLite statement
+// takes variables (32766), all of them scoring the same, is searched: the
+// page of equal scores is decided by id, so every tied concept is looked
+// up, which one variable per concept made "too many SQL variables".
+func TestSearchManyTies(t *testing.T) {
+	kb, _ := openTest(t, "docs", map[string]string{"a.md": "alpha"}, Options{})
+	ctx := context.Background()
+	ix, err := kb.index(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index's rows, without their files: ix.search reads no file.
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWriteTx(tx)
+	const n = 33_000
+	for i := range n {
+		if err := put(ctx, w, fmt.Sprintf("tie/t%05d", n-1-i), row{size: 7, indexed: true}, []byte("quokka"), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := ix.search(ctx, []string{"quokka"}, 3, DefaultMaxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range hits {
+		ids = append(ids, h.id)
+	}
+	if !slices.Equal(ids, []string{"tie/t00000", "tie/t00001", "tie/t00002"}) {
+		t.Fatalf("hits %v", ids)
+	}
+}
