@@ -58,6 +58,10 @@ and order for the same query over the same folder, however either is answered
 first N results of a larger --limit are those of --limit N). Scores compare only
 within one search.
 
+A title or snippet is shown with its control characters (escape sequences, CR,
+BEL, bidirectional controls) written as escapes (\x1b), so that none acts on
+the terminal; -o json keeps them exact.
+
 A query word that starts with "-" is taken for a flag: put -- before the query.`, kb.MaxQueryTerms, kb.MaxQueryTerms, kb.MaxQueryWords),
 		Example: `  agentctl kb search ~/notes deploy rollback
   agentctl kb search ./docs "rate limits" --limit 3 -o json | jq -r '.results[].id'
@@ -121,8 +125,9 @@ func kbSearchRun(ctx context.Context, opts *KBSearchOptions) error {
 	rows := make([][]string, len(out.Results))
 	for i, r := range out.Results {
 		// The score as reported (4 significant digits), the digits the
-		// JSON has.
-		rows[i] = []string{r.ID, orDash(r.Title), strconv.FormatFloat(r.Score, 'g', -1, 64), r.Snippet}
+		// JSON has. Title and snippet are the files' text: an escape
+		// sequence in them is shown, not acted on by the terminal.
+		rows[i] = []string{r.ID, orDash(TerminalText(r.Title)), strconv.FormatFloat(r.Score, 'g', -1, 64), TerminalText(r.Snippet)}
 	}
 	return opts.IO.PrintTable([]string{"ID", "TITLE", "SCORE", "SNIPPET"}, rows)
 }
