@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,7 +19,7 @@ type mountFlags struct {
 }
 
 func (f *mountFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&f.kbs, "kb", nil, "mount a knowledge base: NAME=DIR[,prefix=P][,ro][,max=BYTES] (repeatable)")
+	fs.StringArrayVar(&f.kbs, "kb", nil, `mount a knowledge base: NAME=DIR[,prefix=P][,ro][,max=BYTES], a DIR with a comma in quotes: NAME="DIR, 2024",ro (repeatable)`)
 	fs.StringArrayVar(&f.mcps, "mcp", nil, "mount an external MCP server: NAME=COMMAND [ARGS...] (split like a shell) or NAME=https://host/path, optionally followed by ,prefix=P ,timeout=D ,call_timeout=D (a comma outside quotes starts these: quote one that belongs to the command) (repeatable)")
 	fs.StringArrayVar(&f.mcpJSON, "mcp-json", nil, `mount an external MCP server from JSON: NAME={"command":...,"args":[...],"env":{...}} or {"url":...,"headers":{...}}, with optional "tool_prefix", "timeout" (connecting and listing its tools; with --fast-lane=false also how long a stdio server may leave a message unread before it is restarted) and "call_timeout" (one tools/call, default `+mount.DefaultCallTimeout.String()+`) (repeatable)`)
 	fs.StringArrayVar(&f.headers, "mcp-header", nil, "an HTTP header for an --mcp URL server: NAME:Key=Value (repeatable)")
@@ -94,16 +95,29 @@ func parseHeaderFlag(h string) (name, key, val string, err error) {
 	return name, key, val, nil
 }
 
-// parseKBFlag parses --kb NAME=DIR[,prefix=P][,ro][,max=BYTES].
+// kbHow says how --kb is written, for its errors.
+const kbHow = `use --kb NAME=DIR, optionally followed by ,prefix=P ,ro ,max=BYTES; a DIR with a comma goes in quotes: --kb 'NAME="DIR, 2024",ro'`
+
+// parseKBFlag parses --kb NAME=DIR[,prefix=P][,ro][,max=BYTES]. The first
+// comma ends DIR, unless DIR is in quotes, single or double as --mcp's
+// command is quoted ('a,b', "a,b"; in double quotes a backslash escapes
+// " and \). Unquoted, DIR is taken as written, backslashes and quotes in
+// it too (C:\docs, Bob's notes).
 func parseKBFlag(s string) (mount.Mount, error) {
-	const how = "use --kb NAME=DIR, optionally followed by ,prefix=P ,ro ,max=BYTES"
 	name, rest, ok := strings.Cut(s, "=")
 	if !ok || name == "" || rest == "" {
-		return mount.Mount{}, usageErrorf("invalid --kb %q: %s", s, how)
+		return mount.Mount{}, usageErrorf("invalid --kb %q: %s", s, kbHow)
 	}
-	parts := strings.Split(rest, ",")
-	kb := mount.Mount{Kind: mount.KindKB, Name: name, Path: parts[0]}
-	for _, opt := range parts[1:] {
+	dir, opts, hasOpts, err := cutKBDir(rest)
+	if err != nil {
+		return mount.Mount{}, usageErrorf("invalid --kb %q: %v; %s", s, err, kbHow)
+	}
+	var parts []string
+	if hasOpts {
+		parts = strings.Split(opts, ",")
+	}
+	kb := mount.Mount{Kind: mount.KindKB, Name: name, Path: dir}
+	for _, opt := range parts {
 		k, v, _ := strings.Cut(opt, "=")
 		switch k {
 		case "prefix", "tool_prefix":
@@ -127,10 +141,44 @@ func parseKBFlag(s string) (mount.Mount, error) {
 			}
 			kb.MaxBytes = n
 		default:
-			return mount.Mount{}, usageErrorf("invalid --kb %q: unknown option %q; %s", s, opt, how)
+			return mount.Mount{}, usageErrorf("invalid --kb %q: unknown option %q (a ',' outside quotes ends the folder's path); %s", s, opt, kbHow)
 		}
 	}
 	return kb, nil
+}
+
+// cutKBDir cuts what follows --kb's NAME= into the folder's path and the
+// options after it: at the first comma, or, when the path is in quotes,
+// after the closing quote.
+func cutKBDir(s string) (dir, opts string, hasOpts bool, err error) {
+	if q := s[0]; q == '"' || q == '\'' {
+		var b strings.Builder
+		for i := 1; i < len(s); i++ {
+			c := s[i]
+			switch {
+			case c == q:
+				rest := s[i+1:]
+				if rest != "" && rest[0] != ',' {
+					return "", "", false, fmt.Errorf("%c%s%c is followed by %q, not by a ','", q, b.String(), q, rest)
+				}
+				if b.Len() == 0 {
+					return "", "", false, errors.New("the folder's path in quotes is empty")
+				}
+				return b.String(), strings.TrimPrefix(rest, ","), rest != "", nil
+			case q == '"' && c == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\'):
+				i++
+				b.WriteByte(s[i])
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return "", "", false, fmt.Errorf("unterminated %c quote", q)
+	}
+	dir, opts, hasOpts = strings.Cut(s, ",")
+	if dir == "" {
+		return "", "", false, errors.New("no folder before the first ','")
+	}
+	return dir, opts, hasOpts, nil
 }
 
 // parseMaxBytes reads a knowledge base's largest concept to index: a
