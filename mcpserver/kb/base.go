@@ -63,7 +63,8 @@ var (
 // act on. Its message says what is wrong and what to do instead, in words
 // meant to be shown to a model as they are.
 type Error struct {
-	// Kind is one of the Err* values above.
+	// Kind is one of the Err* values above, or [fs.ErrPermission] for a
+	// file or folder this user may not read or write.
 	Kind error
 	Msg  string
 }

@@ -269,8 +269,42 @@ func (kb *Base) pathError(cid string, err error) error {
 		return errorf(ErrOutside, "concept %q cannot be used: its path goes through a symbolic link that points outside knowledge base %q, and agentctl only reads and writes files inside the knowledge base's folder", cid, kb.name)
 	case errors.Is(err, syscall.ELOOP):
 		return errorf(ErrNotAConcept, "concept %q cannot be used: its path has a loop of symbolic links", cid)
+	case errors.Is(err, fs.ErrPermission):
+		return kb.permissionError(cid, false)
 	}
 	return fmt.Errorf("knowledge base %q: concept %q: %w", kb.name, cid, err)
+}
+
+// writeError is [Base.pathError] for a write of the concept cid.
+func (kb *Base) writeError(cid string, err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return kb.permissionError(cid, true)
+	}
+	return kb.pathError(cid, err)
+}
+
+// permissionError says that this user may not read (or write) the concept
+// cid, naming the concept: the system's error names the file it opened,
+// the temporary file of a write, which the model has no use for.
+func (kb *Base) permissionError(cid string, write bool) error {
+	if !write {
+		return errorf(fs.ErrPermission, "concept %q in knowledge base %q cannot be read: its file, or a folder on its path, is not readable by %s; give that user read access to them",
+			cid, kb.name, servingUser())
+	}
+	where := "the knowledge base's folder"
+	if dir := path.Dir(cid); dir != "." {
+		where = fmt.Sprintf("its folder %q, a folder on its path,", dir)
+	}
+	return errorf(fs.ErrPermission, "concept %q in knowledge base %q cannot be written: %s or its file is not writable by %s; give that user write access to them, or write the concept elsewhere",
+		cid, kb.name, where, servingUser())
+}
+
+// servingUser names the user this process reads and writes as.
+func servingUser() string {
+	if uid := os.Getuid(); uid >= 0 {
+		return fmt.Sprintf("the user agentctl serves as (uid %d)", uid)
+	}
+	return "the user agentctl serves as"
 }
 
 // isRootEscape reports whether err is an os.Root refusing a path that leaves
@@ -322,6 +356,9 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
 				return WriteOutput{}, errorf(ErrInvalidConceptID, "cannot write concept %q: a part of its folder %q exists in knowledge base %q and is not a folder", cid, dir, kb.name)
 			}
+			if errors.Is(err, fs.ErrPermission) {
+				return WriteOutput{}, kb.permissionError(cid, true)
+			}
 			return WriteOutput{}, fmt.Errorf("knowledge base %q: create folder %q: %w", kb.name, dir, err)
 		}
 	}
@@ -331,7 +368,7 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 	case errors.Is(err, fs.ErrNotExist):
 		created = true
 	case err != nil:
-		return WriteOutput{}, kb.pathError(cid, err)
+		return WriteOutput{}, kb.writeError(cid, err)
 	case fi.Mode()&fs.ModeSymlink != 0:
 		if _, serr := kb.fsys().Stat(rel); serr != nil && !errors.Is(serr, fs.ErrNotExist) {
 			return WriteOutput{}, kb.pathError(cid, serr)
@@ -348,7 +385,7 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 
 	tmp := path.Join(dir, tempName(base))
 	if err := kb.writeTemp(tmp, content, perm, fi); err != nil {
-		return WriteOutput{}, kb.pathError(cid, err)
+		return WriteOutput{}, kb.writeError(cid, err)
 	}
 	if err := kb.renameAndIndex(ctx, tmp, cid, content); err != nil {
 		return WriteOutput{}, err
@@ -371,8 +408,8 @@ func (kb *Base) checkReplace(cid string, fi fs.FileInfo) error {
 		return errorf(ErrReadOnly, "concept %q in knowledge base %q is read-only: its file has no write permission (mode %s), and agentctl does not replace a file its owner made read-only; "+
 			"make it writable (chmod u+w) if it should change", cid, kb.name, fi.Mode().Perm())
 	case !mayWrite(filepath.Join(kb.dir, filepath.FromSlash(cid+".md"))):
-		return errorf(ErrReadOnly, "concept %q in knowledge base %q is read-only for the user agentctl serves as (uid %d): its file (mode %s) may not be written by that user, "+
-			"and agentctl does not replace a file it may not write; give that user write access to it if it should change", cid, kb.name, os.Getuid(), fi.Mode().Perm())
+		return errorf(ErrReadOnly, "concept %q in knowledge base %q is read-only for %s: its file (mode %s) may not be written by that user, "+
+			"and agentctl does not replace a file it may not write; give that user write access to it if it should change", cid, kb.name, servingUser(), fi.Mode().Perm())
 	case fi.Size() > kb.opts.MaxBytes:
 		return nil
 	}
@@ -400,7 +437,7 @@ func (kb *Base) renameAndIndex(ctx context.Context, tmp, cid, content string) er
 	rename := func() error {
 		if err := kb.fsys().Rename(tmp, rel); err != nil {
 			_ = kb.fsys().Remove(tmp)
-			return kb.pathError(cid, err)
+			return kb.writeError(cid, err)
 		}
 		return nil
 	}

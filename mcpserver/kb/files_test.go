@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -235,5 +236,20 @@ func TestNotUTF8(t *testing.T) {
 	}
 	if out, err := kb.Read(ctx, "plain"); err != nil || out.Content != "# Plain\n\nCaf\u00e9\n" {
 		t.Fatalf("%+v, %v", out, err)
+	}
+}
+
+// TestReadPermission: a concept this user may not read is refused with an
+// error naming it and saying so, not with the system's text.
+func TestReadPermission(t *testing.T) {
+	kb, dir := openTest(t, "docs", map[string]string{"secret.md": "# Secret\n"}, Options{})
+	denyOpen(t, kb, dir, "secret.md")
+	_, err := kb.Read(context.Background(), "secret")
+	if !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("read: %v, want a permission error", err)
+	}
+	want := fmt.Sprintf(`concept "secret" in knowledge base "docs" cannot be read: its file, or a folder on its path, is not readable by the user agentctl serves as (uid %d); give that user read access to them`, os.Getuid())
+	if err.Error() != want {
+		t.Fatalf("read: %q, want %q", err, want)
 	}
 }

@@ -155,3 +155,52 @@ func TestWriteNotWritable(t *testing.T) {
 		t.Fatalf("the file after the write: %q, %v", b, err)
 	}
 }
+
+// TestWritePermission: a write into a folder this user may not write is
+// refused with an error naming the concept and saying so, never the
+// temporary file the system's error names. As root, nobody writes; else
+// this user, into folders made read-only.
+func TestWritePermission(t *testing.T) {
+	uid, asRoot := os.Getuid(), os.Getuid() == 0
+	var dir string
+	var write func(id string) string
+	if asRoot {
+		root, do := asNobody(t)
+		dir, uid = filepath.Join(root, "kb"), 65534
+		write = func(id string) string { return do("write", dir, id) }
+	} else {
+		dir = filepath.Join(t.TempDir(), "kb")
+		write = func(id string) string {
+			kb, err := Open("docs", dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kb.Close()
+			_, err = kb.Write(context.Background(), id, "# Written\n")
+			return fmt.Sprint(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "guides"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !asRoot {
+		for _, d := range []string{filepath.Join(dir, "guides"), dir} {
+			if err := os.Chmod(d, 0o555); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(d, 0o755) })
+		}
+	}
+	user := fmt.Sprintf("the user agentctl serves as (uid %d)", uid)
+	for id, want := range map[string]string{
+		"new":        `concept "new" in knowledge base "docs" cannot be written: the knowledge base's folder or its file is not writable by ` + user + `; give that user write access to them, or write the concept elsewhere`,
+		"guides/new": `concept "guides/new" in knowledge base "docs" cannot be written: its folder "guides", a folder on its path, or its file is not writable by ` + user,
+		"howtos/new": `concept "howtos/new" in knowledge base "docs" cannot be written: its folder "howtos", a folder on its path, or its file is not writable`,
+		"guides/a/b": `concept "guides/a/b" in knowledge base "docs" cannot be written: its folder "guides/a", a folder on its path, or its file is not writable`,
+	} {
+		got := write(id)
+		if !strings.HasPrefix(got, want) || strings.Contains(got, tempMarker) || strings.Contains(got, "permission denied") {
+			t.Errorf("write %s: %q, want %q", id, got, want)
+		}
+	}
+}
