@@ -2408,15 +2408,33 @@ func confRestart(t *testing.T) {
 	}
 	add(writer, "before")
 	confReceives(t, w, "an event before the restart")
+	q, err := writer.AddQuestion(ctx, rec.ID, "before the restart?", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	p.Stop(t)
 	// Meanwhile the store is unavailable, which its errors say, naming
-	// it without its password.
-	err := watcher.Ping(ctx)
+	// it without its password: the reads that wait it out (instance
+	// questions ID --wait, wait, events --follow) tell it so.
 	pw, _ := confPassword(string(u))
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), watcher.StoreName()) || strings.Contains(err.Error(), pw) {
-		t.Errorf("Ping while the server is down: %v; want ErrUnavailable naming %s", err, watcher.StoreName())
+	down := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), watcher.StoreName()) || strings.Contains(err.Error(), pw) {
+			t.Errorf("%s while the server is down: %v; want ErrUnavailable naming %s", what, err, watcher.StoreName())
+		}
 	}
+	down("Ping", watcher.Ping(ctx))
+	_, err = watcher.OpenQuestions(ctx, rec.ID)
+	down("OpenQuestions", err)
+	_, err = watcher.Questions(ctx, rec.ID, true)
+	down("Questions", err)
+	_, err = watcher.Question(ctx, rec.ID, q.ID)
+	down("Question", err)
+	_, err = watcher.Events(ctx, rec.ID, 0)
+	down("Events", err)
+	_, err = watcher.Exists(ctx, rec.ID)
+	down("Exists", err)
 	p.Start(t)
 	confReceives(t, w, "the watch once the listener reconnected after the restart")
 	add(writer, "after")

@@ -87,7 +87,10 @@ func (s *Store) Question(ctx context.Context, instanceID, id string) (*Question,
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &NotFoundError{What: "question", Ref: id, Hint: "see `agentctl instance questions " + instanceID + "`"}
 	}
-	return q, err
+	if err != nil {
+		return nil, s.dbError(err)
+	}
+	return q, nil
 }
 
 // Questions returns an instance's questions, oldest first; only the open ones
@@ -100,26 +103,31 @@ func (s *Store) Questions(ctx context.Context, instanceID string, all bool) ([]*
 	}
 	rows, err := s.db.QueryContext(ctx, q+` ORDER BY id`, args...)
 	if err != nil {
-		return nil, err
+		return nil, s.dbError(err)
 	}
 	defer rows.Close()
 	out := []*Question{}
 	for rows.Next() {
 		qq, err := scanQuestion(rows)
 		if err != nil {
-			return nil, err
+			return nil, s.dbError(err)
 		}
 		out = append(out, qq)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, s.dbError(err)
+	}
+	return out, nil
 }
 
 // OpenQuestions counts an instance's open questions, whichever endpoint
 // asked them.
 func (s *Store) OpenQuestions(ctx context.Context, instanceID string) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM questions WHERE instance_id = ? AND status = ?`, instanceID, QuestionOpen).Scan(&n)
-	return n, err
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM questions WHERE instance_id = ? AND status = ?`, instanceID, QuestionOpen).Scan(&n); err != nil {
+		return 0, s.dbError(err)
+	}
+	return n, nil
 }
 
 // Inbox returns every open question in the store, of every instance and
@@ -408,7 +416,7 @@ func (s *Store) AddEvent(ctx context.Context, e Event) (*Event, error) {
 func (s *Store) Events(ctx context.Context, instanceID string, after int64) ([]*Event, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, instance_id, at, tool, status, message, percent, run_id FROM events WHERE instance_id = ? AND seq > ? ORDER BY seq`, instanceID, after)
 	if err != nil {
-		return nil, err
+		return nil, s.dbError(err)
 	}
 	defer rows.Close()
 	out := []*Event{}
@@ -417,7 +425,7 @@ func (s *Store) Events(ctx context.Context, instanceID string, after int64) ([]*
 		var at string
 		var pct sql.NullFloat64
 		if err := rows.Scan(&e.Seq, &e.InstanceID, &at, &e.Tool, &e.Status, &e.Message, &pct, &e.RunID); err != nil {
-			return nil, err
+			return nil, s.dbError(err)
 		}
 		e.At, _ = time.Parse(timeFormat, at)
 		if pct.Valid {
@@ -426,15 +434,20 @@ func (s *Store) Events(ctx context.Context, instanceID string, after int64) ([]*
 		}
 		out = append(out, &e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, s.dbError(err)
+	}
+	return out, nil
 }
 
 // Exists reports whether the instance still exists (for endpoints that
 // outlive a delete).
 func (s *Store) Exists(ctx context.Context, id string) (bool, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM instances WHERE id = ?`, id).Scan(&n)
-	return n == 1, err
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM instances WHERE id = ?`, id).Scan(&n); err != nil {
+		return false, s.dbError(err)
+	}
+	return n == 1, nil
 }
 
 // orDeleted explains a failed write or an empty read for instance id: if
