@@ -110,7 +110,9 @@ func (t Target) Takes(event string) bool {
 // without credentials, query or fragment, and without its path, which for
 // many webhooks is the secret itself (Slack's /services/T/B/SECRET, a
 // webhook.site id): "/…" and six hex digits of the path's SHA-256 stand
-// for it, so that two targets on one host stay apart.
+// for it, so that two targets on one host stay apart. A URL without a
+// host (a mistyped one: no scheme, "https:/...", "https//...") keeps its
+// scheme-like start and the part where the host would be, and no more.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
@@ -120,12 +122,20 @@ func Redact(raw string) string {
 		if i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@"); i >= 0 && j > i {
 			raw = raw[:i+3] + raw[j+1:]
 		}
-		if i := strings.Index(raw, "://"); i >= 0 {
-			if j := strings.IndexByte(raw[i+3:], '/'); j >= 0 {
-				raw = raw[:i+3+j] + redactedPath(raw[i+3+j:])
-			}
+		parts := strings.Split(raw, "/")
+		n := 0 // the host-like part: the first after a scheme and slashes
+		for n < len(parts)-1 && (parts[n] == "" || strings.HasSuffix(parts[n], ":") ||
+			strings.EqualFold(parts[n], "http") || strings.EqualFold(parts[n], "https")) {
+			n++
 		}
-		return raw
+		if i := strings.LastIndexByte(parts[n], '@'); i >= 0 {
+			parts[n] = parts[n][i+1:]
+		}
+		head := strings.Join(parts[:n+1], "/")
+		if n == len(parts)-1 {
+			return head
+		}
+		return head + redactedPath("/"+strings.Join(parts[n+1:], "/"))
 	}
 	path := u.EscapedPath()
 	u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false

@@ -368,6 +368,13 @@ func TestNotifyRedact(t *testing.T) {
 		"https://hooks.example.com/":                                   "https://hooks.example.com/",
 		"http://bad host/SECRET?x":                                     "http://bad host/…",
 		"https://hooks.slack.com/services/T000/B000/SLACKSECRETxyz123": "https://hooks.slack.com/…",
+		// Mistyped: no host for url.Parse, and the secret still hidden.
+		"hooks.slack.com/services/T000/B000/XXXXSECRET":         "hooks.slack.com/…",
+		"https:/hooks.slack.com/services/T000/B000/XXXXSECRET":  "https:/hooks.slack.com/…",
+		"https//hooks.slack.com/services/T000/B000/XXXXSECRET":  "https//hooks.slack.com/…",
+		"https:hooks.slack.com/services/T000/B000/XXXXSECRET":   "https:hooks.slack.com/…",
+		"user:pw@hooks.slack.com/services/T000/B000/XXXXSECRET": "hooks.slack.com/…",
+		"/services/T000/B000/XXXXSECRET":                        "/services/…",
 	} {
 		got := notify.Redact(in)
 		if !strings.HasPrefix(got, want) || strings.Contains(got, "SECRET") || strings.Contains(got, "token") || strings.Contains(got, "pw") {
@@ -402,6 +409,14 @@ func TestNotifyTargetValidate(t *testing.T) {
 	} {
 		if err := tc.t.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.t, err, tc.want)
+		}
+	}
+	// A mistyped Slack URL is refused without its secret, which every
+	// command's error would otherwise show.
+	for _, u := range []string{"hooks.slack.com/services/T000/B000/XXXXSECRET", "https:/hooks.slack.com/services/T000/B000/XXXXSECRET",
+		"https//hooks.slack.com/services/T000/B000/XXXXSECRET"} {
+		if err := (&notify.Target{URL: u}).Validate(); err == nil || strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), "hooks.slack.com/…") {
+			t.Errorf("url %q: %v, want it refused naming hooks.slack.com/… without the secret", u, err)
 		}
 	}
 	ok := notify.Target{URL: "https://h/x", Events: []string{"question", "failed"}}
