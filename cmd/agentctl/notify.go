@@ -460,7 +460,9 @@ func notifyingStore(f *Factory, open storeOpener) storeOpener {
 // startNotifyDelivery starts, for a long-running process (mcp serve,
 // serve), the delivery of the due notifications of every instance of st
 // (see [notify.Deliverer.Run]), if st notifies (opened through
-// [notifyingStore]); stop ends it, waiting for the deliveries under way.
+// [notifyingStore]); stop ends it, waiting for the deliveries under way
+// and the notifications this process made at most [notify.Options.Wait],
+// as a command waits for its own.
 func startNotifyDelivery(ctx context.Context, st *instance.Store) (stop func()) {
 	n := st.Notifying()
 	if n == nil {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
@@ -85,7 +84,8 @@ type Deliverer struct {
 	urls    []string          // the URLs of the targets it can deliver to
 	o       Options
 
-	running atomic.Int32  // Run loops under way
+	mu      sync.Mutex
+	running int           // Run loops taking kicks, under mu
 	kick    chan []string // rows just enqueued, for a Run loop
 }
 
@@ -118,13 +118,16 @@ func (d *Deliverer) Notify(base string) *instance.Notify {
 // here, waiting at most [Options.Wait], leaving what is not done by then
 // in the outbox.
 func (d *Deliverer) Enqueued(st *instance.Store, ids []string) {
-	if d.running.Load() > 0 {
+	d.mu.Lock()
+	if d.running > 0 {
 		select {
 		case d.kick <- ids:
 		default: // the loop finds them due at its next look
 		}
+		d.mu.Unlock()
 		return
 	}
+	d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), d.o.Wait)
 	defer cancel()
 	d.claimAndSend(ctx, st, instance.ClaimOptions{IDs: ids})
@@ -134,25 +137,46 @@ func (d *Deliverer) Enqueued(st *instance.Store, ids []string) {
 // process enqueues at once, the others (retries, rows of processes that
 // could not deliver them, or died) within [Options.Poll]. It gives up rows
 // past [Options.GiveUp] that nobody could deliver, and deletes delivered
-// and failed rows past [Options.Retain]. It waits for its deliveries under
-// way before it returns.
+// and failed rows past [Options.Retain]. When ctx ends, the rows this
+// process enqueued, and the deliveries under way, get [Options.Wait] more,
+// as a CLI command's own rows do (a headless run's mcp serve ends right
+// after the report that made one); it waits for them before it returns.
 func (d *Deliverer) Run(ctx context.Context, st *instance.Store) {
-	d.running.Add(1)
-	defer d.running.Add(-1)
+	d.mu.Lock()
+	d.running++
+	d.mu.Unlock()
 	for _, t := range d.list {
 		if t.SecretErr != nil {
 			d.o.Log.Warn("notifications to this target are left to a process that has its secret", "target", Redact(t.URL), "err", t.SecretErr)
 		}
 	}
+	// sending is the context of the claims and sends: it ends Options.Wait
+	// after ctx does.
+	sending, stopSending := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSending()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { // this process's own rows, at once
 		for {
 			select {
-			case <-ctx.Done():
-				return
 			case ids := <-d.kick:
-				wg.Go(func() { d.claimAndSend(ctx, st, instance.ClaimOptions{IDs: ids}) })
+				wg.Go(func() { d.claimAndSend(sending, st, instance.ClaimOptions{IDs: ids}) })
+				continue
+			case <-ctx.Done():
+			}
+			time.AfterFunc(d.o.Wait, stopSending)
+			// No kick comes once running is down (Enqueued then
+			// delivers itself); those sent before are taken here.
+			d.mu.Lock()
+			d.running--
+			d.mu.Unlock()
+			for {
+				select {
+				case ids := <-d.kick:
+					wg.Go(func() { d.claimAndSend(sending, st, instance.ClaimOptions{IDs: ids}) })
+				default:
+					return
+				}
 			}
 		}
 	})
@@ -165,7 +189,7 @@ func (d *Deliverer) Run(ctx context.Context, st *instance.Store) {
 			return
 		case <-timer.C:
 		}
-		if time.Since(lastSweep) >= 10*time.Minute {
+		if ctx.Err() == nil && time.Since(lastSweep) >= 10*time.Minute {
 			lastSweep = time.Now()
 			d.sweep(ctx, st)
 		}
@@ -177,7 +201,7 @@ func (d *Deliverer) Run(ctx context.Context, st *instance.Store) {
 				}
 				break
 			}
-			if !due || d.claimAndSend(ctx, st, instance.ClaimOptions{}) == 0 {
+			if !due || d.claimAndSend(sending, st, instance.ClaimOptions{}) == 0 {
 				break
 			}
 		}
@@ -191,11 +215,13 @@ func (d *Deliverer) sweep(ctx context.Context, st *instance.Store) {
 	now := time.Now()
 	why := fmt.Sprintf("not delivered within %s: no process with this target (and its secret) in its configuration tried it", d.o.GiveUp)
 	if n, err := st.ExpireOutbox(ctx, now.Add(-d.o.GiveUp-d.o.Lease), why); err != nil {
-		d.o.Log.Warn("could not expire old notifications", "err", err)
+		if ctx.Err() == nil {
+			d.o.Log.Warn("could not expire old notifications", "err", err)
+		}
 	} else if n > 0 {
 		d.o.Log.Warn("notifications given up: not delivered in time", "count", n)
 	}
-	if _, err := st.PruneOutbox(ctx, now.Add(-d.o.Retain)); err != nil {
+	if _, err := st.PruneOutbox(ctx, now.Add(-d.o.Retain)); err != nil && ctx.Err() == nil {
 		d.o.Log.Warn("could not delete old notifications", "err", err)
 	}
 }
@@ -203,8 +229,16 @@ func (d *Deliverer) sweep(ctx context.Context, st *instance.Store) {
 // claimAndSend claims the rows o says, sends them at once, and records
 // the outcomes; it returns how many it claimed.
 func (d *Deliverer) claimAndSend(ctx context.Context, st *instance.Store, o instance.ClaimOptions) int {
+	if ctx.Err() != nil {
+		return 0
+	}
 	o.Targets, o.Lease = d.urls, d.o.Lease
-	rows, err := st.ClaimOutbox(ctx, o)
+	// The claim does not end with ctx: one cancelled after its UPDATE
+	// committed, before its rows were read, would leave them claimed and
+	// unsent for the lease. The sends end with ctx.
+	claim, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	rows, err := st.ClaimOutbox(claim, o)
+	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			d.o.Log.Warn("could not claim notifications; they stay in the outbox", "err", err)

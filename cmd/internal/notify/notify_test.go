@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -312,6 +314,90 @@ func TestNotifyWaitIsBounded(t *testing.T) {
 	rows, _ := st.Outbox(context.Background(), 0)
 	if len(rows) != 1 || rows[0].Status != instance.OutboxPending || !strings.Contains(rows[0].LastError, "stopped waiting") {
 		t.Fatalf("outbox %+v", rows)
+	}
+}
+
+// runUntil starts d's Run loop on st, and returns once it takes the rows
+// this process enqueues; stop ends it and returns when Run did.
+func runUntil(t *testing.T, d *notify.Deliverer, st *instance.Store) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx, st) }()
+	for deadline := time.Now().Add(15 * time.Second); d.Running() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Run never started")
+		}
+	}
+	return func() { cancel(); <-done }
+}
+
+// TestNotifyRunStopDeliversOwnRows: a notification enqueued just before
+// the Run loop stops is sent all the same, within Options.Wait, as a CLI
+// command's is: a headless run's mcp serve ends right after the model
+// reports failed, and no other process may run to send it. Past the wait
+// the stop does not wait longer, and the row stays in the outbox.
+func TestNotifyRunStopDeliversOwnRows(t *testing.T) {
+	r := newReceiver(t, "")
+	r.hold = 300 * time.Millisecond // the send is under way at the stop
+	d := notify.New([]notify.Target{{URL: r.URL, Format: notify.FormatJSON}}, fast())
+	st, rec := newStore(t, d)
+	stop := runUntil(t, d, st)
+	if _, err := st.RecordProgress(context.Background(), rec.ID, "report_progress_agentctl", instance.StatusFailed, "broke", nil); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	rows, _ := st.Outbox(context.Background(), 0)
+	if reqs := r.requests(); len(rows) != 1 || rows[0].Status != instance.OutboxDelivered || len(reqs) != 1 || reqs[0].event != instance.NotifyFailed {
+		t.Fatalf("after the stop: %d requests, outbox %s; want the failed notification delivered", len(reqs), outboxText(rows))
+	}
+
+	r2 := newReceiver(t, "")
+	r2.hold = time.Minute
+	o := fast()
+	o.Wait = 200 * time.Millisecond
+	d = notify.New([]notify.Target{{URL: r2.URL, Format: notify.FormatJSON}}, o)
+	st, rec = newStore(t, d)
+	stop = runUntil(t, d, st)
+	if _, err := st.RecordProgress(context.Background(), rec.ID, "report_progress_agentctl", instance.StatusFailed, "broke", nil); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	stop()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the stop waited %s for a receiver that does not answer; want about Options.Wait", took)
+	}
+	rows, _ = st.Outbox(context.Background(), 0)
+	if len(rows) != 1 || rows[0].Status != instance.OutboxPending {
+		t.Fatalf("outbox %s; want the row pending", outboxText(rows))
+	}
+}
+
+// outboxText is rows as a failure shows them.
+func outboxText(rows []*instance.OutboxRow) string {
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "[%s %s attempts %d: %s]", r.Event, r.Status, r.Attempts, r.LastError)
+	}
+	return b.String()
+}
+
+// TestNotifyRunStoppedLogsNothing: a Run loop whose context has ended
+// neither sweeps nor warns (a short mcp serve logged two "context
+// canceled" warnings as it ended).
+func TestNotifyRunStoppedLogsNothing(t *testing.T) {
+	var logs strings.Builder
+	o := fast()
+	o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	d := notify.New([]notify.Target{{URL: "http://127.0.0.1:1/hook", Format: notify.FormatJSON}}, o)
+	st, _ := newStore(t, d)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 { // Run's first look and the end are ready at once
+		d.Run(ctx, st)
+	}
+	if logs.Len() > 0 {
+		t.Errorf("Run on an ended context logged:\n%s", logs.String())
 	}
 }
 
