@@ -2,7 +2,9 @@ package instance
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -47,6 +49,9 @@ const (
 	OutboxPending   = "pending"
 	OutboxDelivered = "delivered"
 	OutboxFailed    = "failed"
+	// OutboxSuperseded: a question's notification not sent because the
+	// question was no longer open when its turn came ([Store.OutboxSupersede]).
+	OutboxSuperseded = "superseded"
 )
 
 // NotifyTarget is a receiver of notifications, as the store sees it: the
@@ -416,6 +421,43 @@ func (s *Store) OutboxGiveUp(ctx context.Context, id, lastError string) error {
 	return s.dbError0(err)
 }
 
+// OutboxSupersede marks pending row r superseded, never to be sent, when
+// it is a question's notification and the question is no longer open: it
+// was answered, expired or was cancelled (or its instance deleted) while
+// the row waited for a retry or its turn. Sent then, it would ask for an
+// answer already given, after the answered notification. It returns why
+// (the row's last error), or "" when r is to be sent.
+func (s *Store) OutboxSupersede(ctx context.Context, r *OutboxRow) (string, error) {
+	if r.Event != NotifyQuestion {
+		return "", nil
+	}
+	var n Notification
+	if err := json.Unmarshal(r.Payload, &n); err != nil || n.Question == nil {
+		return "", nil
+	}
+	var status string
+	err := s.db.QueryRowContext(ctx, `SELECT status FROM questions WHERE id = ?`, n.Question.ID).Scan(&status)
+	var why string
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		why = "not sent: the question's instance was deleted first"
+	case err != nil:
+		return "", s.dbError(err)
+	case status == QuestionOpen:
+		return "", nil
+	case status == QuestionExpired:
+		why = "not sent: the question expired unanswered first"
+	default:
+		why = "not sent: the question was " + status + " first"
+	}
+	_, err = s.db.ExecContext(ctx, `UPDATE notify_outbox SET status = ?, last_error = ? WHERE id = ? AND status = ?`,
+		OutboxSuperseded, why, r.ID, OutboxPending)
+	if err != nil {
+		return "", s.dbError(err)
+	}
+	return why, nil
+}
+
 // ExpireOutbox gives up the pending rows created before cutoff that are
 // due (not under way): rows no process could deliver (none has their
 // target in its configuration, or its secret), or whose retries outlived
@@ -431,7 +473,8 @@ func (s *Store) ExpireOutbox(ctx context.Context, cutoff time.Time, why string) 
 	return int(n), nil
 }
 
-// PruneOutbox deletes the delivered and failed rows created before cutoff.
+// PruneOutbox deletes the delivered, failed and superseded rows created
+// before cutoff.
 func (s *Store) PruneOutbox(ctx context.Context, cutoff time.Time) (int, error) {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM notify_outbox WHERE status <> ? AND created_at < ?`, OutboxPending, cutoff.UTC().Format(timeFormat))
 	if err != nil {

@@ -336,6 +336,107 @@ func TestOutboxClaimLease(t *testing.T) {
 	}
 }
 
+// supersedeScenario: a question's notification whose question was
+// answered, expired or cancelled, or whose instance was deleted, before it
+// was sent is superseded, and no longer claimed; an open question's is
+// sent, as is every other event's.
+func supersedeScenario(t *testing.T, st *instance.Store) {
+	t.Helper()
+	ctx := context.Background()
+	rec := create(t, st, "auggie", nil)
+	gone := create(t, st, "auggie", nil)
+	ask := func(rec *instance.Record, text string) *instance.Question {
+		t.Helper()
+		q, err := st.AddQuestion(ctx, rec.ID, text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	answered, expired, cancelled, open, deleted := ask(rec, "answered?"), ask(rec, "expired?"), ask(rec, "cancelled?"), ask(rec, "open?"), ask(gone, "deleted?")
+	if _, err := st.Answer(ctx, rec.ID, answered.ID, "yes", false); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.ExpireQuestion(ctx, rec.ID, expired.ID); err != nil || !ok {
+		t.Fatalf("expire: %v %v", ok, err)
+	}
+	if ok, err := st.CancelQuestion(ctx, rec.ID, cancelled.ID); err != nil || !ok {
+		t.Fatalf("cancel: %v %v", ok, err)
+	}
+	if _, err := st.Delete(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := st.Outbox(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{ // question id → why
+		answered.ID: "the question was answered", expired.ID: "the question expired", cancelled.ID: "the question was cancelled",
+		deleted.ID: "instance was deleted", open.ID: "",
+	}
+	superseded := map[string]bool{}
+	for _, r := range rows {
+		if r.InstanceID != rec.ID && r.InstanceID != gone.ID {
+			continue // an earlier scenario's
+		}
+		var n instance.Notification
+		if err := json.Unmarshal(r.Payload, &n); err != nil {
+			t.Fatal(err)
+		}
+		why, err := st.OutboxSupersede(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Event != instance.NotifyQuestion {
+			if why != "" {
+				t.Errorf("%s row superseded: %s", r.Event, why)
+			}
+			continue
+		}
+		w := want[n.Question.ID]
+		if (w == "") != (why == "") || !strings.Contains(why, w) {
+			t.Errorf("question %q: superseded %q, want %q", n.Question.Text, why, w)
+		}
+		if why != "" {
+			superseded[r.ID] = true
+		}
+	}
+	if len(superseded) != 4 {
+		t.Errorf("%d rows superseded, want 4", len(superseded))
+	}
+	// A late delivery does not undo it; nobody claims it again.
+	for id := range superseded {
+		if err := st.OutboxDelivered(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimed, err := st.ClaimOutbox(ctx, instance.ClaimOptions{Targets: []string{"https://all.example/hook"}, Limit: 100, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range claimed {
+		if superseded[r.ID] {
+			t.Errorf("a superseded row was claimed: %+v", r)
+		}
+	}
+	rows, _ = st.Outbox(ctx, 0)
+	for _, r := range rows {
+		if superseded[r.ID] && (r.Status != instance.OutboxSuperseded || !strings.HasPrefix(r.LastError, "not sent: ") || r.DeliveredAt != nil) {
+			t.Errorf("superseded row %+v", r)
+		}
+	}
+}
+
+// TestOutboxQuestionSuperseded: see supersedeScenario.
+func TestOutboxQuestionSuperseded(t *testing.T) {
+	st, err := instance.Open(context.Background(), t.TempDir(), instance.WithNotify(notifyTargets(&recordingNotifier{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	supersedeScenario(t, st)
+}
+
 // claimRace has many claimers (stores: processes) take a store's due rows
 // at once, and checks that each row was claimed exactly once.
 func claimRace(t *testing.T, stores []*instance.Store, rec *instance.Record, n int) {
@@ -421,4 +522,5 @@ func TestOutboxNotifyPostgres(t *testing.T) {
 		stores = append(stores, s)
 	}
 	claimRace(t, stores, rec, 40)
+	supersedeScenario(t, st)
 }

@@ -310,7 +310,7 @@ func NewCmdNotifyLog(f *Factory, runF func(context.Context, *NotifyLogOptions) e
 	opts := &NotifyLogOptions{IO: f.IOStreams, Store: f.Store}
 	cmd := &cobra.Command{
 		Use:   "log",
-		Short: "List notifications, newest first: pending, delivered and failed",
+		Short: "List notifications, newest first: pending, delivered, failed and superseded",
 		Long: `List the notifications of the store's outbox, newest first: each one's delivery id
 (its X-Agentctl-Delivery), event, instance, target (the URL without credentials,
 query or path, which for a Slack webhook is its secret: "/…" and a short hash of
@@ -318,7 +318,10 @@ the path stand for it), status, attempts, when it was made, when it is next
 tried (pending) or was delivered, and the last error.
 
 A pending notification is due at NEXT: a retry after a failed attempt, or one
-under way (its lease). Delivered and failed ones are kept for 7 days.`,
+under way (its lease). A question's notification still pending when the
+question is answered, expires or is cancelled is superseded: not sent, since
+it would ask for what is settled (its last error says why). Delivered, failed
+and superseded ones are kept for 7 days.`,
 		Example: `  agentctl notify log
   agentctl notify log --limit 100
   agentctl notify log -o json | jq -r '.[] | select(.status == "failed") | .last_error'`,
@@ -364,7 +367,7 @@ func notifyLogRun(ctx context.Context, opts *NotifyLogOptions) error {
 			when = *r.DeliveredAt
 		}
 		next := when.Format(time.RFC3339)
-		if r.Status == instance.OutboxFailed {
+		if r.Status == instance.OutboxFailed || r.Status == instance.OutboxSuperseded {
 			next = "-"
 		}
 		table[i] = []string{r.ID, r.Event, r.InstanceID, r.Target, r.Status, strconv.Itoa(r.Attempts),

@@ -254,8 +254,19 @@ func (d *Deliverer) claimAndSend(ctx context.Context, st *instance.Store, o inst
 }
 
 // attempt sends row r once and records the outcome: delivered, due again
-// after a backoff, or failed once past [Options.GiveUp].
+// after a backoff, or failed once past [Options.GiveUp]. A question's
+// notification whose question is no longer open is not sent
+// ([instance.Store.OutboxSupersede]).
 func (d *Deliverer) attempt(ctx context.Context, st *instance.Store, r *instance.OutboxRow) {
+	if why, err := st.OutboxSupersede(ctx, r); err != nil {
+		// Sent all the same: a question nobody hears of waits for nothing.
+		if ctx.Err() == nil {
+			d.o.Log.Warn("could not look whether the notification's question is still open; sending it", "id", r.ID, "err", err)
+		}
+	} else if why != "" {
+		d.o.Log.Info("notification superseded", "id", r.ID, "event", r.Event, "target", Redact(r.Target), "why", why)
+		return
+	}
 	t := d.targets[r.Target]
 	body, err := Body(t, r.Payload)
 	if err == nil {

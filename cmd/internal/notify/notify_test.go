@@ -382,6 +382,38 @@ func outboxText(rows []*instance.OutboxRow) string {
 	return b.String()
 }
 
+// TestNotifyAnsweredQuestionNotSent: a question's notification that
+// waits for a retry (its receiver failed) is not sent once the question
+// is answered: the receiver got the answer, and would get, after it, a
+// question nobody need answer. notify log says why.
+func TestNotifyAnsweredQuestionNotSent(t *testing.T) {
+	r := newReceiver(t, "", http.StatusServiceUnavailable)
+	d := notify.New([]notify.Target{{URL: r.URL, Format: notify.FormatJSON}}, fast())
+	st, rec := newStore(t, d)
+	ctx := context.Background()
+	q, err := st.AddQuestion(ctx, rec.ID, "Ship it?", nil) // 503: due again
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Answer(ctx, rec.ID, q.ID, "yes", false); err != nil {
+		t.Fatal(err)
+	}
+	stop := runUntil(t, d, st)
+	defer stop()
+	rows := waitFor(t, st, "the question's row done with", func(rows []*instance.OutboxRow) bool {
+		return len(rows) == 2 && rows[1].Status != instance.OutboxPending
+	})
+	reqs := r.requests()
+	if len(reqs) != 2 || reqs[0].event != instance.NotifyQuestion || reqs[1].event != instance.NotifyAnswered ||
+		rows[1].Event != instance.NotifyQuestion || rows[1].Status != instance.OutboxSuperseded || !strings.Contains(rows[1].LastError, "answered") {
+		var events []string
+		for _, q := range reqs {
+			events = append(events, q.event)
+		}
+		t.Fatalf("the receiver got %v; outbox %s; want question (503), answered, and the question's row superseded", events, outboxText(rows))
+	}
+}
+
 // TestNotifyRunStoppedLogsNothing: a Run loop whose context has ended
 // neither sweeps nor warns (a short mcp serve logged two "context
 // canceled" warnings as it ended).
