@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -69,12 +68,6 @@ func (s *Server) connect(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, 
 			s.pool.forwardProgress(ctx, req.Params)
 		},
 	})
-	if dir := s.pool.opts.Dir; dir != "" {
-		// go-sdk announces roots: the one agentctl has is the workspace,
-		// which a server that takes its directories from roots (a file
-		// system server started without any) then serves.
-		client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: dir}).String(), Name: "workspace"})
-	}
 	fail := func(cs *mcp.ClientSession, err error) (*mcp.ClientSession, []*mcp.Tool, error) {
 		if cs != nil {
 			cs.Close()

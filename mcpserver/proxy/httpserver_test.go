@@ -54,34 +54,3 @@ func TestHTTPAnswerLimit(t *testing.T) {
 		return !res.IsError && res.Content[0].(*mcp.TextContent).Text == "xxxxxxxxxx"
 	})
 }
-
-// TestRootsAreTheWorkspace: go-sdk announces roots to every server; the
-// list was empty, so a server that takes its directories from roots (a
-// file system server started without any) served none.
-func TestRootsAreTheWorkspace(t *testing.T) {
-	t.Parallel()
-	up := mcp.NewServer(&mcp.Implementation{Name: "roots", Version: "1"}, nil)
-	mcp.AddTool(up, &mcp.Tool{Name: "roots"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		res, err := req.Session.ListRoots(ctx, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		var uris []string
-		for _, r := range res.Roots {
-			uris = append(uris, r.URI)
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(uris, " ")}}}, nil, nil
-	})
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
-	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	p := NewPool([]mount.Resolved{{Mount: mount.Mount{Kind: mount.KindServer, Name: "roots", URL: srv.URL}}}, &reconciles{}, Options{Dir: "/work space/proj"})
-	p.Start(ctx)
-	t.Cleanup(func() { p.Stop(); p.Wait() })
-	<-p.FirstRound()
-	res, err := p.Servers()[0].Handler("roots")(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "roots", Arguments: json.RawMessage(`{}`)}})
-	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "file:///work%20space/proj" {
-		t.Fatalf("roots: %v %+v", err, res)
-	}
-}
