@@ -276,7 +276,7 @@ func openSQLite(ctx context.Context, path, instancesDir string) (*sql.DB, *sqlit
 	if err := checkNotEmptied(path, instancesDir); err != nil {
 		return nil, nil, err
 	}
-	db, err := sql.Open("sqlite", "file:"+path+dsnParams())
+	db, err := sql.Open("sqlite", "file:"+uriPath(path)+dsnParams())
 	if err != nil {
 		return nil, nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
@@ -417,6 +417,13 @@ var sqliteMigrations = []string{
 		UPDATE questions SET (instance_name, agent, host) = (SELECT i.name, i.agent, i.host FROM instances i WHERE i.id = NEW.instance_id)
 			WHERE id = NEW.id AND EXISTS (SELECT 1 FROM instances i WHERE i.id = NEW.instance_id);
 	END;`,
+}
+
+// uriPath is path as a SQLite URI holds it: a state directory named
+// "s#1" or "a?b" would end the file name there, and the database would be
+// made elsewhere, without its settings.
+func uriPath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
 // dsnParams are the connection settings of the state database: wait up to

@@ -126,7 +126,15 @@ func openIndex(ctx context.Context, path string) (*ftsIndex, error) {
 
 // indexDSN is the data source name of the index database at path.
 func indexDSN(path string) string {
-	return "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	return fileURI(path) + "?_pragma=busy_timeout(30000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+}
+
+// fileURI is the SQLite URI of the file at path, its name escaped as a URI
+// needs: '?', '#' and '%' would end or change it (a state directory named
+// "s#x" put the index outside it, without its settings, one index for
+// every knowledge base).
+func fileURI(path string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
 // init turns WAL on and creates the schema, or recreates it when its version

@@ -371,7 +371,7 @@ func restoreEmpty(ctx context.Context, db *sql.DB, near string) error {
 		if !ok {
 			return fmt.Errorf("the SQLite driver's connection (%T) cannot restore a database", dc)
 		}
-		b, err := r.NewRestore("file:" + src)
+		b, err := r.NewRestore(fileURI(src))
 		if err != nil {
 			return err
 		}
@@ -397,7 +397,7 @@ func restoreEmpty(ctx context.Context, db *sql.DB, near string) error {
 // createEmptyIndex creates, at path, an index database of this schema with
 // nothing in it.
 func createEmptyIndex(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", "file:"+path)
+	db, err := sql.Open("sqlite", fileURI(path))
 	if err != nil {
 		return err
 	}
