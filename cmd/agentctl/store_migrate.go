@@ -130,6 +130,10 @@ func storeMigrateRun(ctx context.Context, opts *StoreMigrateOptions) error {
 	// tables, which opening it would make) is what is copied into an
 	// empty one.
 	empty := false
+	toKind := "postgres"
+	if _, ok := to.SQLitePath(dir); ok {
+		toKind = "sqlite"
+	}
 	if p, ok := to.SQLitePath(dir); ok && opts.DryRun {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			empty, toName = true, p
@@ -181,7 +185,9 @@ func storeMigrateRun(ctx context.Context, opts *StoreMigrateOptions) error {
 	} else if err := printMigrateSummary(opts.IO, &st); err != nil {
 		return err
 	}
-	stores := fmt.Sprintf("from %s store %s into %s store %s", src.Kind(), src.StoreName(), dst.Kind(), toName)
+	// The target's kind, not dst's: a dry run into an empty store copies
+	// into a SQLite one of its own.
+	stores := fmt.Sprintf("from %s store %s into %s store %s", src.Kind(), src.StoreName(), toKind, toName)
 	if opts.DryRun {
 		opts.IO.Narrate("Dry run: %d rows would be copied %s; nothing was written.", st.Copied(), stores)
 	} else {

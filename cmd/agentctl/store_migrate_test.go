@@ -85,7 +85,8 @@ func TestStoreMigrate(t *testing.T) {
 	// A dry run into a database agentctl has not used writes nothing into
 	// it, not even the schema that opening it as a store would make.
 	res := a.must("store", "migrate", "--to", url, "--dry-run")
-	if !strings.Contains(res.stdout, "instances: 2 to copy") || !strings.Contains(res.stderr, "Dry run: 6 rows would be copied") {
+	if !strings.Contains(res.stdout, "instances: 2 to copy") || !strings.Contains(res.stderr, "Dry run: 6 rows would be copied") ||
+		!strings.Contains(res.stderr, "into postgres store postgres://") {
 		t.Errorf("dry run into an empty database:\n%s", res)
 	}
 	if have, _, err := instance.PostgresSchema(t.Context(), url); err != nil || have != 0 {
