@@ -186,9 +186,20 @@ func (g *Guard) Transport() mcp.Transport {
 // and ends the SDK's input. It returns why the input ended: nil at its end, or a line
 // over the bound.
 func (g *Guard) Serve(ctx context.Context, in io.Reader, take Taker) error {
-	err, sdkGone := pump(wire.NewLines(in, g.opts.MaxLine), g.sdkW, func(line []byte) []byte { return g.route(line, take) },
+	// The id of a line over the bound is read as it is skipped, so that
+	// the request it was fails by its id: a client waits for that id (a
+	// concept_write of 20 MiB waited until the client's own timeout).
+	lines := wire.NewLines(in, g.opts.MaxLine)
+	var ids wire.IDReader
+	lines.Skipped = func(p []byte) { ids.Feed(p) }
+	err, sdkGone := pump(lines, g.sdkW, func(line []byte) []byte { return g.route(line, take) },
 		func(tl *wire.TooLongError) {
-			g.reply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: %v bytes; it was skipped, send a smaller message", tl))
+			var id []byte
+			if v, ok := ids.ID(); ok {
+				id, _ = json.Marshal(v.Raw())
+			}
+			ids = wire.IDReader{}
+			g.reply(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: %v bytes; it was skipped, send a smaller message", tl))
 		})
 	if sdkGone {
 		return err

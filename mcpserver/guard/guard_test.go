@@ -500,7 +500,8 @@ func TestGuardSkipsALineOverTheBound(t *testing.T) {
 	var out testkit.Buffer
 	g := New(&out, Options{Drain: time.Hour, MaxLine: 1 << 10})
 	huge := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("x", 1<<20) + `"}}` + "\n"
-	in := huge + `{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n"
+	hugeLast := `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"` + strings.Repeat("x", 1<<20) + `"},"id":"abc"}` + "\n"
+	in := huge + hugeLast + `{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n"
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(context.Background(), strings.NewReader(in), nil) }()
 	sdk := wire.NewLines(g.sdkR, 0)
@@ -515,7 +516,10 @@ func TestGuardSkipsALineOverTheBound(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("Serve: %v, want the end of the input", err)
 	}
-	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a message of ` + strconv.Itoa(len(huge)) + ` bytes, over the limit of 1024 bytes; it was skipped, send a smaller message"}}` + "\n" +
+	// The request fails by its own id, read as the line was skipped: a
+	// client waits for that id.
+	want := `{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"Invalid Request: a message of ` + strconv.Itoa(len(huge)) + ` bytes, over the limit of 1024 bytes; it was skipped, send a smaller message"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"abc","error":{"code":-32600,"message":"Invalid Request: a message of ` + strconv.Itoa(len(hugeLast)) + ` bytes, over the limit of 1024 bytes; it was skipped, send a smaller message"}}` + "\n" +
 		`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n"
 	if out.String() != want {
 		t.Fatalf("the client got\n%s\nwant\n%s", out.String(), want)
