@@ -2,6 +2,7 @@ package serving
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -209,6 +210,13 @@ func agentNamings(cat *agents.Catalog, id string) ([]agentNaming, error) {
 // definition now.
 func staleFindings(cat *agents.Catalog, rec *instance.Record) []mcpserver.Finding {
 	def, err := cat.Lookup(rec.Agent)
+	if fp, ok := errors.AsType[*agents.FileProblem](err); ok {
+		// Its file is there but cannot be used: say that, not that the
+		// agent is gone.
+		return []mcpserver.Finding{{Code: mcpserver.FindingStale, Severity: mcpserver.SeverityError, Source: "instance " + rec.ID,
+			Problem: fmt.Sprintf("agent %q's definition cannot be used (%v); the endpoint keeps using the capability stored at create", rec.Agent, fp),
+			Fix:     "mend " + fp.File}}
+	}
 	if err != nil {
 		return []mcpserver.Finding{{Code: mcpserver.FindingStale, Severity: mcpserver.SeverityError, Source: "instance " + rec.ID,
 			Problem: fmt.Sprintf("agent %q is not defined any more; the endpoint keeps using the capability stored at create", rec.Agent),
