@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentctl/agentctl/mcpserver/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -159,6 +160,19 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 		cctx, cancel := context.WithTimeout(context.WithValue(ctx, callRecordKey{}, rec), timeout)
 		defer cancel()
 		res, err := cs.CallTool(cctx, params)
+		if errors.Is(err, mcp.ErrSessionMissing) && cctx.Err() == nil {
+			// An HTTP server that restarted has forgotten the session: it
+			// did not take the call, so the call is made again, once, on
+			// the session that replaces it.
+			cs.Close()
+			wctx, stop := context.WithTimeout(cctx, sessionAgain)
+			next := s.nextSession(wctx, cs)
+			stop()
+			if next != nil {
+				cs = next
+				res, err = cs.CallTool(cctx, params)
+			}
+		}
 		ans := rec.snapshot()
 		if err == nil {
 			ans.aside.Restore(res)
@@ -189,6 +203,25 @@ func (s *Server) Handler(tool string) mcp.ToolHandler {
 		// close the session so the run loop restarts the server.
 		cs.Close()
 		return ToolError(FailedDuringCall(s.mount.Name, s.scrub(callFailure(err)))), nil
+	}
+}
+
+// sessionAgain bounds the wait for a new session before a call is made
+// again on it.
+const sessionAgain = 10 * time.Second
+
+// nextSession waits, until ctx ends, for the server's session after old
+// (closed: the run loop connects again); nil if none comes.
+func (s *Server) nextSession(ctx context.Context, old *mcp.ClientSession) *mcp.ClientSession {
+	for {
+		if cs := s.current(); cs != nil && cs != old {
+			return cs
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
