@@ -18,12 +18,13 @@ import (
 	"github.com/agentctl/agentctl/internal/testkit"
 )
 
-// recordedRun makes a store with one instance, and a headless plan of the
-// test binary as its client (see child), logging to the instance's run.log.
-func recordedRun(t *testing.T, mode string) (*instance.Store, *instance.Record, *Plan) {
+// recordedRun makes a store (opened with opts) with one instance, and a
+// headless plan of the test binary as its client (see child), logging to
+// the instance's run.log.
+func recordedRun(t *testing.T, mode string, opts ...instance.Option) (*instance.Store, *instance.Record, *Plan) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := instance.Open(ctx, t.TempDir())
+	st, err := instance.Open(ctx, t.TempDir(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,25 +152,7 @@ func TestRunProgramMissingRecordsAFailedRun(t *testing.T) {
 func TestRunEndWaitsOutAStoreOutage(t *testing.T) {
 	ctx := context.Background()
 	pg := testkit.StartPostgres(t)
-	st, err := instance.Open(ctx, t.TempDir(), instance.WithStore(instance.StoreURL(pg.NewDatabase(t))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cat, err := agents.Load(agents.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := cat.Lookup("claude-code")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := st.CreateInstance(ctx, instance.CreateOptions{Definition: def, Workspace: t.TempDir(), Executable: "/opt/agentctl/bin/agentctl"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := selfPlan(t, "gate")
-	p.Log = rec.Dir + "/" + instance.RunLogFile
+	st, rec, p := recordedRun(t, "gate", instance.WithStore(instance.StoreURL(pg.NewDatabase(t))))
 	gate := filepath.Join(t.TempDir(), "gate")
 	t.Setenv("LAUNCH_GATE", gate)
 	var errOut testkit.Buffer
