@@ -37,7 +37,7 @@ func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 	}
 	// A run on another host is that host's to judge: its pid and run
 	// lock are there, and a process of that pid here is another.
-	if run, err := s.LastRun(ctx, id); err != nil || run == nil || s.foreignRun(run) {
+	if run, err := s.LastRun(ctx, id); err != nil || run == nil || s.foreignRun(ctx, id, run) {
 		return false, err
 	}
 	if running, err := s.Running(id); err != nil || running {
@@ -136,7 +136,7 @@ func (s *Store) CheckLostClient(ctx context.Context, id string) error {
 	if err != nil || run == nil || run.EndedAt != nil {
 		return err
 	}
-	if s.foreignRun(run) {
+	if s.foreignRun(ctx, id, run) {
 		return &ForeignRunError{ID: id, Run: run}
 	}
 	if !clientAlive(run) {
@@ -145,8 +145,20 @@ func (s *Store) CheckLostClient(ctx context.Context, id string) error {
 	return &LostClientError{ID: id, Run: run}
 }
 
-// foreignRun reports whether run is on another host than this store's.
-func (s *Store) foreignRun(run *Run) bool { return run.Host != "" && run.Host != s.host }
+// foreignRun reports whether run, of instance id, is another host's: on
+// PostgreSQL, any run of another host name; on SQLite, whose file is one
+// machine's, only that of a record made through another state directory
+// sharing the file ([Store.Foreign]), whose run lock is there.
+func (s *Store) foreignRun(ctx context.Context, id string, run *Run) bool {
+	if run.Host == "" || run.Host == s.host {
+		return false
+	}
+	if s.Kind() != "sqlite" {
+		return true
+	}
+	r, err := s.Get(ctx, id)
+	return err != nil || s.Foreign(r)
+}
 
 // ForeignRunError is a run refused because the instance's last run, on
 // another host, has not ended: one run per instance, fleet-wide.

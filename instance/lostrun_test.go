@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/instance"
+	"github.com/agentctl/agentctl/internal/testkit"
 )
 
 // deadPID is the pid of a process that has ended (and been reaped).
@@ -68,36 +69,69 @@ func TestEndLostRun(t *testing.T) {
 		}
 	})
 	t.Run("another host's run", func(t *testing.T) {
-		// The pid is another host's: here it is some other process, which
-		// must be left alone, and the run is not this host's to end.
+		// On a shared store (PostgreSQL) the pid is another host's: here
+		// it is some other process, which must be left alone, and the run
+		// is not this host's to end.
+		pg := testkit.StartPostgres(t)
+		shared, err := instance.Open(ctx, t.TempDir(), instance.WithStore(instance.StoreURL(pg.NewDatabase(t))), instance.WithHost("here"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { shared.Close() })
 		here := exec.Command("sleep", "30")
 		here.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as a headless client leads its group
 		if err := here.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer func() { _ = here.Process.Kill(); _ = here.Wait() }()
-		rec := create(t, st, "auggie", func(o *instance.CreateOptions) { o.Workspace = t.TempDir() })
+		rec := create(t, shared, "auggie", func(o *instance.CreateOptions) { o.Workspace = t.TempDir() })
 		run := instance.Run{Program: "auggie", Mode: "headless", PID: here.Process.Pid, StartedAt: time.Now().UTC(), Host: "elsewhere"}
-		if _, err := st.StartRun(ctx, rec.ID, run, instance.Event{Tool: instance.RunTool, Status: "running", Message: "started"}); err != nil {
+		if _, err := shared.StartRun(ctx, rec.ID, run, instance.Event{Tool: instance.RunTool, Status: "running", Message: "started"}); err != nil {
 			t.Fatal(err)
 		}
-		if ended, err := st.EndLostRun(ctx, rec.ID); err != nil || ended {
+		if ended, err := shared.EndLostRun(ctx, rec.ID); err != nil || ended {
 			t.Errorf("EndLostRun of another host's run = %v, %v; want false", ended, err)
 		}
 		if err := here.Process.Signal(syscall.Signal(0)); err != nil {
 			t.Errorf("the process of that pid here was signalled: %v", err)
 		}
-		if e := last(t, rec.ID); e.Status != "running" {
-			t.Errorf("last event %+v; want the run still running", e)
+		if r, err := shared.LastRun(ctx, rec.ID); err != nil || r == nil || r.EndedAt != nil {
+			t.Errorf("last_run %+v (%v); want the run still running", r, err)
 		}
-		release, err := st.RunLock(rec.ID)
+		release, err := shared.RunLock(rec.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer release()
 		var fe *instance.ForeignRunError
-		if err := st.CheckLostClient(ctx, rec.ID); !errors.As(err, &fe) || !errors.Is(err, instance.ErrConflict) || !strings.Contains(err.Error(), "is on host elsewhere and has not ended") {
+		if err := shared.CheckLostClient(ctx, rec.ID); !errors.As(err, &fe) || !errors.Is(err, instance.ErrConflict) || !strings.Contains(err.Error(), "is on host elsewhere and has not ended") {
 			t.Errorf("a new run here while another host's runs: %v", err)
+		}
+
+		// A SQLite store is one machine's: a run recorded under another
+		// host name (the container's name changed since) is this one's to
+		// judge, and a lost one is ended, as ever.
+		dir := t.TempDir()
+		before, err := instance.Open(ctx, dir, instance.WithHost("old-name"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { before.Close() })
+		renamed := create(t, before, "auggie", func(o *instance.CreateOptions) { o.Workspace = t.TempDir() })
+		if _, err := before.StartRun(ctx, renamed.ID, instance.Run{Program: "auggie", Mode: "headless", PID: deadPID(t), StartedAt: time.Now().UTC()},
+			instance.Event{Tool: instance.RunTool, Status: "running", Message: "started"}); err != nil {
+			t.Fatal(err)
+		}
+		after, err := instance.Open(ctx, dir, instance.WithHost("new-name"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { after.Close() })
+		if r, err := after.Get(ctx, renamed.ID); err != nil || after.Foreign(r) || r.Dir != renamed.Dir {
+			t.Errorf("on SQLite, a record of this state directory made under an old host name: foreign %v, dir %s (%v); want this host's, in %s", after.Foreign(r), r.Dir, err, renamed.Dir)
+		}
+		if ended, err := after.EndLostRun(ctx, renamed.ID); err != nil || !ended {
+			t.Errorf("EndLostRun on SQLite of a run recorded under an old host name = %v, %v; want true", ended, err)
 		}
 	})
 	t.Run("run lock held", func(t *testing.T) {

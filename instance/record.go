@@ -12,6 +12,10 @@ import (
 // Record is an instance as stored and as printed by `instance show -o json`.
 // The JSON field names are part of the CLI contract: add fields, never rename.
 type Record struct {
+	// foreign says that the record, as read, is another host's, its paths
+	// pointed at this host's directory for it ([Store.Foreign]).
+	foreign bool
+
 	ID           string              `json:"id"`
 	Name         string              `json:"name"`
 	Agent        string              `json:"agent"`

@@ -241,7 +241,8 @@ func (s *Store) Get(ctx context.Context, ref string) (*Record, error) {
 // [Store.localize]).
 func (s *Store) decode(id, raw string) (*Record, error) {
 	r, err := decodeRecord(id, raw)
-	if err == nil {
+	if err == nil && s.foreignRecord(r) {
+		r.foreign = true
 		s.localize(r)
 	}
 	return r, err
@@ -249,7 +250,24 @@ func (s *Store) decode(id, raw string) (*Record, error) {
 
 // Foreign reports whether r's files are another host's: it was created on
 // a host of another name that shares the store.
-func (s *Store) Foreign(r *Record) bool { return r.Host != "" && r.Host != s.host }
+func (s *Store) Foreign(r *Record) bool { return r.foreign || s.foreignRecord(r) }
+
+// foreignRecord is [Store.Foreign] of a record with the paths it was
+// created with. A SQLite file is one machine's: a record of another host
+// name whose directory is in this state directory is this host's, under an
+// old name (a container's host name changes at each start, and so may a
+// laptop's); only one made through another state directory sharing the
+// file is another's.
+func (s *Store) foreignRecord(r *Record) bool {
+	if r.Host == "" || r.Host == s.host {
+		return false
+	}
+	if s.Kind() != "sqlite" {
+		return true
+	}
+	rel, err := filepath.Rel(s.instancesDir(), r.Dir)
+	return err != nil || !filepath.IsLocal(rel)
+}
 
 // localize points a record made on another host (see [Store.Foreign]) at
 // this host's directory for it, which serving and running it here use (for
@@ -257,7 +275,7 @@ func (s *Store) Foreign(r *Record) bool { return r.Host != "" && r.Host != s.hos
 // MCPConfigPath move under this host's state directory. The record in the
 // store keeps its own host's paths. restore undoes it.
 func (s *Store) localize(r *Record) (restore func()) {
-	if !s.Foreign(r) {
+	if !s.foreignRecord(r) {
 		return func() {}
 	}
 	dir, cfg := r.Dir, r.MCPConfigPath

@@ -354,6 +354,65 @@ func TestHostsFleet(t *testing.T) {
 
 	// mcp serve on host-b of host-a's instance: a client lists its tools;
 	// host-b's state directory gets the instance's directory.
+	// Another host makes an instance's files again from the record: the
+	// client file the record names, whatever that host's definition of
+	// the agent says now. Before, host-b wrote its definition's
+	// fc/two.json, connect then looked for the record's fc/one.json and
+	// failed, and every later command failed to publish the files ("file
+	// exists"). A delete from host-b says host-a's files stay there.
+	t.Run("DefinitionChanged", func(t *testing.T) {
+		t.Parallel()
+		ctx := hostsCtx(t)
+		a, b, _ := pair(t)
+		def := func(h *hostsHost, file string) {
+			dir := filepath.Join(h.config, "agentctl", "agents")
+			body := "id = \"fc\"\nname = \"FC\"\n[mcp]\nfile = \"" + file + "\"\nkey = \"servers\"\n" +
+				"entry = { command = \"{command}\", args = \"{args}\" }\n" +
+				"[capabilities.tool_names]\nnamespacing = \"none\"\ntemplate = \"{tool}\"\n"
+			if strings.HasSuffix(file, ".json") {
+				body = strings.Replace(body, "[capabilities", "connect = { workspace = \".fc/mcp.json\" }\n[capabilities", 1)
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "fc.toml"), []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		def(a, "fc/one.json")
+		def(b, "fc/two.json")
+		rec := a.create(ctx, "--agent", "fc")
+		local := func(name string) string { return filepath.Join(b.state, "instances", rec.ID, "fc", name) }
+		// What an earlier attempt left does not stop the files joining it.
+		if err := os.MkdirAll(filepath.Dir(local("left")), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(local("left"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			b.must(ctx, "instance", "connect", rec.ID)
+		}
+		if _, err := os.Stat(local("one.json")); err != nil {
+			t.Errorf("host-b made no fc/one.json, the file the record names: %v", err)
+		}
+		if _, err := os.Stat(local("two.json")); err == nil {
+			t.Error("host-b made fc/two.json, its definition's file, not the record's")
+		}
+		def(b, "fc/config.yaml")
+		if err := os.Remove(local("one.json")); err != nil {
+			t.Fatal(err)
+		}
+		res := b.exec(ctx, false, "instance", "connect", rec.ID)
+		if res.code != ExitInvalid || !strings.Contains(res.stderr, `its client reads fc/one.json, but agent "fc"'s definition here writes yaml files`) {
+			t.Errorf("connect on host-b with a definition of another file kind: want exit %d saying so\n%s", ExitInvalid, res)
+		}
+		res = b.exec(ctx, false, "instance", "delete", rec.ID)
+		if res.code != 0 || !strings.Contains(res.stderr, "Its files on host host-a ("+rec.Dir+") stay there until `agentctl gc` runs on host-a.") {
+			t.Errorf("delete on host-b: want it to say host-a's files stay there\n%s", res)
+		}
+	})
+
 	t.Run("MCPServe", func(t *testing.T) {
 		t.Parallel()
 		ctx := hostsCtx(t)
