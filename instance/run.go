@@ -496,6 +496,11 @@ func (s *Store) EndpointEntry(r *Record, executable string) ServerEntry {
 		// tools do (PGPASSWORD, ~/.pgpass), never in a client's file.
 		args = append(args, "--store", s.StoreName())
 	}
+	if s.configFile != "" {
+		// Its [[notify]] targets, host and log level are the endpoint's
+		// too: without it the endpoint read the default file.
+		args = append(args, "--config", s.configFile)
+	}
 	return ServerEntry{Command: executable, Args: args}
 }
 

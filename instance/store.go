@@ -32,6 +32,8 @@ type Store struct {
 	sqlitePath string
 	// host names this host in the records it creates (see [WithHost]).
 	host string
+	// configFile is the configuration file given (see [WithConfigFile]).
+	configFile string
 	// notify is what the store's writes notify (see [WithNotify]).
 	notify *Notify
 
@@ -87,6 +89,11 @@ func WithStore(u StoreURL) Option { return func(s *Store) { s.url = u } }
 // WithHost sets the name of this host, which the records of the instances
 // created here carry (default: os.Hostname).
 func WithHost(name string) Option { return func(s *Store) { s.host = name } }
+
+// WithConfigFile names the configuration file the command was given (by
+// --config or AGENTCTL_CONFIG): the endpoints it writes entries for read
+// the same one ([Store.EndpointEntry]), not the default.
+func WithConfigFile(path string) Option { return func(s *Store) { s.configFile = path } }
 
 // Open opens (creating if needed) the store in dir and migrates its schema.
 // dir holds the instance directories of this host; the records live in the

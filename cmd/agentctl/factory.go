@@ -80,7 +80,7 @@ func newFactory(io *IOStreams, getenv func(string) string, args0 string) *Factor
 	// notifications, and delivers them (see notifyingStore).
 	f.Store = notifyingStore(f, func(ctx context.Context, create bool) (*instance.Store, error) {
 		return openStore(ctx, f.Config.StateDir(), storeOptions{
-			url: f.Config.Store(), host: f.Config.String(keyHost),
+			url: f.Config.Store(), host: f.Config.String(keyHost), configFile: f.Config.givenFile(),
 			create: create, now: f.Now, exitAfter: f.exitAfter,
 		})
 	})
@@ -97,6 +97,9 @@ type storeOptions struct {
 	create    bool              // create a SQLite store that is not there
 	now       func() time.Time
 	exitAfter bool // the process exits after the command ([instance.ClosedByExit])
+	// configFile is the configuration file given by --config or
+	// AGENTCTL_CONFIG (absolute), or "" ([instance.WithConfigFile]).
+	configFile string
 }
 
 // openStore opens the store whose instance directories are in dir (see
@@ -107,7 +110,7 @@ func openStore(ctx context.Context, dir string, o storeOptions) (*instance.Store
 			return nil, &noStateError{dir: dir}
 		}
 	}
-	opts := []instance.Option{instance.WithClock(o.now), instance.WithStore(o.url), instance.WithHost(o.host)}
+	opts := []instance.Option{instance.WithClock(o.now), instance.WithStore(o.url), instance.WithHost(o.host), instance.WithConfigFile(o.configFile)}
 	if o.exitAfter {
 		opts = append(opts, instance.ClosedByExit())
 	}

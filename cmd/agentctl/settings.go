@@ -194,6 +194,19 @@ func (c *Config) flag(s setting) *pflag.Flag {
 	return c.flags.Lookup(s.Flag)
 }
 
+// givenFile is the configuration file --config or AGENTCTL_CONFIG named,
+// absolute, or "" for the default.
+func (c *Config) givenFile() string {
+	path := c.String(keyConfig)
+	if path == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
 // readFile decodes config.toml strictly (a typo is an error, not a silently
 // ignored key).
 func (c *Config) readFile() error {
