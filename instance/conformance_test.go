@@ -382,7 +382,10 @@ func confGet(t *testing.T, e *confEnv) {
 			break
 		}
 	}
-	for _, ref := range []string{"nosuch", "7zzzzzzzzz", missing, strings.ToUpper(missing)} {
+	// A label is matched as written: labels differ by case (Alpha and
+	// alpha may both exist), so "ALPHA" is no reference to alpha, whose
+	// delete it was.
+	for _, ref := range []string{"nosuch", "7zzzzzzzzz", missing, strings.ToUpper(missing), "ALPHA", "Gamma"} {
 		_, err := st.Get(ctx, ref)
 		var nf *NotFoundError
 		if !errors.As(err, &nf) || !errors.Is(err, ErrNotFound) || errors.Is(err, ErrDeleted) || !strings.EqualFold(nf.Ref, ref) || nf.What != "instance" {

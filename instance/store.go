@@ -317,10 +317,22 @@ const maxAmbiguous = 6
 // resolve finds the row that ref names (see [Store.Get]) without decoding
 // its record.
 func (s *Store) resolve(ctx context.Context, ref string) (*instanceRow, error) {
+	return s.resolveRef(ctx, ref, true)
+}
+
+// resolveRef is [Store.resolve]; labels false matches ids and id prefixes
+// only.
+func (s *Store) resolveRef(ctx context.Context, ref string, labels bool) (*instanceRow, error) {
 	if ref == "" {
 		return nil, invalidf("no instance given; pass an instance id, id prefix or label (see `agentctl instance list`)")
 	}
-	row, err := scanInstanceRow(s.db.QueryRowContext(ctx, `SELECT `+instanceRowCols+` FROM instances WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1`, ref, ref, ref))
+	var q *sql.Row
+	if labels {
+		q = s.db.QueryRowContext(ctx, `SELECT `+instanceRowCols+` FROM instances WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1`, ref, ref, ref)
+	} else {
+		q = s.db.QueryRowContext(ctx, `SELECT `+instanceRowCols+` FROM instances WHERE id = ?`, ref)
+	}
+	row, err := scanInstanceRow(q)
 	if err == nil {
 		return row, nil
 	}
@@ -345,10 +357,11 @@ func (s *Store) resolve(ctx context.Context, ref string) (*instanceRow, error) {
 	}
 	switch len(found) {
 	case 0:
-		if lower := strings.ToLower(ref); lower != ref {
+		if lower := strings.ToLower(ref); lower != ref && labels {
 			// Ids are lower-case ULIDs; accept the canonical upper-case form
-			// too, and name the reference in an error as it was given.
-			row, err := s.resolve(ctx, lower)
+			// too (of an id, never of a label: labels differ by case), and
+			// name the reference in an error as it was given.
+			row, err := s.resolveRef(ctx, lower, false)
 			var amb *AmbiguousError
 			var nf *NotFoundError
 			switch {
