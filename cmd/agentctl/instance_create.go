@@ -126,9 +126,9 @@ works in scripts; -o json prints the whole record and the token.`,
 				return err
 			}
 			// The instance's endpoint is started by its client with the
-			// same environment and config file; a log level mcp serve
+			// same environment and config file; a setting mcp serve
 			// refuses would make every start of it fail, so refuse it now.
-			if _, err = c.LogLevel(); err != nil {
+			if err := endpointSettings(c); err != nil {
 				return err
 			}
 			fileMounts, err := c.FileMounts()

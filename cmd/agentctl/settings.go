@@ -534,6 +534,20 @@ func (c *Config) FirstListWait() (time.Duration, error) {
 	return d, nil
 }
 
+// endpointSettings checks the settings every start of an endpoint reads
+// (mcp serve refuses to start on a bad one): create and mount add refuse
+// them before an instance whose client could never start its endpoint.
+func endpointSettings(c *Config) error {
+	if _, err := c.LogLevel(); err != nil {
+		return err
+	}
+	if _, err := c.FirstListWait(); err != nil {
+		return err
+	}
+	_, err := c.KBRefreshInterval()
+	return err
+}
+
 // LogLevel is the endpoint's log level in force.
 func (c *Config) LogLevel() (slog.Level, error) {
 	var l slog.Level
