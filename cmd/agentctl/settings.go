@@ -464,6 +464,12 @@ func (c *Config) StateDir() string {
 // there (as from PGPASSWORD or ~/.pgpass, which the driver reads itself).
 func (c *Config) Store() instance.StoreURL {
 	v := instance.StoreURL(c.String(keyStore))
+	// A relative SQLite file named by the config file is relative to that
+	// file, as its other paths are: it was the working directory's, so
+	// each directory a command ran in had a database of its own.
+	if p, ok := v.SQLitePath(""); ok && v != "" && !filepath.IsAbs(p) && !c.given[keyStore] && c.file != "" {
+		return instance.StoreURL("sqlite:" + filepath.Join(filepath.Dir(c.file), p))
+	}
 	if env := instance.StoreURL(c.getenv(settingFor(keyStore).Env)); env != "" && env != v && v.SameDatabase(env) {
 		return env
 	}
