@@ -116,11 +116,14 @@ func instanceEnvRun(ctx context.Context, opts *InstanceEnvOptions) error {
 				fmt.Fprintf(&b, "# export %s=...  a secret, hidden here: set it yourself\n", e.Name)
 			}
 		}
-		fmt.Fprintf(&b, "# then, in %s:\n", launch.ShellQuote(base.Dir))
+		// The comments quote paths, which may hold a line break: each of
+		// their lines is a comment, or eval would run what follows it.
+		comment := strings.NewReplacer("\r\n", "\n#   ", "\n", "\n#   ", "\r", "\n#   ")
+		fmt.Fprintf(&b, "# then, in %s:\n", comment.Replace(launch.ShellQuote(base.Dir)))
 		for _, m := range []launch.Mode{launch.Headless, launch.Interactive} {
 			if p := plans[string(m)]; p != nil {
 				line := strings.ReplaceAll(p.CommandLine(), launch.ShellQuote(promptMark), `"$PROMPT"`)
-				fmt.Fprintf(&b, "#   %-12s %s\n", string(m)+":", line)
+				fmt.Fprintf(&b, "#   %-12s %s\n", string(m)+":", comment.Replace(line))
 			}
 		}
 		_, err := fmt.Fprint(opts.IO.Out, b.String())
