@@ -162,5 +162,11 @@ func (r *Record) Redacted() *Record {
 		m.Mount = m.Mount.Redacted()
 		c.Mounts[i] = m
 	}
+	// The client's URL may hold a password (--url http://u:PW@h/...); its
+	// path is the instance's own.
+	if u, err := url.Parse(c.Transport.URL); err == nil && u.User != nil {
+		u.User = url.User("redacted")
+		c.Transport.URL = u.String()
+	}
 	return &c
 }

@@ -537,3 +537,19 @@ func TestAnswerTakesAChoice(t *testing.T) {
 		t.Fatalf("a question without choices takes any answer: %+v %v", got, err)
 	}
 }
+
+// TestRecordRedactedTransportURL: a password in an HTTP instance's --url
+// is hidden from instance show and list -o json, as a mount URL's is.
+func TestRecordRedactedTransportURL(t *testing.T) {
+	st := openStore(t)
+	rec := create(t, st, "claude-code", func(o *instance.CreateOptions) {
+		o.Transport = instance.Transport{Kind: instance.TransportHTTP, URL: "http://u:PW-secret@127.0.0.1:7821/instances/{id}/mcp"}
+	})
+	r := rec.Redacted()
+	if strings.Contains(r.Transport.URL, "PW-secret") || !strings.HasPrefix(r.Transport.URL, "http://redacted@127.0.0.1:7821/instances/"+rec.ID) {
+		t.Fatalf("redacted URL %q", r.Transport.URL)
+	}
+	if !strings.Contains(rec.Transport.URL, "PW-secret") {
+		t.Fatal("Redacted changed the record")
+	}
+}

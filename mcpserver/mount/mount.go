@@ -262,18 +262,28 @@ func (m Mount) Redacted() Mount {
 }
 
 // redactArgs hides what a command line may carry of secrets: the value of
-// a flag [SecretName] names (--api-key=K, --token T), and what a URL
-// argument holds of one ([RedactURL]).
+// a flag [SecretName] names (--api-key=K, --token T), of a variable it
+// names (env GITHUB_TOKEN=T srv), of a header (--header "Authorization:
+// Bearer T", -H, or such an argument alone, as mcp-remote takes them), and
+// what a URL argument holds of one ([RedactURL]).
 func redactArgs(args []string) []string {
 	var out []string
 	for i, a := range args {
 		v := a
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		header, _, isHeader := strings.Cut(a, ":")
+		prev := ""
+		if i > 0 {
+			prev = args[i-1]
+		}
 		switch {
-		case strings.HasPrefix(a, "-") && SecretName(name) && hasValue:
+		case hasValue && SecretName(name):
 			v = a[:strings.IndexByte(a, '=')+1] + "<redacted>"
-		case i > 0 && strings.HasPrefix(args[i-1], "-") && !strings.Contains(args[i-1], "=") && SecretName(strings.TrimLeft(args[i-1], "-")):
+		case strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") && SecretName(strings.TrimLeft(prev, "-")):
 			v = "<redacted>"
+		case isHeader && !strings.ContainsAny(header, " /") && header != "" && !strings.Contains(a, "://") &&
+			(prev == "--header" || prev == "-H" || SecretName(header)):
+			v = header + ": <redacted>"
 		case strings.Contains(a, "://"):
 			if _, err := url.Parse(a); err == nil {
 				v = RedactURL(a)

@@ -146,7 +146,12 @@ func TestRedactedPathAndArgs(t *testing.T) {
 	if !slices.Equal(r.Args, want) {
 		t.Errorf("args %q, want %q", r.Args, want)
 	}
-	if m.Args[0] != "--api-key=sk-live-ABCDEF" {
+	m.Args = []string{"-y", "mcp-remote", "https://remote.example/sse", "--header", "Authorization: Bearer S2ECRET", "-H", "X-Custom: S3CRET", "Authorization:S4CRET", "GITHUB_TOKEN=S5CRET", "srv", "a:b", "PATH=/bin"}
+	want = []string{"-y", "mcp-remote", "https://remote.example/sse", "--header", "Authorization: <redacted>", "-H", "X-Custom: <redacted>", "Authorization: <redacted>", "GITHUB_TOKEN=<redacted>", "srv", "a:b", "PATH=/bin"}
+	if r := m.Redacted(); !slices.Equal(r.Args, want) {
+		t.Errorf("args %q, want %q", r.Args, want)
+	}
+	if m.Args[4] != "Authorization: Bearer S2ECRET" {
 		t.Fatal("Redacted changed the original")
 	}
 }
