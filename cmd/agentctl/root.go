@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -126,6 +127,9 @@ Configuration precedence: flags > AGENTCTL_* environment > config file
 			if f.watchSignals != nil && cmd.Annotations[quickAnnotation] == "" {
 				f.watchSignals()
 			}
+			if needsNoConfig(cmd) {
+				return nil
+			}
 			return f.Config.load(cmd.Flags())
 		},
 	}
@@ -224,4 +228,12 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 	}
 	msg += fmt.Sprintf("; run '%s --help'", cmd.CommandPath())
 	return &usageError{msg: msg, hinted: true}
+}
+
+// needsNoConfig reports whether cmd reads no setting: help and its topics,
+// completion scripts and version work with a broken config file (a
+// completion sourced in a shell's rc file failed in every new shell).
+func needsNoConfig(cmd *cobra.Command) bool {
+	path := strings.Fields(cmd.CommandPath())
+	return len(path) > 1 && slices.Contains([]string{"help", "completion", "version"}, path[1])
 }
