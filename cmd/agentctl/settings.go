@@ -424,6 +424,11 @@ func tableKeys(key string) []string {
 func (c *Config) path(key string) string {
 	p := c.String(key)
 	if p != "" && !filepath.IsAbs(p) && !c.given[key] && c.file != "" {
+		// ~/ is the home directory, as a shell would have made it of a
+		// flag's value; it made a directory named "~" beside the file.
+		if rest, ok := strings.CutPrefix(p, "~/"); ok || p == "~" {
+			return filepath.Join(c.home(), rest)
+		}
 		return filepath.Join(filepath.Dir(c.file), p)
 	}
 	return p
