@@ -408,10 +408,18 @@ func tableKeys(key string) []string {
 	if key == keyNotify {
 		v = notifyTable{}
 	}
+	kind := ""
+	if s := settingFor(key); s.Mounts != "" {
+		kind = map[mount.Kind]string{mount.KindKB: "kb", mount.KindServer: "server"}[s.Mounts]
+	}
 	var keys []string
 	t := reflect.TypeOf(v)
 	for i := range t.NumField() {
-		if tag := strings.Split(t.Field(i).Tag.Get("toml"), ",")[0]; tag != "" && tag != "-" {
+		f := t.Field(i)
+		if k := f.Tag.Get("kind"); k != "" && k != kind {
+			continue // the other kind's
+		}
+		if tag := strings.Split(f.Tag.Get("toml"), ",")[0]; tag != "" && tag != "-" {
 			keys = append(keys, tag)
 		}
 	}

@@ -42,8 +42,10 @@ command = "web-server"
 	for _, tc := range []struct{ file, want string }{
 		{`server-name = "typo"`, `unknown key "server-name" (known keys: agents_dir, base_url, first_list_wait, host, kb_refresh_interval, kbs, log_level, mcp.tool_prefix_mode, mcp_servers, notify, question_timeout, server_name, state_dir, store)`},
 		{"[mcp]\ntool_prefix = \"off\"", `unknown key "mcp.tool_prefix"`},
-		{"[[kbs]]\nname = \"a\"\npaht = \"x\"", `[[kbs]] #1: unknown key "paht" (a [[kbs]] table's keys: name, path,`},
-		{"[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\n[[mcp_servers]]\nname = \"b\"\ncomand = \"y\"", `[[mcp_servers]] #2: unknown key "comand"`},
+		// Each array's own keys: a [[kbs]] table takes no command, a
+		// [[mcp_servers]] one no path.
+		{"[[kbs]]\nname = \"a\"\npaht = \"x\"", `[[kbs]] #1: unknown key "paht" (a [[kbs]] table's keys: name, path, tool_prefix, read_only, max_bytes)`},
+		{"[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\n[[mcp_servers]]\nname = \"b\"\ncomand = \"y\"", `[[mcp_servers]] #2: unknown key "comand" (a [[mcp_servers]] table's keys: name, tool_prefix, command, args, env, url, headers, timeout, call_timeout)`},
 		{"[other]\nx = 1", `unknown key "other"`},
 		{`server_name = 5`, `server_name`},
 		{`server_name = `, `line 1`},

@@ -43,37 +43,38 @@ func (k Kind) InProcess() bool { return k == KindKB }
 // mounts decode into it; [Mount.Validate] says whether it makes sense.
 //
 // The JSON field names are part of the CLI contract (`instance show -o
-// json`): add fields, never rename.
+// json`): add fields, never rename. A field's kind tag says which kind of
+// mount takes it (none: both), for the config file's key lists.
 type Mount struct {
 	Kind Kind   `json:"kind" toml:"-"`
 	Name string `json:"name" toml:"name"`
 	// Path is a knowledge base's folder.
-	Path string `json:"path,omitempty" toml:"path"`
+	Path string `json:"path,omitempty" toml:"path" kind:"kb"`
 	// ToolPrefix is the explicit tool prefix; empty for none (then the
 	// prefix mode decides).
 	ToolPrefix string `json:"tool_prefix" toml:"tool_prefix"`
 	// ReadOnly leaves concept_write out of a knowledge base's tools.
-	ReadOnly bool `json:"read_only" toml:"read_only"`
+	ReadOnly bool `json:"read_only" toml:"read_only" kind:"kb"`
 	// MaxBytes bounds a knowledge base's concepts; 0 means the knowledge
 	// base's default, [github.com/agentctl/agentctl/mcpserver/kb.DefaultMaxBytes].
-	MaxBytes int64 `json:"max_bytes,omitempty" toml:"max_bytes"`
+	MaxBytes int64 `json:"max_bytes,omitempty" toml:"max_bytes" kind:"kb"`
 
 	// An external MCP server: Command and Args over stdio (with Env added to
 	// agentctl's environment), or URL over streamable HTTP with Headers.
-	Command string            `json:"command,omitempty" toml:"command"`
-	Args    []string          `json:"args,omitempty" toml:"args"`
-	Env     map[string]string `json:"env,omitempty" toml:"env"`
-	URL     string            `json:"url,omitempty" toml:"url"`
-	Headers map[string]string `json:"headers,omitempty" toml:"headers"`
+	Command string            `json:"command,omitempty" toml:"command" kind:"server"`
+	Args    []string          `json:"args,omitempty" toml:"args" kind:"server"`
+	Env     map[string]string `json:"env,omitempty" toml:"env" kind:"server"`
+	URL     string            `json:"url,omitempty" toml:"url" kind:"server"`
+	Headers map[string]string `json:"headers,omitempty" toml:"headers" kind:"server"`
 	// Timeout bounds connecting to an external server and listing its
 	// tools, and, on the SDK path, how long a stdio server may leave a
 	// message of agentctl's untaken (it is then not reading its input, and
 	// is restarted); 0 means the proxy's default.
-	Timeout Duration `json:"timeout,omitempty" toml:"timeout"`
+	Timeout Duration `json:"timeout,omitempty" toml:"timeout" kind:"server"`
 	// CallTimeout bounds one tools/call to an external server, after which
 	// the call fails with a tool error and is cancelled upstream; 0 means
 	// [DefaultCallTimeout]. See [Mount.CallTimeoutOrDefault].
-	CallTimeout Duration `json:"call_timeout,omitempty" toml:"call_timeout"`
+	CallTimeout Duration `json:"call_timeout,omitempty" toml:"call_timeout" kind:"server"`
 }
 
 // DefaultCallTimeout bounds one tools/call to an external server unless
