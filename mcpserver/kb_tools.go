@@ -38,8 +38,9 @@ type ConceptSearchInput struct {
 
 // ConceptWriteInput is the input of concept_write.
 type ConceptWriteInput struct {
-	ID      string `json:"id" jsonschema:"The concept's id: its path in the knowledge base without \".md\", with \"/\" between folders, e.g. \"guides/setup\"."`
-	Content string `json:"content" jsonschema:"The complete Markdown of the concept; it replaces what was there."`
+	ID        string `json:"id" jsonschema:"The concept's id: its path in the knowledge base without \".md\", with \"/\" between folders, e.g. \"guides/setup\"."`
+	Content   string `json:"content" jsonschema:"The complete Markdown of the concept; it replaces what was there."`
+	IfVersion string `json:"if_version,omitempty" jsonschema:"For an edit: the version the read of the concept gave. The write is refused if the concept changed since, so that nobody's change is lost."`
 }
 
 // KBToolBases lists the base tool names a knowledge base offers with these
@@ -154,7 +155,7 @@ func kbTools(kbase *kb.Base, name func(string) string) (kbToolDefs, error) {
 			Title: "Write a concept in " + kbase.Name(),
 			Description: "Create or replace a concept (a Markdown document) in the knowledge base " + q + ". " + idIs +
 				" Missing folders are created. content replaces the whole concept: to change one, read it with " + read +
-				" first and write back the complete edited Markdown. Give a new concept a title in YAML front matter " +
+				" first and write back the complete edited Markdown, with the read's version as if_version (if the concept changed since, the write is refused: read it again). Give a new concept a title in YAML front matter " +
 				"(\"---\\ntitle: Setup\\n---\\n\") or a first \"# \" heading. " +
 				fmt.Sprintf("At most %d bytes.", kbase.Options().MaxBytes),
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
@@ -209,7 +210,7 @@ func kbSearch(kbase *kb.Base) mcp.ToolHandlerFor[ConceptSearchInput, kb.SearchOu
 
 func kbWrite(kbase *kb.Base) mcp.ToolHandlerFor[ConceptWriteInput, kb.WriteOutput] {
 	return func(ctx context.Context, _ *mcp.CallToolRequest, in ConceptWriteInput) (*mcp.CallToolResult, kb.WriteOutput, error) {
-		out, err := kbase.Write(ctx, in.ID, in.Content)
+		out, err := kbase.WriteIf(ctx, in.ID, in.Content, in.IfVersion)
 		if err != nil {
 			res, err := kbToolResult(ctx, err)
 			return res, kb.WriteOutput{}, err

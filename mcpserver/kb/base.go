@@ -56,6 +56,7 @@ var (
 	ErrNotAConcept      = errors.New("not a concept")
 	ErrReadOnly         = errors.New("knowledge base is read-only")
 	ErrNotText          = errors.New("concept is not UTF-8 text")
+	ErrChanged          = errors.New("concept changed since it was read")
 	ErrInvalidRequest   = errors.New("invalid request")
 )
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -54,6 +55,7 @@ type ReadOutput struct {
 	ID      string `json:"id" jsonschema:"The concept's id."`
 	Title   string `json:"title,omitempty" jsonschema:"The title from the concept's YAML front matter, if it has one."`
 	Content string `json:"content" jsonschema:"The concept's complete Markdown, front matter included."`
+	Version string `json:"version" jsonschema:"The version of the content read: pass it to the write of an edit as if_version, which is then refused if the concept changed since."`
 }
 
 // WriteOutput is the result of [Base.Write] and concept_write.
@@ -61,6 +63,14 @@ type WriteOutput struct {
 	ID      string `json:"id" jsonschema:"The concept's id."`
 	Bytes   int    `json:"bytes" jsonschema:"Bytes written."`
 	Created bool   `json:"created" jsonschema:"True when the concept did not exist before."`
+	Version string `json:"version" jsonschema:"The version of the content written."`
+}
+
+// Version names a concept's content: the first 16 hex digits of its
+// SHA-256.
+func Version(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }
 
 // List returns a page of concept ids (and titles) sorted by id, those
@@ -165,7 +175,7 @@ func (kb *Base) Read(ctx context.Context, id string) (ReadOutput, error) {
 		return ReadOutput{}, err
 	}
 	title, _, _ := splitFrontMatter(data)
-	return ReadOutput{ID: cid, Title: title, Content: string(data)}, nil
+	return ReadOutput{ID: cid, Title: title, Content: string(data), Version: Version(data)}, nil
 }
 
 // readConcept reads a concept's file and returns it with the file's
@@ -323,6 +333,16 @@ func isRootEscape(err error) bool {
 // the concept, so a crash leaves either the old or the new content. Missing
 // folders are created. The index is updated before Write returns.
 func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, error) {
+	return kb.WriteIf(ctx, id, content, "")
+}
+
+// WriteIf is [Base.Write] of an edit: when ifVersion is not empty, the
+// concept must still hold the content of that [Version] (a read's) as it
+// is replaced, or the write is refused with [ErrChanged], naming the
+// version it holds now. Two writers of agentctl's are ordered by the
+// index's write lock; an editor's write between the check and the rename
+// is not seen.
+func (kb *Base) WriteIf(ctx context.Context, id, content, ifVersion string) (WriteOutput, error) {
 	if err := kb.usable(ctx); err != nil {
 		return WriteOutput{}, err
 	}
@@ -387,11 +407,31 @@ func (kb *Base) Write(ctx context.Context, id, content string) (WriteOutput, err
 	if err := kb.writeTemp(tmp, content, perm, fi); err != nil {
 		return WriteOutput{}, kb.writeError(cid, err)
 	}
-	if err := kb.renameAndIndex(ctx, tmp, cid, content); err != nil {
+	var check func() error
+	if ifVersion != "" {
+		check = func() error { return kb.checkVersion(cid, ifVersion) }
+	}
+	if err := kb.renameAndIndex(ctx, tmp, cid, content, check); err != nil {
 		return WriteOutput{}, err
 	}
 	kb.syncDir(dir)
-	return WriteOutput{ID: cid, Bytes: len(content), Created: created}, nil
+	return WriteOutput{ID: cid, Bytes: len(content), Created: created, Version: Version([]byte(content))}, nil
+}
+
+// checkVersion refuses a write whose concept no longer holds the content
+// of version want.
+func (kb *Base) checkVersion(cid, want string) error {
+	data, _, err := kb.readConcept(cid)
+	switch {
+	case errors.Is(err, ErrConceptNotFound) || errors.Is(err, fs.ErrNotExist):
+		return errorf(ErrChanged, "concept %q in knowledge base %q was removed since version %s was read; nothing was written: write it without if_version to create it again", cid, kb.name, want)
+	case err != nil:
+		return err
+	case Version(data) != want:
+		return errorf(ErrChanged, "concept %q in knowledge base %q changed since version %s was read (it is version %s now); nothing was written: "+
+			"read it again, make your change to what it holds now, and write that with if_version %s", cid, kb.name, want, Version(data), Version(data))
+	}
+	return nil
 }
 
 // checkReplace refuses to replace the concept's existing file, fi, when
@@ -431,10 +471,18 @@ func (kb *Base) checkReplace(cid string, fi fs.FileInfo) error {
 // applies an older read of the file after it, and a process killed between
 // the two leaves an index whose row no longer matches the file, which the
 // next reconcile reads again. Without an index (it cannot be opened), the
-// write still happens; the next reconcile indexes it.
-func (kb *Base) renameAndIndex(ctx context.Context, tmp, cid, content string) error {
+// write still happens; the next reconcile indexes it. check, when not nil,
+// runs just before the rename (under the index's write lock, which orders
+// agentctl's writers): its error leaves the concept as it was.
+func (kb *Base) renameAndIndex(ctx context.Context, tmp, cid, content string, check func() error) error {
 	rel := cid + ".md"
 	rename := func() error {
+		if check != nil {
+			if err := check(); err != nil {
+				_ = kb.fsys().Remove(tmp)
+				return err
+			}
+		}
 		if err := kb.fsys().Rename(tmp, rel); err != nil {
 			_ = kb.fsys().Remove(tmp)
 			return kb.writeError(cid, err)
