@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/agents"
 	"github.com/agentctl/agentctl/instance"
 	"github.com/spf13/cobra"
 )
@@ -29,12 +30,15 @@ type InstanceListOptions struct {
 	Here   bool
 	// HostName is this host's name (--here), as the store records it.
 	HostName func() string
+	// Catalog tells, when --agent matches nothing, whether that agent is
+	// defined at all.
+	Catalog func() (*agents.Catalog, error)
 }
 
 // NewCmdInstanceList is `agentctl instance list`; runF replaces
 // [instanceListRun] in tests.
 func NewCmdInstanceList(f *Factory, runF func(context.Context, *InstanceListOptions) error) *cobra.Command {
-	opts := &InstanceListOptions{IO: f.IOStreams, Store: f.Store, Now: f.Now, HostName: f.Config.HostName}
+	opts := &InstanceListOptions{IO: f.IOStreams, Store: f.Store, Now: f.Now, HostName: f.Config.HostName, Catalog: f.Catalog}
 	statuses := instance.ProgressStatuses()
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -140,6 +144,7 @@ func instanceListRun(ctx context.Context, opts *InstanceListOptions) error {
 	default:
 		out = &tableLister{io: opts.IO, wide: opts.Output == formatWide}
 	}
+	listed := 0
 	err = withStore(ctx, opts.Store, func(st *instance.Store) error {
 		for l, err := range st.Records(ctx, lo) {
 			// A broken record is a warning, not a failure (exit 0): the
@@ -155,6 +160,7 @@ func instanceListRun(ctx context.Context, opts *InstanceListOptions) error {
 			if err := out.add(l); err != nil {
 				return err
 			}
+			listed++
 		}
 		if t, ok := out.(*tableLister); ok {
 			t.complete(ctx, st)
@@ -163,6 +169,15 @@ func instanceListRun(ctx context.Context, opts *InstanceListOptions) error {
 	})
 	if _, ok := errors.AsType[*noStateError](err); err != nil && !ok {
 		return err
+	}
+	if listed == 0 && opts.Agent != "" && opts.Catalog != nil {
+		// A mistyped --agent lists nothing, as an agent without instances
+		// does: say which it is (still exit 0: a script's empty list).
+		if cat, cerr := opts.Catalog(); cerr == nil {
+			if _, lerr := cat.Lookup(opts.Agent); errors.Is(lerr, agents.ErrUnknownAgent) {
+				opts.IO.Narrate("warning: --agent %q: %v", opts.Agent, lerr)
+			}
+		}
 	}
 	return out.flush()
 }
