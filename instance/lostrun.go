@@ -35,12 +35,14 @@ func (s *Store) EndLostRun(ctx context.Context, id string) (bool, error) {
 	if err != nil || !lost {
 		return false, err
 	}
-	// A run on another host is that host's to judge: its pid and run
-	// lock are there, and a process of that pid here is another.
-	if run, err := s.LastRun(ctx, id); err != nil || run == nil || s.foreignRun(ctx, id, run) {
+	if running, err := s.Running(id); err != nil || running {
 		return false, err
 	}
-	if running, err := s.Running(id); err != nil || running {
+	// A run on another host is that host's to judge: its pid and run
+	// lock are there, and a process of that pid here is another. (Asked
+	// after the local lock, which a run under way here holds: the look of
+	// a follower at each wake costs no query then.)
+	if run, err := s.LastRun(ctx, id); err != nil || run == nil || s.foreignRun(ctx, id, run) {
 		return false, err
 	}
 	release, err := s.RunLock(id)
